@@ -1,0 +1,46 @@
+# The single entry point. `make test` alone works on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORPUS ?= ../shared/corpus/claude-projects
+
+.PHONY: install test lint fmt run demo bench bench-quick reliability clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/pytest -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check ingestd tests
+	$(BIN)/ruff format --check ingestd tests
+	$(BIN)/mypy ingestd
+
+fmt: $(STAMP)
+	$(BIN)/ruff format ingestd tests
+	$(BIN)/ruff check --fix ingestd tests
+
+run: $(STAMP)
+	$(BIN)/ingestd serve
+
+demo: $(STAMP)
+	$(BIN)/python -m ingestd.demo $(CORPUS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run --full
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m bench.run --quick
+
+reliability: $(STAMP)
+	$(BIN)/pytest -m slow
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

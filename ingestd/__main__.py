@@ -1,0 +1,3 @@
+from ingestd.cli import main
+
+main()

@@ -1,0 +1,81 @@
+"""Options and helpers shared by the commands (SPEC §9)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import apsw
+import click
+import orjson
+
+from ingestd.errors import ConfigError
+from ingestd.store.connection import connect, default_db_path
+from ingestd.store.migrate import migrate
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def db_option(f: F) -> F:
+    """``--db PATH`` (default ``$XDG_DATA_HOME/ingestd/ingestd.db``; env ``INGESTD_DB``)."""
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        envvar="INGESTD_DB",
+        help="Database file [default: $XDG_DATA_HOME/ingestd/ingestd.db].",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    """``--json``: print one JSON document on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(f)
+
+
+def default_projects(env: dict[str, str]) -> list[Path]:
+    """``$CLAUDE_CONFIG_DIR/projects`` when set, else ``~/.claude/projects``."""
+    base = env.get("CLAUDE_CONFIG_DIR")
+    if base:
+        return [Path(base) / "projects"]
+    return [Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "projects"]
+
+
+def projects_option(f: F) -> F:
+    """``--projects DIR`` (repeatable)."""
+    return click.option(
+        "--projects",
+        "projects",
+        multiple=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Projects root (repeatable) [default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects].",
+    )(f)
+
+
+def resolve_db(db_path: Path | None) -> Path:
+    """The database path: the option, else the default."""
+    return db_path if db_path is not None else default_db_path(dict(os.environ))
+
+
+def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
+    """Open (and migrate) the database for a command.
+
+    Raises:
+        ConfigError: ``create`` is False and the database does not exist.
+        MigrationError: the ledger refuses (see ``ingestd migrate --status``).
+    """
+    path = resolve_db(db_path)
+    if not create and not path.exists():
+        raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+    conn = connect(path)
+    migrate(conn)
+    return conn
+
+
+def emit_json(doc: Any) -> None:
+    """Write one JSON document (and a newline) to stdout."""
+    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    sys.stdout.flush()

@@ -1,0 +1,50 @@
+"""``ingestd migrate [--status] [--json]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.errors import MigrationError
+from ingestd.store import migrate as mig
+from ingestd.store.connection import connect
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("migrate")
+    @db_option
+    @click.option("--status", "show_status", is_flag=True, help="List applied and pending migrations; change nothing.")
+    @json_option
+    def migrate_cmd(db_path: Path | None, show_status: bool, as_json: bool) -> None:
+        """Apply pending schema migrations (or list them with --status)."""
+        conn = connect(resolve_db(db_path))
+        if show_status:
+            st = mig.status(conn)
+            if as_json:
+                emit_json(
+                    {
+                        "applied": [{"id": a.id, "name": a.name, "checksum": a.checksum} for a in st.applied],
+                        "pending": [{"id": p.id, "name": p.name, "checksum": p.sha256} for p in st.pending],
+                        "problems": list(st.problems),
+                    }
+                )
+            else:
+                for a in st.applied:
+                    click.echo(f"applied  {a.id:04d}_{a.name}  {(a.checksum or 'no checksum')[:12]}")
+                for p in st.pending:
+                    click.echo(f"pending  {p.id:04d}_{p.name}  {p.sha256[:12]}")
+                for problem in st.problems:
+                    click.echo(f"problem  {problem}", err=True)
+            if st.problems:
+                raise MigrationError("; ".join(st.problems))
+            return
+        done = mig.migrate(conn)
+        if as_json:
+            emit_json({"applied": [{"id": p.id, "name": p.name} for p in done]})
+        elif done:
+            for p in done:
+                click.echo(f"applied {p.id:04d}_{p.name}")
+        else:
+            click.echo("nothing pending: the schema is up to date")

@@ -1,0 +1,126 @@
+"""The migration ledger as data: pins and a pure plan (SPEC §6).
+
+Each migration file is pinned here by id, name and SHA-256. ``plan`` compares the
+files on disk, the pins and the rows of ``schema_version`` and either returns the
+pending steps or the problems that must stop everything before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A released migration.
+
+    Attributes:
+        id: int, strictly increasing.
+        name: str, the file name without ``NNNN_`` and ``.sql``.
+        sha256: str, hex digest of the file's bytes.
+    """
+
+    id: int
+    name: str
+    sha256: str
+
+
+PINS: tuple[Pin, ...] = (
+    Pin(1, "schema", "d2fbade928dd4d6b25c9bf51ad93a36cb4ac44527c94f4874addb9d1e8cb4eea"),
+    Pin(2, "time_guards_and_rollup", "14b6ef2923a706db0fb83226464c6ab3fd5703ae837246d497c9abcaf62574c6"),
+    Pin(3, "pricing_seed", "99c9500cccfef7288953b6030d1cc0dcce07e4a978b425f3eecdbd147d50e696"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileOnDisk:
+    """A migration file found on disk: id, name, sha256 of its bytes."""
+
+    id: int
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A ``schema_version`` row; ``checksum`` is None in a ledger that predates checksums."""
+
+    id: int
+    name: str
+    checksum: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do.
+
+    Attributes:
+        pending: pins to apply, in id order.
+        fill_checksums: applied ids whose NULL checksum is to be filled (trust on first verify).
+        problems: one message per refusal; when non-empty nothing may be applied.
+    """
+
+    pending: tuple[Pin, ...]
+    fill_checksums: tuple[Pin, ...]
+    problems: tuple[str, ...]
+
+
+def _fix(pin: Pin) -> str:
+    return (
+        f"restore migrations/{pin.id:04d}_{pin.name}.sql to the released version and ship the change "
+        "as a new migration"
+    )
+
+
+def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] = PINS) -> Plan:
+    """Decide what a migration run does. Pure.
+
+    Args:
+        files: the migration files found on disk.
+        applied: the ledger rows.
+        pins: the released migrations (``PINS``).
+
+    Returns:
+        A ``Plan``; ``problems`` names every migration that does not match and says what to do.
+    """
+    problems: list[str] = []
+    ids = [p.id for p in pins]
+    if ids != sorted(set(ids)):
+        problems.append(f"migration ids must be strictly increasing: {ids}")
+    by_id = {f.id: f for f in files}
+    for f in files:
+        if f.id not in {p.id for p in pins}:
+            problems.append(
+                f"migration {f.id:04d}_{f.name}.sql is not pinned in ingestd/core/ledger.py PINS: "
+                "pin it with its sha256"
+            )
+    for pin in pins:
+        f = by_id.get(pin.id)
+        if f is None:
+            problems.append(f"migration {pin.id:04d}_{pin.name}.sql is missing: restore it")
+        elif f.sha256 != pin.sha256 or f.name != pin.name:
+            problems.append(f"migration {pin.id:04d}_{pin.name}.sql was edited after release: {_fix(pin)}")
+    pin_by_id = {p.id: p for p in pins}
+    fill: list[Pin] = []
+    for row in applied:
+        pin = pin_by_id.get(row.id)
+        if pin is None:
+            problems.append(
+                f"the database has migration {row.id} ({row.name}) that this ingestd does not know: "
+                "upgrade ingestd"
+            )
+        elif row.checksum is None:
+            fill.append(pin)
+        elif row.checksum != pin.sha256:
+            problems.append(
+                f"applied migration {pin.id:04d}_{pin.name} has recorded checksum {row.checksum[:12]}…, "
+                f"not the pinned {pin.sha256[:12]}…: {_fix(pin)}"
+            )
+    done = {row.id for row in applied}
+    pending = tuple(p for p in pins if p.id not in done)
+    if done and pending and min(p.id for p in pending) < max(done):
+        problems.append(
+            f"migration {min(p.id for p in pending)} is pending but {max(done)} is applied: ids must be "
+            "applied in increasing order"
+        )
+    return Plan(pending=pending, fill_checksums=tuple(fill), problems=tuple(problems))

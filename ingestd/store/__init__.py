@@ -1,0 +1,1 @@
+"""SQLite access: connection policy, migrations, the writer, read queries."""

@@ -1,0 +1,155 @@
+"""apsw connections with the pragma policy of SPEC §6, and the one place apsw
+errors become ``IngestdError``\\ s.
+
+Every connection sets and reads back each pragma (WAL, ``foreign_keys=ON``,
+``busy_timeout=5000``, ``synchronous``). ``synchronous=FULL`` in WAL mode syncs
+the WAL on every commit, which is what lets a 2xx to a hook mean "on disk".
+The database file is created 0600 inside a 0700 directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import apsw
+
+from ingestd.errors import BusyError, IntegrityError, PragmaError, StorageError
+
+BUSY_TIMEOUT_MS = 5000
+
+T = TypeVar("T")
+
+# (apsw exception class, ingestd error class), most specific first. Tested table-driven.
+_ERROR_MAP: tuple[tuple[type[BaseException], type[StorageError]], ...] = (
+    (apsw.BusyError, BusyError),
+    (apsw.LockedError, BusyError),
+    (apsw.ConstraintError, IntegrityError),
+    (apsw.Error, StorageError),
+)
+
+
+def translate(exc: BaseException) -> StorageError:
+    """Map an apsw exception to the ingestd error tree (the only such mapping).
+
+    Args:
+        exc: an exception raised by apsw.
+
+    Returns:
+        The ``StorageError`` subclass instance to raise ``from exc``.
+    """
+    for apsw_cls, ours in _ERROR_MAP:
+        if isinstance(exc, apsw_cls):
+            return ours(f"database error: {exc}", cause=type(exc).__name__)
+    return StorageError(f"database error: {exc}", cause=type(exc).__name__)
+
+
+@contextlib.contextmanager
+def storage_errors() -> Iterator[None]:
+    """Context manager re-raising apsw errors as ``StorageError`` (``raise ... from e``)."""
+    try:
+        yield
+    except apsw.Error as e:
+        raise translate(e) from e
+
+
+def default_db_path(env: dict[str, str]) -> Path:
+    """``$XDG_DATA_HOME/ingestd/ingestd.db``, else ``~/.local/share/ingestd/ingestd.db``.
+
+    Args:
+        env: the environment mapping (passed in, never read here implicitly).
+    """
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local/share")
+    return Path(base) / "ingestd" / "ingestd.db"
+
+
+def _set_and_check(conn: apsw.Connection, name: str, value: str, expect: str) -> None:
+    rows = list(conn.execute(f"PRAGMA {name}={value}"))
+    got = rows[0][0] if rows else None
+    if got is None:
+        got = conn.execute(f"PRAGMA {name}").fetchall()[0][0]
+    if str(got).lower() != expect:
+        raise PragmaError(f"PRAGMA {name} reads back {got!r}, expected {expect!r}", pragma=name)
+
+
+def apply_policy(conn: apsw.Connection, *, readonly: bool = False) -> None:
+    """Set and read back every pragma of the policy.
+
+    Raises:
+        PragmaError: naming the pragma whose value did not take.
+    """
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    _set_and_check(conn, "busy_timeout", str(BUSY_TIMEOUT_MS), str(BUSY_TIMEOUT_MS))
+    if not readonly:
+        _set_and_check(conn, "journal_mode", "WAL", "wal")
+    _set_and_check(conn, "foreign_keys", "ON", "1")
+    # FULL = 2: in WAL mode the WAL is synced at every commit (durable 2xx).
+    _set_and_check(conn, "synchronous", "FULL", "2")
+
+
+def _private_file(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Connection:
+    """Open a connection with the policy applied.
+
+    Args:
+        path: database file; created private (0600, directory 0700) when missing,
+            unless ``readonly``. ``":memory:"`` is allowed for tests.
+        readonly: open read-only (reports); the file must exist.
+
+    Raises:
+        StorageError: the file cannot be opened or is not a database.
+        PragmaError: a pragma did not take.
+    """
+    p = str(path)
+    try:
+        if p != ":memory:" and not readonly:
+            _private_file(Path(p))
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        conn = apsw.Connection(p, flags=flags)
+        apply_policy(conn, readonly=readonly or p == ":memory:")
+    except apsw.Error as e:
+        raise translate(e) from e
+    return conn
+
+
+def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
+    """Run ``fn(conn)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error).
+
+    Raises:
+        StorageError: translated from apsw; nothing of ``fn``'s writes remains.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except apsw.Error as e:
+        raise translate(e) from e
+    try:
+        result = fn(conn)
+    except BaseException as e:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(e, apsw.Error):
+            raise translate(e) from e
+        raise
+    try:
+        conn.execute("COMMIT")
+    except apsw.Error as e:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+        raise translate(e) from e
+    return result
+
+
+def scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """First column of the first row, or None."""
+    for row in conn.execute(sql, params):
+        return row[0]
+    return None

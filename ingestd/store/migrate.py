@@ -1,0 +1,135 @@
+"""Applying the migration ledger (the shell around ``ingestd.core.ledger.plan``).
+
+Each pending migration runs in its own ``BEGIN IMMEDIATE`` transaction together
+with its ``schema_version`` row. Any problem found by the plan stops everything
+before anything is applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from ingestd.core import ledger
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.errors import MigrationError
+from ingestd.store.connection import storage_errors, write_txn
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+def files_on_disk(directory: Path = MIGRATIONS_DIR) -> list[ledger.FileOnDisk]:
+    """Every ``NNNN_name.sql`` file in ``directory`` with its SHA-256. Read-only."""
+    out = []
+    for p in sorted(directory.iterdir()):
+        m = _NAME.match(p.name)
+        if m:
+            out.append(ledger.FileOnDisk(int(m.group(1)), m.group(2), hashlib.sha256(p.read_bytes()).hexdigest()))
+    return out
+
+
+def _ensure_ledger(conn: apsw.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        " id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL, checksum TEXT)"
+    )
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(schema_version)")]
+    if "checksum" not in cols:
+        # A ledger that predates checksums: add the column; plan() fills it once.
+        conn.execute("ALTER TABLE schema_version ADD COLUMN checksum TEXT")
+
+
+def applied(conn: apsw.Connection) -> list[ledger.Applied]:
+    """The ledger rows (empty when there is no ledger). Read-only."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'").fetchall()
+    if not exists:
+        return []
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(schema_version)")]
+    sel = "checksum" if "checksum" in cols else "NULL"
+    return [
+        ledger.Applied(r[0], r[1], r[2])
+        for r in conn.execute(f"SELECT id, name, {sel} FROM schema_version ORDER BY id")
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """Ledger status: ``applied`` rows and ``pending`` pins, plus any ``problems``."""
+
+    applied: list[ledger.Applied]
+    pending: tuple[ledger.Pin, ...]
+    problems: tuple[str, ...]
+
+
+def status(conn: apsw.Connection, directory: Path = MIGRATIONS_DIR) -> Status:
+    """What ``migrate`` would do. Read-only."""
+    with storage_errors():
+        rows = applied(conn)
+    p = ledger.plan(files_on_disk(directory), rows)
+    return Status(rows, p.pending, p.problems)
+
+
+def migrate(
+    conn: apsw.Connection,
+    *,
+    directory: Path = MIGRATIONS_DIR,
+    pins: tuple[ledger.Pin, ...] = ledger.PINS,
+    now: str | None = None,
+) -> list[ledger.Pin]:
+    """Apply every pending migration.
+
+    Args:
+        conn: a connection from ``connect``.
+        directory: where the ``.sql`` files are.
+        pins: the pinned ledger.
+        now: canonical UTC ``applied_at``; the clock when None.
+
+    Returns:
+        The pins applied by this run (empty when nothing was pending).
+
+    Raises:
+        MigrationError: a file or a recorded checksum does not match its pin (nothing applied),
+            or a migration failed (its transaction rolled back, no ledger row).
+    """
+    stamp = now or from_epoch_ns(time.time_ns())
+    with storage_errors():
+        rows = applied(conn)
+    p = ledger.plan(files_on_disk(directory), rows, pins)
+    if p.problems:
+        raise MigrationError("; ".join(p.problems), problems=p.problems)
+    if p.fill_checksums:
+
+        def fill(c: apsw.Connection) -> None:
+            _ensure_ledger(c)
+            for pin in p.fill_checksums:
+                c.execute("UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL", (pin.sha256, pin.id))
+
+        write_txn(conn, fill)
+    done: list[ledger.Pin] = []
+    for pin in p.pending:
+        sql = (directory / f"{pin.id:04d}_{pin.name}.sql").read_text(encoding="utf-8")
+
+        def step(c: apsw.Connection, pin: ledger.Pin = pin, sql: str = sql) -> None:
+            _ensure_ledger(c)
+            c.execute(sql)
+            c.execute(
+                "INSERT INTO schema_version (id, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
+                (pin.id, pin.name, stamp, pin.sha256),
+            )
+
+        try:
+            write_txn(conn, step)
+        except MigrationError:
+            raise
+        except Exception as e:
+            raise MigrationError(
+                f"migration {pin.id:04d}_{pin.name} failed and was rolled back: {e}", migration=pin.id
+            ) from e
+        done.append(pin)
+    return done

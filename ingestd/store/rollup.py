@@ -1,0 +1,58 @@
+"""The rollup's reference: the same grouping computed by a direct scan (SPEC §5.3).
+
+``token_usage_rollup`` is maintained by triggers; ``scan`` recomputes what it must
+hold from ``token_usage`` and the rate rule, for the equivalence tests and
+``ingestd verify``. ``rebuild`` replaces the rollup with the scan.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+RollupKey = tuple[str, str, str, str, str]
+
+SLOT_SQL = "substr(t.occurred_at, 1, 14) || printf('%02d', CAST(substr(t.occurred_at, 15, 2) AS INTEGER) / 15 * 15) || 'Z'"
+RATE_SQL = (
+    "COALESCE((SELECT max(p.effective_from) FROM model_pricing p"
+    " WHERE p.model = t.model AND p.bucket = t.bucket AND p.effective_from <= t.occurred_at), '')"
+)
+SCAN_SQL = (
+    f"SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, sum(t.tokens), count(*)"
+    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5"
+)
+
+
+def scan(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int]]:
+    """The rollup as a grouped scan of token_usage: key → (tokens, row_count). Read-only."""
+    return {(r[0], r[1], r[2], r[3], r[4]): (r[5], r[6]) for r in conn.execute(SCAN_SQL)}
+
+
+def stored(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int]]:
+    """The rollup table as it is: key → (tokens, row_count). Read-only."""
+    return {
+        (r[0], r[1], r[2], r[3], r[4]): (r[5], r[6])
+        for r in conn.execute(
+            "SELECT session_id, model, bucket, slot, rate_effective_from, tokens, row_count FROM token_usage_rollup"
+        )
+    }
+
+
+def differences(conn: apsw.Connection, limit: int = 20) -> list[str]:
+    """Human-readable differences between the rollup and the scan (empty when equal). Read-only."""
+    want, have = scan(conn), stored(conn)
+    out = []
+    for key in sorted(set(want) | set(have)):
+        if want.get(key) != have.get(key):
+            out.append(f"rollup {key}: stored {have.get(key)}, scan {want.get(key)}")
+            if len(out) >= limit:
+                break
+    return out
+
+
+def rebuild(conn: apsw.Connection) -> None:
+    """Replace the rollup with the scan. Call inside a write transaction."""
+    conn.execute("DELETE FROM token_usage_rollup")
+    conn.execute(
+        "INSERT INTO token_usage_rollup (session_id, model, bucket, slot, rate_effective_from, tokens, row_count) "
+        + SCAN_SQL
+    )

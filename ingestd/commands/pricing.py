@@ -70,7 +70,9 @@ def register(cli: click.Group) -> None:
         }
         rates = {k: v for k, v in given.items() if v is not None}
         if not rates:
-            raise InputError("give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)")
+            raise InputError(
+                "give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)"
+            )
         rows = pricing.parse_rows(
             [{"model": model, "effective_from": effective_from, "rates": rates, "source": source}],
             default_source=source,

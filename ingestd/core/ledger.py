@@ -67,8 +67,7 @@ class Plan:
 
 def _fix(pin: Pin) -> str:
     return (
-        f"restore migrations/{pin.id:04d}_{pin.name}.sql to the released version and ship the change "
-        "as a new migration"
+        f"restore migrations/{pin.id:04d}_{pin.name}.sql to the released version and ship the change as a new migration"
     )
 
 
@@ -95,26 +94,25 @@ def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] 
                 "pin it with its sha256"
             )
     for pin in pins:
-        f = by_id.get(pin.id)
-        if f is None:
+        found = by_id.get(pin.id)
+        if found is None:
             problems.append(f"migration {pin.id:04d}_{pin.name}.sql is missing: restore it")
-        elif f.sha256 != pin.sha256 or f.name != pin.name:
+        elif found.sha256 != pin.sha256 or found.name != pin.name:
             problems.append(f"migration {pin.id:04d}_{pin.name}.sql was edited after release: {_fix(pin)}")
     pin_by_id = {p.id: p for p in pins}
     fill: list[Pin] = []
     for row in applied:
-        pin = pin_by_id.get(row.id)
-        if pin is None:
+        pinned = pin_by_id.get(row.id)
+        if pinned is None:
             problems.append(
-                f"the database has migration {row.id} ({row.name}) that this ingestd does not know: "
-                "upgrade ingestd"
+                f"the database has migration {row.id} ({row.name}) that this ingestd does not know: upgrade ingestd"
             )
         elif row.checksum is None:
-            fill.append(pin)
-        elif row.checksum != pin.sha256:
+            fill.append(pinned)
+        elif row.checksum != pinned.sha256:
             problems.append(
-                f"applied migration {pin.id:04d}_{pin.name} has recorded checksum {row.checksum[:12]}…, "
-                f"not the pinned {pin.sha256[:12]}…: {_fix(pin)}"
+                f"applied migration {pinned.id:04d}_{pinned.name} has recorded checksum {row.checksum[:12]}…, "
+                f"not the pinned {pinned.sha256[:12]}…: {_fix(pinned)}"
             )
     done = {row.id for row in applied}
     pending = tuple(p for p in pins if p.id not in done)

@@ -51,10 +51,16 @@ def canonical(value: object) -> str | None:
         ``2025-01-02T05:04:05.5+02:00`` → ``2025-01-02T03:04:05.500Z``;
         ``2025-01-02`` → ``2025-01-02T00:00:00.000Z``; ``2025-01-02T03:04:05`` → None.
     """
-    if isinstance(value, str) and len(value) == 24 and value.endswith("Z") and value[10] == "T":
-        # Fast path: Claude Code writes this spelling already (FORMATS.md §1.1).
-        if _ADMIT.match(value) and parse(value) is not None:
-            return value
+    # Fast path: Claude Code writes this spelling already (FORMATS.md §1.1).
+    if (
+        isinstance(value, str)
+        and len(value) == 24
+        and value.endswith("Z")
+        and value[10] == "T"
+        and _ADMIT.match(value)
+        and parse(value) is not None
+    ):
+        return value
     dt = parse(value)
     return None if dt is None else format_utc(dt)
 

@@ -108,7 +108,10 @@ def migrate(
         def fill(c: apsw.Connection) -> None:
             _ensure_ledger(c)
             for pin in p.fill_checksums:
-                c.execute("UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL", (pin.sha256, pin.id))
+                c.execute(
+                    "UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL",
+                    (pin.sha256, pin.id),
+                )
 
         write_txn(conn, fill)
     done: list[ledger.Pin] = []

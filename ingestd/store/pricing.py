@@ -123,7 +123,14 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
                 " VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (model, bucket, effective_from) DO UPDATE SET"
                 " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at",
-                (r.model, r.bucket, float(r.usd_per_mtok), r.effective_from, r.source, r.verified_at or verified_at),
+                (
+                    r.model,
+                    r.bucket,
+                    float(r.usd_per_mtok),
+                    r.effective_from,
+                    r.source,
+                    r.verified_at or verified_at,
+                ),
             )
         return len(rows)
 

@@ -11,7 +11,9 @@ import apsw
 
 RollupKey = tuple[str, str, str, str, str]
 
-SLOT_SQL = "substr(t.occurred_at, 1, 14) || printf('%02d', CAST(substr(t.occurred_at, 15, 2) AS INTEGER) / 15 * 15) || 'Z'"
+SLOT_SQL = (
+    "substr(t.occurred_at, 1, 14) || printf('%02d', CAST(substr(t.occurred_at, 15, 2) AS INTEGER) / 15 * 15) || 'Z'"
+)
 RATE_SQL = (
     "COALESCE((SELECT max(p.effective_from) FROM model_pricing p"
     " WHERE p.model = t.model AND p.bucket = t.bucket AND p.effective_from <= t.occurred_at), '')"

@@ -1,0 +1,42 @@
+"""Shared fixtures: a migrated database and the real corpus location."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+CORPUS = SHARED / "corpus"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A migrated database file in a temporary directory."""
+    path = tmp_path / "ingestd.db"
+    conn = connect(path)
+    migrate(conn)
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[apsw.Connection]:
+    """An open connection to a migrated database."""
+    conn = connect(db_path)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """../shared/corpus, or skip when a fresh clone has no shared folder beside it."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"real corpus not found at {CORPUS}")
+    return CORPUS

@@ -1,0 +1,101 @@
+"""The checksummed migration ledger (SPEC §6)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+
+from ingestd.core import ledger
+from ingestd.errors import MigrationError
+from ingestd.store.connection import connect
+from ingestd.store.migrate import MIGRATIONS_DIR, applied, migrate, status
+
+
+def schema_dump(conn: apsw.Connection) -> list[tuple[str, str, str]]:
+    return list(conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name"))
+
+
+def copy_migrations(tmp_path: Path) -> Path:
+    d = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, d)
+    return d
+
+
+def test_pins_match_the_files_in_the_repo() -> None:
+    on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in MIGRATIONS_DIR.glob("*.sql")}
+    for pin in ledger.PINS:
+        assert on_disk[f"{pin.id:04d}_{pin.name}.sql"] == pin.sha256
+
+
+def test_apply_twice_is_byte_identical(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "a.db")
+    first = migrate(conn)
+    assert [p.id for p in first] == [p.id for p in ledger.PINS]
+    before = schema_dump(conn)
+    assert migrate(conn) == []
+    assert schema_dump(conn) == before
+    assert [a.checksum for a in applied(conn)] == [p.sha256 for p in ledger.PINS]
+
+
+def test_tampered_file_refused_naming_it_and_nothing_applied(tmp_path: Path) -> None:
+    d = copy_migrations(tmp_path)
+    target = d / "0002_time_guards_and_rollup.sql"
+    target.write_text(target.read_text() + "\n-- edited\n")
+    conn = connect(tmp_path / "a.db")
+    with pytest.raises(MigrationError, match=r"0002_time_guards_and_rollup.*edited after release.*new migration"):
+        migrate(conn, directory=d)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'events_raw'").fetchall() == [(0,)]
+
+
+def test_tampered_recorded_checksum_refused(db: apsw.Connection) -> None:
+    db.execute("UPDATE schema_version SET checksum = 'deadbeef' WHERE id = 1")
+    with pytest.raises(MigrationError, match=r"0001_schema.*recorded checksum"):
+        migrate(db)
+    assert status(db).problems
+
+
+def test_legacy_ledger_without_checksums_is_upgraded_then_edits_are_caught(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    conn = connect(path)
+    conn.execute("CREATE TABLE schema_version (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    sql = (MIGRATIONS_DIR / "0001_schema.sql").read_text()
+    conn.execute(sql)
+    conn.execute("INSERT INTO schema_version VALUES (1, 'schema', '2025-01-01T00:00:00.000Z')")
+    applied_now = migrate(conn)
+    assert [p.id for p in applied_now] == [2, 3]
+    assert applied(conn)[0].checksum == ledger.PINS[0].sha256
+    conn.execute("UPDATE schema_version SET checksum = 'x' WHERE id = 1")
+    with pytest.raises(MigrationError):
+        migrate(conn)
+
+
+def test_failing_migration_rolls_back_and_leaves_no_ledger_row(tmp_path: Path) -> None:
+    d = copy_migrations(tmp_path)
+    bad = d / "0004_broken.sql"
+    bad.write_text("CREATE TABLE ok_table (x);\nTHIS IS NOT SQL;\n")
+    pins = (*ledger.PINS, ledger.Pin(4, "broken", hashlib.sha256(bad.read_bytes()).hexdigest()))
+    conn = connect(tmp_path / "a.db")
+    with pytest.raises(MigrationError, match="0004_broken failed and was rolled back"):
+        migrate(conn, directory=d, pins=pins)
+    assert [a.id for a in applied(conn)] == [1, 2, 3]
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'ok_table'").fetchall() == [(0,)]
+
+
+def test_unpinned_file_is_refused(tmp_path: Path) -> None:
+    d = copy_migrations(tmp_path)
+    (d / "0009_extra.sql").write_text("SELECT 1;")
+    with pytest.raises(MigrationError, match=r"0009_extra\.sql is not pinned"):
+        migrate(connect(tmp_path / "a.db"), directory=d)
+
+
+def test_plan_is_pure_and_orders_ids() -> None:
+    pins = (ledger.Pin(1, "a", "h1"), ledger.Pin(2, "b", "h2"))
+    files = [ledger.FileOnDisk(1, "a", "h1"), ledger.FileOnDisk(2, "b", "h2")]
+    p = ledger.plan(files, [ledger.Applied(1, "a", "h1")], pins)
+    assert [x.id for x in p.pending] == [2] and not p.problems
+    bad = ledger.plan(files, [], (ledger.Pin(2, "b", "h2"), ledger.Pin(1, "a", "h1")))
+    assert any("strictly increasing" in m for m in bad.problems)

@@ -1,0 +1,38 @@
+"""``ingestd verify [--db PATH] [--json]``: integrity checks; exit 1 naming each failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.errors import CheckFailed, ConfigError
+from ingestd.store.connection import connect
+from ingestd.verify import run_checks
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("verify")
+    @db_option
+    @json_option
+    def verify_cmd(db_path: Path | None, as_json: bool) -> None:
+        """Check the ledger, append-only triggers, rollup, foreign keys, integrity and usage-in-log.
+
+        Changes nothing (the trigger probe is rolled back). Exit 1 when any check fails.
+        """
+        path = resolve_db(db_path)
+        if not path.exists():
+            raise ConfigError(f"no database at {path}: pass --db")
+        checks = run_checks(connect(path))
+        failed = [c for c in checks if not c.ok]
+        if as_json:
+            emit_json({"ok": not failed, "database": str(path), "checks": [c.to_json() for c in checks]})
+        else:
+            for c in checks:
+                mark = "ok  " if c.ok else "FAIL"
+                click.echo(f"{mark}  {c.name}: {c.details[0] if c.details else ''}")
+                for extra in c.details[1:]:
+                    click.echo(f"      {extra}")
+        if failed:
+            raise CheckFailed("verify failed: " + ", ".join(c.name for c in failed))

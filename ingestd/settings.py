@@ -1,0 +1,207 @@
+"""The settings table and its one pure resolver.
+
+Each setting is a row ``(name, default, help)`` with a kind; the unit is in the
+name (``_days``, ``_s``, ``_rows``). A value is resolved in this order, first
+found wins::
+
+    explicit argument (a CLI flag) → environment INGESTD_<NAME> → config file → default
+
+The resolver is pure: the environment and the parsed config file are passed in.
+The shell reads the file with ``load_config_file`` (TOML, keys are the setting
+names, e.g. ``retention_events_days = 120``). Adding a setting is adding a row.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestd.errors import ConfigError
+
+Value = int | bool | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One row of the settings table.
+
+    Attributes:
+        name: str, snake_case with the unit in the name; env var is ``INGESTD_`` + upper-case name.
+        default: the value when nothing else sets it (None: off / unset).
+        help: one line for ``--help`` and the docs.
+        kind: ``"int"``, ``"bool"`` or ``"str"``; None is admitted where the default is None
+            (spelled ``""``, ``none`` or ``never`` in the environment).
+    """
+
+    name: str
+    default: Value
+    help: str
+    kind: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("retention_events_days", 90, "Prune `events` rows older than this many days.", "int"),
+    Setting(
+        "retention_token_usage_days",
+        None,
+        "Prune `token_usage` older than this many days; None (default) never does. Deleting cost history "
+        "also needs the explicit acknowledgement flag on the command line.",
+        "int",
+    ),
+    Setting(
+        "backup_retention_days",
+        30,
+        "Delete backup files older than this many days (the newest few are always kept).",
+        "int",
+    ),
+    Setting("backup_keep_newest", 7, "Always keep this many newest backups, whatever their age.", "int"),
+    Setting("backup_dir", None, "Backup directory; default: a `backups/` folder next to the database.", "str"),
+    Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int"),
+    Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),
+    Setting("schedule_prune_interval_s", 86400, "Seconds between scheduled prunes.", "int"),
+    Setting("schedule_backup_interval_s", 86400, "Seconds between scheduled backups.", "int"),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_NONE = {"", "none", "never", "null"}
+
+
+def env_name(name: str) -> str:
+    """The environment variable of a setting: ``INGESTD_`` + upper-case name."""
+    return "INGESTD_" + name.upper()
+
+
+def _coerce(setting: Setting, raw: object, where: str) -> Value:
+    """Turn a raw value (string from the environment, TOML value, CLI value) into the setting's kind."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and raw.strip().lower() in _NONE and setting.default is None:
+        return None
+    try:
+        if setting.kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+                return raw.strip().lower() in _TRUE
+            raise ValueError(raw)
+        if setting.kind == "int":
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            value = int(raw) if isinstance(raw, int | str) else int(str(raw))
+            if value < 0:
+                raise ValueError(raw)
+            return value
+        if not isinstance(raw, str):
+            raise ValueError(raw)
+        return raw
+    except ValueError:
+        raise ConfigError(
+            f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}"
+            + (" (>= 0)" if setting.kind == "int" else ""),
+            setting=setting.name,
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved settings: ``values[name]`` and ``sources[name]`` (argument/env/config/default)."""
+
+    values: Mapping[str, Value]
+    sources: Mapping[str, str]
+
+    def get_int(self, name: str) -> int:
+        """An int setting that must be set."""
+        v = self.values[name]
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ConfigError(f"setting {name} must be an integer, not {v!r}", setting=name)
+        return v
+
+    def get_opt_int(self, name: str) -> int | None:
+        """An int setting that may be None (off)."""
+        v = self.values[name]
+        return None if v is None else self.get_int(name)
+
+    def get_bool(self, name: str) -> bool:
+        """A bool setting."""
+        v = self.values[name]
+        if not isinstance(v, bool):
+            raise ConfigError(f"setting {name} must be true or false, not {v!r}", setting=name)
+        return v
+
+    def get_opt_str(self, name: str) -> str | None:
+        """A str setting that may be None."""
+        v = self.values[name]
+        return v if isinstance(v, str) else None
+
+
+def resolve(
+    args: Mapping[str, object | None],
+    env: Mapping[str, str],
+    config: Mapping[str, object],
+    table: tuple[Setting, ...] = SETTINGS,
+) -> Settings:
+    """Resolve every setting: argument → ``INGESTD_*`` environment → config file → default. Pure.
+
+    Args:
+        args: explicit values (CLI flags); a None value means "not given".
+        env: the environment mapping.
+        config: the parsed config file (``load_config_file``); unknown keys are refused.
+        table: the settings table.
+
+    Raises:
+        ConfigError: an unknown key in the config file, or a value of the wrong kind (naming where).
+    """
+    known = {s.name for s in table}
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) in the config file: {', '.join(unknown)}", settings=unknown)
+    values: dict[str, Value] = {}
+    sources: dict[str, str] = {}
+    for s in table:
+        if args.get(s.name) is not None:
+            values[s.name], sources[s.name] = _coerce(s, args[s.name], "argument"), "argument"
+        elif env_name(s.name) in env:
+            values[s.name] = _coerce(s, env[env_name(s.name)], env_name(s.name))
+            sources[s.name] = "env"
+        elif s.name in config:
+            values[s.name], sources[s.name] = _coerce(s, config[s.name], "config file"), "config"
+        else:
+            values[s.name], sources[s.name] = s.default, "default"
+    return Settings(values, sources)
+
+
+def default_config_path(env: Mapping[str, str]) -> Path:
+    """``$INGESTD_CONFIG``, else ``$XDG_CONFIG_HOME/ingestd/config.toml``, else ``~/.config/ingestd/config.toml``."""
+    if env.get("INGESTD_CONFIG"):
+        return Path(env["INGESTD_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "ingestd" / "config.toml"
+
+
+def load_config_file(path: Path) -> dict[str, object]:
+    """Read the TOML config file; a missing file is an empty config. Reads the filesystem.
+
+    Raises:
+        ConfigError: the file exists but is not valid TOML.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e}", path=str(path)) from e
+    try:
+        return dict(tomllib.loads(data.decode("utf-8")))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}", path=str(path)) from e
+
+
+def load(args: Mapping[str, object | None], env: Mapping[str, str]) -> Settings:
+    """Shell convenience: read the config file named by ``env`` and resolve. Reads the filesystem."""
+    return resolve(args, env, load_config_file(default_config_path(env)))

@@ -1,0 +1,194 @@
+"""``ingestd verify``: integrity checks on a live database (SPEC §9, §12).
+
+Each check returns a ``Check`` (name, ok, details); none changes data. The
+append-only probe attempts an UPDATE and a DELETE on one log row inside a
+transaction that is always rolled back, and expects the triggers' abort; on an
+empty log it probes a row inserted in that same rolled-back transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import apsw
+
+from ingestd.errors import StorageError
+from ingestd.store import migrate as mig
+from ingestd.store import rollup
+from ingestd.store.connection import translate
+
+MAX_DETAILS = 20
+TRIGGERS = {
+    "events_raw_no_update": ("UPDATE", "append-only"),
+    "events_raw_no_delete": ("DELETE", "append-only"),
+}
+# Message ids anywhere in a payload: assistant records carry message.id, agent_progress
+# copies carry data.message.message.id (FORMATS.md §2). A byte scan finds both without parsing.
+_ID_RE = re.compile(rb'"id"\s*:\s*"([^"\\]+)"')
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One verification result.
+
+    Attributes:
+        name: str, the check's name (``ledger``, ``append_only``, ``rollup``, ...).
+        ok: bool.
+        details: list[str], one line per failure found (at most ``MAX_DETAILS``), or what was checked.
+    """
+
+    name: str
+    ok: bool
+    details: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        """JSON shape: ``{"name", "ok", "details"}``."""
+        return {"name": self.name, "ok": self.ok, "details": list(self.details)}
+
+
+def check_ledger(conn: apsw.Connection) -> Check:
+    """Migration files and recorded checksums match their pins; nothing pending. Read-only."""
+    st = mig.status(conn)
+    problems = list(st.problems)
+    if st.pending:
+        names = ", ".join(f"{p.id:04d}_{p.name}" for p in st.pending)
+        problems.append(f"migrations pending: {names} (run `ingestd migrate`)")
+    ok_detail = [f"{len(st.applied)} migrations applied, checksums match"]
+    return Check("ledger", not problems, problems or ok_detail)
+
+
+def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], what: str) -> str | None:
+    """Run ``sql`` inside a savepoint that is always rolled back; None when a trigger aborted it."""
+    conn.execute("SAVEPOINT verify_probe")
+    try:
+        conn.execute(sql, params)
+    except apsw.ConstraintError as e:
+        if "append-only" in str(e):
+            return None
+        return f"{what} failed with an unexpected error: {e}"
+    finally:
+        conn.execute("ROLLBACK TO verify_probe")
+        conn.execute("RELEASE verify_probe")
+    return f"{what} on events_raw was NOT refused: the append-only trigger is missing or broken"
+
+
+def check_append_only(conn: apsw.Connection) -> Check:
+    """Both triggers exist and abort an UPDATE and a DELETE. Changes nothing (always rolled back)."""
+    problems: list[str] = []
+    found = {
+        r[0]: (r[1], r[2] or "")
+        for r in conn.execute("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
+    }
+    for name, (verb, word) in TRIGGERS.items():
+        if name not in found:
+            problems.append(f"trigger {name} is missing")
+            continue
+        tbl, sql = found[name]
+        if tbl != "events_raw" or f"BEFORE {verb}" not in sql.upper() or word not in sql:
+            problems.append(f"trigger {name} is not a BEFORE {verb} abort on events_raw: {sql!r}")
+    conn.execute("BEGIN")
+    try:
+        row = conn.execute("SELECT id FROM events_raw ORDER BY id LIMIT 1").fetchall()
+        probed = "the first log row"
+        if not row:
+            # Empty log: probe a row inserted in this transaction, rolled back below.
+            conn.execute(
+                "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, origin) "
+                "VALUES ('verify:probe', 'ingestd', 'verify_probe', '', '1970-01-01T00:00:00.000Z', 'verify')"
+            )
+            row = conn.execute("SELECT last_insert_rowid()").fetchall()
+            probed = "a probe row (empty log)"
+        rid = row[0][0]
+        for sql, what in (
+            ("UPDATE events_raw SET event_type = event_type WHERE id = ?", "UPDATE"),
+            ("DELETE FROM events_raw WHERE id = ?", "DELETE"),
+        ):
+            problem = _expect_abort(conn, sql, (rid,), what)
+            if problem:
+                problems.append(problem)
+    finally:
+        with contextlib.suppress(apsw.Error):
+            conn.execute("ROLLBACK")
+    return Check("append_only", not problems, problems or [f"UPDATE and DELETE refused on {probed}"])
+
+
+def check_rollup(conn: apsw.Connection) -> Check:
+    """``token_usage_rollup`` equals the grouped scan of ``token_usage``. Read-only."""
+    diffs = rollup.differences(conn, limit=MAX_DETAILS)
+    n = conn.execute("SELECT count(*) FROM token_usage_rollup").fetchall()[0][0]
+    return Check("rollup", not diffs, diffs or [f"{n} rollup rows equal the scan"])
+
+
+def check_foreign_keys(conn: apsw.Connection) -> Check:
+    """``PRAGMA foreign_key_check`` finds nothing. Read-only."""
+    problems = []
+    for table, rowid, parent, fkid in conn.execute("PRAGMA foreign_key_check"):
+        problems.append(f"{table} rowid {rowid}: no {parent} row for foreign key {fkid}")
+        if len(problems) >= MAX_DETAILS:
+            break
+    return Check("foreign_keys", not problems, problems or ["no dangling references"])
+
+
+def check_integrity(conn: apsw.Connection) -> Check:
+    """``PRAGMA integrity_check`` says ok. Read-only."""
+    rows = [r[0] for r in conn.execute(f"PRAGMA integrity_check({MAX_DETAILS})")]
+    ok = rows == ["ok"]
+    return Check("integrity", ok, ["ok"] if ok else rows)
+
+
+def check_usage_in_log(conn: apsw.Connection) -> Check:
+    """Every ``token_usage.message_id`` occurs in some log payload. Read-only.
+
+    A full scan of the log (bounded memory: the set of distinct message ids, then one pass over
+    payloads); acceptable for a verification command.
+    """
+    wanted: set[bytes] = {
+        str(r[0]).encode("utf-8") for r in conn.execute("SELECT DISTINCT message_id FROM token_usage")
+    }
+    total = len(wanted)
+    if wanted:
+        for (payload,) in conn.execute("SELECT payload FROM events_raw"):
+            data = payload if isinstance(payload, bytes) else str(payload).encode("utf-8", "surrogatepass")
+            if b'"id"' not in data:
+                continue
+            for m in _ID_RE.finditer(data):
+                wanted.discard(m.group(1))
+            if not wanted:
+                break
+    missing = sorted(w.decode("utf-8", "replace") for w in wanted)
+    details = [f"token_usage message {m} is not in events_raw" for m in missing[:MAX_DETAILS]]
+    if len(missing) > MAX_DETAILS:
+        details.append(f"... and {len(missing) - MAX_DETAILS} more")
+    return Check("usage_in_log", not missing, details or [f"{total} messages found in the log"])
+
+
+CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
+    ("ledger", check_ledger),
+    ("append_only", check_append_only),
+    ("rollup", check_rollup),
+    ("foreign_keys", check_foreign_keys),
+    ("integrity", check_integrity),
+    ("usage_in_log", check_usage_in_log),
+)
+
+
+def run_checks(conn: apsw.Connection) -> list[Check]:
+    """Run every check; a check that errors is a failed check naming the error. Changes no data.
+
+    Args:
+        conn: a read-write connection (the append-only probe needs a write transaction it rolls back).
+
+    Returns:
+        One ``Check`` per entry of ``CHECKS``, in order.
+    """
+    out = []
+    for name, fn in CHECKS:
+        try:
+            out.append(fn(conn))
+        except (apsw.Error, StorageError) as e:
+            err = translate(e) if isinstance(e, apsw.Error) else e
+            out.append(Check(name, False, [f"check could not run: {err.message}"]))
+    return out

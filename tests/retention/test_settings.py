@@ -1,0 +1,63 @@
+"""The settings resolver: argument → INGESTD_* env → config file → default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingestd.errors import ConfigError
+from ingestd.settings import SETTINGS, default_config_path, load_config_file, resolve
+
+
+def test_defaults_are_the_spec_policy() -> None:
+    s = resolve({}, {}, {})
+    assert s.get_int("retention_events_days") == 90
+    assert s.get_opt_int("retention_token_usage_days") is None
+    assert s.get_int("backup_retention_days") == 30
+    assert s.get_int("backup_keep_newest") == 7
+    assert s.get_bool("schedule_enabled") is True
+    assert set(s.sources.values()) == {"default"}
+
+
+def test_precedence_argument_env_config_default() -> None:
+    name = "retention_events_days"
+    assert resolve({name: 5}, {"INGESTD_RETENTION_EVENTS_DAYS": "6"}, {name: 7}).get_int(name) == 5
+    assert resolve({name: None}, {"INGESTD_RETENTION_EVENTS_DAYS": "6"}, {name: 7}).get_int(name) == 6
+    r = resolve({}, {}, {name: 7})
+    assert r.get_int(name) == 7 and r.sources[name] == "config"
+
+
+def test_off_switch_and_none_spellings() -> None:
+    s = resolve({}, {"INGESTD_SCHEDULE_ENABLED": "off", "INGESTD_RETENTION_TOKEN_USAGE_DAYS": "never"}, {})
+    assert s.get_bool("schedule_enabled") is False
+    assert s.get_opt_int("retention_token_usage_days") is None
+
+
+@pytest.mark.parametrize(
+    ("env", "config"),
+    [
+        ({"INGESTD_BACKUP_KEEP_NEWEST": "seven"}, {}),
+        ({"INGESTD_SCHEDULE_ENABLED": "maybe"}, {}),
+        ({}, {"retention_events_days": -1}),
+        ({}, {"no_such_setting": 1}),
+    ],
+)
+def test_bad_values_are_config_errors(env: dict[str, str], config: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        resolve({}, env, config)
+
+
+def test_config_file_round_trip(tmp_path: Path) -> None:
+    p = tmp_path / "config.toml"
+    p.write_text("backup_keep_newest = 3\nschedule_enabled = false\n")
+    s = resolve({}, {}, load_config_file(p))
+    assert s.get_int("backup_keep_newest") == 3 and s.get_bool("schedule_enabled") is False
+    assert load_config_file(tmp_path / "missing.toml") == {}
+    assert default_config_path({"INGESTD_CONFIG": str(p)}) == p
+    assert default_config_path({"XDG_CONFIG_HOME": "/x"}) == Path("/x/ingestd/config.toml")
+
+
+def test_every_setting_has_unit_or_kind_in_name() -> None:
+    for s in SETTINGS:
+        assert s.help and s.name == s.name.lower()

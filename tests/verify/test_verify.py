@@ -1,0 +1,125 @@
+"""``ingestd verify``: each check passes on a sound database and fails, named, when broken."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import orjson
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.store.connection import connect
+from ingestd.verify import run_checks
+
+
+def _run(db: Path) -> tuple[int, dict[str, object]]:
+    res = CliRunner().invoke(cli, ["verify", "--db", str(db), "--json"])
+    return res.exit_code, orjson.loads(res.stdout)
+
+
+def _failed(doc: dict[str, object]) -> set[str]:
+    checks = doc["checks"]
+    assert isinstance(checks, list)
+    return {c["name"] for c in checks if not c["ok"]}
+
+
+def _snapshot(db: Path) -> list[tuple[object, ...]]:
+    conn = connect(db)
+    out: list[tuple[object, ...]] = []
+    for t in ("events_raw", "token_usage", "token_usage_rollup", "events", "sessions"):
+        out += [(t, *r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2")]
+    return out
+
+
+def test_sound_database_passes_and_changes_nothing(db_path: Path) -> None:
+    before = _snapshot(db_path)
+    code, doc = _run(db_path)
+    assert code == 0, doc
+    assert doc["ok"] is True
+    assert not _failed(doc)
+    assert _snapshot(db_path) == before
+
+
+def test_empty_log_probes_triggers_without_leaving_a_row(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    assert CliRunner().invoke(cli, ["migrate", "--db", str(db)]).exit_code == 0
+    code, doc = _run(db)
+    assert code == 0, doc
+    assert connect(db).execute("SELECT count(*) FROM events_raw").fetchall() == [(0,)]
+
+
+def test_dropped_rollup_row_fails_rollup(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute(
+        "DELETE FROM token_usage_rollup WHERE (session_id, model, bucket, slot) IN "
+        "(SELECT session_id, model, bucket, slot FROM token_usage_rollup LIMIT 1)"
+    )
+    conn.close()
+    code, doc = _run(db_path)
+    assert code == 1
+    assert _failed(doc) == {"rollup"}
+
+
+def test_missing_trigger_fails_append_only_and_touches_nothing(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute("DROP TRIGGER events_raw_no_delete")
+    conn.close()
+    before = connect(db_path).execute("SELECT count(*) FROM events_raw").fetchall()
+    checks = {c.name: c for c in run_checks(connect(db_path))}
+    assert not checks["append_only"].ok
+    assert any("events_raw_no_delete is missing" in d for d in checks["append_only"].details)
+    assert any("DELETE on events_raw was NOT refused" in d for d in checks["append_only"].details)
+    assert connect(db_path).execute("SELECT count(*) FROM events_raw").fetchall() == before
+
+
+def test_usage_without_log_message_fails(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute(
+        "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at) "
+        "VALUES ('sess-0', 'msg_ghost', 'claude-opus-4-6', 'input', 1, '2026-01-01T00:00:00.000Z')"
+    )
+    conn.close()
+    code, doc = _run(db_path)
+    assert code == 1
+    assert _failed(doc) == {"usage_in_log"}
+    assert "msg_ghost" in orjson.dumps(doc).decode()
+
+
+def test_dangling_foreign_key_fails(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute("PRAGMA foreign_keys=OFF")
+    conn.execute("INSERT INTO agents (id, session_id, type, status) VALUES ('orphan', 'nope', 'subagent', 'working')")
+    conn.close()
+    code, doc = _run(db_path)
+    assert code == 1
+    assert _failed(doc) == {"foreign_keys"}
+
+
+def test_tampered_ledger_checksum_fails(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute("UPDATE schema_version SET checksum = 'deadbeef' WHERE id = 2")
+    conn.close()
+    code, doc = _run(db_path)
+    assert code == 1
+    assert "ledger" in _failed(doc)
+
+
+def test_human_output_names_failure(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute("DELETE FROM token_usage_rollup")
+    conn.close()
+    res = CliRunner().invoke(cli, ["verify", "--db", str(db_path)])
+    assert res.exit_code == 1
+    assert "FAIL  rollup" in res.stdout
+
+
+def test_probe_rolls_back_even_when_trigger_missing(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute("DROP TRIGGER events_raw_no_update")
+    conn.execute("DROP TRIGGER events_raw_no_delete")
+    rows = conn.execute("SELECT * FROM events_raw ORDER BY id").fetchall()
+    checks = {c.name: c for c in run_checks(conn)}
+    assert not checks["append_only"].ok
+    assert conn.execute("SELECT * FROM events_raw ORDER BY id").fetchall() == rows
+    assert isinstance(conn, apsw.Connection) and conn.in_transaction is False

@@ -52,6 +52,12 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
     ),
     Setting(
+        "retention_token_usage_acknowledged",
+        False,
+        "Must be true for retention_token_usage_days to delete anything (cost history is lost).",
+        "bool",
+    ),
+    Setting(
         "backup_retention_days",
         30,
         "Delete backup files older than this many days (the newest few are always kept).",

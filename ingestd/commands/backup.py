@@ -1,0 +1,51 @@
+"""``ingestd backup [--dir DIR] [--json]``: an online, consistent, checked copy, then backup retention."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.errors import ConfigError
+from ingestd.retention import backup as bk
+from ingestd.retention.schedule import backup_dir_from
+from ingestd.settings import load
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("backup")
+    @db_option
+    @click.option(
+        "--dir",
+        "directory",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Backup directory [setting backup_dir; default: backups/ next to the database].",
+    )
+    @json_option
+    def backup_cmd(db_path: Path | None, directory: Path | None, as_json: bool) -> None:
+        """Copy the live database safely (the daemon may keep running), check it, apply backup retention."""
+        settings = load({"backup_dir": str(directory) if directory else None}, dict(os.environ))
+        path = resolve_db(db_path)
+        if not path.exists():
+            raise ConfigError(f"no database at {path}: pass --db")
+        result = bk.backup(
+            path,
+            now=datetime.now(UTC),
+            directory=backup_dir_from(settings, path),
+            retention_days=settings.get_int("backup_retention_days"),
+            keep_newest=settings.get_int("backup_keep_newest"),
+        )
+        if as_json:
+            emit_json(result.to_json())
+            return
+        click.echo(
+            f"backup {result.path}: {result.bytes} bytes, integrity {result.integrity}, {result.elapsed_s:.2f} s"
+        )
+        for t, n in result.counts.items():
+            click.echo(f"  {t}: {n} rows")
+        ret = result.retention
+        click.echo(f"retention: deleted {len(ret.deleted)}, kept {len(ret.kept)} in {ret.directory}")

@@ -1,0 +1,7 @@
+"""Retention: prune the prunable projections, back up the database, and schedule both (SPEC §8).
+
+- ``prune``: ``prune(conn, policy, now=...)``, receipts, ``apply_receipts`` for replay.
+- ``backup``: ``backup(db_path, now=...)``, backup retention.
+- ``schedule``: ``due(last_run_at, now, interval_s)`` and ``run_scheduled(db_path, settings, now)``
+  for the daemon.
+"""

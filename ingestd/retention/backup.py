@@ -1,0 +1,259 @@
+"""Online backups and their retention (SPEC §8).
+
+``backup`` copies the live database with SQLite's backup API in one step: in WAL
+mode that is one read transaction, a consistent snapshot that never blocks the
+writer. The copy is written to a private temporary file (0600), checked with
+``PRAGMA integrity_check``, synced and renamed into place as
+``ingestd-YYYYMMDDTHHMMSSZ.db`` (a sortable UTC stamp). Then the backup retention
+runs and ``meta.last_backup_at`` is recorded.
+
+Retention: a backup is deleted when it is older than ``retention_days`` *and* not
+among the ``keep_newest`` newest. Age comes from the name, never the file's mtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import apsw
+
+from ingestd.core.timefmt import format_utc
+from ingestd.errors import CheckFailed, StorageError
+from ingestd.store.connection import connect, translate, write_txn
+
+NAME_RE = re.compile(r"^ingestd-(\d{8}T\d{6}Z)\.db$")
+STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+def backup_name(now: datetime) -> str:
+    """``ingestd-YYYYMMDDTHHMMSSZ.db`` for an aware ``now``. Pure."""
+    return f"ingestd-{now.astimezone(UTC).strftime(STAMP_FORMAT)}.db"
+
+
+def taken_at(name: str) -> datetime | None:
+    """The UTC instant in a backup file name, or None when the name is not a backup's. Pure."""
+    m = NAME_RE.match(name)
+    if not m:
+        return None
+    return datetime.strptime(m.group(1), STAMP_FORMAT).replace(tzinfo=UTC)
+
+
+def default_backup_dir(db_path: Path) -> Path:
+    """A ``backups/`` folder next to the database."""
+    return db_path.parent / "backups"
+
+
+def to_delete(names: list[str], now: datetime, retention_days: int, keep_newest: int) -> list[str]:
+    """The backups retention removes: older than ``retention_days`` and not among the newest ``keep_newest``.
+
+    Names that are not ``ingestd-<stamp>.db`` are never touched. Pure.
+
+    Returns:
+        Names to delete, oldest first.
+    """
+    dated = sorted(((t, n) for n in names if (t := taken_at(n)) is not None), reverse=True)
+    limit = now - timedelta(days=retention_days)
+    return sorted(n for i, (t, n) in enumerate(dated) if i >= keep_newest and t < limit)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionResult:
+    """Backup retention outcome.
+
+    Attributes:
+        directory: str.
+        deleted: list[str], file names removed (or that would be, in a dry run).
+        kept: list[str], backup file names left, oldest first.
+        dry_run: bool.
+    """
+
+    directory: str
+    deleted: list[str]
+    kept: list[str]
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        """JSON shape."""
+        return {"directory": self.directory, "deleted": self.deleted, "kept": self.kept, "dry_run": self.dry_run}
+
+
+def apply_retention(
+    directory: Path, *, now: datetime, retention_days: int, keep_newest: int, dry_run: bool = False
+) -> RetentionResult:
+    """Delete the backups ``to_delete`` names in ``directory`` (nothing with ``dry_run``). Touches the filesystem."""
+    if not directory.is_dir():
+        return RetentionResult(str(directory), [], [], dry_run)
+    names = sorted(p.name for p in directory.iterdir() if taken_at(p.name) is not None)
+    gone = to_delete(names, now, retention_days, keep_newest)
+    if not dry_run:
+        for n in gone:
+            with contextlib.suppress(FileNotFoundError):
+                (directory / n).unlink()
+    return RetentionResult(str(directory), gone, [n for n in names if n not in gone], dry_run)
+
+
+@dataclass(frozen=True, slots=True)
+class BackupResult:
+    """A finished backup.
+
+    Attributes:
+        path: str, the backup file.
+        bytes: int, its size.
+        taken_at: str, canonical UTC (the ``now`` passed in).
+        integrity: str, ``ok``.
+        elapsed_s: float, wall time of the copy and check.
+        retention: RetentionResult.
+        counts: dict[str, int], rows per table in the copy (``events_raw``, ``token_usage``, ``events``).
+    """
+
+    path: str
+    bytes: int
+    taken_at: str
+    integrity: str
+    elapsed_s: float
+    retention: RetentionResult
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        """JSON shape."""
+        return {
+            "path": self.path,
+            "bytes": self.bytes,
+            "taken_at": self.taken_at,
+            "integrity": self.integrity,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "counts": self.counts,
+            "retention": self.retention.to_json(),
+        }
+
+
+def _private_new_file(path: Path) -> None:
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
+    """Upsert one ``meta`` row in its own short write transaction."""
+    write_txn(
+        conn,
+        lambda c: c.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        ),
+    )
+
+
+def copy_database(src: apsw.Connection, dest_path: Path) -> None:
+    """Copy ``src`` into a new file ``dest_path`` (0600) with the backup API, in one consistent step.
+
+    Raises:
+        StorageError: the copy failed (``dest_path`` is removed).
+    """
+    _private_new_file(dest_path)
+    try:
+        dest = apsw.Connection(str(dest_path))
+        try:
+            with dest.backup("main", src, "main") as b:
+                while not b.step(-1):
+                    pass
+            # The copy keeps the source's WAL header; leave it a single self-contained file.
+            dest.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            dest.close()
+    except apsw.Error as e:
+        dest_path.unlink(missing_ok=True)
+        raise translate(e) from e
+    except BaseException:
+        dest_path.unlink(missing_ok=True)
+        raise
+
+
+def check_copy(path: Path) -> tuple[str, dict[str, int]]:
+    """``PRAGMA integrity_check`` and a few row counts of a backup file. Read-only.
+
+    Raises:
+        CheckFailed: the copy is not ``ok``.
+    """
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
+            counts: dict[str, int] = {}
+            for t in ("events_raw", "token_usage", "events"):
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (t,)).fetchall():
+                    counts[t] = int(str(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]))
+        finally:
+            conn.close()
+    except apsw.Error as e:
+        raise translate(e) from e
+    if rows != ["ok"]:
+        raise CheckFailed(f"backup {path} failed integrity_check: {'; '.join(rows)}", path=str(path))
+    return "ok", counts
+
+
+def backup(
+    db_path: Path,
+    *,
+    now: datetime,
+    directory: Path | None = None,
+    retention_days: int = 30,
+    keep_newest: int = 7,
+) -> BackupResult:
+    """Take an online, consistent, checked backup of ``db_path``, then apply backup retention.
+
+    Args:
+        db_path: the live database (the daemon may be writing to it).
+        now: aware datetime; names the file and is recorded as ``meta.last_backup_at``.
+        directory: where backups go (created 0700); default ``default_backup_dir(db_path)``.
+        retention_days: backups older than this may go ...
+        keep_newest: ... but this many newest always stay.
+
+    Returns:
+        A ``BackupResult``.
+
+    Raises:
+        StorageError: the copy failed or a backup of that name already exists.
+        CheckFailed: the copy failed ``integrity_check`` (it is removed).
+    """
+    started = time.monotonic()
+    out_dir = directory if directory is not None else default_backup_dir(db_path)
+    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    final = out_dir / backup_name(now)
+    if final.exists():
+        raise StorageError(f"a backup named {final} already exists: wait a second and retry", path=str(final))
+    partial = out_dir / f".{final.name}.partial"
+    partial.unlink(missing_ok=True)
+    src = connect(db_path)
+    try:
+        copy_database(src, partial)
+        try:
+            integrity, counts = check_copy(partial)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        _fsync(partial)
+        os.replace(partial, final)
+        os.chmod(final, 0o600)
+        with contextlib.suppress(OSError):
+            _fsync(out_dir)
+        size = final.stat().st_size
+        set_meta(src, "last_backup_at", format_utc(now))
+    finally:
+        src.close()
+    elapsed = time.monotonic() - started
+    retention = apply_retention(out_dir, now=now, retention_days=retention_days, keep_newest=max(keep_newest, 1))
+    return BackupResult(str(final), size, format_utc(now), integrity, elapsed, retention, counts)

@@ -1,0 +1,144 @@
+"""Scheduled prune and backup, for the daemon (SPEC §8, issue 5 item 5).
+
+The daemon calls ``run_scheduled(db_path, settings, now)`` once at start and then
+periodically (every ``CHECK_EVERY_S``), off the event loop (it blocks: prune
+batches and a backup). Whether a job runs is decided by the pure ``due`` from the
+time of its last run, kept in ``meta`` (``last_prune_at``, ``last_backup_at``), so
+a run missed while the daemon was down happens at the next start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import structlog
+
+from ingestd.core.timefmt import format_utc, parse
+from ingestd.errors import IngestdError
+from ingestd.retention import backup as bk
+from ingestd.retention import prune as pr
+from ingestd.settings import Settings
+from ingestd.store.connection import connect, scalar
+
+CHECK_EVERY_S = 3600
+log = structlog.get_logger("ingestd.retention")
+
+
+def due(last_run_at: str | None, now: datetime, interval_s: int) -> bool:
+    """Whether a job last run at ``last_run_at`` (canonical UTC, None: never) is due at ``now``. Pure.
+
+    A job never run, or whose last-run stamp is unreadable, is due. A stamp in the future (clock
+    moved back) is treated as due too, so a wrong clock cannot stop the schedule for good.
+    """
+    if last_run_at is None:
+        return True
+    last = parse(last_run_at)
+    if last is None or last > now:
+        return True
+    return now - last >= timedelta(seconds=interval_s)
+
+
+def policy_from(settings: Settings) -> pr.Policy:
+    """The prune policy the settings describe."""
+    return pr.Policy(
+        events_days=settings.get_opt_int("retention_events_days"),
+        token_usage_days=settings.get_opt_int("retention_token_usage_days"),
+        acknowledge_cost_loss=settings.get_bool("retention_token_usage_acknowledged"),
+    )
+
+
+def backup_dir_from(settings: Settings, db_path: Path) -> Path:
+    """``backup_dir`` when set, else ``backups/`` next to the database."""
+    d = settings.get_opt_str("backup_dir")
+    return Path(d).expanduser() if d else bk.default_backup_dir(db_path)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRun:
+    """What one ``run_scheduled`` call did.
+
+    Attributes:
+        enabled: bool, the ``schedule_enabled`` switch.
+        pruned: list[PruneResult], empty when prune was not due.
+        backup: BackupResult | None, None when backup was not due.
+        backup_retention: RetentionResult | None, from prune (backup retention runs with prune too).
+        errors: list[str], one line per job that failed (the other job still ran).
+    """
+
+    enabled: bool
+    pruned: list[pr.PruneResult] = field(default_factory=list)
+    backup: bk.BackupResult | None = None
+    backup_retention: bk.RetentionResult | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> ScheduledRun:
+    """Run prune and backup if they are due; record when each ran in ``meta``. Blocking.
+
+    Args:
+        db_path: the live database.
+        settings: resolved settings (``ingestd.settings.load``).
+        now: aware datetime, the clock reading.
+
+    Returns:
+        A ``ScheduledRun``. Failures are logged and returned, never raised: the daemon keeps serving.
+    """
+    if not settings.get_bool("schedule_enabled"):
+        return ScheduledRun(enabled=False)
+    conn = connect(db_path)
+    pruned: list[pr.PruneResult] = []
+    retention: bk.RetentionResult | None = None
+    result: bk.BackupResult | None = None
+    errors: list[str] = []
+    try:
+        stamp = format_utc(now)
+        if due(
+            scalar(conn, "SELECT value FROM meta WHERE key = 'last_prune_at'"),
+            now,
+            settings.get_int("schedule_prune_interval_s"),
+        ):
+            try:
+                pruned = pr.prune(
+                    conn,
+                    policy_from(settings),
+                    now=now,
+                    batch_rows=settings.get_int("prune_batch_rows"),
+                    keep_keys=False,
+                )
+                retention = bk.apply_retention(
+                    backup_dir_from(settings, db_path),
+                    now=now,
+                    retention_days=settings.get_int("backup_retention_days"),
+                    keep_newest=settings.get_int("backup_keep_newest"),
+                )
+                bk.set_meta(conn, "last_prune_at", stamp)
+                for p in pruned:
+                    log.info("prune finished", target=p.table, cutoff=p.cutoff, rows=p.rows, batches=p.batches)
+                log.info("backup retention finished", deleted=len(retention.deleted), kept=len(retention.kept))
+            except IngestdError as e:
+                errors.append(f"prune: {e.message}")
+                log.error("scheduled prune failed", error=e.message)
+        if due(
+            scalar(conn, "SELECT value FROM meta WHERE key = 'last_backup_at'"),
+            now,
+            settings.get_int("schedule_backup_interval_s"),
+        ):
+            try:
+                result = bk.backup(
+                    db_path,
+                    now=now,
+                    directory=backup_dir_from(settings, db_path),
+                    retention_days=settings.get_int("backup_retention_days"),
+                    keep_newest=settings.get_int("backup_keep_newest"),
+                )
+                log.info(
+                    "backup finished", path=result.path, bytes=result.bytes, elapsed_ms=int(result.elapsed_s * 1000)
+                )
+            except IngestdError as e:
+                errors.append(f"backup: {e.message}")
+                log.error("scheduled backup failed", error=e.message)
+    finally:
+        conn.close()
+    return ScheduledRun(True, pruned, result, retention, errors)

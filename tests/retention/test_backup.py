@@ -1,0 +1,128 @@
+"""Backup: consistent under concurrent writes, checked, private, retained; a restore verifies."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.retention import backup as bk
+from ingestd.store.connection import connect, write_txn
+
+NOW = datetime(2026, 4, 3, 12, 30, 45, tzinfo=UTC)
+
+
+def test_backup_is_named_private_checked_and_recorded(db_path: Path, tmp_path: Path) -> None:
+    res = bk.backup(db_path, now=NOW, directory=tmp_path / "bk")
+    p = Path(res.path)
+    assert p.name == "ingestd-20260403T123045Z.db"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert res.integrity == "ok" and res.counts["events_raw"] == 20
+    assert not list((tmp_path / "bk").glob(".*partial"))
+    conn = connect(db_path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'last_backup_at'").fetchall() == [
+        ("2026-04-03T12:30:45.000Z",)
+    ]
+
+
+def test_default_directory_is_next_to_the_database(db_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["backup", "--db", str(db_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = orjson.loads(res.stdout)
+    assert Path(doc["path"]).parent == db_path.parent / "backups"
+
+
+def test_backup_under_concurrent_writes_is_consistent(db_path: Path, tmp_path: Path) -> None:
+    # Grow the database so the copy takes a while, then keep writing during it.
+    conn = connect(db_path)
+    blob = b"x" * 4000
+
+    def bulk(c: object) -> None:
+        for i in range(3000):
+            conn.execute(
+                "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, origin) "
+                "VALUES (?, 'jsonl', 'user', ?, '2026-02-01T00:00:00.000Z', 'big.jsonl')",
+                (f"bulk:{i}", blob),
+            )
+
+    write_txn(conn, bulk)
+    stop = threading.Event()
+    written = [0]
+
+    def writer() -> None:
+        w = connect(db_path)
+        i = 0
+        while not stop.is_set():
+
+            def one(c: object, i: int = i) -> None:
+                w.execute(
+                    "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, "
+                    "session_id, origin) VALUES (?, 'hook', 'Stop', '{}', '2026-03-01T00:00:00.000Z', 'sess-0', "
+                    "'hook')",
+                    (f"live:{i}",),
+                )
+                w.execute(
+                    "INSERT INTO events (raw_event_id, session_id, event_type, occurred_at) "
+                    "VALUES (last_insert_rowid(), 'sess-0', 'Stop', '2026-03-01T00:00:00.000Z')"
+                )
+
+            write_txn(w, one)
+            i += 1
+            written[0] = i
+        w.close()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        deadline = datetime.now(UTC) + timedelta(seconds=10)
+        while written[0] < 5 and datetime.now(UTC) < deadline:
+            stop.wait(0.01)
+        results = [bk.backup(db_path, now=NOW + timedelta(seconds=s), directory=tmp_path / "bk") for s in range(3)]
+    finally:
+        stop.set()
+        t.join()
+    assert written[0] > 5
+    for res in results:
+        copy = connect(res.path)
+        assert copy.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        hooks = copy.execute("SELECT count(*) FROM events_raw WHERE source = 'hook'").fetchall()[0][0]
+        events = copy.execute("SELECT count(*) FROM events").fetchall()[0][0]
+        assert hooks == events  # each raw row and its events row are in the copy together, or neither
+        assert copy.execute("SELECT count(*) FROM events_raw WHERE origin = 'big.jsonl'").fetchall() == [(3000,)]
+        assert 10 <= hooks <= 10 + written[0]
+
+
+def test_retention_keeps_newest_seven_regardless_of_age(tmp_path: Path) -> None:
+    d = tmp_path / "bk"
+    d.mkdir()
+    old = datetime(2025, 1, 1, tzinfo=UTC)
+    names = [bk.backup_name(old + timedelta(days=i)) for i in range(10)]
+    for n in [*names, "notes.txt", "ingestd-garbage.db"]:
+        (d / n).write_bytes(b"")
+    res = bk.apply_retention(d, now=NOW, retention_days=30, keep_newest=7, dry_run=True)
+    assert res.deleted == names[:3]
+    assert len(list(d.iterdir())) == 12
+    res = bk.apply_retention(d, now=NOW, retention_days=30, keep_newest=7)
+    assert sorted(p.name for p in d.iterdir()) == sorted([*names[3:], "notes.txt", "ingestd-garbage.db"])
+
+
+def test_retention_keeps_recent_ones_beyond_seven() -> None:
+    names = [bk.backup_name(NOW - timedelta(days=i)) for i in range(40)]
+    gone = bk.to_delete(names, NOW, 30, 7)
+    assert sorted(gone) == sorted(names[31:])  # day 30 exactly is not older than 30 days
+
+
+def test_restore_a_backup_and_verify_it(db_path: Path, tmp_path: Path) -> None:
+    res = bk.backup(db_path, now=NOW, directory=tmp_path / "bk")
+    restored = tmp_path / "restored" / "ingestd.db"
+    restored.parent.mkdir()
+    shutil.copyfile(res.path, restored)
+    out = CliRunner().invoke(cli, ["verify", "--db", str(restored), "--json"])
+    assert out.exit_code == 0, out.output
+    assert orjson.loads(out.stdout)["ok"] is True

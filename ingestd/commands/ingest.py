@@ -1,0 +1,73 @@
+"""``ingestd ingest [--db PATH] [--projects DIR ...] [--json]``: backfill / catch-up (SPEC §9)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, default_projects, emit_json, json_option, open_db, projects_option
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.core.touch import Ctx
+from ingestd.errors import ConfigError
+from ingestd.ingest.backfill import Summary, ingest_roots
+
+
+def _human(s: Summary) -> None:
+    d = s.to_json()
+    click.echo(
+        f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged)  "
+        f"lines {d['lines']}  bytes {d['bytes']}  new rows {d['rows_inserted']}"
+    )
+    click.echo(f"sessions {d['sessions']}  agents {d['agents']}  messages {d['messages']}")
+    skipped = ", ".join(f"{k} {v}" for k, v in d["skipped"].items()) or "none"
+    click.echo(f"skipped lines: {skipped}  recovered {d['recovered']}  resets {d['resets']}")
+    click.echo(f"elapsed {d['elapsed_s']} s  {d['mb_per_s'] or 0} MB/s")
+
+
+def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progress: bool) -> Summary:
+    """Open the database, ingest the roots, return the summary (shared with the demo)."""
+    roots = list(projects) or default_projects(dict(os.environ))
+    for r in roots:
+        if not r.is_dir():
+            raise ConfigError(f"projects root {r} is not a readable directory: pass --projects DIR")
+    conn = open_db(db_path)
+    ctx = Ctx(instance="ingest", host_id=socket.gethostname())
+    now = from_epoch_ns(time.time_ns())
+    if not show_progress:
+        return ingest_roots(conn, roots, now=now, ctx=ctx)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn()
+    ) as bar:
+        task = bar.add_task("ingest", total=None)
+        return ingest_roots(
+            conn,
+            roots,
+            now=now,
+            ctx=ctx,
+            on_total=lambda n: bar.update(task, total=n),
+            progress=lambda n: bar.advance(task, n),
+        )
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("ingest")
+    @db_option
+    @projects_option
+    @json_option
+    def ingest_cmd(db_path: Path | None, projects: tuple[Path, ...], as_json: bool) -> None:
+        """Backfill or catch up the transcripts of the projects roots, then exit."""
+        try:
+            summary = run_ingest(db_path, projects, show_progress=not as_json and sys.stderr.isatty())
+        except OSError as e:
+            raise ConfigError(f"cannot read the projects root: {e}") from e
+        if as_json:
+            emit_json(summary.to_json())
+        else:
+            _human(summary)

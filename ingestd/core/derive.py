@@ -1,0 +1,305 @@
+"""Projection rows derived from a session's fold state (SPEC §4), pure.
+
+Every row is a function of the merged state only, so any order or batching of the
+same log rows derives the same rows (order independence, property-tested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingestd.core.keys import stable_id
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
+from ingestd.core.toolstatus import STATUSES
+from ingestd.core.touch import Ctx, Touched
+
+BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+LEGACY_AGENT = "sidechain-"  # id of a 1.0.x in-file sidechain agent: prefix + its root record's uuid
+COMPACTION_PREFIX = "acompact-"
+
+
+@dataclass(slots=True)
+class Changes:
+    """Full rows of touched entities, each a tuple in ``ingestd.store.writer`` column order.
+
+    Attributes:
+        sessions: (id, project_slug, project_path, started_at, last_activity_at, status,
+            git_branch, cc_version, title, slug, entrypoint, end_reason)
+        agents: (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
+            last_seen_at, outcome_cause, is_compaction, description)
+        edges: (id, session_id, parent_agent_id, child_agent_id, source, instance, host_id,
+            created_at, tool_use_id)
+        token_usage: (id, session_id, agent_id, message_id, model, bucket, tokens,
+            is_compaction_baseline, occurred_at, claim_rank)
+        tool_calls: (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)
+        compactions: (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
+        events: (raw_event_id, session_id, agent_id, event_type, occurred_at)
+    """
+
+    sessions: list[tuple[Any, ...]] = field(default_factory=list)
+    agents: list[tuple[Any, ...]] = field(default_factory=list)
+    edges: list[tuple[Any, ...]] = field(default_factory=list)
+    token_usage: list[tuple[Any, ...]] = field(default_factory=list)
+    tool_calls: list[tuple[Any, ...]] = field(default_factory=list)
+    compactions: list[tuple[Any, ...]] = field(default_factory=list)
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    retracted_agents: list[str] = field(default_factory=list)
+
+    def extend(self, other: Changes) -> None:
+        """Append ``other``'s rows (later rows of the same key win at upsert time)."""
+        self.sessions.extend(other.sessions)
+        self.agents.extend(other.agents)
+        self.edges.extend(other.edges)
+        self.token_usage.extend(other.token_usage)
+        self.tool_calls.extend(other.tool_calls)
+        self.compactions.extend(other.compactions)
+        self.events.extend(other.events)
+        self.retracted_agents.extend(other.retracted_agents)
+
+
+class _Legacy:
+    """Resolution of 1.0.x in-file sidechains to agents (walk ``parentUuid`` to the root).
+
+    corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl (1.0.89): three
+    sidechain roots (``parentUuid: null``) whose prompt equals a Task ``input.prompt``; the
+    only link to the spawn is that equality plus the spawn preceding the root.
+    """
+
+    def __init__(self, state: SessionState) -> None:
+        self.parent = state.legacy_parent
+        self.memo: dict[str, str] = {}
+
+    def root(self, uuid: str) -> str:
+        path = []
+        cur = uuid
+        while True:
+            m = self.memo.get(cur)
+            if m is not None:
+                cur = m
+                break
+            p = self.parent.get(cur)
+            if p is None or p not in self.parent:
+                break
+            path.append(cur)
+            cur = p
+        for u in path:
+            self.memo[u] = cur
+        self.memo[uuid] = cur
+        return cur
+
+    def agent(self, placeholder: str) -> str:
+        return LEGACY_AGENT + self.root(placeholder[len(LEGACY_PREFIX) :])
+
+
+def _prompt_spawn(state: SessionState, prompt: str, ts: str, exclude: str) -> str | None:
+    """The latest spawn with this exact prompt not after ``ts`` (ties: the larger id)."""
+    best: tuple[str, str] | None = None
+    for tuid, sp in state.spawns.items():
+        if sp.prompt == prompt and sp.ts <= ts and sp.agent != exclude:
+            cand = (sp.ts, tuid)
+            if best is None or cand > best:
+                best = cand
+    return best[1] if best else None
+
+
+def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
+    """Rows of every entity ``t`` names, computed from ``state``."""
+    ch = Changes()
+    sid = state.session_id
+    leg = _Legacy(state) if state.legacy_parent else None
+
+    def resolve(agent: str | None) -> str | None:
+        if agent is not None and leg is not None and agent.startswith(LEGACY_PREFIX):
+            return leg.agent(agent)
+        return agent
+
+    all_agents = t.all_agents or t.legacy
+    by_child: dict[str, list[tuple[int, str, str]]] = {}
+    for tuid, (rank, child) in state.links.items():
+        sp = state.spawns.get(tuid)
+        if sp is not None:
+            by_child.setdefault(child, []).append((rank, sp.ts, tuid))
+    names = set(state.agents) | set(by_child) if all_agents else set(t.agents)
+    main_status = None
+    for a in sorted(names):
+        row = _agent_row(state, a, state.agents.get(a), by_child.get(a, ()), resolve, ctx, ch)
+        if row is not None:
+            ch.agents.append(row)
+    if leg is not None and all_agents:
+        _legacy_agents(state, leg, resolve, ctx, ch)
+    mev = state.agents.get(sid)
+    if mev is not None and mev.ran:
+        main_status = "completed" if state.ended else (mev.latest[1] if mev.latest else "working")
+    else:
+        main_status = "completed" if state.ended else "unknown"
+    ch.sessions.append(
+        (
+            sid,
+            state.project_slug,
+            state.cwd[2] if state.cwd else None,
+            state.first_ts,
+            state.last_ts,
+            main_status,
+            state.git_branch[1] if state.git_branch else None,
+            state.version[1] if state.version else None,
+            state.title,
+            state.slug[1] if state.slug else None,
+            state.entrypoint[1] if state.entrypoint else None,
+            state.end_reason[1] if state.end_reason else None,
+        )
+    )
+    msgs = t.msgs | state.legacy_msgs if t.legacy else t.msgs
+    for mid in sorted(msgs):
+        by_rank = state.msgs[mid]
+        rank = max(by_rank)
+        ev = by_rank[rank]
+        agent = resolve(ev[7])
+        comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
+        model = ev[5][1]
+        for i, bucket in enumerate(BUCKETS):
+            ch.token_usage.append((stable_id(mid, bucket), sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
+    tools = t.tools | state.legacy_tools if t.legacy else t.tools
+    for tuid in sorted(tools):
+        a, name, started, ended, st = state.tools[tuid]
+        ch.tool_calls.append((sid, tuid, resolve(a), name, started, ended, STATUSES[st]))
+    for bid in sorted(t.compactions):
+        a, ts, trig, pre = state.compactions[bid]
+        ch.compactions.append((sid, bid, resolve(a), ts, trig, pre))
+    return ch
+
+
+def _edge(
+    state: SessionState,
+    child: str,
+    tuid: str,
+    source: str,
+    resolve: Any,
+    ctx: Ctx,
+    ch: Changes,
+) -> str | None:
+    sp = state.spawns[tuid]
+    parent = resolve(sp.agent)
+    if parent is None or parent == child:
+        return None
+    sid = state.session_id
+    ch.edges.append((stable_id(sid, child), sid, parent, child, source, ctx.instance, ctx.host_id, sp.ts, tuid))
+    return str(parent)
+
+
+def _spawn_status(state: SessionState, tuid: str | None) -> tuple[str | None, str | None]:
+    if tuid is None:
+        return None, None
+    res = state.results.get(tuid)
+    if res is None:
+        return None, None
+    return ("error", res[1] or "unclassified") if res[0] else ("completed", None)
+
+
+def _agent_row(
+    state: SessionState,
+    a: str,
+    ev: AgentEv | None,
+    links: Any,
+    resolve: Any,
+    ctx: Ctx,
+    ch: Changes,
+) -> tuple[Any, ...] | None:
+    sid = state.session_id
+    if a.startswith(LEGACY_PREFIX):
+        return None
+    ran = ev is not None and ev.ran
+    if not ran and not links:
+        return None  # no evidence it ran: a stop for an agent that never started creates nothing
+    if a == sid:
+        assert ev is not None
+        mstatus = "completed" if state.ended else (ev.latest[1] if ev.latest else "working")
+        return (a, sid, "main", None, mstatus, None, ev.first_ts, ev.last_ts, None, 0, None)
+    best: tuple[int, str, str] | None = max(links) if links else None
+    source = None
+    tuid = None
+    if best is not None:
+        tuid = best[2]
+        source = next(s for s, r in EDGE_RANK.items() if r == best[0])
+    elif ev is not None and ev.root_prompt is not None:
+        # 2.0.x flat files: tied to the spawn only by session and prompt text (FORMATS.md §4),
+        # e.g. corpus/claude-projects/-Users-user-play-agentic-primer/agent-a0294d5.jsonl.
+        tuid = _prompt_spawn(state, ev.root_prompt[1], ev.root_prompt[0], a)
+        source = "directory" if tuid else None
+    sp: Spawn | None = state.spawns.get(tuid) if tuid else None
+    parent = _edge(state, a, tuid, source, resolve, ctx, ch) if tuid and source else None
+    comp = a.startswith(COMPACTION_PREFIX)
+    cause: str | None
+    status: str | None
+    status, cause = _spawn_status(state, tuid)
+    note = state.notified.get(a)
+    if status is None and note is not None:
+        status, cause = ("completed", None) if note == "completed" else ("error", "terminated_early")
+    if status is None and ev is not None and ev.error_cause:
+        status, cause = "error", ev.error_cause
+    if status is None and (state.ended or (ev is not None and ev.completed)):
+        status = "completed"
+    if status is None and comp and ev is not None and ev.has_assistant:
+        status = "completed"  # the compaction call returned (it is the sidechain's last record)
+    if status is None:
+        status = ev.latest[1] if ev is not None and ev.latest else "working"
+    res = state.results.get(tuid) if tuid else None
+    first = ev.first_ts if ev is not None and ev.first_ts else (sp.ts if sp else None)
+    last = ev.last_ts if ev is not None and ev.last_ts else None
+    if res is not None and (last is None or res[2] > last):
+        last = res[2]
+    if last is None and sp is not None:
+        last = sp.ts
+    stype = (sp.subagent_type if sp else None) or (ev.hook_type if ev else None) or (ev.meta_type if ev else None)
+    desc = sp.description if sp else None
+    if ev is not None and ev.root_prompt is not None and ev.root_prompt[1] == "Warmup" and desc is None:
+        # 2.0.x "Warmup" sidechains are not real work (corpus/claude-projects/-workspace/agent-af1ff21.jsonl)
+        desc = "Warmup"
+    return (a, sid, "subagent", stype, status, parent, first, last, cause, 1 if comp else 0, desc)
+
+
+def _legacy_agents(state: SessionState, leg: _Legacy, resolve: Any, ctx: Ctx, ch: Changes) -> None:
+    groups: dict[str, list[str]] = {}
+    for uuid, ts in state.legacy_ts.items():
+        r = leg.root(uuid)
+        g = groups.get(r)
+        if g is None:
+            groups[r] = [ts, ts]
+        else:
+            if ts < g[0]:
+                g[0] = ts
+            if ts > g[1]:
+                g[1] = ts
+    sid = state.session_id
+    # A root seen before its chain was complete named a provisional agent: retract it.
+    current = {LEGACY_AGENT + r for r in groups}
+    ch.retracted_agents.extend(sorted(state.legacy_emitted - current))
+    state.legacy_emitted = current
+    for root in sorted(groups):
+        first, last = groups[root]
+        aid = LEGACY_AGENT + root
+        prompt = state.legacy_prompt.get(root)
+        tuid = _prompt_spawn(state, prompt, first, LEGACY_PREFIX + root) if prompt is not None else None
+        sp = state.spawns.get(tuid) if tuid else None
+        parent = _edge(state, aid, tuid, "legacy_explore", resolve, ctx, ch) if tuid else None
+        status, cause = _spawn_status(state, tuid)
+        if status is None:
+            status = "completed" if state.ended else "working"
+        res = state.results.get(tuid) if tuid else None
+        if res is not None and res[2] > last:
+            last = res[2]
+        ch.agents.append(
+            (
+                aid,
+                sid,
+                "subagent",
+                sp.subagent_type if sp else None,
+                status,
+                parent,
+                first,
+                last,
+                cause,
+                0,
+                sp.description if sp else None,
+            )
+        )

@@ -1,0 +1,107 @@
+"""Folding hook deliveries into the session state (SPEC §4.2, §4.5, §4.7), pure.
+
+A hook row's ``event_type`` is ``hook_event_name`` and its payload the JSON body; its time
+is the receipt time (``received_at``). FORMATS.md §7 lists the fields; agent status rules:
+UserPromptSubmit / tool events / SubagentStart are activity, Stop and Notification make the
+main agent wait, SubagentStop completes an agent that exists (never its parent), SessionEnd
+completes every agent of the session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingestd.core.records import LogRow
+from ingestd.core.state import SessionState
+from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
+from ingestd.core.touch import Touched, agent_ev, link, note_result, note_tool
+
+_TOOL_EVENTS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
+_WAITING = frozenset(("Stop", "Notification", "StopFailure"))
+
+
+def _s(obj: dict[str, Any], key: str) -> str | None:
+    v = obj.get(key)
+    return v if isinstance(v, str) and v else None
+
+
+def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> tuple[Any, ...]:
+    """Fold one hook delivery; return its ``events`` row (identifiers only)."""
+    name = row.event_type
+    ts = row.received_at
+    sid = state.session_id
+    agent_id = _s(obj, "agent_id")
+    agent = agent_id or sid
+    t.session = True
+    cwd = _s(obj, "cwd")
+    if cwd and (state.cwd is None or (2, ts, cwd) < state.cwd):
+        state.cwd = (2, ts, cwd)
+    tp = _s(obj, "transcript_path")
+    if tp and state.project_slug is None:
+        parts = tp.replace("\\", "/").rstrip("/").split("/")
+        if len(parts) >= 2:
+            state.project_slug = parts[-2]
+    title = _s(obj, "session_title")
+    if title and (state.title is None or title > state.title):
+        state.title = title
+    if state.first_ts is None or ts < state.first_ts:
+        state.first_ts = ts
+    if state.last_ts is None or ts > state.last_ts:
+        state.last_ts = ts
+
+    if name == "SessionEnd":
+        state.ended = True
+        reason = _s(obj, "reason")
+        if reason and (state.end_reason is None or (ts, reason) > state.end_reason):
+            state.end_reason = (ts, reason)
+        t.all_agents = True
+        return (row.id, sid, agent_id or sid, name, ts)
+    if name == "SubagentStop":
+        # completes the named agent only if it exists through other evidence; the parent is untouched
+        if agent_id:
+            ev = agent_ev(state, agent_id)
+            ev.completed = True
+            at = _s(obj, "agent_type")
+            if at and (ev.hook_type is None or at > ev.hook_type):
+                ev.hook_type = at
+            t.agents.add(agent_id)
+        return (row.id, sid, agent_id, name, ts)
+
+    status = "waiting" if name in _WAITING else "working"
+    if name in _WAITING and agent_id:
+        status = "working"  # a subagent's Stop-like events never idle the main agent
+    ev = agent_ev(state, agent)
+    ev.ran = True
+    if ev.first_ts is None or ts < ev.first_ts:
+        ev.first_ts = ts
+    if ev.last_ts is None or ts > ev.last_ts:
+        ev.last_ts = ts
+    if ev.latest is None or (ts, status) > ev.latest:
+        ev.latest = (ts, status)
+    at = _s(obj, "agent_type")
+    if agent_id and at and (ev.hook_type is None or at > ev.hook_type):
+        ev.hook_type = at
+    t.agents.add(agent)
+
+    tuid = _s(obj, "tool_use_id")
+    if name in _TOOL_EVENTS and tuid:
+        st = _TOOL_EVENTS[name]
+        if name == "PostToolUseFailure" and obj.get("is_interrupt") is True:
+            st = INTERRUPTED
+        tool = _s(obj, "tool_name")
+        if st == RUNNING:
+            note_tool(state, t, tuid, agent=agent, name=tool, started=ts)
+        else:
+            note_tool(state, t, tuid, agent=agent, name=tool, ended=ts, status=st)
+        resp = obj.get("tool_response")
+        if name == "PostToolUse" and isinstance(resp, dict):
+            child = resp.get("agentId")
+            if isinstance(child, str) and child and resp.get("status") != "async_launched":
+                link(state, tuid, "tool_use", child)
+                note_result(state, tuid, False, None, ts)
+                t.all_agents = True
+    elif name == "PermissionRequest" and tuid:
+        note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"))
+    elif name == "PermissionDenied" and tuid:
+        note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"), ended=ts, status=DENIED)
+    return (row.id, sid, agent_id or sid, name, ts)

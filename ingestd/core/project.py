@@ -1,0 +1,399 @@
+"""The projector: a pure per-session fold over log rows (SPEC §4, DESIGN.md).
+
+``fold(state, rows)`` merges the evidence of ``rows`` (one session's, any order, any
+batching) into ``state`` and returns the full projection rows of every entity the rows
+touched (``ingestd.core.derive``). One handler per record kind; unknown kinds only
+count as activity (FORMATS.md §1.2 "Daemon rule": the set grows in most versions).
+Transcript rows and hook rows go through the same fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from ingestd.core import derive
+from ingestd.core.decode import decode_line
+from ingestd.core.hookfold import fold_hook
+from ingestd.core.records import LogRow, path_info
+from ingestd.core.state import (
+    LEGACY_PREFIX,
+    RANK_COPY,
+    RANK_MAIN,
+    RANK_SIDECHAIN,
+    SessionState,
+    Spawn,
+)
+from ingestd.core.timefmt import canonical
+from ingestd.core.toolstatus import result_status, spawn_cause
+from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
+
+SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
+ACTIVITY_TYPES = frozenset(("user", "assistant", "system", "progress", "attachment"))
+SYNTHETIC = "<synthetic>"
+
+
+def ts_of(obj: dict[str, Any], fallback: str) -> str:
+    """The record's canonical timestamp, else ``fallback`` (the read time)."""
+    t = obj.get("timestamp")
+    if isinstance(t, str):
+        if len(t) == 24 and t[-1] == "Z" and t[10] == "T":
+            return t
+        c = canonical(t)
+        if c is not None:
+            return c
+    return fallback
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+
+def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """(input, output, cache_read, cache_write_5m, cache_write_1h) of one usage object.
+
+    The 5-minute bucket takes ``ephemeral_5m`` plus whatever of the aggregate
+    ``cache_creation_input_tokens`` the breakdown does not explain (5 min is the API's
+    default TTL; 1.0.48 / 1.0.65 records have no breakdown at all, e.g.
+    ``corpus/claude-projects/-Users-user-projects-agents-v3/c44afee0-….jsonl``). The billed
+    write total is the larger of the aggregate and the breakdown (FORMATS.md §3, CL 2.1.152:
+    the aggregate was once reported 0 while the breakdown was not). ``iterations[]`` repeats
+    the same numbers and is never added.
+    """
+    cc = usage.get("cache_creation")
+    e5 = e1 = 0
+    if isinstance(cc, dict):
+        e5 = _int(cc.get("ephemeral_5m_input_tokens"))
+        e1 = _int(cc.get("ephemeral_1h_input_tokens"))
+    agg = _int(usage.get("cache_creation_input_tokens"))
+    rest = agg - e5 - e1
+    return (
+        _int(usage.get("input_tokens")),
+        _int(usage.get("output_tokens")),
+        _int(usage.get("cache_read_input_tokens")),
+        e5 + (rest if rest > 0 else 0),
+        e1,
+    )
+
+
+def _merge_usage(
+    state: SessionState, mid: str, rank: int, msg: dict[str, Any], ts: str, agent: str, t: Touched
+) -> None:
+    """Fold one part of a message (SPEC §4.4): per-bucket maximum over streamed parts."""
+    usage = msg.get("usage")
+    if not isinstance(usage, dict):
+        return
+    b = usage_buckets(usage)
+    model = msg.get("model")
+    model = model if isinstance(model, str) and model else "unknown"
+    by_rank = state.msgs.get(mid)
+    if by_rank is None:
+        by_rank = state.msgs[mid] = {}
+    ev = by_rank.get(rank)
+    if ev is None:
+        by_rank[rank] = [b[0], b[1], b[2], b[3], b[4], (b[1], model), ts, agent]
+    else:
+        for i in range(5):
+            if b[i] > ev[i]:
+                ev[i] = b[i]
+        # the model is the one on the part with the largest output (ties: larger id)
+        if (b[1], model) > ev[5]:
+            ev[5] = (b[1], model)
+        if ts < ev[6]:
+            ev[6] = ts
+        if agent < ev[7]:
+            ev[7] = agent
+    t.msgs.add(mid)
+    if agent.startswith(LEGACY_PREFIX):
+        state.legacy_msgs.add(mid)
+
+
+def _text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                return str(b["text"])
+    return None
+
+
+def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
+    """Usage, spawns and tool starts of one assistant record; returns whether it used a tool."""
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return False
+    mid = msg.get("id")
+    # `<synthetic>` turns are API error placeholders with zero usage: never a billed message
+    # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
+    if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
+        _merge_usage(state, mid, rank, msg, ts, agent, t)
+    used_tool = False
+    content = msg.get("content")
+    if rank == RANK_COPY or not isinstance(content, list):
+        return False
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        tuid = block.get("id")
+        if not isinstance(tuid, str):
+            continue
+        used_tool = True
+        name = block.get("name")
+        name = name if isinstance(name, str) else None
+        note_tool(state, t, tuid, agent=agent, name=name, started=ts)
+        if name in SPAWN_TOOLS:
+            inp = block.get("input")
+            inp = inp if isinstance(inp, dict) else {}
+
+            def s(k: str, inp: dict[str, Any] = inp) -> str | None:
+                v = inp.get(k)
+                return v if isinstance(v, str) and v else None
+
+            state.spawns[tuid] = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            t.all_agents = True
+    return used_tool
+
+
+def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> None:
+    """Tool results, spawn results and the child agent they name."""
+    msg = obj.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return
+    tur = obj.get("toolUseResult")
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        tuid = block.get("tool_use_id")
+        if not isinstance(tuid, str):
+            continue
+        is_error = block.get("is_error") is True
+        text = _text_of(block.get("content")) or ""
+        note_tool(state, t, tuid, agent=agent, ended=ts, status=result_status(is_error, text))
+        async_launch = isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
+        if not async_launch:
+            note_result(state, tuid, is_error, spawn_cause(text) if is_error else None, ts)
+        # 2.1.14+: the spawn's result names the child (toolUseResult.agentId), e.g.
+        # corpus/claude-projects/-tmp-tmpqwh7888i/c7d3d95c-….jsonl line 4 -> ab81802.
+        if isinstance(tur, dict):
+            child = tur.get("agentId")
+            if isinstance(child, str) and child:
+                link(state, tuid, "tool_use", child)
+        t.all_agents = True
+
+
+def _progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
+    """``agent_progress``: a copy of a subagent record (lowest-precedence usage) + the link.
+
+    corpus/claude-projects/-home-user-projects-spotter/491e126e-….jsonl: the subagent
+    afb92ff has no file of its own; its billed calls exist only as these copies.
+    """
+    data = obj.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return
+    child = data.get("agentId")
+    ptu = obj.get("parentToolUseID")
+    if isinstance(child, str) and child:
+        if isinstance(ptu, str) and ptu:
+            link(state, ptu, "tool_use", child)
+            t.all_agents = True
+        inner = data.get("message")
+        if isinstance(inner, dict) and inner.get("type") == "assistant":
+            _assistant(state, inner, ts_of(inner, ts), child, RANK_COPY, t)
+
+
+def _queue(state: SessionState, obj: dict[str, Any], t: Touched) -> None:
+    """A ``<task-notification>`` enqueued for a background agent names task id and tool use id.
+
+    corpus/claude-projects/-Users-user-Documents-cka-buddy/7da73774-….jsonl lines 20-21:
+    ``<task-id>a59e84c40dbe09dd4</task-id><tool-use-id>toolu_…</tool-use-id>…<status>completed``.
+    """
+    content = obj.get("content")
+    if obj.get("operation") != "enqueue" or not isinstance(content, str):
+        return
+    if not content.startswith("<task-notification>"):
+        return
+    task = _tag(content, "task-id")
+    tuid = _tag(content, "tool-use-id")
+    status = _tag(content, "status")
+    if task and tuid:
+        link(state, tuid, "task_notification", task)
+        if status:
+            prev = state.notified.get(task)
+            state.notified[task] = max(prev, status) if prev else status
+        t.all_agents = True
+
+
+def _tag(text: str, name: str) -> str | None:
+    start = text.find(f"<{name}>")
+    if start < 0:
+        return None
+    start += len(name) + 2
+    end = text.find(f"</{name}>", start)
+    return text[start:end].strip() if end > start else None
+
+
+def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    etype = row.event_type
+    pi = path_info(row.origin)
+    if state.project_slug is None or (pi.project_slug and pi.project_slug < state.project_slug):
+        state.project_slug = pi.project_slug or state.project_slug
+    if etype == "summary":
+        s = obj.get("summary")
+        if isinstance(s, str) and (state.title is None or s > state.title):
+            state.title = s
+        t.session = True
+        return
+    if etype == "queue-operation":
+        _queue(state, obj, t)
+    ts = ts_of(obj, row.received_at)
+    if etype not in ACTIVITY_TYPES:
+        return
+    # Which agent: the record's agentId (2.0.60+ sidechain files); a 1.0.x in-file sidechain
+    # record (isSidechain, no agentId: corpus/claude-projects/-Users-user-linear-agent/
+    # 263940d8-….jsonl, 378 records) resolves later through its root; else the file's agent;
+    # else the session's main agent.
+    aid = obj.get("agentId")
+    uuid = obj.get("uuid")
+    sidechain = obj.get("isSidechain") is True
+    if isinstance(aid, str) and aid:
+        agent = aid
+    elif sidechain and pi.agent_id is None and isinstance(uuid, str):
+        agent = LEGACY_PREFIX + uuid
+        parent = obj.get("parentUuid")
+        state.legacy_parent[uuid] = parent if isinstance(parent, str) else None
+        state.legacy_ts[uuid] = ts
+        if parent is None and etype == "user":
+            m = obj.get("message")
+            p = _text_of(m.get("content")) if isinstance(m, dict) else None
+            if p is not None:
+                state.legacy_prompt[uuid] = p
+        t.legacy = True
+    elif pi.agent_id is not None:
+        agent = pi.agent_id
+    else:
+        agent = state.session_id
+    main = agent == state.session_id
+    rank = RANK_MAIN if main and not sidechain else RANK_SIDECHAIN
+    _meta(state, obj, ts, rank)
+    if state.first_ts is None or ts < state.first_ts:
+        state.first_ts = ts
+    if state.last_ts is None or ts > state.last_ts:
+        state.last_ts = ts
+    t.session = True
+    status = "working"
+    if etype == "assistant":
+        if not _assistant(state, obj, ts, agent, rank, t) and main:
+            # a main-thread reply that calls no tool ends the turn: the agent waits for the user
+            status = "waiting"
+    elif etype == "user":
+        _user(state, obj, ts, agent, t)
+    elif etype == "progress":
+        _progress(state, obj, ts, t)
+    elif etype == "system" and obj.get("subtype") == "compact_boundary":
+        cm = obj.get("compactMetadata")
+        cm = cm if isinstance(cm, dict) else {}
+        trig = cm.get("trigger") if cm.get("trigger") in ("auto", "manual") else None
+        pre = cm.get("preTokens") if isinstance(cm.get("preTokens"), int) else None
+        if isinstance(uuid, str):
+            state.compactions[uuid] = (agent, ts, trig, pre)
+            t.compactions.add(uuid)
+    if agent.startswith(LEGACY_PREFIX):
+        return
+    ev = agent_ev(state, agent)
+    ev.ran = True
+    if etype == "assistant":
+        ev.has_assistant = True
+    if ev.first_ts is None or ts < ev.first_ts:
+        ev.first_ts = ts
+    if ev.last_ts is None or ts > ev.last_ts:
+        ev.last_ts = ts
+    if etype in ("user", "assistant", "system") and (ev.latest is None or (ts, status) > ev.latest):
+        ev.latest = (ts, status)
+    if not main and obj.get("parentUuid") is None and etype == "user":
+        m = obj.get("message")
+        p = _text_of(m.get("content")) if isinstance(m, dict) else None
+        if p is not None and (ev.root_prompt is None or (ts, p) < ev.root_prompt):
+            ev.root_prompt = (ts, p)
+            t.all_agents = True
+    t.agents.add(agent)
+
+
+def _meta(state: SessionState, obj: dict[str, Any], ts: str, rank: int) -> None:
+    cwd = obj.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        c = (0 if rank == RANK_MAIN else 1, ts, cwd)
+        if state.cwd is None or c < state.cwd:
+            state.cwd = c
+    for key, attr in (("gitBranch", "git_branch"), ("version", "version"), ("slug", "slug")):
+        v = obj.get(key)
+        if isinstance(v, str) and v:
+            cur = getattr(state, attr)
+            if cur is None or (ts, v) > cur:
+                setattr(state, attr, (ts, v))
+    ep = obj.get("entrypoint")
+    if isinstance(ep, str) and ep and (state.entrypoint is None or (ts, ep) > state.entrypoint):
+        state.entrypoint = (ts, ep)
+
+
+def _sidecar(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """``agent-<id>.meta.json`` (2.1.x): the subagent's type when no spawn input names it."""
+    aid = path_info(row.origin).agent_id
+    at = obj.get("agentType")
+    if aid and isinstance(at, str) and at:
+        ev = agent_ev(state, aid)
+        if ev.meta_type is None or at > ev.meta_type:
+            ev.meta_type = at
+        t.agents.add(aid)
+
+
+def decode_row(row: LogRow) -> dict[str, Any] | None:
+    """The row's object: the one already decoded, else the payload decoded leniently."""
+    if row.obj is not None:
+        return row.obj
+    if row.source == "hook":
+        try:
+            o = orjson.loads(row.payload)
+        except orjson.JSONDecodeError:
+            o = decode_line(row.payload).obj
+        return o if isinstance(o, dict) else None
+    return decode_line(row.payload).obj
+
+
+def fold(
+    state: SessionState | None, session_id: str, rows: Iterable[LogRow], ctx: Ctx
+) -> tuple[SessionState, derive.Changes]:
+    """Fold one session's log rows into its state; return the state and the touched rows.
+
+    Args:
+        state: the session's state so far (None: empty). Mutated in place and returned.
+        session_id: str, the session every row belongs to.
+        rows: log rows of that session (any order; invalid and file_reset rows are skipped).
+        ctx: instance / host ids stamped on edges.
+
+    Returns:
+        ``(state, changes)``: ``changes`` holds full rows for every touched entity.
+    """
+    if state is None:
+        state = SessionState(session_id)
+    t = Touched()
+    events: list[tuple[Any, ...]] = []
+    for row in rows:
+        if row.event_type == "invalid" or row.source == "ingestd":
+            continue
+        obj = decode_row(row)
+        if obj is None:
+            continue
+        if row.source == "hook":
+            ev_row = fold_hook(state, row, obj, t)
+            events.append(ev_row)
+        elif row.event_type == "meta":
+            _sidecar(state, row, obj, t)
+        else:
+            _record(state, row, obj, t)
+    changes = derive.derive(state, t, ctx)
+    changes.events.extend(events)
+    return state, changes

@@ -1,0 +1,159 @@
+"""Log rows and the path / session-of-line rules (SPEC §3, §4.1, §7), pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingestd.core.decode import decode_line
+from ingestd.core.framing import Line
+from ingestd.core.keys import jsonl_key
+
+INVALID = "invalid"
+FILE_RESET = "file_reset"
+META = "meta"  # a .meta.json sidecar, logged whole as one row
+
+
+@dataclass(frozen=True, slots=True)
+class NewLogRow:
+    """A row about to be appended to ``events_raw``.
+
+    Attributes:
+        idempotency_key: str, unique key (``j:...`` transcript, hook keys from the receiver).
+        source: str, ``jsonl`` | ``hook`` | ``ingestd``.
+        event_type: str, record ``type`` / ``hook_event_name`` / ``invalid`` / ``file_reset`` / ``meta``.
+        payload: bytes, exactly as read.
+        received_at: str, canonical UTC read / receipt time.
+        session_id: str | None, the session the row belongs to.
+        origin: str, transcript path relative to its root, or ``hook``.
+        origin_gen: int, rewrite generation.
+        origin_offset: int | None, byte offset of the line (None for hooks).
+        obj: the decoded object when already known (not stored; saves a re-parse).
+        recovered: bool, decoded only leniently (counted).
+        reason: str | None, why the line is invalid.
+    """
+
+    idempotency_key: str
+    source: str
+    event_type: str
+    payload: bytes
+    received_at: str
+    session_id: str | None
+    origin: str
+    origin_gen: int = 0
+    origin_offset: int | None = None
+    obj: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    recovered: bool = False
+    reason: str | None = None
+
+    def db_tuple(self) -> tuple[Any, ...]:
+        """Values in ``writer.INSERT_LOG`` column order."""
+        return (
+            self.idempotency_key,
+            self.source,
+            self.event_type,
+            self.payload,
+            self.received_at,
+            self.session_id,
+            self.origin,
+            self.origin_gen,
+            self.origin_offset,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogRow:
+    """A row of ``events_raw`` as the projector sees it.
+
+    Attributes:
+        id: int, ``events_raw.id``.
+        source, event_type, received_at, session_id, origin, origin_gen, origin_offset: as stored.
+        payload: bytes, as stored.
+        obj: the decoded payload when the caller already has it, else None (decoded on demand).
+    """
+
+    id: int
+    source: str
+    event_type: str
+    payload: bytes
+    received_at: str
+    session_id: str | None
+    origin: str
+    origin_gen: int = 0
+    origin_offset: int | None = None
+    obj: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PathInfo:
+    """What a transcript's path says (FORMATS.md §0).
+
+    Attributes:
+        project_slug: str, the first path component (the encoded cwd; never decoded).
+        session_id: str | None, the session the path names (None for flat ``agent-*`` files).
+        agent_id: str | None, the agent the file belongs to (``agent-<id>.jsonl``), None for a main file.
+    """
+
+    project_slug: str
+    session_id: str | None
+    agent_id: str | None
+
+
+def path_info(origin: str) -> PathInfo:
+    """Classify a transcript path relative to its projects root.
+
+    ``<slug>/<sid>.jsonl`` main file; ``<slug>/<sid>/subagents/agent-<id>.jsonl`` (also under
+    ``subagents/workflows/wf_*/``, 2.1.x); ``<slug>/agent-<id>.jsonl`` flat (2.0.x, e.g.
+    ``corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-0cbdf933.jsonl``).
+    """
+    parts = origin.split("/")
+    slug = parts[0] if len(parts) > 1 else ""
+    name = parts[-1]
+    if name.endswith(".jsonl"):
+        stem = name[: -len(".jsonl")]
+    elif name.endswith(".meta.json"):
+        stem = name[: -len(".meta.json")]
+    else:
+        stem = name
+    agent = stem[6:] if stem.startswith("agent-") else None
+    if len(parts) >= 3:
+        return PathInfo(slug, parts[1], agent)
+    if agent is not None:
+        return PathInfo(slug, None, agent)
+    return PathInfo(slug, stem or None, None)
+
+
+def line_row(
+    line: Line,
+    *,
+    origin: str,
+    origin_hash: str,
+    gen: int,
+    received_at: str,
+    path_session: str | None,
+) -> NewLogRow:
+    """Turn one framed transcript line into a log row (decoding it once).
+
+    Session-of-line rule (SPEC §4.1): the record's ``sessionId`` when it is a string,
+    else the session the path names. A flat 2.0.x agent file's records name their
+    parent session; a 1.0.89 main file can carry a second session's records
+    (``corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl`` holds 87
+    records of ``998db3cd-…``): each belongs to the session it names.
+    """
+    data = line.data
+    dec = decode_line(data)
+    key = jsonl_key(origin_hash, gen, line.offset, data)
+    obj = dec.obj
+    if obj is None:
+        return NewLogRow(
+            key, "jsonl", INVALID, data, received_at, path_session, origin, gen, line.offset, reason=dec.reason
+        )
+    sid = obj.get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        sid = path_session
+    etype = obj.get("type")
+    if not isinstance(etype, str) or not etype:
+        etype = "untyped"
+    return NewLogRow(
+        key, "jsonl", etype, data, received_at, sid, origin, gen, line.offset, obj=obj, recovered=dec.recovered
+    )

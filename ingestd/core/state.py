@@ -1,0 +1,108 @@
+"""The projector's per-session fold state (SPEC §4), pure data.
+
+Every field is a join of evidence (min, max, union, precedence rank), so the state
+after folding a set of log rows does not depend on their order or batching; the
+projection rows are derived from the state alone (``ingestd.core.derive``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Claim precedence of one message's usage evidence (SPEC §4.4, DESIGN.md "token_usage
+# across sessions"): a direct record in a main transcript beats a direct record in a
+# sidechain file, which beats an agent_progress copy.
+RANK_COPY = 0
+RANK_SIDECHAIN = 1
+RANK_MAIN = 2
+
+# Edge provenance, better first wins (SPEC §4.3).
+EDGE_RANK = {
+    "tool_use": 5,
+    "task_notification": 4,
+    "queue_operation": 3,
+    "directory": 2,
+    "legacy_explore": 1,
+}
+
+LEGACY_PREFIX = "~"  # placeholder agent of a 1.0.x in-file sidechain record: "~" + record uuid
+
+
+@dataclass(slots=True)
+class AgentEv:
+    """Evidence about one agent.
+
+    Attributes:
+        first_ts / last_ts: str | None, canonical UTC, min / max activity time.
+        ran: bool, a transcript record, a SubagentStart or a tool event shows it ran.
+        latest: tuple (ts, status) | None, the newest non-terminal status evidence.
+        completed: bool, terminal-success evidence (SubagentStop, task-notification).
+        error_cause: str | None, terminal-failure evidence (outcome_cause).
+        hook_type: str | None, ``agent_type`` from a hook (max non-empty).
+        meta_type: str | None, ``agentType`` from a ``.meta.json`` sidecar.
+        root_prompt: tuple (ts, prompt) | None, the first user prompt of the agent's own file.
+        has_assistant: bool, at least one assistant record (a compaction call that ran).
+    """
+
+    first_ts: str | None = None
+    last_ts: str | None = None
+    ran: bool = False
+    latest: tuple[str, str] | None = None
+    completed: bool = False
+    error_cause: str | None = None
+    hook_type: str | None = None
+    meta_type: str | None = None
+    root_prompt: tuple[str, str] | None = None
+    has_assistant: bool = False
+
+
+@dataclass(slots=True)
+class Spawn:
+    """A spawn ``tool_use`` (Task / Agent / Workflow).
+
+    Attributes:
+        agent: str, the agent whose record holds it (may be a legacy placeholder).
+        ts: str, the record's timestamp.
+        subagent_type, description, prompt: from ``input`` (None when absent).
+    """
+
+    agent: str
+    ts: str
+    subagent_type: str | None
+    description: str | None
+    prompt: str | None
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Fold state of one session (see module docstring). Mutated in place by ``fold``."""
+
+    session_id: str
+    first_ts: str | None = None
+    last_ts: str | None = None
+    cwd: tuple[int, str, str] | None = None  # (rank, ts, cwd) min: a record's cwd beats a hook's
+    project_slug: str | None = None
+    git_branch: tuple[str, str] | None = None  # (ts, value) max
+    version: tuple[str, str] | None = None
+    slug: tuple[str, str] | None = None
+    entrypoint: tuple[str, str] | None = None
+    title: str | None = None
+    end_reason: tuple[str, str] | None = None
+    ended: bool = False
+    agents: dict[str, AgentEv] = field(default_factory=dict)
+    # message id -> rank -> [input, output, cache_read, w5m, w1h, best_output, model, occurred, agent]
+    msgs: dict[str, dict[int, list[Any]]] = field(default_factory=dict)
+    spawns: dict[str, Spawn] = field(default_factory=dict)
+    links: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use_id -> (rank, child)
+    results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
+    # tool_use_id -> [agent, name, started, ended, status_rank]
+    tools: dict[str, list[Any]] = field(default_factory=dict)
+    compactions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    legacy_parent: dict[str, str | None] = field(default_factory=dict)  # sidechain uuid -> parentUuid
+    legacy_ts: dict[str, str] = field(default_factory=dict)
+    legacy_prompt: dict[str, str] = field(default_factory=dict)  # root uuid -> prompt
+    legacy_msgs: set[str] = field(default_factory=set)
+    legacy_tools: set[str] = field(default_factory=set)
+    notified: dict[str, str] = field(default_factory=dict)  # agent -> task-notification status
+    legacy_emitted: set[str] = field(default_factory=set)  # legacy agent ids already derived

@@ -1,0 +1,90 @@
+"""Touched-entity tracking and small state helpers shared by the fold handlers, pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ingestd.core.state import AgentEv, SessionState
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """Inputs of the projector that are not log rows.
+
+    Attributes:
+        instance: str, the ingestd instance that produced the log (stamped on edges).
+        host_id: str, the machine it runs on.
+    """
+
+    instance: str = "local"
+    host_id: str = "local"
+
+
+@dataclass(slots=True)
+class Touched:
+    """What one fold call touched (only these rows are re-derived)."""
+
+    session: bool = False
+    agents: set[str] = field(default_factory=set)
+    all_agents: bool = False
+    msgs: set[str] = field(default_factory=set)
+    tools: set[str] = field(default_factory=set)
+    compactions: set[str] = field(default_factory=set)
+    legacy: bool = False
+
+
+def agent_ev(state: SessionState, agent: str) -> AgentEv:
+    """The agent's evidence record, created empty on first mention."""
+    ev = state.agents.get(agent)
+    if ev is None:
+        ev = state.agents[agent] = AgentEv()
+    return ev
+
+
+def note_tool(
+    state: SessionState,
+    t: Touched,
+    tuid: str,
+    *,
+    agent: str | None = None,
+    name: str | None = None,
+    started: str | None = None,
+    ended: str | None = None,
+    status: int = 0,
+) -> None:
+    """Merge one piece of tool-call evidence (every field a join: min / max)."""
+    cur = state.tools.get(tuid)
+    if cur is None:
+        state.tools[tuid] = [agent, name, started, ended, status]
+    else:
+        if agent is not None and (cur[0] is None or agent < cur[0]):
+            cur[0] = agent
+        if name is not None and (cur[1] is None or name > cur[1]):
+            cur[1] = name
+        if started is not None and (cur[2] is None or started < cur[2]):
+            cur[2] = started
+        if ended is not None and (cur[3] is None or ended < cur[3]):
+            cur[3] = ended
+        if status > cur[4]:
+            cur[4] = status
+    t.tools.add(tuid)
+    if agent is not None and agent.startswith("~"):
+        state.legacy_tools.add(tuid)
+
+
+def link(state: SessionState, tuid: str, source: str, child: str) -> None:
+    """Record that spawn ``tuid`` started ``child`` (better provenance wins, then the smaller id)."""
+    from ingestd.core.state import EDGE_RANK
+
+    rank = EDGE_RANK[source]
+    prev = state.links.get(tuid)
+    if prev is None or rank > prev[0] or (rank == prev[0] and child < prev[1]):
+        state.links[tuid] = (rank, child)
+
+
+def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | None, ts: str) -> None:
+    """Merge a spawn's result: an error beats a success, then the larger cause / later time."""
+    cand = (1 if is_error else 0, cause, ts)
+    prev = state.results.get(tuid)
+    if prev is None or (cand[0], cand[1] or "", cand[2]) > (prev[0], prev[1] or "", prev[2]):
+        state.results[tuid] = cand

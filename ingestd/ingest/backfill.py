@@ -1,0 +1,292 @@
+"""Reading transcripts past their committed offsets into the log (SPEC §7).
+
+Per file: a fingerprint skip (size, mtime_ns, inode, ``INGEST_REVISION``) does no parsing
+for an unchanged file; otherwise bytes past the committed offset are framed and appended
+with ``ingestd.store.writer.apply_batch``, the checkpoint committed in the same transaction.
+A file that shrank, or whose bytes just before the offset changed, is re-read from 0 under
+a new generation, with a ``file_reset`` row (source ``ingestd``) in the log.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+
+from ingestd.core.framing import Framer
+from ingestd.core.keys import jsonl_key, reset_key, short_hash
+from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
+from ingestd.core.touch import Ctx
+from ingestd.ingest.scan import Found, discover
+from ingestd.store.writer import Checkpoint, FoldCache, apply_batch
+
+# Bump when parsing semantics change: every checkpoint is then distrusted.
+INGEST_REVISION = 1
+HEAD_BYTES = 64
+CHUNK_BYTES = 8 << 20
+BATCH_ROWS = 20000
+
+Progress = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class Summary:
+    """What one ingest run did (the ``ingestd ingest`` report).
+
+    Attributes:
+        files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
+        lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
+        resets: int, rewritten files re-read from 0.
+        skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
+        recovered: int, lines decoded only leniently.
+        sessions / agents / messages: int, totals in the database after the run.
+        elapsed_s: float, seconds.
+    """
+
+    files: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    lines: int = 0
+    bytes: int = 0
+    rows_inserted: int = 0
+    resets: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    recovered: int = 0
+    sessions: int = 0
+    agents: int = 0
+    messages: int = 0
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as the ``--json`` document."""
+        mb = self.bytes / 1e6
+        return {
+            "files": self.files,
+            "files_read": self.files_read,
+            "files_unchanged": self.files_unchanged,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "rows_inserted": self.rows_inserted,
+            "resets": self.resets,
+            "skipped": dict(sorted(self.skipped.items())),
+            "recovered": self.recovered,
+            "sessions": self.sessions,
+            "agents": self.agents,
+            "messages": self.messages,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "mb_per_s": round(mb / self.elapsed_s, 1) if self.elapsed_s > 0 else None,
+        }
+
+
+def _head_hash(path: str, offset: int) -> str:
+    if offset <= 0:
+        return ""
+    start = max(0, offset - HEAD_BYTES)
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        return short_hash(fh.read(offset - start))
+
+
+class _Batcher:
+    def __init__(self, conn: apsw.Connection, ctx: Ctx, summary: Summary, batch_rows: int) -> None:
+        self.conn = conn
+        self.ctx = ctx
+        self.summary = summary
+        self.batch_rows = batch_rows
+        self.rows: list[NewLogRow] = []
+        self.cps: list[Checkpoint] = []
+        self.cache = FoldCache()
+        self.skipped: collections.Counter[str] = collections.Counter()
+
+    def flush(self) -> None:
+        if not self.rows and not self.cps:
+            return
+        res = apply_batch(self.conn, self.rows, checkpoints=self.cps, ctx=self.ctx, cache=self.cache)
+        self.summary.rows_inserted += res.inserted
+        for r in self.rows:
+            if r.idempotency_key in res.log_ids:
+                if r.reason:
+                    self.skipped[r.reason] += 1
+                if r.recovered:
+                    self.summary.recovered += 1
+        self.rows = []
+        self.cps = []
+
+
+def _read_file(
+    b: _Batcher,
+    root: str,
+    f: Found,
+    cp: tuple[Any, ...] | None,
+    now: str,
+    progress: Progress | None,
+) -> None:
+    """Append ``f``'s new lines (and a reset row if it was rewritten) to the batcher."""
+    origin = f.origin
+    oh = short_hash(origin.encode("utf-8", "surrogateescape"))
+    pi = path_info(origin)
+    gen, offset = 0, 0
+    if cp is not None:
+        gen, offset, head, rev = int(cp[0]), int(cp[1]), str(cp[2]), int(cp[3])
+        if rev != INGEST_REVISION:
+            offset = 0
+        elif f.size < offset or (offset > 0 and _head_hash(f.path, offset) != head):
+            gen += 1
+            payload = orjson.dumps({"origin": origin, "gen": gen, "reason": "rewritten"})
+            b.rows.append(
+                NewLogRow(reset_key(oh, gen), "ingestd", FILE_RESET, payload, now, pi.session_id, origin, gen)
+            )
+            b.summary.resets += 1
+            offset = 0
+    b.summary.files_read += 1
+    if f.is_meta:
+        with open(f.path, "rb") as fh:
+            data = fh.read()
+        b.rows.append(
+            NewLogRow(
+                jsonl_key(oh, gen, 0, data),
+                "jsonl",
+                META,
+                data,
+                now,
+                pi.session_id,
+                origin,
+                gen,
+                0,
+                obj=_obj(data),
+            )
+        )
+        b.summary.bytes += len(data)
+        b.cps.append(
+            Checkpoint(
+                root, origin, pi.session_id, gen, len(data), f.size, f.mtime_ns, f.inode, "", INGEST_REVISION, now
+            )
+        )
+        return
+    framer = Framer(offset)
+    with open(f.path, "rb") as fh:
+        fh.seek(offset)
+        while True:
+            chunk = fh.read(CHUNK_BYTES)
+            if not chunk:
+                break
+            b.summary.bytes += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+            lines = framer.feed(chunk)
+            b.summary.lines += len(lines)
+            b.rows.extend(
+                line_row(ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id)
+                for ln in lines
+            )
+            if len(b.rows) >= b.batch_rows:
+                # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
+                b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now, size=-1))
+                b.flush()
+    b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now))
+
+
+def _obj(data: bytes) -> dict[str, Any] | None:
+    try:
+        o = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return o if isinstance(o, dict) else None
+
+
+def _cp(root: str, f: Found, sid: str | None, gen: int, offset: int, now: str, size: int | None = None) -> Checkpoint:
+    return Checkpoint(
+        root,
+        f.origin,
+        sid,
+        gen,
+        offset,
+        f.size if size is None else size,
+        f.mtime_ns,
+        f.inode,
+        _head_hash(f.path, offset),
+        INGEST_REVISION,
+        now,
+    )
+
+
+def ingest_roots(
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    *,
+    now: str,
+    ctx: Ctx | None = None,
+    batch_rows: int = BATCH_ROWS,
+    on_total: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
+) -> Summary:
+    """Ingest every transcript under ``roots`` that changed since its checkpoint.
+
+    Args:
+        conn: a migrated connection.
+        roots: projects roots.
+        now: str, canonical UTC read time stamped on the new log rows.
+        ctx: instance / host ids for edges.
+        batch_rows: int, log rows per transaction.
+        on_total: called once with the number of bytes to read.
+        progress: called with the number of bytes just read.
+
+    Returns:
+        ``Summary``.
+
+    Raises:
+        OSError: a root cannot be listed.
+        StorageError: the database refused.
+    """
+    t0 = time.perf_counter()
+    summary = Summary()
+    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows)
+    plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
+    total = 0
+    for root in roots:
+        root_s = os.path.abspath(root)
+        found = discover(root)
+        summary.files += len(found)
+        cps: dict[Any, tuple[Any, ...]] = {
+            r[0]: tuple(r[1:])
+            for r in conn.execute(
+                "SELECT origin, origin_gen, committed_offset, head_hash, ingest_revision, size, mtime_ns, inode,"
+                " session_id FROM ingest_checkpoints WHERE root = ?",
+                (root_s,),
+            )
+        }
+        for f in found:
+            cp = cps.get(f.origin)
+            if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):
+                summary.files_unchanged += 1
+                continue
+            plans.append((root_s, f, cp))
+            total += max(0, f.size - (int(cp[1]) if cp is not None else 0))
+    if on_total is not None:
+        on_total(total)
+    for root_s, f, cp in plans:
+        try:
+            _read_file(b, root_s, f, cp, now, progress)
+        except FileNotFoundError:
+            continue  # vanished between discovery and reading: its log rows are kept
+        if len(b.rows) >= batch_rows:
+            b.flush()
+    b.flush()
+    summary.skipped = dict(b.skipped)
+    summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
+    summary.agents = _count(conn, "SELECT count(*) FROM agents")
+    summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
+
+
+def _count(conn: apsw.Connection, sql: str) -> int:
+    v: Any = conn.execute(sql).fetchall()[0][0]
+    return int(v)

@@ -1,0 +1,73 @@
+"""Discovery of transcripts under a projects root (SPEC §7), read-only.
+
+Every ``*.jsonl`` (main session files, ``<session>/subagents/agent-*.jsonl`` including
+``workflows/wf_*``, flat 2.0.x ``agent-*.jsonl``) and ``*.meta.json`` sidecar. Symlinks are
+never followed out of the root (a symlinked directory is not descended at all).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One discovered file.
+
+    Attributes:
+        path: str, absolute path.
+        origin: str, path relative to the root with ``/`` separators.
+        size: int, bytes; mtime_ns: int, ns; inode: int.
+        is_meta: bool, a ``.meta.json`` sidecar (logged whole as one row).
+    """
+
+    path: str
+    origin: str
+    size: int
+    mtime_ns: int
+    inode: int
+    is_meta: bool
+
+
+def _inside(path: str, root_real: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real + os.sep)
+
+
+def discover(root: Path) -> list[Found]:
+    """Every transcript and sidecar under ``root``, sorted by origin (a session's files together).
+
+    Args:
+        root: the projects root.
+
+    Returns:
+        list of ``Found``; unreadable entries are skipped.
+
+    Raises:
+        OSError: ``root`` itself cannot be listed.
+    """
+    root_s = os.path.abspath(root)
+    root_real = os.path.realpath(root_s)
+    os.listdir(root_s)  # an unreadable root is fatal, not an empty tree
+    out: list[Found] = []
+    for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False):
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            is_meta = name.endswith(".meta.json")
+            if not (name.endswith(".jsonl") or is_meta):
+                continue
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) and not _inside(full, root_real):
+                continue
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            if not os.path.isfile(full):
+                continue
+            origin = os.path.relpath(full, root_s).replace(os.sep, "/")
+            out.append(Found(full, origin, st.st_size, st.st_mtime_ns, st.st_ino, is_meta))
+    out.sort(key=lambda f: f.origin)
+    return out

@@ -1,0 +1,371 @@
+"""The one write path for log rows and their projections (DESIGN.md, SPEC §3, §4, §7).
+
+``apply_batch`` is used by ``ingestd ingest`` and by the daemon (hook receiver, tailer):
+inside one ``BEGIN IMMEDIATE`` transaction it appends the log rows (skipping keys already
+present), folds the newly inserted rows through the pure projector per session, upserts the
+projection rows, writes the tail checkpoints and runs the watchdog pass.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import apsw
+
+from ingestd.core import derive, project
+from ingestd.core.records import LogRow, NewLogRow
+from ingestd.core.state import SessionState
+from ingestd.core.timefmt import format_utc, parse
+from ingestd.core.touch import Ctx
+from ingestd.store.connection import write_txn
+
+WATCHDOG_WINDOW_S = 600
+LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
+
+INSERT_LOG = (
+    "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, session_id,"
+    " origin, origin_gen, origin_offset) VALUES (?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id, idempotency_key"
+)
+UPSERT_SESSION = (
+    "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
+    " cc_version, title, slug, entrypoint, end_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (id) DO UPDATE SET project_slug=excluded.project_slug, project_path=excluded.project_path,"
+    " started_at=excluded.started_at, last_activity_at=excluded.last_activity_at, status=excluded.status,"
+    " git_branch=excluded.git_branch, cc_version=excluded.cc_version, title=excluded.title,"
+    " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason"
+)
+UPSERT_AGENT = (
+    "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
+    " last_seen_at, outcome_cause, is_compaction, description) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (id) DO UPDATE SET session_id=excluded.session_id, type=excluded.type,"
+    " subagent_type=excluded.subagent_type, status=excluded.status, parent_agent_id=excluded.parent_agent_id,"
+    " first_seen_at=excluded.first_seen_at, last_seen_at=excluded.last_seen_at,"
+    " outcome_cause=excluded.outcome_cause, is_compaction=excluded.is_compaction,"
+    " description=excluded.description"
+)
+# One current edge per child: better evidence corrects the parent in place (SPEC §4.3).
+UPSERT_EDGE = (
+    "INSERT INTO orchestration_edges (id, session_id, parent_agent_id, child_agent_id, source, instance,"
+    " host_id, created_at, tool_use_id) VALUES (?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (session_id, child_agent_id) DO UPDATE SET parent_agent_id=excluded.parent_agent_id,"
+    " source=excluded.source, instance=excluded.instance, host_id=excluded.host_id,"
+    " created_at=excluded.created_at, tool_use_id=excluded.tool_use_id"
+)
+# The better claim on a message wins whatever the order sessions are folded in (DESIGN.md):
+# higher claim_rank, then earlier occurred_at, then the smaller session id. A session's own
+# claims only improve in that order, so its later rows replace its earlier ones.
+UPSERT_TOKENS = (
+    "INSERT INTO token_usage (id, session_id, agent_id, message_id, model, bucket, tokens,"
+    " is_compaction_baseline, occurred_at, claim_rank) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (message_id, bucket) DO UPDATE SET session_id=excluded.session_id,"
+    " agent_id=excluded.agent_id, model=excluded.model, tokens=excluded.tokens,"
+    " is_compaction_baseline=excluded.is_compaction_baseline, occurred_at=excluded.occurred_at,"
+    " claim_rank=excluded.claim_rank"
+    " WHERE (excluded.claim_rank > token_usage.claim_rank"
+    "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
+    "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
+    " AND (excluded.tokens IS NOT token_usage.tokens OR excluded.agent_id IS NOT token_usage.agent_id"
+    "   OR excluded.model IS NOT token_usage.model OR excluded.occurred_at IS NOT token_usage.occurred_at"
+    "   OR excluded.session_id IS NOT token_usage.session_id OR excluded.claim_rank IS NOT token_usage.claim_rank"
+    "   OR excluded.is_compaction_baseline IS NOT token_usage.is_compaction_baseline)"
+)
+UPSERT_TOOL = (
+    "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"
+    " VALUES (?,?,?,?,?,?,?) ON CONFLICT (session_id, tool_use_id) DO UPDATE SET agent_id=excluded.agent_id,"
+    " tool_name=excluded.tool_name, started_at=excluded.started_at, ended_at=excluded.ended_at,"
+    " status=excluded.status"
+)
+UPSERT_COMPACTION = (
+    "INSERT INTO compactions (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)"
+    " VALUES (?,?,?,?,?,?) ON CONFLICT (session_id, boundary_id) DO UPDATE SET agent_id=excluded.agent_id,"
+    " occurred_at=excluded.occurred_at, trigger=excluded.trigger, pre_tokens=excluded.pre_tokens"
+)
+INSERT_EVENT = (
+    "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at) VALUES (?,?,?,?,?)"
+    " ON CONFLICT (raw_event_id) DO NOTHING"
+)
+UPSERT_CHECKPOINT = (
+    "INSERT INTO ingest_checkpoints (root, origin, session_id, origin_gen, committed_offset, size, mtime_ns,"
+    " inode, head_hash, ingest_revision, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (root, origin) DO UPDATE SET session_id=excluded.session_id, origin_gen=excluded.origin_gen,"
+    " committed_offset=excluded.committed_offset, size=excluded.size, mtime_ns=excluded.mtime_ns,"
+    " inode=excluded.inode, head_hash=excluded.head_hash, ingest_revision=excluded.ingest_revision,"
+    " updated_at=excluded.updated_at"
+)
+BUMP_STAT = (
+    "INSERT INTO ingest_stats (name, value) VALUES (?, ?)"
+    " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Tail state of one file, committed with the rows read from it (SPEC §7).
+
+    Attributes:
+        root: str, the projects root (absolute path).
+        origin: str, the file's path relative to ``root``.
+        session_id: str | None, the session the path names.
+        origin_gen: int, rewrite generation.
+        committed_offset: int, bytes, end of the last complete line read.
+        size: int, bytes, file size at read time; mtime_ns: int, ns; inode: int.
+        head_hash: str, hash of the bytes just before ``committed_offset``.
+        ingest_revision: int, parsing semantics revision.
+        updated_at: str, canonical UTC.
+    """
+
+    root: str
+    origin: str
+    session_id: str | None
+    origin_gen: int
+    committed_offset: int
+    size: int
+    mtime_ns: int
+    inode: int
+    head_hash: str
+    ingest_revision: int
+    updated_at: str
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What one ``apply_batch`` did.
+
+    Attributes:
+        inserted: int, log rows appended (rows whose key already existed are not counted).
+        log_ids: dict idempotency_key -> events_raw.id for the inserted rows.
+        sessions: set of session ids whose projections were updated.
+        token_rows / agent_rows / edge_rows: int, projection rows written.
+    """
+
+    inserted: int = 0
+    log_ids: dict[str, int] = field(default_factory=dict)
+    sessions: set[str] = field(default_factory=set)
+    token_rows: int = 0
+    agent_rows: int = 0
+    edge_rows: int = 0
+
+
+class FoldCache:
+    """Bounded LRU of per-session fold states, each with the last log id it has seen.
+
+    A state is brought up to date from the log (``events_raw_session`` index) before use, so
+    another writer appending to the same database (daemon and ``ingest``) is picked up, and a
+    miss costs one indexed scan of the session's rows.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.capacity = capacity
+        self._d: collections.OrderedDict[str, tuple[SessionState, int]] = collections.OrderedDict()
+
+    def take(self, sid: str) -> tuple[SessionState | None, int]:
+        """Remove and return ``(state, last_id)`` (``(None, 0)`` on a miss)."""
+        got = self._d.pop(sid, None)
+        return got if got is not None else (None, 0)
+
+    def put(self, sid: str, state: SessionState, last_id: int) -> None:
+        """Store a state (evicting the least recently used beyond capacity)."""
+        self._d[sid] = (state, last_id)
+        while len(self._d) > self.capacity:
+            self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every state."""
+        self._d.clear()
+
+
+def row_from_db(r: Sequence[Any]) -> LogRow:
+    """A ``LogRow`` from a ``SELECT {LOG_COLUMNS}`` row."""
+    payload = r[3]
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", "surrogatepass")
+    return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
+
+
+def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
+    """Upsert projection rows (inside the caller's transaction)."""
+    if ch.sessions:
+        conn.executemany(UPSERT_SESSION, ch.sessions)
+    if ch.retracted_agents:
+        conn.executemany(
+            "DELETE FROM orchestration_edges WHERE child_agent_id = ?", [(a,) for a in ch.retracted_agents]
+        )
+        conn.executemany("DELETE FROM agents WHERE id = ?", [(a,) for a in ch.retracted_agents])
+    if ch.agents:
+        conn.executemany(UPSERT_AGENT, ch.agents)
+    if ch.edges:
+        conn.executemany(UPSERT_EDGE, ch.edges)
+    if ch.token_usage:
+        conn.executemany(UPSERT_TOKENS, ch.token_usage)
+    if ch.tool_calls:
+        conn.executemany(UPSERT_TOOL, ch.tool_calls)
+    if ch.compactions:
+        conn.executemany(UPSERT_COMPACTION, ch.compactions)
+    if ch.events:
+        conn.executemany(INSERT_EVENT, ch.events)
+
+
+def watchdog(conn: apsw.Connection, as_of: str, window_s: int = WATCHDOG_WINDOW_S) -> int:
+    """Move non-terminal agents (and sessions) idle for ``window_s`` before ``as_of`` to ``unknown``.
+
+    Args:
+        as_of: str, canonical UTC; the newest log time (never the wall clock, so replays agree).
+        window_s: int, seconds.
+
+    Returns:
+        int, agents changed.
+    """
+    t = parse(as_of)
+    if t is None:
+        return 0
+    cutoff = format_utc(t - timedelta(seconds=window_s))
+    conn.execute(
+        "UPDATE agents SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_seen_at < ?",
+        (cutoff,),
+    )
+    n = conn.changes()
+    conn.execute(
+        "UPDATE sessions SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_activity_at < ?",
+        (cutoff,),
+    )
+    return n
+
+
+def _load(conn: apsw.Connection, sid: str, after_id: int, before_id: int) -> list[LogRow]:
+    return [
+        row_from_db(r)
+        for r in conn.execute(
+            f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ? AND id < ? ORDER BY id",
+            (sid, after_id, before_id),
+        )
+    ]
+
+
+def apply_batch(
+    conn: apsw.Connection,
+    new_rows: Sequence[NewLogRow],
+    *,
+    checkpoints: Iterable[Checkpoint] = (),
+    ctx: Ctx | None = None,
+    cache: FoldCache | None = None,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
+) -> BatchResult:
+    """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
+
+    Args:
+        conn: a connection from ``ingestd.store.connection.connect`` (migrated).
+        new_rows: rows to append; rows whose ``idempotency_key`` exists are skipped (not re-folded).
+        checkpoints: tail checkpoints committed with the rows.
+        ctx: instance / host ids for edges.
+        cache: fold states to reuse across calls (a fresh one per call when None).
+        watchdog_window_s: int, seconds of inactivity before ``unknown``.
+
+    Returns:
+        ``BatchResult``.
+
+    Raises:
+        StorageError: the database refused; nothing of the batch remains (and ``cache`` forgets
+            the sessions the batch touched).
+    """
+    cache = cache if cache is not None else FoldCache()
+    ctx = ctx if ctx is not None else Ctx()
+    result = BatchResult()
+    touched: list[str] = []
+
+    def run(c: apsw.Connection) -> BatchResult:
+        first_id = 0
+        if new_rows:
+            got = c.executemany(INSERT_LOG, [r.db_tuple() for r in new_rows]).fetchall()
+            result.log_ids = {str(k): int(i) for i, k in got}  # type: ignore[arg-type]
+            result.inserted = len(got)
+            first_id = min(result.log_ids.values()) if got else 0
+        by_session: dict[str, list[LogRow]] = {}
+        stats: collections.Counter[str] = collections.Counter()
+        as_of = ""
+        ids = result.log_ids
+        for r in new_rows:
+            rid = ids.get(r.idempotency_key)
+            if rid is None:
+                continue
+            if r.source == "jsonl":
+                stats["lines"] += 1
+                if r.reason:
+                    stats[f"skipped.{r.reason}"] += 1
+                if r.recovered:
+                    stats["recovered"] += 1
+            if r.received_at > as_of:
+                as_of = r.received_at
+            if r.session_id is None:
+                continue
+            by_session.setdefault(r.session_id, []).append(
+                LogRow(
+                    rid,
+                    r.source,
+                    r.event_type,
+                    r.payload,
+                    r.received_at,
+                    r.session_id,
+                    r.origin,
+                    r.origin_gen,
+                    r.origin_offset,
+                    r.obj,
+                )
+            )
+        changes = derive.Changes()
+        for sid, rows in by_session.items():
+            touched.append(sid)
+            state, last_id = cache.take(sid)
+            gap = _load(c, sid, last_id, first_id)
+            if gap:
+                state, _ = project.fold(state, sid, gap, ctx)
+            state, ch = project.fold(state, sid, rows, ctx)
+            changes.extend(ch)
+            cache.put(sid, state, rows[-1].id)
+        write_changes(c, changes)
+        result.sessions = set(by_session)
+        result.token_rows = len(changes.token_usage)
+        result.agent_rows = len(changes.agents)
+        result.edge_rows = len(changes.edges)
+        cps = [
+            (
+                k.root,
+                k.origin,
+                k.session_id,
+                k.origin_gen,
+                k.committed_offset,
+                k.size,
+                k.mtime_ns,
+                k.inode,
+                k.head_hash,
+                k.ingest_revision,
+                k.updated_at,
+            )
+            for k in checkpoints
+        ]
+        if cps:
+            c.executemany(UPSERT_CHECKPOINT, cps)
+        if stats:
+            c.executemany(BUMP_STAT, list(stats.items()))
+        if as_of:
+            prev = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
+            if prev and isinstance(prev[0][0], str) and prev[0][0] > as_of:
+                as_of = prev[0][0]
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES ('log_as_of', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (as_of,),
+            )
+            watchdog(c, as_of, watchdog_window_s)
+        return result
+
+    try:
+        return write_txn(conn, run)
+    except BaseException:
+        for sid in touched:
+            cache.take(sid)
+        raise

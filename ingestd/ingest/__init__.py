@@ -1,0 +1,1 @@
+"""Transcript discovery, tail reading, backfill and rebuilding projections from the log."""

@@ -1,0 +1,48 @@
+"""``ingestd cost``: totals per bucket, exact cost and unpriced usage, grouped."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.commands.sessions import WINDOW_HELP
+from ingestd.report.cost import GROUPINGS, cost_report
+from ingestd.report.window import make_window, resolve_zone
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("cost")
+    @db_option
+    @click.option("--by", type=click.Choice(GROUPINGS), default=None, help="Group rows by this.")
+    @click.option("--since", default=None, help=f"From. {WINDOW_HELP}")
+    @click.option("--until", default=None, help=f"Until (exclusive; a date is included). {WINDOW_HELP}")
+    @click.option(
+        "--tz", "tz_name", default=None, help="IANA zone whose local days --by day uses [default: the machine's]."
+    )
+    @json_option
+    def cost_cmd(
+        db_path: Path | None, by: str | None, since: str | None, until: str | None, tz_name: str | None, as_json: bool
+    ) -> None:
+        """Tokens per bucket and cost, from the rollup; unpriced usage per model beside the total.
+
+        Usage is counted per UTC quarter-hour (how the rollup stores it), so --since/--until are
+        widened to whole quarter-hours and local days are exact in every zone, DST days included.
+        --by agent is the one grouping the rollup cannot answer (it has no agent column): it scans
+        token_usage in the window instead, and says so ("source": "token_usage").
+        """
+        env = dict(os.environ)
+        zone = resolve_zone(tz_name, env)
+        window = make_window(since, until, zone, datetime.now(UTC))
+        doc = cost_report(open_db(db_path, create=False), by=by, window=window, zone=zone)
+        if as_json:
+            emit_json(doc)
+            return
+        from rich.console import Console
+
+        from ingestd.report.render import render_cost
+
+        render_cost(Console(), doc, env.get("HOME"))

@@ -1,0 +1,48 @@
+"""``ingestd sessions``: one line per session, most recently active first."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.report.sessions import sessions_report
+from ingestd.report.window import make_window, resolve_zone
+
+WINDOW_HELP = "YYYY-MM-DD (a local day, included), YYYY-MM-DDTHH:MM (local), a zoned instant, or 7d / 12h."
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("sessions")
+    @db_option
+    @click.option("--since", default=None, help=f"Active at or after. {WINDOW_HELP}")
+    @click.option("--until", default=None, help=f"Started before. {WINDOW_HELP}")
+    @click.option("--project", default=None, help="Only projects whose real path contains this text.")
+    @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")
+    @click.option("--tz", "tz_name", default=None, help="IANA time zone for dates [default: the machine's].")
+    @json_option
+    def sessions_cmd(
+        db_path: Path | None,
+        since: str | None,
+        until: str | None,
+        project: str | None,
+        limit: int | None,
+        tz_name: str | None,
+        as_json: bool,
+    ) -> None:
+        """Sessions with project, times, status, agents, tokens and cost (+? marks unpriced usage)."""
+        env = dict(os.environ)
+        zone = resolve_zone(tz_name, env)
+        window = make_window(since, until, zone, datetime.now(UTC))
+        doc = sessions_report(open_db(db_path, create=False), window=window, project=project, limit=limit)
+        if as_json:
+            emit_json(doc)
+            return
+        from rich.console import Console
+
+        from ingestd.report.render import render_sessions
+
+        render_sessions(Console(), doc, zone, env.get("HOME"))

@@ -1,0 +1,38 @@
+"""``ingestd tree SESSION``: the agent tree of one session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.report.tree import tree_report
+from ingestd.report.window import resolve_zone
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("tree")
+    @db_option
+    @click.argument("session")
+    @click.option("--tz", "tz_name", default=None, help="IANA time zone for times [default: the machine's].")
+    @json_option
+    def tree_cmd(db_path: Path | None, session: str, tz_name: str | None, as_json: bool) -> None:
+        """The agent tree of SESSION (an id or a unique prefix of one).
+
+        Each agent shows its subagent type, status, outcome cause, first/last seen, tool calls, and
+        tokens and cost of the agent alone and of its subtree; each link shows its provenance (how
+        the parent was found). Orphans (no parent evidence) are listed under the session.
+        """
+        env = dict(os.environ)
+        zone = resolve_zone(tz_name, env)
+        doc = tree_report(open_db(db_path, create=False), session)
+        if as_json:
+            emit_json(doc)
+            return
+        from rich.console import Console
+
+        from ingestd.report.render import render_tree
+
+        render_tree(Console(), doc, zone, env.get("HOME"))

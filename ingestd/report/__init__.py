@@ -1,0 +1,6 @@
+"""What people read: the queries behind ``ingestd sessions | tree | cost | status`` and the read API.
+
+Each report function takes a read connection and parameters and returns a JSON-able dict (money as
+exact decimal strings). The CLI prints it with ``--json`` or hands it to ``render``; the HTTP API
+returns it as is, so both answer the same question with the same document.
+"""

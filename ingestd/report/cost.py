@@ -1,0 +1,161 @@
+"""``ingestd cost``: totals per bucket, exact cost and unpriced usage, optionally grouped (SPEC §5, §9).
+
+Every grouping except ``agent`` reads ``token_usage_rollup`` only (tokens per session, model, bucket,
+UTC quarter-hour slot and resolved rate row) joined to ``model_pricing`` on ``(model, bucket,
+rate_effective_from)``: the answer never scans ``token_usage``, however long the history.
+
+``--by agent`` is the exception, said so in the answer (``"source": "token_usage"``): the rollup
+has no agent column, so that grouping alone scans ``token_usage`` (within the window) with the same
+rate rule the rollup triggers use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import apsw
+
+from ingestd.report.usage import Usage, load_rates
+from ingestd.report.window import Window, Zone, slot_day
+from ingestd.store.connection import storage_errors
+from ingestd.store.rollup import RATE_SQL
+
+GROUPINGS = ("day", "model", "session", "project", "agent")
+
+# (group key expression, FROM clause). Every key is grouped together with model, bucket and rate.
+_ROLLUP_KEYS: dict[str | None, tuple[str, str]] = {
+    None: ("''", "token_usage_rollup r"),
+    "model": ("r.model", "token_usage_rollup r"),
+    "day": ("r.slot", "token_usage_rollup r"),
+    "session": ("r.session_id", "token_usage_rollup r"),
+    "project": (
+        "COALESCE(s.project_path, '')",
+        "token_usage_rollup r LEFT JOIN sessions s ON s.id = r.session_id",
+    ),
+}
+
+
+def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Iterable[tuple[Any, ...]]:
+    key, source = _ROLLUP_KEYS[by]
+    where: list[str] = []
+    params: list[Any] = []
+    if window.since_slot is not None:
+        where.append("r.slot >= ?")
+        params.append(window.since_slot)
+    if window.until_slot is not None:
+        where.append("r.slot < ?")
+        params.append(window.until_slot)
+    sql = (
+        f"SELECT {key}, r.model, r.bucket, r.rate_effective_from, sum(r.tokens), sum(r.row_count)"
+        f" FROM {source}" + (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1, 2, 3, 4"
+    )
+    return conn.execute(sql, tuple(params))
+
+
+def _agent_rows(conn: apsw.Connection, window: Window) -> Iterable[tuple[Any, ...]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if window.since_utc is not None:
+        where.append("t.occurred_at >= ?")
+        params.append(window.since_utc)
+    if window.until_utc is not None:
+        where.append("t.occurred_at < ?")
+        params.append(window.until_utc)
+    sql = (
+        f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
+        " sum(t.tokens), count(*) FROM token_usage t"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + " GROUP BY 1, 2, 3, 4"
+    )
+    return conn.execute(sql, tuple(params))
+
+
+def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for sid in ids:
+        for r in conn.execute("SELECT project_path, started_at FROM sessions WHERE id = ?", (sid,)):
+            out[sid] = (r[0], r[1])
+    return out
+
+
+def _describe_agents(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+    out: dict[str, tuple[str, str | None]] = {}
+    for aid in ids:
+        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE id = ?", (aid,)):
+            out[aid] = (r[0], r[1])
+    return out
+
+
+def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: Zone) -> dict[str, Any]:
+    """Cost totals, optionally grouped. Read-only.
+
+    Args:
+        conn: a read connection.
+        by: None (totals only) or one of ``GROUPINGS``.
+        window: slot-aligned ``[since, until)``.
+        zone: the zone whose local days ``by="day"`` groups into.
+
+    Returns:
+        ``{"by", "tz", "window", "source", "totals", "tokens", "cost_usd", "cost_complete", "unpriced",
+        "billed_messages", "rows"}``; each row has ``key``, its grouping's fields and the same cost keys.
+        ``cost_usd`` is the priced part as an exact decimal string; ``unpriced`` maps model to
+        ``{"tokens", "messages"}`` and is never folded into the cost.
+
+    Raises:
+        StorageError: the database refused the read.
+    """
+    if by is not None and by not in GROUPINGS:
+        raise ValueError(f"unknown grouping {by!r}")
+    with storage_errors():
+        rates = load_rates(conn)
+        raw = _agent_rows(conn, window) if by == "agent" else _rollup_rows(conn, by, window)
+        groups: dict[str, Usage] = {}
+        day_cache: dict[str, str] = {}
+        to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
+        for key, model, bucket, rate_key, tokens, rows in raw:
+            k = to_key(key)
+            u = groups.get(k)
+            if u is None:
+                u = groups[k] = Usage()
+            u.add(model, bucket, rate_key, int(tokens), int(rows), rates)
+        total = Usage()
+        for u in groups.values():
+            total.merge(u)
+        rows_out = _shape_rows(conn, by, groups) if by is not None else []
+    return {
+        "by": by,
+        "tz": zone.name,
+        "window": window.to_json(),
+        "source": "token_usage" if by == "agent" else "token_usage_rollup",
+        **total.to_json(),
+        "rows": rows_out,
+    }
+
+
+def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> list[dict[str, Any]]:
+    order = sorted(groups) if by == "day" else sorted(groups, key=lambda k: (-groups[k].cost_usd, -groups[k].tokens, k))
+    out: list[dict[str, Any]] = []
+    sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups}) if by in ("session", "agent") else {}
+    agents = _describe_agents(conn, {k.split("\x1f")[1] for k in groups if k.split("\x1f")[1]}) if by == "agent" else {}
+    for k in order:
+        row: dict[str, Any] = {"key": k}
+        if by == "day":
+            row["day"] = k
+        elif by == "model":
+            row["model"] = k
+        elif by == "project":
+            row["project_path"] = k or None
+        elif by == "session":
+            row["session_id"] = k
+            row["project_path"], row["started_at"] = sessions.get(k, (None, None))
+        else:
+            sid, aid = k.split("\x1f")
+            row["key"] = f"{sid}/{aid}" if aid else f"{sid}/(unattributed)"
+            row["session_id"] = sid
+            row["agent_id"] = aid or None
+            row["project_path"] = sessions.get(sid, (None, None))[0]
+            row["agent_type"], row["subagent_type"] = agents.get(aid, (None, None))
+        row.update(groups[k].to_json())
+        out.append(row)
+    return out

@@ -1,0 +1,327 @@
+"""Terminal rendering of the report documents with rich (tables and trees).
+
+Takes the same documents ``--json`` prints, so the two outputs cannot disagree. Money is rounded
+for people here (exact in JSON); usage with no price is marked, never shown as $0.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ingestd.core.timefmt import parse
+from ingestd.report.window import Zone
+
+STATUS_STYLE = {
+    "working": "green",
+    "waiting": "cyan",
+    "completed": "dim",
+    "error": "red",
+    "unknown": "yellow",
+}
+
+
+def usd(doc: dict[str, Any]) -> Text:
+    """The cost of a usage document for people: ``$1.23``, ``$0.0042``, ``$1.23+?`` or ``unpriced``."""
+    value = Decimal(doc["cost_usd"])
+    complete = bool(doc["cost_complete"])
+    if value == 0 and not complete:
+        return Text("unpriced", style="yellow")
+    if Decimal(0) < value < Decimal("0.0001"):
+        text = Text("<$0.0001")
+    else:
+        places = Decimal("0.01") if value >= Decimal("0.01") or value == 0 else Decimal("0.0001")
+        text = Text(f"${value.quantize(places, rounding=ROUND_HALF_EVEN):,}")
+    if not complete:
+        text.append("+?", style="bold yellow")
+    return text
+
+
+def tokens(n: int) -> str:
+    """A token count for people: ``950``, ``12.3k``, ``4.56M``, ``1.20B``."""
+    if n < 1000:
+        return str(n)
+    for limit, suffix, div in ((10**6, "k", 10**3), (10**9, "M", 10**6), (10**30, "B", 10**9)):
+        if n < limit:
+            return f"{n / div:.1f}{suffix}" if suffix == "k" else f"{n / div:.2f}{suffix}"
+    return str(n)
+
+
+def when(value: str | None, zone: Zone, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """A canonical UTC instant as local ``YYYY-MM-DD HH:MM`` in ``zone`` ("-" when unknown)."""
+    dt = parse(value) if value else None
+    return "-" if dt is None else dt.astimezone(zone.tz).strftime(fmt)
+
+
+def short_path(path: str | None, home: str | None, width: int = 40) -> str:
+    """A project path for a narrow column: ``~`` for the home directory, then ``…/last/two``."""
+    if not path:
+        return "-"
+    p = path
+    if home and (p == home or p.startswith(home.rstrip("/") + "/")):
+        p = "~" + p[len(home.rstrip("/")) :]
+    if len(p) <= width:
+        return p
+    parts = [x for x in p.split("/") if x]
+    tail = "/".join(parts[-2:])
+    if len(tail) + 2 > width:
+        tail = parts[-1][-(width - 2) :]
+    return "…/" + tail
+
+
+def _table(
+    width: int,
+    title: str,
+    heads: list[tuple[str, str]],
+    rows: list[list[str | Text]],
+    footer: list[str | Text] | None,
+) -> Table:
+    """A table whose columns all keep their full width except the first, which shrinks (ellipsis)."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_footer=footer is not None)
+    widths = []
+    for i, (head, _) in enumerate(heads):
+        cells = [r[i] for r in rows] + ([footer[i]] if footer else [])
+        widths.append(max([len(head)] + [len(c) if isinstance(c, str) else c.cell_len for c in cells]))
+    # SIMPLE_HEAD spends three cells between columns and a few on the edges.
+    room = max(8, width - sum(w + 3 for w in widths[1:]) - 6)
+    for i, (head, justify) in enumerate(heads):
+        widest = widths[i] if i else min(widths[0], room)
+        table.add_column(
+            head,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=widest,
+            max_width=widest,
+            footer=footer[i] if footer else "",
+        )
+    for r in rows:
+        table.add_row(*r)
+    return table
+
+
+def _status(status: str | None) -> Text:
+    return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
+
+
+def _unpriced_note(console: Console, doc: dict[str, Any]) -> None:
+    for model, u in doc["unpriced"].items():
+        console.print(
+            Text(
+                f"+? unpriced: {model}: {tokens(u['tokens'])} tokens in {u['messages']} messages"
+                " (no price row; add one with `ingestd pricing set`)",
+                style="yellow",
+            )
+        )
+
+
+def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
+    """One table row per session."""
+    wide = console.width >= 110
+    heads = [("project", "left"), ("session", "left")]
+    heads += [("started", "left"), ("last activity", "left")] if wide else [("last activity", "left")]
+    heads += [("status", "left"), ("agents", "right"), ("tokens", "right"), ("cost", "right")]
+    rows: list[list[str | Text]] = []
+    unpriced: dict[str, dict[str, int]] = {}
+    for r in doc["rows"]:
+        times = (
+            [when(r["started_at"], zone), when(r["last_activity_at"], zone)]
+            if wide
+            else [when(r["last_activity_at"], zone, "%y-%m-%d %H:%M")]
+        )
+        rows.append(
+            [
+                short_path(r["project_path"], home, max(20, console.width - 78)),
+                r["session_id"][:8],
+                *times,
+                _status(r["status"]),
+                str(r["agents"]),
+                tokens(r["tokens"]),
+                usd(r),
+            ]
+        )
+        for m, u in r["unpriced"].items():
+            acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0})
+            acc["tokens"] += u["tokens"]
+            acc["messages"] += u["messages"]
+    table = _table(console.width, f"{doc['count']} sessions (times in {zone.name})", heads, rows, None)
+    console.print(table)
+    _unpriced_note(console, {"unpriced": unpriced})
+
+
+def _label(node: dict[str, Any], zone: Zone) -> Text:
+    t = Text()
+    name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
+    t.append(name, style="bold")
+    t.append(f" {node['agent_id'][:17]} ", style="dim")
+    t.append_text(_status(node["status"]))
+    if node["outcome_cause"]:
+        t.append(f" ({node['outcome_cause']})", style="red")
+    if node["orphan_reason"]:
+        t.append(f"  ORPHAN: {node['orphan_reason'].replace('_', ' ')}", style="bold magenta")
+    if node["edge"]:
+        t.append(f"  via {node['edge']['source']}", style="blue")
+    t.append(f"\n{when(node['first_seen_at'], zone)} → {when(node['last_seen_at'], zone)}", style="dim")
+    own, sub = node["own"], node["subtree"]
+    t.append(f"  own {tokens(own['tokens'])} tok ")
+    t.append_text(usd(own))
+    if node["children"]:
+        t.append(f"  subtree {tokens(sub['tokens'])} tok ")
+        t.append_text(usd(sub))
+    tc = node["tool_calls"]
+    if tc["total"]:
+        top = ", ".join(f"{k} {v}" for k, v in sorted(tc["by_tool"].items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+        failed = sum(v for k, v in tc["by_status"].items() if k != "completed")
+        t.append(f"  tools {tc['total']} ({top})" + (f", {failed} not completed" if failed else ""), style="dim")
+    return t
+
+
+def _grow(branch: Tree, node: dict[str, Any], zone: Zone) -> None:
+    sub = branch.add(_label(node, zone))
+    for child in node["children"]:
+        _grow(sub, child, zone)
+
+
+def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
+    """The agent tree, then orphans and compaction sidechains under the session."""
+    s = doc["session"]
+    head = Text(f"session {s['session_id']}  ", style="bold")
+    head.append(short_path(s["project_path"], home, 60))
+    head.append("  ")
+    head.append_text(_status(s["status"]))
+    head.append(f"  {doc['agents']} agents  {tokens(s['tokens'])} tok ")
+    head.append_text(usd(s))
+    root = Tree(head)
+    if doc["tree"] is not None:
+        _grow(root, doc["tree"], zone)
+    if doc["orphans"]:
+        o = root.add(Text("orphans (no parent evidence; a parent is never invented)", style="bold magenta"))
+        for node in doc["orphans"]:
+            _grow(o, node, zone)
+    if doc["compaction_agents"]:
+        c = root.add(Text("compaction sidechains (cost belongs to the session)", style="dim"))
+        for node in doc["compaction_agents"]:
+            _grow(c, node, zone)
+    if doc["unattributed"]:
+        u = Text(f"usage with no agent: {tokens(doc['unattributed']['tokens'])} tok ", style="dim")
+        u.append_text(usd(doc["unattributed"]))
+        root.add(u)
+    console.print(root)
+    _unpriced_note(console, s)
+
+
+_BUCKET_HEADS = (
+    ("input", "input"),
+    ("output", "output"),
+    ("cache_read", "c.read"),
+    ("cache_write_5m", "c.wr 5m"),
+    ("cache_write_1h", "c.wr 1h"),
+)
+
+
+def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None:
+    """Grouped rows (when any) and the total, bucket by bucket, with unpriced usage beside it."""
+    by = doc["by"]
+    w = doc["window"]
+    span = f"{w['since'] or 'beginning'} → {w['until'] or 'now'}"
+    title = f"cost by {by}" if by else "cost"
+    first = {"day": "day", "model": "model", "session": "session", "project": "project", "agent": "agent"}.get(
+        by or "", ""
+    )
+    heads = [(first, "left")] + [(h, "right") for _, h in _BUCKET_HEADS] + [("msgs", "right"), ("cost", "right")]
+    rows: list[list[str | Text]] = []
+    for r in doc["rows"]:
+        if by == "project":
+            label = short_path(r["project_path"], home)
+        elif by == "session":
+            label = f"{r['session_id'][:8]} {short_path(r['project_path'], home, 28)}"
+        elif by == "agent":
+            kind = r["subagent_type"] or r["agent_type"] or ""
+            label = f"{kind or '(no agent)'} {(r['agent_id'] or '')[:12]} in {r['session_id'][:8]}"
+        else:
+            label = r["key"]
+        rows.append([label, *(tokens(r["totals"][k]) for k, _ in _BUCKET_HEADS), str(r["billed_messages"]), usd(r)])
+    footer: list[str | Text] = [
+        "total",
+        *(tokens(doc["totals"][k]) for k, _ in _BUCKET_HEADS),
+        str(doc["billed_messages"]),
+        usd(doc),
+    ]
+    table = _table(console.width, f"{title}  ({span}; days in {doc['tz']})", heads, rows, footer)
+    console.print(table)
+    if doc["source"] != "token_usage_rollup":
+        console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))
+    _unpriced_note(console, doc)
+
+
+def _ago(value: str | None, now: datetime) -> str:
+    dt = parse(value) if value else None
+    if dt is None:
+        return "never"
+    s = int((now.astimezone(UTC) - dt).total_seconds())
+    if s < 120:
+        return f"{value} ({s}s ago)"
+    if s < 7200:
+        return f"{value} ({s // 60}m ago)"
+    if s < 172800:
+        return f"{value} ({s // 3600}h ago)"
+    return f"{value} ({s // 86400}d ago)"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def render_status(console: Console, doc: dict[str, Any]) -> None:
+    """Health as a two-column table, then row counts."""
+    now = parse(doc["now"]) or datetime.now(UTC)
+    t = Table(show_header=False, title="ingestd status", title_justify="left")
+    t.add_column(style="bold")
+    t.add_column()
+    sc = doc["schema"]
+    t.add_row("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none")
+    db = doc["database"]
+    t.add_row("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})")
+    sess = doc["sessions"]
+    t.add_row(
+        "sessions",
+        f"{sess['active']} active now; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()),
+    )
+    t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+    t.add_row("last ingest", _ago(doc["last_ingest_at"], now))
+    t.add_row("last hook", _ago(doc["last_hook_at"], now))
+    tail = doc["tail"]
+    lag = f"{tail['files_tracked']} files tracked"
+    if tail["bytes_behind_on_disk"] is not None:
+        lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} files"
+        if tail["files_missing_on_disk"]:
+            lag += f"; {tail['files_missing_on_disk']} files gone from disk (kept in the log)"
+    t.add_row("tail", lag)
+    t.add_row("skipped lines", ", ".join(f"{k} {v}" for k, v in doc["skipped"].items()) or "none")
+    t.add_row(
+        "unpriced models",
+        Text(", ".join(f"{m} ({tokens(u['tokens'])} tok, {u['messages']} msgs)" for m, u in doc["unpriced"].items()))
+        if doc["unpriced"]
+        else Text("none"),
+    )
+    p = doc["last_prune"]
+    t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {p['rows']} rows of {p['target']}")
+    t.add_row("last backup", _ago(doc["backup"]["last_backup_at"], now))
+    console.print(t)
+    rows = Table("table", "rows", title="rows per table", title_justify="left")
+    for name, n in doc["rows"].items():
+        rows.add_row(name, f"{n:,}")
+    console.print(rows)

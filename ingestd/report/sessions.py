@@ -1,0 +1,100 @@
+"""``ingestd sessions``: one row per session, most recently active first (SPEC §4.1, §9).
+
+Tokens and cost per session come from ``token_usage_rollup`` (its primary key starts with
+``session_id``, so each session is an index range, never a scan of ``token_usage``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from ingestd.errors import InputError
+from ingestd.report.usage import RateTable, Usage, load_rates
+from ingestd.report.window import Window
+from ingestd.store.connection import storage_errors
+
+_COLUMNS = (
+    "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
+    " s.git_branch, s.cc_version, s.title, s.slug, s.end_reason"
+)
+
+
+def session_usage(conn: apsw.Connection, session_id: str, rates: RateTable) -> Usage:
+    """The session's whole usage from the rollup. Read-only."""
+    u = Usage()
+    for model, bucket, rate_key, tokens, rows in conn.execute(
+        "SELECT model, bucket, rate_effective_from, sum(tokens), sum(row_count) FROM token_usage_rollup"
+        " WHERE session_id = ? GROUP BY 1, 2, 3",
+        (session_id,),
+    ):
+        u.add(model, bucket, rate_key, int(tokens), int(rows), rates)
+    return u
+
+
+def session_row(conn: apsw.Connection, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any]:
+    """Shape one ``sessions`` row (selected with ``_COLUMNS``) with its agents and usage."""
+    sid = r[0]
+    agents: dict[str, int] = {
+        str(t): int(n)
+        for t, n in conn.execute("SELECT type, count(*) FROM agents WHERE session_id = ? GROUP BY type", (sid,))
+    }
+    return {
+        "session_id": sid,
+        "project_path": r[2],
+        "project_slug": r[1],
+        "title": r[8],
+        "slug": r[9],
+        "git_branch": r[6],
+        "cc_version": r[7],
+        "started_at": r[3],
+        "last_activity_at": r[4],
+        "status": r[5],
+        "end_reason": r[10],
+        "agents": int(sum(agents.values())),
+        "subagents": int(agents.get("subagent", 0)),
+        **session_usage(conn, sid, rates).to_json(),
+    }
+
+
+def sessions_report(
+    conn: apsw.Connection, *, window: Window, project: str | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    """Sessions active within ``window``, most recently active first. Read-only.
+
+    Args:
+        conn: a read connection.
+        window: keeps sessions whose activity overlaps ``[since, until)``.
+        project: keep sessions whose real project path contains this text (or whose folder name equals it).
+        limit: at most this many rows.
+
+    Returns:
+        ``{"window", "count", "rows"}``; each row has the session's fields, ``agents``/``subagents``
+        and the cost keys of ``Usage.to_json`` over the whole session.
+    """
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
+    where: list[str] = []
+    params: list[Any] = []
+    if window.since_utc is not None:
+        where.append("COALESCE(s.last_activity_at, s.started_at) >= ?")
+        params.append(window.since_utc)
+    if window.until_utc is not None:
+        where.append("COALESCE(s.started_at, s.last_activity_at) < ?")
+        params.append(window.until_utc)
+    if project:
+        where.append("(instr(s.project_path, ?) > 0 OR s.project_slug = ?)")
+        params += [project, project]
+    sql = (
+        f"SELECT {_COLUMNS} FROM sessions s"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + " ORDER BY s.last_activity_at IS NULL, s.last_activity_at DESC, s.started_at DESC, s.id"
+        + (" LIMIT ?" if limit is not None else "")
+    )
+    if limit is not None:
+        params.append(limit)
+    with storage_errors():
+        rates = load_rates(conn)
+        rows = [session_row(conn, r, rates) for r in conn.execute(sql, tuple(params)).fetchall()]
+    return {"window": window.to_json(), "count": len(rows), "rows": rows}

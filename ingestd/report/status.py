@@ -1,0 +1,154 @@
+"""``ingestd status``: database and ingestion health at a glance (SPEC §9).
+
+Everything here is read-only. ``now`` (the clock) is passed in; the tail lag compares the
+checkpoints with the transcript files' sizes on disk only when ``stat_files`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ingestd.core.timefmt import format_utc, parse
+from ingestd.report.usage import Usage
+from ingestd.store.connection import scalar, storage_errors
+
+ACTIVE_STATUSES = ("working", "waiting")
+
+
+def _counts(conn: apsw.Connection, sql: str) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(sql)}
+
+
+def _schema(conn: apsw.Connection) -> dict[str, Any]:
+    has_ledger = scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'")
+    if not has_ledger:
+        return {"version": None, "name": None, "applied_at": None}
+    row = conn.execute("SELECT id, name, applied_at FROM schema_version ORDER BY id DESC LIMIT 1").fetchall()
+    if not row:
+        return {"version": None, "name": None, "applied_at": None}
+    return {"version": row[0][0], "name": row[0][1], "applied_at": row[0][2]}
+
+
+def _database(conn: apsw.Connection, db_path: Path | None) -> dict[str, Any]:
+    page_size = int(scalar(conn, "PRAGMA page_size") or 0)
+    pages = int(scalar(conn, "PRAGMA page_count") or 0)
+    free = int(scalar(conn, "PRAGMA freelist_count") or 0)
+    out: dict[str, Any] = {
+        "path": None if db_path is None else str(db_path),
+        "size_bytes": page_size * pages,
+        "free_bytes": page_size * free,
+        "wal_bytes": None,
+    }
+    if db_path is not None:
+        wal = Path(str(db_path) + "-wal")
+        out["wal_bytes"] = wal.stat().st_size if wal.exists() else 0
+    return out
+
+
+def _tail(conn: apsw.Connection, now: datetime, last_ingest: str | None, stat_files: bool) -> dict[str, Any]:
+    files = 0
+    behind_recorded = 0
+    behind_now = 0
+    files_behind = 0
+    missing = 0
+    for root, origin, committed, size in conn.execute(
+        "SELECT root, origin, committed_offset, size FROM ingest_checkpoints"
+    ):
+        files += 1
+        behind_recorded += max(0, int(size) - int(committed))
+        if stat_files:
+            try:
+                on_disk = os.stat(os.path.join(root, origin)).st_size
+            except OSError:
+                missing += 1
+                continue
+            if on_disk > int(committed):
+                files_behind += 1
+                behind_now += on_disk - int(committed)
+    last = parse(last_ingest) if last_ingest else None
+    return {
+        "files_tracked": files,
+        "bytes_behind_at_last_read": behind_recorded,
+        "bytes_behind_on_disk": behind_now if stat_files else None,
+        "files_behind_on_disk": files_behind if stat_files else None,
+        "files_missing_on_disk": missing if stat_files else None,
+        "seconds_since_last_ingest": None if last is None else round((now - last).total_seconds(), 3),
+    }
+
+
+def status_report(
+    conn: apsw.Connection, *, now: datetime, db_path: Path | None = None, stat_files: bool = False
+) -> dict[str, Any]:
+    """Health of the database and of ingestion. Read-only.
+
+    Args:
+        conn: a read connection.
+        now: the current time (aware), for lags.
+        db_path: the database file, for its path and WAL size.
+        stat_files: compare tail checkpoints with the files on disk (reads the filesystem).
+
+    Returns:
+        ``{"now", "schema", "database", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
+        "tail", "skipped", "counters", "unpriced", "last_prune", "backup"}``.
+    """
+    with storage_errors():
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        rows = {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
+        sessions_by_status = _counts(conn, "SELECT status, count(*) FROM sessions GROUP BY 1 ORDER BY 1")
+        agents_by_status = _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")
+        last_line = scalar(conn, "SELECT received_at FROM events_raw WHERE source = 'jsonl' ORDER BY id DESC LIMIT 1")
+        last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
+        last_ingest = max((t for t in (last_line, last_ckpt) if t), default=None)
+        last_hook = scalar(conn, "SELECT max(occurred_at) FROM events")
+        skipped = _counts(conn, "SELECT 'invalid_line', count(*) FROM events_raw WHERE event_type = 'invalid'")
+        counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
+        for name, value in counters.items():
+            if name.startswith("skipped"):
+                reason = name.split(".", 1)[1] if "." in name else name
+                skipped[reason] = skipped.get(reason, 0) + value
+        unpriced = Usage()
+        for model, bucket, tokens, n in conn.execute(
+            "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
+            " WHERE rate_effective_from = '' GROUP BY 1, 2"
+        ):
+            unpriced.add(model, bucket, "", int(tokens), int(n), {})
+        prune = conn.execute(
+            "SELECT ran_at, target, cutoff, rows FROM prune_receipts WHERE dry_run = 0 ORDER BY ran_at DESC, id DESC"
+            " LIMIT 1"
+        ).fetchall()
+        backup = _counts(conn, "SELECT key, 0 FROM meta WHERE key LIKE 'last_backup%'")
+        backup_doc = {k: scalar(conn, "SELECT value FROM meta WHERE key = ?", (k,)) for k in sorted(backup)}
+        doc = {
+            "now": format_utc(now),
+            "schema": _schema(conn),
+            "database": _database(conn, db_path),
+            "rows": rows,
+            "sessions": {
+                "by_status": sessions_by_status,
+                "active": sum(sessions_by_status.get(s, 0) for s in ACTIVE_STATUSES),
+            },
+            "agents": {"by_status": agents_by_status},
+            "last_ingest_at": last_ingest,
+            "last_hook_at": last_hook,
+            "tail": _tail(conn, now, last_ingest, stat_files),
+            "skipped": {k: v for k, v in skipped.items() if v},
+            "counters": counters,
+            "unpriced": unpriced.unpriced_json(),
+            "last_prune": (
+                None
+                if not prune
+                else {"ran_at": prune[0][0], "target": prune[0][1], "cutoff": prune[0][2], "rows": prune[0][3]}
+            ),
+            "backup": {"last_backup_at": backup_doc.get("last_backup_at"), **backup_doc},
+        }
+    return doc

@@ -1,0 +1,188 @@
+"""Time windows and local days for reports (SPEC §5.4).
+
+The rollup is keyed by UTC quarter-hour ``slot`` (``YYYY-MM-DDTHH:MMZ``). Every modern time zone's
+offset is a multiple of 15 minutes, so each slot lies in exactly one local day of any zone and a
+local day is an exact union of slots, daylight-saving days (23 or 25 hours) included.
+
+``--since`` / ``--until`` accept:
+
+- a date ``YYYY-MM-DD``: the local day in the report's zone (``--since`` from its first instant,
+  ``--until`` through its last: the day is included);
+- a local date-time ``YYYY-MM-DDTHH:MM[:SS]`` (in the report's zone);
+- a zoned instant (``...Z`` or ``...+02:00``);
+- a relative span before ``now``: ``90m``, ``12h``, ``7d``, ``2w``.
+
+Usage is counted by quarter-hour slot, so the bounds are widened to whole slots (``since`` floored,
+``until`` ceiled); the widened bounds are what reports echo back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ingestd.core.timefmt import format_utc, parse
+from ingestd.errors import ConfigError
+
+SLOT_MINUTES = 15
+_RELATIVE = re.compile(r"^(\d+)([mhdw])$")
+_LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    """A report's time zone.
+
+    Attributes:
+        name: the IANA name shown to the user (``"localtime"`` when the machine's zone has no name).
+        tz: the tzinfo used for conversions.
+    """
+
+    name: str
+    tz: tzinfo
+
+
+def local_zone(env: Mapping[str, str], localtime: Path = Path("/etc/localtime")) -> Zone:
+    """The machine's zone: ``$TZ`` when it names an IANA zone, else ``/etc/localtime``, else UTC."""
+    name = env.get("TZ", "").lstrip(":")
+    if name:
+        try:
+            return Zone(name, ZoneInfo(name))
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    try:
+        target = os.readlink(localtime)
+        if "zoneinfo/" in target:
+            key = target.split("zoneinfo/", 1)[1]
+            return Zone(key, ZoneInfo(key))
+    except (OSError, ZoneInfoNotFoundError, ValueError):
+        pass
+    try:
+        with localtime.open("rb") as f:
+            return Zone("localtime", ZoneInfo.from_file(f, key="localtime"))
+    except (OSError, ValueError):
+        return Zone("UTC", ZoneInfo("UTC"))
+
+
+def resolve_zone(name: str | None, env: Mapping[str, str]) -> Zone:
+    """``name`` as an IANA zone, or the machine's zone when None.
+
+    Raises:
+        ConfigError: ``name`` is not a zone ``zoneinfo`` knows.
+    """
+    if name is None:
+        return local_zone(env)
+    try:
+        return Zone(name, ZoneInfo(name))
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise ConfigError(f"unknown time zone {name!r}: give an IANA name such as Europe/Paris or UTC") from e
+
+
+def _floor_slot(dt: datetime) -> datetime:
+    dt = dt.astimezone(UTC).replace(second=0, microsecond=0)
+    return dt - timedelta(minutes=dt.minute % SLOT_MINUTES)
+
+
+def _ceil_slot(dt: datetime) -> datetime:
+    floor = _floor_slot(dt)
+    return floor if floor == dt.astimezone(UTC) else floor + timedelta(minutes=SLOT_MINUTES)
+
+
+def slot_text(dt: datetime) -> str:
+    """The rollup's slot spelling of an aligned UTC instant: ``YYYY-MM-DDTHH:MMZ``."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _local_midnight(d: date, zone: Zone) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=zone.tz).astimezone(UTC)
+
+
+def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool) -> datetime:
+    """One ``--since``/``--until`` value as an aware UTC instant (not yet slot-aligned).
+
+    Raises:
+        ConfigError: the text is none of the accepted spellings.
+    """
+    t = text.strip()
+    m = _RELATIVE.match(t)
+    if m:
+        return now.astimezone(UTC) - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    if re.match(r"^\d{4}-\d{2}-\d{2}$", t):
+        try:
+            d = date.fromisoformat(t)
+        except ValueError as e:
+            raise ConfigError(f"not a date: {text!r}") from e
+        return _local_midnight(d + timedelta(days=1) if end else d, zone)
+    if _LOCAL.match(t):
+        try:
+            return datetime.fromisoformat(t.replace(" ", "T")).replace(tzinfo=zone.tz).astimezone(UTC)
+        except ValueError as e:
+            raise ConfigError(f"not a date-time: {text!r}") from e
+    dt = parse(t)
+    if dt is None:
+        raise ConfigError(
+            f"cannot read {text!r} as a time: give YYYY-MM-DD, YYYY-MM-DDTHH:MM, a zoned instant, or 7d / 12h"
+        )
+    return dt
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A half-open window ``[since, until)`` aligned to quarter-hour slots; None means unbounded.
+
+    Attributes:
+        since: aligned aware UTC instant or None.
+        until: aligned aware UTC instant or None (exclusive).
+    """
+
+    since: datetime | None
+    until: datetime | None
+
+    @property
+    def since_slot(self) -> str | None:
+        return None if self.since is None else slot_text(self.since)
+
+    @property
+    def until_slot(self) -> str | None:
+        return None if self.until is None else slot_text(self.until)
+
+    @property
+    def since_utc(self) -> str | None:
+        """Canonical UTC spelling of ``since`` (for ``occurred_at`` comparisons and JSON)."""
+        return None if self.since is None else format_utc(self.since)
+
+    @property
+    def until_utc(self) -> str | None:
+        return None if self.until is None else format_utc(self.until)
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"since": self.since_utc, "until": self.until_utc}
+
+
+def make_window(since: str | None, until: str | None, zone: Zone, now: datetime) -> Window:
+    """Parse and slot-align ``--since``/``--until``.
+
+    Raises:
+        ConfigError: a bound cannot be read, or ``since`` is not before ``until``.
+    """
+    s = None if since is None else _floor_slot(parse_bound(since, zone, now, end=False))
+    u = None if until is None else _ceil_slot(parse_bound(until, zone, now, end=True))
+    if s is not None and u is not None and s >= u:
+        raise ConfigError(f"--since ({format_utc(s)}) must be before --until ({format_utc(u)})")
+    return Window(s, u)
+
+
+def slot_day(slot: str, zone: Zone, cache: dict[str, str]) -> str:
+    """The local date (``YYYY-MM-DD`` in ``zone``) of a UTC slot ``YYYY-MM-DDTHH:MMZ``."""
+    day = cache.get(slot)
+    if day is None:
+        dt = datetime(int(slot[0:4]), int(slot[5:7]), int(slot[8:10]), int(slot[11:13]), int(slot[14:16]), tzinfo=UTC)
+        day = dt.astimezone(zone.tz).date().isoformat()
+        cache[slot] = day
+    return day

@@ -1,0 +1,146 @@
+"""Rules the reports must keep: cost reads the rollup, prefixes resolve or fail clearly, trees add up,
+local days follow daylight saving, unpriced usage is never shown as $0."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from ingestd.cli import cli
+from ingestd.errors import ConfigError, InputError
+from ingestd.report.cost import cost_report
+from ingestd.report.render import render_cost, render_sessions, render_tree, usd
+from ingestd.report.sessions import sessions_report
+from ingestd.report.tree import resolve_session, tree_report
+from ingestd.report.window import Window, local_zone, make_window, resolve_zone
+from ingestd.store import rollup
+from ingestd.store.connection import connect, write_txn
+
+NY = resolve_zone("America/New_York", {})
+UTCZ = resolve_zone("UTC", {})
+NOW = datetime(2025, 12, 1, tzinfo=UTC)
+ALL = Window(None, None)
+
+
+def test_cost_reads_the_rollup(report_db: Path) -> None:
+    conn = connect(report_db)
+    before = cost_report(conn, by="day", window=ALL, zone=NY)
+    write_txn(conn, rollup.rebuild)
+    assert rollup.differences(conn) == []
+    assert cost_report(conn, by="day", window=ALL, zone=NY) == before
+    # Tamper with one rollup row: the answer follows the rollup, not token_usage.
+    conn.execute(
+        "UPDATE token_usage_rollup SET tokens = tokens + 1000000 WHERE model = 'claude-opus-4-6' AND bucket = 'output'"
+    )
+    after = cost_report(conn, by="day", window=ALL, zone=NY)
+    assert after["totals"]["output"] == before["totals"]["output"] + 1_000_000
+    assert Decimal(after["cost_usd"]) == Decimal(before["cost_usd"]) + Decimal(25)
+    # The agent grouping is the one that reads token_usage, and says so.
+    by_agent = cost_report(conn, by="agent", window=ALL, zone=NY)
+    assert by_agent["source"] == "token_usage"
+    assert by_agent["totals"] == before["totals"]
+
+
+def test_groupings_agree_on_totals(report_db: Path) -> None:
+    conn = connect(report_db, readonly=True)
+    docs = [
+        cost_report(conn, by=by, window=ALL, zone=NY) for by in (None, "day", "model", "session", "project", "agent")
+    ]
+    keys = ("totals", "cost_usd", "unpriced", "billed_messages")
+    for d in docs[1:]:
+        assert {k: d[k] for k in keys} == {k: docs[0][k] for k in keys}
+        assert sum(Decimal(r["cost_usd"]) for r in d["rows"]) == Decimal(d["cost_usd"])
+    assert docs[0]["billed_messages"] == 12
+    assert docs[0]["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}
+
+
+def test_local_days_follow_dst() -> None:
+    spring = make_window("2025-03-09", "2025-03-09", NY, NOW)
+    fall = make_window("2025-11-02", "2025-11-02", NY, NOW)
+    assert spring.until is not None and spring.since is not None
+    assert fall.until is not None and fall.since is not None
+    assert (spring.until - spring.since).total_seconds() == 23 * 3600
+    assert (fall.until - fall.since).total_seconds() == 25 * 3600
+    kathmandu = make_window("2025-03-09", None, resolve_zone("Asia/Kathmandu", {}), NOW)
+    assert kathmandu.since_slot == "2025-03-08T18:15Z"
+
+
+def test_window_spellings() -> None:
+    w = make_window("2025-03-09T10:07:00Z", "2025-03-09T10:31:00Z", UTCZ, NOW)
+    assert (w.since_slot, w.until_slot) == ("2025-03-09T10:00Z", "2025-03-09T10:45Z")
+    assert make_window("2d", None, UTCZ, NOW).since_utc == "2025-11-29T00:00:00.000Z"
+    assert make_window("2025-03-09T01:00", None, NY, NOW).since_utc == "2025-03-09T06:00:00.000Z"
+    with pytest.raises(ConfigError):
+        make_window("yesterday", None, UTCZ, NOW)
+    with pytest.raises(ConfigError):
+        make_window("2025-03-10", "2025-03-09", UTCZ, NOW)
+    with pytest.raises(ConfigError):
+        resolve_zone("Mars/Olympus", {})
+
+
+def test_local_zone_from_env_and_localtime(tmp_path: Path) -> None:
+    assert local_zone({"TZ": "Europe/Paris"}).name == "Europe/Paris"
+    link = tmp_path / "localtime"
+    link.symlink_to("/usr/share/zoneinfo/America/New_York")
+    assert local_zone({}, link).name == "America/New_York"
+    assert local_zone({}, tmp_path / "missing").name == "UTC"
+
+
+def test_session_prefix(report_db: Path) -> None:
+    conn = connect(report_db, readonly=True)
+    assert resolve_session(conn, "a1") == "a1111111-1111-4111-8111-111111111111"
+    with pytest.raises(InputError) as e:
+        resolve_session(conn, "b22")
+    assert e.value.context["reason"] == "ambiguous"
+    with pytest.raises(InputError) as e:
+        resolve_session(conn, "zz")
+    assert e.value.context["reason"] == "not_found"
+
+
+@pytest.mark.parametrize("prefix", ["b22", "zzz"])
+def test_tree_cli_prefix_errors_exit_2(report_db: Path, prefix: str) -> None:
+    result = CliRunner().invoke(cli, ["tree", prefix, "--db", str(report_db)])
+    assert result.exit_code == 2
+    assert "session" in result.stderr
+
+
+def test_tree_adds_up(report_db: Path) -> None:
+    doc = tree_report(connect(report_db, readonly=True), "a1")
+    parts = [doc["tree"]["subtree"], *(n["subtree"] for n in doc["orphans"] + doc["compaction_agents"])]
+    parts.append(doc["unattributed"])
+    assert sum(Decimal(p["cost_usd"]) for p in parts) == Decimal(doc["session"]["cost_usd"])
+    assert sum(p["tokens"] for p in parts) == doc["session"]["tokens"]
+    explore = doc["tree"]["children"][0]
+    assert explore["edge"]["source"] == "tool_use"
+    general = explore["children"][0]
+    assert (general["depth"], general["edge"]["source"], general["parent_agent_id"]) == (2, "directory", "a-explore-1")
+    assert [o["agent_id"] for o in doc["orphans"]] == ["a-orphan-3"]
+    assert doc["orphans"][0]["orphan_reason"] == "no_parent_evidence"
+
+
+def test_unpriced_is_never_zero_dollars(report_db: Path) -> None:
+    assert str(usd({"cost_usd": "0", "cost_complete": False})) == "unpriced"
+    assert str(usd({"cost_usd": "1.234", "cost_complete": False})) == "$1.23+?"
+    assert str(usd({"cost_usd": "0.00001", "cost_complete": True})) == "<$0.0001"
+    conn = connect(report_db, readonly=True)
+    console = Console(width=160, record=True)
+    render_cost(console, cost_report(conn, by="model", window=ALL, zone=NY), None)
+    render_sessions(console, sessions_report(conn, window=ALL), NY, "/home/dev")
+    render_tree(console, tree_report(conn, "b222"), NY, "/home/dev")
+    text = console.export_text()
+    assert "claude-mystery-9" in text and "unpriced" in text
+    assert "$0.0035+?" in text
+    assert "~/code/beta" in text
+    assert "ORPHAN" not in text.split("session b2222222")[1]
+
+
+def test_human_output_runs(report_db: Path) -> None:
+    for args in (["sessions"], ["tree", "a1"], ["cost", "--by", "day"], ["status"]):
+        result = CliRunner().invoke(cli, [*args, "--db", str(report_db)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip()

@@ -1,0 +1,72 @@
+"""``ingestd serve``: the daemon (SPEC §9, §10)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import click
+
+from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
+from ingestd.http import auth
+from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
+from ingestd.http.hooks import HookConfig
+from ingestd.logs import configure
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("serve")
+    @db_option
+    @projects_option
+    @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address (non-loopback needs a token).")
+    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, envvar="INGESTD_PORT", help="TCP port.")
+    @click.option("--token-env", default=None, metavar="NAME", help="Read the bearer token from this env variable.")
+    @click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Read the bearer token from this file.",
+    )
+    @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, help="Larger hook bodies get 413.")
+    @click.option("--hook-timeout-ms", type=int, default=2000, show_default=True, help="Answer 503 past this.")
+    @click.option("--watchdog-window-s", type=float, default=600.0, show_default=True, help="Idle time to unknown.")
+    @click.option("--watchdog-interval-s", type=float, default=30.0, show_default=True)
+    @click.option("--rescan-interval-s", type=float, default=60.0, show_default=True)
+    @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts.")
+    @click.option("--log-level", default="info", show_default=True)
+    def serve_cmd(
+        db_path: Path | None,
+        projects: tuple[Path, ...],
+        host: str,
+        port: int,
+        token_env: str | None,
+        token_file: Path | None,
+        max_body_bytes: int,
+        hook_timeout_ms: int,
+        watchdog_window_s: float,
+        watchdog_interval_s: float,
+        rescan_interval_s: float,
+        no_tail: bool,
+        log_level: str,
+    ) -> None:
+        """Run the daemon: hook receiver on POST /hooks, transcript tailer, watchdog, read API.
+
+        Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
+        """
+        configure(level=log_level)
+        env = dict(os.environ)
+        token = auth.load_token(env_name=token_env, file=token_file, env=env)
+        cfg = ServeConfig(
+            db_path=resolve_db(db_path),
+            projects=tuple(projects) if projects else tuple(default_projects(env)),
+            host=host,
+            port=port,
+            token=token,
+            hooks=HookConfig(max_body_bytes=max_body_bytes, hook_timeout_ms=hook_timeout_ms),
+            watchdog_window_s=watchdog_window_s,
+            watchdog_interval_s=watchdog_interval_s,
+            rescan_interval_s=rescan_interval_s,
+            tail=not no_tail,
+        )
+        asyncio.run(serve(cfg))

@@ -1,0 +1,1 @@
+"""The daemon's shell: writer thread, tailer, watchdog, single-instance lock."""

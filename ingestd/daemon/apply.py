@@ -1,0 +1,35 @@
+"""The one call the writer makes per grouped transaction: log rows in, projections out.
+
+``make_store`` binds the store's single entry point, ``ingestd.store.writer.apply_batch``
+(append the log rows skipping existing keys, fold them through the projector for both
+sources, upsert projections, run the watchdog pass, all in one ``BEGIN IMMEDIATE``
+transaction), to a fold cache that lives as long as the writer, so a hook for a session
+already seen costs work proportional to the new rows only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import apsw
+
+from ingestd.core.records import NewLogRow
+from ingestd.core.touch import Ctx
+from ingestd.daemon.writer import ApplyFn
+from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache, apply_batch
+
+
+def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WINDOW_S) -> ApplyFn:
+    """An ``ApplyFn`` over ``apply_batch`` with its own ``FoldCache``."""
+    cache = FoldCache()
+    the_ctx = ctx if ctx is not None else Ctx()
+
+    def store(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+        return apply_batch(conn, rows, ctx=the_ctx, cache=cache, watchdog_window_s=watchdog_window_s).inserted
+
+    return store
+
+
+def store_rows(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+    """``apply_batch`` without a shared cache (tests, one-off writes); rows inserted."""
+    return apply_batch(conn, rows).inserted

@@ -1,0 +1,111 @@
+"""Runs the ingest code (``ingestd.ingest.backfill.ingest_roots``) for the tailer, off the loop.
+
+The ingest code reads files past their committed offsets, holds back torn tails, detects
+rewrites and commits rows with their checkpoints through ``apply_batch``; this module only
+gives it a thread and a connection of its own. Why not the hook writer's thread: the
+start-up catch-up of a large history can take seconds, and a hook must never wait that
+long. With its own connection the ingest commits in short transactions (``batch_rows``)
+and the hook writer's group commits slip in between them (SQLite serialises the two
+writers; each waits at most one short transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import apsw
+
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.core.touch import Ctx
+from ingestd.ingest.backfill import Summary, ingest_roots
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.tailer")
+
+INGEST_BATCH_ROWS = 2000
+
+
+class IngestRunner:
+    """One worker thread with one connection; ``await runner(paths)`` ingests.
+
+    Args:
+        open_conn: opens a migrated connection (called on the worker thread).
+        roots: the projects roots.
+        clock: ns since the epoch (stamped on the rows as ``received_at``).
+        batch_rows: int, log rows per transaction.
+    """
+
+    def __init__(
+        self,
+        open_conn: Callable[[], apsw.Connection],
+        roots: Sequence[Path],
+        *,
+        clock: Callable[[], int] = time.time_ns,
+        batch_rows: int = INGEST_BATCH_ROWS,
+    ) -> None:
+        self._open_conn = open_conn
+        self._roots = [Path(os.path.abspath(r)) for r in roots]
+        self._clock = clock
+        self._batch_rows = batch_rows
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingestd-ingest")
+        self._local = threading.local()
+        self._ctx = Ctx(instance="serve", host_id=socket.gethostname())
+
+    def _conn(self) -> apsw.Connection:
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open_conn()
+            self._local.conn = conn
+        return conn
+
+    def roots_for(self, paths: Sequence[Path] | None) -> list[Path]:
+        """The roots to scan: all of them, or those containing ``paths``."""
+        if paths is None:
+            return [r for r in self._roots if r.is_dir()]
+        out = []
+        for r in self._roots:
+            if any(Path(os.path.abspath(p)).is_relative_to(r) for p in paths) and r.is_dir():
+                out.append(r)
+        return out
+
+    def _run(self, paths: Sequence[Path] | None) -> Summary | None:
+        roots = self.roots_for(paths)
+        if not roots:
+            return None
+        t0 = time.perf_counter()
+        summary = ingest_roots(
+            self._conn(), roots, now=from_epoch_ns(self._clock()), ctx=self._ctx, batch_rows=self._batch_rows
+        )
+        if summary.rows_inserted or summary.resets:
+            log.info(
+                "ingest_committed",
+                files_read=summary.files_read,
+                rows=summary.rows_inserted,
+                resets=summary.resets,
+                bytes=summary.bytes,
+                elapsed_ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
+        return summary
+
+    async def __call__(self, paths: Sequence[Path] | None) -> Summary | None:
+        """Ingest every root (``None``) or the roots holding ``paths``."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run, paths)
+
+    def close(self) -> None:
+        """Wait for the running ingest, then close the connection."""
+
+        def _close() -> None:
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                conn.close()
+                self._local.conn = None
+
+        self._pool.submit(_close).result()
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,119 @@
+"""The tailer: catch up once, then follow every projects root (SPEC §7).
+
+Filesystem events come from ``watchfiles.awatch`` (new files, appends, truncation,
+deletion), with a periodic full rescan as a safety net for anything a watcher can
+miss. The change source is a parameter, so tests script events without sleeping.
+
+The tailer decides only *which* files to look at. Reading past the committed offset,
+holding back a torn tail, detecting a rewrite and committing rows with their checkpoint
+is the ingest code's job (``ingestd.ingest``), called through ``ingest``. A deleted or
+moved transcript is never a reason to delete anything: its change is logged and ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ingestd.errors import IngestdError
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.tailer")
+
+# (change kind, path): watchfiles' Change values are 1 added, 2 modified, 3 deleted.
+ChangeBatch = set[tuple[Any, str]]
+ChangeSource = Callable[[Sequence[Path], asyncio.Event], AsyncIterator[ChangeBatch]]
+# ingest(None) = full scan of every root; ingest(paths) = just these files.
+IngestFn = Callable[[Sequence[Path] | None], Awaitable[Any]]
+
+
+def relevant(path: Path) -> bool:
+    """Transcripts and their ``.meta.json`` sidecars; every other file is ignored."""
+    name = path.name
+    return name.endswith(".jsonl") or name.endswith(".meta.json")
+
+
+async def watch_changes(roots: Sequence[Path], stop: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+    """The real change source: ``watchfiles.awatch`` over the roots that exist."""
+    import watchfiles
+
+    existing = [str(r) for r in roots if r.is_dir()]
+    if not existing:
+        await stop.wait()
+        return
+    async for batch in watchfiles.awatch(*existing, stop_event=stop, debounce=50, step=20):
+        yield batch
+
+
+class Tailer:
+    """Follows the roots until ``stop`` is set.
+
+    Args:
+        roots: the projects roots.
+        ingest: see ``IngestFn``; runs the ingest code (on the writer thread).
+        changes: the change source (default ``watch_changes``).
+        rescan_interval_s: float, seconds between safety-net rescans.
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[Path],
+        ingest: IngestFn,
+        *,
+        changes: ChangeSource = watch_changes,
+        rescan_interval_s: float = 60.0,
+    ) -> None:
+        self.roots = list(roots)
+        self._ingest = ingest
+        self._changes = changes
+        self._rescan_interval_s = rescan_interval_s
+        self._lock = asyncio.Lock()
+        self.caught_up = asyncio.Event()
+
+    async def _run_ingest(self, paths: Sequence[Path] | None) -> None:
+        async with self._lock:
+            try:
+                await self._ingest(paths)
+            except (IngestdError, OSError) as e:
+                log.error("ingest_failed", error=str(e), files=None if paths is None else len(paths))
+
+    async def handle(self, batch: ChangeBatch) -> list[Path]:
+        """Ingest the files a change batch names; returns them (gone files are skipped)."""
+        todo: list[Path] = []
+        for _kind, raw in sorted(batch, key=lambda c: c[1]):
+            p = Path(raw)
+            if not relevant(p):
+                continue
+            if not p.is_file():
+                log.info("transcript_gone", path=raw)
+                continue
+            if p not in todo:
+                todo.append(p)
+        if todo:
+            await self._run_ingest(todo)
+        return todo
+
+    async def _rescan_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
+            if not stop.is_set():
+                await self._run_ingest(None)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Catch up (full scan), then follow changes and rescan periodically."""
+        await self._run_ingest(None)
+        self.caught_up.set()
+        rescans = asyncio.create_task(self._rescan_loop(stop))
+        try:
+            async for batch in self._changes(self.roots, stop):
+                await self.handle(batch)
+                if stop.is_set():
+                    break
+        finally:
+            rescans.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await rescans

@@ -1,0 +1,76 @@
+"""The watchdog tick (DESIGN.md "Status"): advance ``as_of`` when agents have gone quiet.
+
+The pass that marks agents ``unknown`` runs inside the store writer after every
+transaction, with ``as_of = max(events_raw.received_at)``. Live, nothing else would
+move that clock forward while Claude Code is silent, so every ``interval_s`` this tick
+asks whether any non-terminal agent's ``last_seen_at`` is older than ``now - window``
+and, only then, logs a ``watchdog`` row (source ``ingestd``, payload ``{"as_of": now}``)
+through the writer. A replay sees the same row, so it reaches the same statuses.
+The clock is injected (``clock() -> ns since the epoch``) so tests never sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+import apsw
+import orjson
+
+from ingestd.core.records import NewLogRow
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.daemon.writer import Writer
+from ingestd.errors import StorageError
+from ingestd.logs import get_logger
+from ingestd.store.connection import scalar
+
+log = get_logger("ingestd.watchdog")
+
+Clock = Callable[[], int]
+
+_STALE = "SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?"
+
+
+def watchdog_row(now_ns: int) -> NewLogRow:
+    """The ``watchdog`` log row for a tick at ``now_ns`` (key ``i:w:<as_of>``)."""
+    as_of = from_epoch_ns(now_ns)
+    return NewLogRow(
+        idempotency_key=f"i:w:{as_of}",
+        source="ingestd",
+        event_type="watchdog",
+        payload=orjson.dumps({"as_of": as_of}),
+        received_at=as_of,
+        session_id=None,
+        origin="ingestd",
+    )
+
+
+async def tick(writer: Writer, clock: Clock, window_s: float) -> int:
+    """One watchdog check; returns how many agents the logged row will move (0: none logged).
+
+    Raises:
+        StorageError: the database refused the read or the write.
+    """
+    now_ns = clock()
+    cutoff = from_epoch_ns(now_ns - int(window_s * 1_000_000_000))
+
+    def stale(conn: apsw.Connection) -> int:
+        return int(scalar(conn, _STALE, (cutoff,)) or 0)
+
+    n: int = await writer.call(stale)
+    if n:
+        await writer.submit([watchdog_row(now_ns)])
+        log.info("watchdog_tick", stale_agents=n, as_of=from_epoch_ns(now_ns))
+    return n
+
+
+async def run(writer: Writer, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event) -> None:
+    """Tick every ``interval_s`` until ``stop`` is set; a failing tick is logged and retried next time."""
+    while not stop.is_set():
+        try:
+            await tick(writer, clock, window_s)
+        except StorageError as e:
+            log.error("watchdog_failed", error=str(e))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)

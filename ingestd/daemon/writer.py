@@ -1,0 +1,255 @@
+"""The writer thread: the daemon's only write connection, with group commit.
+
+The event loop never touches SQLite for writes. It hands the writer either log rows
+(``submit``) or a callable (``call``: short reads such as the watchdog's) and awaits an
+asyncio future. The thread takes everything queued, puts every pending batch of log
+rows into one ``BEGIN IMMEDIATE`` transaction (one fsync for many concurrent hook
+deliveries), commits, and only then resolves the futures: a 2xx means committed.
+If a grouped transaction fails, each batch is retried alone so one bad batch cannot
+sink its neighbours. WAL checkpoints run here too (SQLite's autocheckpoint at commit,
+plus a passive checkpoint when idle), never on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from ingestd.core.records import NewLogRow
+from ingestd.errors import StorageError
+from ingestd.logs import get_logger
+from ingestd.store.connection import storage_errors
+
+log = get_logger("ingestd.writer")
+
+
+# Inserts the rows and projects them in ONE ``BEGIN IMMEDIATE`` transaction of its own
+# (``ingestd.store.writer.apply_batch``); returns the number of rows actually inserted
+# (duplicates skipped). On error nothing of the rows remains.
+ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
+
+
+class WriterClosed(StorageError):
+    """The writer has stopped (shutdown in progress)."""
+
+
+class WriterOverloaded(StorageError):
+    """Too much work is queued: answer 503 rather than wait."""
+
+
+@dataclass(slots=True)
+class _Rows:
+    rows: Sequence[NewLogRow]
+    fut: asyncio.Future[int]
+
+
+@dataclass(slots=True)
+class _Call:
+    fn: Callable[[apsw.Connection], Any]
+    fut: asyncio.Future[Any]
+
+
+_STOP = object()
+
+
+class Writer:
+    """Owns the write connection and the thread; see the module docstring.
+
+    Args:
+        open_conn: opens (and migrates) the write connection; called on the thread.
+        apply: the ``ApplyFn`` run inside each grouped transaction.
+        max_group_rows: int, stop draining the queue past this many rows per transaction.
+        max_pending: int, queued items beyond which ``submit`` refuses (503).
+    """
+
+    def __init__(
+        self,
+        open_conn: Callable[[], apsw.Connection],
+        apply: ApplyFn,
+        *,
+        max_group_rows: int = 4000,
+        max_pending: int = 20000,
+    ) -> None:
+        self._open_conn = open_conn
+        self._apply = apply
+        self._max_group_rows = max_group_rows
+        self._max_pending = max_pending
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pending = 0
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._open_error: BaseException | None = None
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.committed_rows = 0
+        self.committed_batches = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the thread and open the connection on it.
+
+        Raises:
+            StorageError: the connection could not be opened or migrated.
+        """
+        self._loop = loop
+        self._thread = threading.Thread(target=self._run, name="ingestd-writer", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._open_error is not None:
+            raise self._open_error
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Refuse new work, drain what is queued (committing it), close the connection."""
+        if self._thread is None:
+            return
+        self._closed = True
+        self._q.put(_STOP)
+        self._thread.join(timeout_s)
+        self._thread = None
+
+    @property
+    def pending(self) -> int:
+        """Items queued and not yet resolved."""
+        return self._pending
+
+    # -- submitting (loop side) -------------------------------------------------------
+    def _enqueue(self, item: Any) -> None:
+        if self._closed or self._thread is None:
+            raise WriterClosed("the writer is stopped")
+        if self._pending >= self._max_pending:
+            raise WriterOverloaded("the writer queue is full", pending=self._pending)
+        self._pending += 1
+        self._q.put(item)
+
+    async def submit(self, rows: Sequence[NewLogRow]) -> int:
+        """Commit ``rows`` (grouped with concurrent submissions); the number inserted.
+
+        Raises:
+            StorageError: the transaction failed (nothing of these rows was written).
+            WriterClosed, WriterOverloaded: refused without trying.
+        """
+        assert self._loop is not None
+        fut: asyncio.Future[int] = self._loop.create_future()
+        self._enqueue(_Rows(rows, fut))
+        return await fut
+
+    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+        """Run ``fn(conn)`` on the writer thread (it manages its own transactions)."""
+        assert self._loop is not None
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        self._enqueue(_Call(fn, fut))
+        return await fut
+
+    # -- the thread --------------------------------------------------------------------
+    def _resolve(self, done: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+        self._pending -= len(done)
+        for fut, value, err in done:
+            if fut.done():
+                continue
+            if err is not None:
+                fut.set_exception(err)
+            else:
+                fut.set_result(value)
+
+    def _post(self, done: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # loop already closed at shutdown
+            self._loop.call_soon_threadsafe(self._resolve, done)
+
+    def _run(self) -> None:
+        try:
+            conn = self._open_conn()
+        except BaseException as e:
+            self._open_error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        stopping = False
+        try:
+            while not stopping:
+                try:
+                    first = self._q.get(timeout=1.0)
+                except queue.Empty:
+                    self._idle_checkpoint(conn)
+                    continue
+                items = [first]
+                nrows = len(first.rows) if isinstance(first, _Rows) else 0
+                while nrows < self._max_group_rows:
+                    try:
+                        nxt = self._q.get_nowait()
+                    except queue.Empty:
+                        break
+                    items.append(nxt)
+                    if isinstance(nxt, _Rows):
+                        nrows += len(nxt.rows)
+                if any(it is _STOP for it in items):
+                    stopping = True
+                    items = [it for it in items if it is not _STOP]
+                    # drain what raced in before the flag was seen
+                    while True:
+                        try:
+                            items.append(self._q.get_nowait())
+                        except queue.Empty:
+                            break
+                    items = [it for it in items if it is not _STOP]
+                self._process(conn, items)
+        finally:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
+
+    def _process(self, conn: apsw.Connection, items: list[Any]) -> None:
+        batches = [it for it in items if isinstance(it, _Rows)]
+        done: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        if batches:
+            done.extend(self._commit_group(conn, batches))
+        for it in items:
+            if isinstance(it, _Call):
+                try:
+                    done.append((it.fut, it.fn(conn), None))
+                except BaseException as e:
+                    done.append((it.fut, None, e))
+        if done:
+            self._post(done)
+
+    def _commit_group(
+        self, conn: apsw.Connection, batches: list[_Rows]
+    ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
+        t0 = time.perf_counter()
+        rows = [r for b in batches for r in b.rows]
+        try:
+            inserted = self._apply(conn, rows)
+        except StorageError as e:
+            if len(batches) == 1:
+                log.error("batch_failed", rows=len(rows), error=str(e))
+                return [(batches[0].fut, None, e)]
+            return [d for b in batches for d in self._commit_group(conn, [b])]
+        except Exception as e:
+            err = StorageError(f"projection failed: {e}", cause=type(e).__name__)
+            if len(batches) == 1:
+                log.error("batch_failed", rows=len(rows), error=repr(e))
+                return [(batches[0].fut, None, err)]
+            return [d for b in batches for d in self._commit_group(conn, [b])]
+        self.committed_rows += inserted
+        self.committed_batches += 1
+        log.info(
+            "batch_committed",
+            rows=len(rows),
+            inserted=inserted,
+            deliveries=len(batches),
+            elapsed_ms=round((time.perf_counter() - t0) * 1000, 3),
+        )
+        # Every delivery in the group learns how many rows the group inserted in total;
+        # callers only rely on "committed".
+        return [(b.fut, inserted, None) for b in batches]
+
+    def _idle_checkpoint(self, conn: apsw.Connection) -> None:
+        with contextlib.suppress(StorageError), storage_errors():
+            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)

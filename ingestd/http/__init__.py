@@ -1,0 +1,1 @@
+"""The aiohttp app: the hook receiver and (from ``api``) the read API."""

@@ -1,0 +1,269 @@
+"""The app factory and the daemon's lifetime (``ingestd serve``).
+
+``make_app`` wires the hook receiver, the read API (``ingestd.http.api`` when present)
+and the background work, each started and stopped in ``cleanup_ctx``: the writer
+thread first (so everything else can write), then the tailer (catch-up, then follow),
+the watchdog and the scheduled retention jobs. ``serve`` holds the single-instance lock,
+binds, and on SIGINT/SIGTERM stops accepting, drains the writer, commits and closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+from aiohttp import web
+
+from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import lock as lock_mod
+from ingestd.daemon import watchdog
+from ingestd.daemon.ingestrun import IngestRunner
+from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
+from ingestd.daemon.writer import ApplyFn, Writer
+from ingestd.errors import DaemonError, IngestdError
+from ingestd.http import auth
+from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
+from ingestd.logs import get_logger
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+
+log = get_logger("ingestd.serve")
+
+DEFAULT_PORT = 7391
+HOOK_PATHS = ("/hooks", "/hook")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Everything ``serve`` needs.
+
+    Attributes:
+        db_path: Path, the database file.
+        projects: tuple of Paths, projects roots to tail (empty: hooks only).
+        host: str, bind address (loopback unless a token is set).
+        port: int, TCP port (0 picks a free one: tests).
+        token: str | None, bearer token; excluded from repr so it is never logged.
+        hooks: HookConfig, receiver limits.
+        watchdog_window_s: float, inactivity before an agent becomes unknown.
+        watchdog_interval_s: float, seconds between watchdog ticks.
+        rescan_interval_s: float, seconds between safety-net rescans of the roots.
+        tail: bool, run the tailer (catch-up + follow).
+        schedule: bool, run the scheduled prune and backup.
+    """
+
+    db_path: Path
+    projects: tuple[Path, ...] = ()
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: str | None = field(default=None, repr=False)
+    hooks: HookConfig = field(default_factory=HookConfig)
+    watchdog_window_s: float = 600.0
+    watchdog_interval_s: float = 30.0
+    rescan_interval_s: float = 60.0
+    tail: bool = True
+    schedule: bool = True
+
+
+CONFIG = web.AppKey("config", ServeConfig)
+WRITER = web.AppKey("writer", Writer)
+TAILER = web.AppKey("tailer", Tailer)
+STOP = web.AppKey("stop", asyncio.Event)
+
+
+def _open_write_conn(db_path: Path) -> apsw.Connection:
+    conn = connect(db_path)
+    migrate(conn)
+    return conn
+
+
+def _auth_middleware(token: str) -> Any:
+    @web.middleware
+    async def check(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+        if not auth.token_ok(token, auth.presented_token(request.headers)):
+            log.warning("request_rejected", status=401, reason="unauthorized", path=request.path)
+            return error_response(401, "unauthorized", "missing or wrong token")
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    return check
+
+
+@web.middleware
+async def _error_shape(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """Every aiohttp error (404, 405, ...) in the one JSON error shape."""
+    try:
+        resp: web.StreamResponse = await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        code = (e.reason or "error").lower().replace(" ", "_")
+        return error_response(e.status, code, e.reason or "error")
+    return resp
+
+
+def make_app(
+    cfg: ServeConfig,
+    *,
+    apply: ApplyFn | None = None,
+    clock: Callable[[], int] = time.time_ns,
+    changes: ChangeSource = watch_changes,
+    ingest: IngestFn | None = None,
+) -> web.Application:
+    """The application; background work starts when it starts (``cleanup_ctx``).
+
+    Args:
+        cfg: the configuration.
+        apply: what the writer runs per grouped transaction (tests inject failures).
+        clock: ns since the epoch, for the watchdog.
+        changes: the tailer's change source.
+        ingest: override the tailer's ingest function (tests); default the ingest code.
+    """
+    middlewares: list[Any] = [_error_shape]
+    if cfg.token is not None:
+        middlewares.append(_auth_middleware(cfg.token))
+    # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
+    app = web.Application(middlewares=middlewares, client_max_size=cfg.hooks.max_body_bytes + 1)
+    app[CONFIG] = cfg
+    app[STOP] = asyncio.Event()
+    if apply is None:
+        apply = apply_mod.make_store(watchdog_window_s=int(cfg.watchdog_window_s))
+    writer = Writer(lambda: _open_write_conn(cfg.db_path), apply)
+    app[WRITER] = writer
+    handler = make_handler(writer, cfg.hooks, Receipts())
+    for path in HOOK_PATHS:
+        app.router.add_post(path, handler)
+
+    async def writer_ctx(app: web.Application) -> AsyncIterator[None]:
+        writer.start(asyncio.get_running_loop())
+        log.info("writer_started", db=str(cfg.db_path))
+        yield
+        app[STOP].set()
+        await asyncio.get_running_loop().run_in_executor(None, writer.stop)
+        log.info("writer_stopped", rows=writer.committed_rows, batches=writer.committed_batches)
+
+    async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
+        runner = None
+        if ingest is None:
+            runner = IngestRunner(lambda: _open_write_conn(cfg.db_path), cfg.projects, clock=clock)
+        tailer = Tailer(
+            cfg.projects,
+            ingest if ingest is not None else runner,  # type: ignore[arg-type]
+            changes=changes,
+            rescan_interval_s=cfg.rescan_interval_s,
+        )
+        app[TAILER] = tailer
+        task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
+        yield
+        app[STOP].set()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if runner is not None:
+            await asyncio.get_running_loop().run_in_executor(None, runner.close)
+
+    async def watchdog_ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(
+            watchdog.run(
+                writer,
+                clock,
+                window_s=cfg.watchdog_window_s,
+                interval_s=cfg.watchdog_interval_s,
+                stop=app[STOP],
+            )
+        )
+        yield
+        app[STOP].set()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def schedule_ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(_schedule_loop(cfg, app[STOP])) if cfg.schedule else None
+        yield
+        app[STOP].set()
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    app.cleanup_ctx.extend([writer_ctx, tailer_ctx, watchdog_ctx, schedule_ctx])
+    _optional_parts(app, cfg)
+    return app
+
+
+async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
+    """Daily prune and backup (``ingestd.retention.schedule``), blocking work off the loop."""
+    from ingestd import settings as settings_mod
+    from ingestd.retention import schedule
+
+    loop = asyncio.get_running_loop()
+    while not stop.is_set():
+        try:
+            resolved = settings_mod.load({}, dict(os.environ))
+            await loop.run_in_executor(None, schedule.run_scheduled, cfg.db_path, resolved, datetime.now(UTC))
+        except IngestdError as e:
+            log.error("schedule_failed", error=e.message)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
+
+
+def _optional_parts(app: web.Application, cfg: ServeConfig) -> None:
+    """The read API and the retention scheduler, owned by other modules, when installed."""
+    try:
+        api: Any = importlib.import_module("ingestd.http.api")
+    except ImportError:
+        api = None
+    if api is not None and hasattr(api, "add_api_routes"):
+        api.add_api_routes(app, db_path=cfg.db_path)
+
+
+async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
+    """Run the daemon until SIGINT/SIGTERM.
+
+    Raises:
+        DaemonError: another daemon holds the database, or the port is taken.
+        ConfigError: a non-loopback bind without a token.
+    """
+    auth.check_bind(cfg.host, cfg.token)
+    held = lock_mod.acquire(cfg.db_path)
+    try:
+        app = make_app(cfg)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True)
+            try:
+                await site.start()
+            except OSError as e:
+                raise DaemonError(
+                    f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}; "
+                    "is another program using that port? pass --port",
+                    port=cfg.port,
+                ) from None
+            server = getattr(site, "_server", None)
+            port = server.sockets[0].getsockname()[1] if server and server.sockets else cfg.port
+            log.info("serving", host=cfg.host, port=port, db=str(cfg.db_path), projects=[str(p) for p in cfg.projects])
+            if ready is not None:
+                ready(port)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            log.info("shutting_down")
+        finally:
+            await runner.cleanup()
+    finally:
+        held.release()
+    log.info("stopped")

@@ -1,0 +1,68 @@
+"""The optional bearer token: where it comes from and how it is checked.
+
+The token is read from an environment variable (``--token-env NAME``) or a file
+(``--token-file PATH``), never from argv, and never logged. Requests carry it as
+``Authorization: Bearer <token>`` (or ``X-Ingestd-Token``); comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from pathlib import Path
+
+from ingestd.errors import ConfigError
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str]) -> str | None:
+    """The configured token, or None when neither source is given.
+
+    Raises:
+        ConfigError: a source is given but empty, unreadable or both are given.
+    """
+    if env_name and file:
+        raise ConfigError("give either --token-env or --token-file, not both")
+    if env_name:
+        value = env.get(env_name, "").strip()
+        if not value:
+            raise ConfigError(f"--token-env {env_name}: that environment variable is unset or empty")
+        return value
+    if file:
+        try:
+            value = file.read_text().strip()
+        except OSError as e:
+            raise ConfigError(f"--token-file {file}: cannot read it ({e.strerror})") from None
+        if not value:
+            raise ConfigError(f"--token-file {file}: the file is empty")
+        return value
+    return None
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a non-loopback bind without a token.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and no token is configured.
+    """
+    if host not in LOOPBACK_HOSTS and token is None:
+        raise ConfigError(
+            f"refusing to bind {host}: binding anything but 127.0.0.1 needs a token "
+            "(--token-env NAME or --token-file PATH)"
+        )
+
+
+def presented_token(headers: Mapping[str, str]) -> str | None:
+    """The token a request presents, or None."""
+    auth = headers.get("Authorization")
+    if auth is not None and auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return headers.get("X-Ingestd-Token")
+
+
+def token_ok(expected: str, presented: str | None) -> bool:
+    """Constant-time comparison (``hmac.compare_digest``)."""
+    if presented is None:
+        return False
+    return hmac.compare_digest(expected.encode(), presented.encode())

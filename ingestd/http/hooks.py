@@ -1,0 +1,133 @@
+"""``POST /hooks``: one URL for every Claude Code hook event (SPEC §3, §10; FORMATS.md §7.3).
+
+Replies:
+
+- ``200`` with an empty body, only after the delivery is committed (Claude Code adds a
+  plain-text 2xx body to the model's context, so the body stays empty);
+- ``400`` ``{"error": {"status": 400, "code": <reason>, "message": ...}}`` for a body
+  that cannot be an event (reasons in ``ingestd.core.hookkeys.Rejected``);
+- ``401`` missing or wrong token (only when one is configured; see ``auth``);
+- ``413`` body over ``max_body_bytes``;
+- ``500`` fixed body when the database refuses (the transaction rolled back: nothing stored);
+- ``503`` when the writer does not commit within ``hook_timeout_ms`` or is overloaded:
+  a slow database must never hold Claude Code (the row may still commit later; a
+  non-2xx promises nothing either way).
+
+A rejected request writes nothing and logs one ``hook_rejected`` line with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ingestd.core import hookkeys
+from ingestd.core.records import NewLogRow
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.daemon.writer import Writer, WriterClosed, WriterOverloaded
+from ingestd.errors import StorageError
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.http")
+
+JSON = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class HookConfig:
+    """Receiver limits.
+
+    Attributes:
+        max_body_bytes: int, larger bodies get 413 (default 1 MiB).
+        hook_timeout_ms: int, answer 503 if the commit takes longer.
+    """
+
+    max_body_bytes: int = 1 << 20
+    hook_timeout_ms: int = 2000
+
+
+@dataclass(slots=True)
+class Receipts:
+    """Per daemon run: the instance id and counter of receipt-unique keys (hookkeys rule 4)."""
+
+    instance: str = field(default_factory=lambda: os.urandom(4).hex())
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+
+def error_response(status: int, code: str, message: str) -> web.Response:
+    """The one JSON error shape: ``{"error": {"status", "code", "message"}}``."""
+    body = orjson.dumps({"error": {"status": status, "code": code, "message": message}})
+    return web.Response(status=status, body=body, content_type=JSON)
+
+
+def _reject(request: web.Request, status: int, code: str, message: str) -> web.Response:
+    log.warning("hook_rejected", status=status, reason=code, peer=request.remote)
+    return error_response(status, code, message)
+
+
+STORAGE_FAILED = (500, "storage_error", "the database refused the event; nothing was stored")
+
+
+def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int) -> NewLogRow:
+    """The ``events_raw`` row of one accepted delivery (payload = the body bytes verbatim)."""
+    return NewLogRow(
+        idempotency_key=key,
+        source="hook",
+        event_type=event.event_name,
+        payload=body,
+        received_at=from_epoch_ns(received_ns),
+        session_id=event.session_id,
+        origin="hook",
+        obj=event.body,
+    )
+
+
+def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
+    """The ``POST /hooks`` handler bound to a writer and limits."""
+    timeout_s = cfg.hook_timeout_ms / 1000
+
+    async def post_hook(request: web.Request) -> web.Response:
+        received_ns = time.time_ns()
+        clen = request.content_length
+        if clen is not None and clen > cfg.max_body_bytes:
+            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+        if len(body) > cfg.max_body_bytes:
+            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+        header_key = request.headers.get("Idempotency-Key")
+        bad = hookkeys.check_header_key(header_key)
+        if bad is not None:
+            return _reject(request, 400, bad.reason, bad.detail)
+        parsed = hookkeys.parse_body(body)
+        if isinstance(parsed, hookkeys.Rejected):
+            return _reject(request, 400, parsed.reason, parsed.detail)
+        key = hookkeys.idempotency_key(
+            parsed,
+            header_key=header_key,
+            received_ns=received_ns,
+            instance=receipts.instance,
+            counter=next(receipts.counter),
+        )
+        row = hook_row(parsed, body, key, received_ns)
+        try:
+            await asyncio.wait_for(writer.submit([row]), timeout_s)
+        except TimeoutError:
+            return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
+        except (WriterOverloaded, WriterClosed) as e:
+            return _reject(request, 503, "unavailable", f"{e}; retry later")
+        except StorageError as e:
+            log.error("hook_storage_error", error=str(e))
+            return _reject(request, *STORAGE_FAILED)
+        return web.Response(status=200)
+
+    return post_hook

@@ -1,0 +1,61 @@
+"""The tailer with a scripted change source: which files get ingested, and when."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from ingestd.daemon.tailer import ChangeBatch, Tailer
+
+ADDED, MODIFIED, DELETED = 1, 2, 3
+
+
+def scripted(batches: list[ChangeBatch]) -> object:
+    async def source(roots: Sequence[Path], stop: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+        for b in batches:
+            yield b
+
+    return source
+
+
+async def test_catch_up_first_then_changed_transcripts_only(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    (root / "p").mkdir(parents=True)
+    a = root / "p" / "a.jsonl"
+    b = root / "p" / "b.jsonl"
+    meta = root / "p" / "agent-x.meta.json"
+    for f in (a, b, meta):
+        f.write_text("{}\n")
+    calls: list[list[Path] | None] = []
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(None if paths is None else list(paths))
+
+    batches: list[ChangeBatch] = [
+        {(MODIFIED, str(a)), (MODIFIED, str(root / "p" / "notes.txt"))},
+        {(ADDED, str(b)), (MODIFIED, str(b)), (ADDED, str(meta))},
+        {(DELETED, str(root / "p" / "gone.jsonl"))},
+    ]
+    tailer = Tailer([root], ingest, changes=scripted(batches), rescan_interval_s=3600)  # type: ignore[arg-type]
+    await asyncio.wait_for(tailer.run(asyncio.Event()), 5)
+    assert calls == [None, [a], [meta, b]]  # the deleted file deletes nothing and is not read
+
+
+async def test_periodic_rescan_runs_a_full_scan(tmp_path: Path) -> None:
+    calls: list[object] = []
+    stop = asyncio.Event()
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(paths)
+        if len(calls) >= 3:
+            stop.set()
+
+    async def idle(roots: Sequence[Path], stop_: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+        await stop_.wait()
+        return
+        yield  # pragma: no cover
+
+    tailer = Tailer([tmp_path], ingest, changes=idle, rescan_interval_s=0.001)
+    await asyncio.wait_for(tailer.run(stop), 5)
+    assert calls[:3] == [None, None, None]

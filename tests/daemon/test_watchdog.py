@@ -1,0 +1,112 @@
+"""The watchdog tick with an injected clock (no sleeping)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import orjson
+import pytest
+
+from ingestd.core.records import NewLogRow
+from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import watchdog
+from ingestd.daemon.writer import Writer
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+
+T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1e9)
+S = 1_000_000_000
+
+
+def _open(db: Path) -> apsw.Connection:
+    conn = connect(db)
+    migrate(conn)
+    return conn
+
+
+@pytest.fixture
+async def writer(tmp_path: Path) -> AsyncIterator[tuple[Writer, Path]]:
+    db = tmp_path / "wd.db"
+    conn = _open(db)
+    conn.execute("INSERT INTO sessions (id, status) VALUES ('s', 'working')")
+    conn.execute(
+        "INSERT INTO agents (id, session_id, type, status, last_seen_at) VALUES"
+        " ('s', 's', 'main', 'waiting', '2026-01-01T00:00:00.000Z'),"
+        " ('a1', 's', 'subagent', 'completed', '2025-01-01T00:00:00.000Z')"
+    )
+    conn.close()
+    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w.start(asyncio.get_running_loop())
+    yield w, db
+    w.stop()
+
+
+def _statuses(db: Path) -> dict[str, str]:
+    conn = connect(db, readonly=True)
+    try:
+        return {r[0]: r[1] for r in conn.execute("SELECT id, status FROM agents")}
+    finally:
+        conn.close()
+
+
+def _watchdog_rows(db: Path) -> list[tuple[str, bytes]]:
+    conn = connect(db, readonly=True)
+    try:
+        rows = conn.execute(
+            "SELECT received_at, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog'"
+        ).fetchall()
+        return [(r[0], bytes(r[1])) for r in rows]
+    finally:
+        conn.close()
+
+
+async def test_quiet_agent_inside_the_window_logs_nothing(writer: tuple[Writer, Path]) -> None:
+    w, db = writer
+    assert await watchdog.tick(w, lambda: T0 + 599 * S, 600) == 0
+    assert _watchdog_rows(db) == []
+
+
+async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Writer, Path]) -> None:
+    w, db = writer
+    now = T0 + 601 * S
+    assert await watchdog.tick(w, lambda: now, 600) == 1  # the completed subagent is terminal
+    [(received_at, payload)] = _watchdog_rows(db)
+    assert received_at == "2026-01-01T00:10:01.000Z"
+    assert orjson.loads(payload) == {"as_of": received_at}
+    assert _statuses(db) == {"s": "unknown", "a1": "completed"}  # terminal stays terminal
+    # nothing stale any more: no second row
+    assert await watchdog.tick(w, lambda: now + S, 600) == 0
+    assert len(_watchdog_rows(db)) == 1
+    # new activity brings the agent back
+    prompt = b'{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"go"}'
+    ts = "2026-01-01T00:10:05.000Z"
+    await w.submit([NewLogRow("h:k:p1", "hook", "UserPromptSubmit", prompt, ts, "s", "hook")])
+    assert _statuses(db)["s"] == "working"
+
+
+async def test_configurable_window(writer: tuple[Writer, Path]) -> None:
+    w, db = writer
+    assert await watchdog.tick(w, lambda: T0 + 61 * S, 60) == 1
+    assert len(_watchdog_rows(db)) == 1
+
+
+async def test_run_stops_on_the_event(writer: tuple[Writer, Path]) -> None:
+    w, db = writer
+    stop = asyncio.Event()
+    ticks = 0
+
+    def clock() -> int:
+        nonlocal ticks
+        ticks += 1
+        if ticks >= 3:
+            stop.set()
+        return T0 + ticks * 1000 * S
+
+    await asyncio.wait_for(watchdog.run(w, clock, window_s=600, interval_s=0.001, stop=stop), 5)
+    # the first tick moved the agent to unknown; later ticks find nothing stale and log nothing
+    assert len(_watchdog_rows(db)) == 1
+    assert ticks >= 3

@@ -1,0 +1,103 @@
+"""The writer thread: group commit, failure isolation, drain on stop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import apsw
+import pytest
+
+from ingestd.core.records import NewLogRow
+from ingestd.daemon import apply as apply_mod
+from ingestd.daemon.writer import Writer, WriterClosed
+from ingestd.errors import StorageError
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+
+
+def _row(key: str, session: str = "s") -> NewLogRow:
+    return NewLogRow(key, "hook", "Stop", b"{}", "2026-01-01T00:00:00.000Z", session, "hook")
+
+
+def _open(db: Path) -> apsw.Connection:
+    conn = connect(db)
+    migrate(conn)
+    return conn
+
+
+def _count(db: Path) -> int:
+    conn = connect(db, readonly=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0])
+    finally:
+        conn.close()
+
+
+async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    gate = threading.Event()
+    calls: list[int] = []
+
+    def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+        gate.wait(5)  # hold the first transaction so the rest queue up behind it
+        calls.append(len(rows))
+        return apply_mod.store_rows(conn, rows)
+
+    w = Writer(lambda: _open(db), apply)
+    w.start(asyncio.get_running_loop())
+    tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(200)]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.gather(*tasks)
+    w.stop()
+    assert _count(db) == 200
+    assert sum(calls) == 200
+    assert len(calls) < 20  # grouped: far fewer transactions than deliveries
+
+
+async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    gate = threading.Event()
+
+    def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+        gate.wait(5)
+        if any(r.session_id == "poison" for r in rows):
+            raise StorageError("refused")
+        return apply_mod.store_rows(conn, rows)
+
+    w = Writer(lambda: _open(db), apply)
+    w.start(asyncio.get_running_loop())
+    good = [asyncio.create_task(w.submit([_row(f"g{i}")])) for i in range(5)]
+    bad = asyncio.create_task(w.submit([_row("p", "poison")]))
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.gather(*good)
+    with pytest.raises(StorageError):
+        await bad
+    w.stop()
+    assert _count(db) == 5
+
+
+async def test_stop_drains_queued_work_then_refuses(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w.start(asyncio.get_running_loop())
+    tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(50)]
+    await asyncio.sleep(0)
+    await asyncio.get_running_loop().run_in_executor(None, w.stop)
+    await asyncio.gather(*tasks)
+    assert _count(db) == 50
+    with pytest.raises(WriterClosed):
+        await w.submit([_row("late")])
+
+
+async def test_duplicate_keys_insert_once(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w.start(asyncio.get_running_loop())
+    await asyncio.gather(*(w.submit([_row("same")]) for _ in range(10)))
+    w.stop()
+    assert _count(db) == 1

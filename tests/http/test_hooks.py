@@ -1,0 +1,294 @@
+"""POST /hooks end to end through the real writer thread and a real database."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient
+
+from ingestd.core.records import NewLogRow
+from ingestd.daemon import apply as apply_mod
+from ingestd.http.app import ServeConfig, make_app
+from ingestd.http.hooks import HookConfig
+from ingestd.store.connection import connect
+
+Client = TestClient[Any, Any]
+MakeClient = Callable[..., Awaitable[Client]]
+CORPUS_HOOKS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hooks"
+
+ERROR_KEYS = {"status", "code", "message"}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "ingestd.db"
+
+
+@pytest.fixture
+def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
+    async def make(**kw: Any) -> Client:
+        apply = kw.pop("apply", apply_mod.store_rows)
+        cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
+        client: Client = await aiohttp_client(make_app(cfg, apply=apply))
+        return client
+
+    return make
+
+
+def rows(
+    db: Path, sql: str = "SELECT idempotency_key, source, event_type, payload, session_id, origin FROM events_raw"
+) -> list[Any]:
+    conn = connect(db, readonly=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def body(**kw: Any) -> bytes:
+    return orjson.dumps({"hook_event_name": "Stop", "session_id": "s1", **kw})
+
+
+async def assert_error(resp: Any, status: int, code: str) -> None:
+    assert resp.status == status
+    assert resp.content_type == "application/json"
+    doc = await resp.json()
+    assert set(doc) == {"error"}
+    assert set(doc["error"]) == ERROR_KEYS
+    assert doc["error"]["status"] == status
+    assert doc["error"]["code"] == code
+
+
+async def test_accepted_delivery_is_committed_before_an_empty_200(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    payload = b'{"hook_event_name":"Stop","session_id":"s1","stop_hook_active":false,"zz":{"new":1}}'
+    resp = await client.post("/hooks", data=payload, headers={"Content-Type": "application/json"})
+    assert resp.status == 200
+    assert await resp.read() == b""
+    got = rows(db)
+    assert len(got) == 1
+    key, source, event_type, stored, session_id, origin = got[0]
+    assert (source, event_type, session_id, origin) == ("hook", "Stop", "s1", "hook")
+    assert bytes(stored) == payload  # verbatim, unknown keys included
+    assert key.startswith("h:r:")
+    (received_at,) = rows(db, "SELECT received_at FROM events_raw")[0]
+    assert received_at.endswith("Z") and len(received_at) == 24
+    assert rows(db, "SELECT session_id, event_type FROM events") == [("s1", "Stop")]
+
+
+async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    assert (await client.post("/hook", data=body())).status == 200
+    assert len(rows(db)) == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (b"", "empty_body"),
+        (b"{oops", "invalid_json"),
+        (b"[]", "not_an_object"),
+        (b'{"session_id":"s"}', "missing_hook_event_name"),
+        (b'{"hook_event_name":"Stop"}', "missing_session_id"),
+        (b'{"hook_event_name":"Stop","session_id":7}', "missing_session_id"),
+    ],
+)
+async def test_400_with_reason_and_nothing_written(
+    make_client: MakeClient, db: Path, payload: bytes, code: str
+) -> None:
+    client = await make_client()
+    await assert_error(await client.post("/hooks", data=payload), 400, code)
+    assert rows(db) == []
+    assert rows(db, "SELECT * FROM events") == []
+
+
+async def test_bad_idempotency_header_is_400(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    resp = await client.post("/hooks", data=body(), headers={"Idempotency-Key": "x" * 500})
+    await assert_error(resp, 400, "bad_idempotency_key")
+    assert rows(db) == []
+
+
+async def test_413_over_the_limit_and_nothing_written(make_client: MakeClient, db: Path) -> None:
+    client = await make_client(hooks=HookConfig(max_body_bytes=1000))
+    big = body(prompt="x" * 2000)
+    await assert_error(await client.post("/hooks", data=big), 413, "body_too_large")
+
+    async def chunks() -> Any:  # no Content-Length: the streamed size is checked too
+        yield big
+
+    await assert_error(await client.post("/hooks", data=chunks()), 413, "body_too_large")
+    assert (await client.post("/hooks", data=body(prompt="x" * 100))).status == 200
+    assert len(rows(db)) == 1
+
+
+async def test_default_limit_is_one_mib(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    pad = (1 << 20) - len(body(p=""))
+    ok = await client.post("/hooks", data=io.BytesIO(body(p="x" * pad)))
+    assert ok.status == 200
+    over = await client.post("/hooks", data=io.BytesIO(body(p="x" * (pad + 1))))
+    await assert_error(over, 413, "body_too_large")
+    assert len(rows(db)) == 1
+
+
+async def test_401_when_token_configured(make_client: MakeClient, db: Path) -> None:
+    client = await make_client(token="s3cret-token")
+    await assert_error(await client.post("/hooks", data=body()), 401, "unauthorized")
+    resp = await client.post("/hooks", data=body(), headers={"Authorization": "Bearer wrong"})
+    await assert_error(resp, 401, "unauthorized")
+    assert rows(db) == []
+    ok = await client.post("/hooks", data=body(), headers={"Authorization": "Bearer s3cret-token"})
+    assert ok.status == 200
+    ok2 = await client.post("/hooks", data=body(), headers={"X-Ingestd-Token": "s3cret-token"})
+    assert ok2.status == 200
+    assert len(rows(db)) == 2
+
+
+async def test_500_fixed_body_when_the_database_refuses(make_client: MakeClient, db: Path) -> None:
+    def refusing(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        # The log row goes in, then the projection write is refused: all must roll back.
+        conn.execute(
+            "CREATE TEMP TRIGGER IF NOT EXISTS refuse BEFORE INSERT ON main.events"
+            " BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+        return apply_mod.store_rows(conn, batch)
+
+    client = await make_client(apply=refusing)
+    r1 = await client.post("/hooks", data=body())
+    r2 = await client.post("/hooks", data=body())
+    await assert_error(r1, 500, "storage_error")
+    assert await r1.read() == await r2.read()  # fixed body
+    assert rows(db) == []
+    assert rows(db, "SELECT * FROM events") == []
+
+
+async def test_slow_database_answers_503_quickly(make_client: MakeClient, db: Path) -> None:
+    release = threading.Event()
+
+    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        release.wait(10)
+        return apply_mod.store_rows(conn, batch)
+
+    client = await make_client(apply=stuck, hooks=HookConfig(hook_timeout_ms=100))
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await assert_error(await client.post("/hooks", data=body()), 503, "timeout")
+    assert loop.time() - t0 < 2
+    release.set()
+
+
+async def test_errors_share_one_shape(make_client: MakeClient) -> None:
+    client = await make_client()
+    await assert_error(await client.get("/nowhere"), 404, "not_found")
+    await assert_error(await client.get("/hooks"), 405, "method_not_allowed")
+
+
+async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    tool = body(hook_event_name="PreToolUse", tool_use_id="toolu_1", tool_name="Bash")
+    sub = body(hook_event_name="SubagentStop", agent_id="a1", agent_type="Explore")
+    for payload, headers in [
+        (tool, {}),
+        (tool, {}),
+        (sub, {}),
+        (sub, {}),
+        (body(n=1), {"Idempotency-Key": "retry-1"}),
+        (body(n=2), {"Idempotency-Key": "retry-1"}),
+        (body(), {}),  # two byte-identical Stops: two firings
+        (body(), {}),
+    ]:
+        assert (await client.post("/hooks", data=payload, headers=headers)).status == 200
+    types = sorted(r[0] for r in rows(db, "SELECT event_type FROM events_raw"))
+    assert types == ["PreToolUse", "Stop", "Stop", "Stop", "SubagentStop"]
+    assert len(rows(db, "SELECT * FROM events")) == 5
+
+
+async def test_unknown_event_is_stored(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    payload = body(hook_event_name="TeammateIdle", teammate={"id": "x"})
+    assert (await client.post("/hooks", data=payload)).status == 200
+    [(_, _, event_type, stored, _, _)] = rows(db)
+    assert event_type == "TeammateIdle"
+    assert orjson.loads(bytes(stored))["teammate"] == {"id": "x"}
+
+
+async def test_concurrent_clients_every_2xx_exactly_once(make_client: MakeClient, db: Path) -> None:
+    client = await make_client()
+    n_clients, per_client = 32, 40
+
+    async def one_client(c: int) -> list[str]:
+        acked = []
+        for i in range(per_client):
+            tuid = f"toolu_{c}_{i}"
+            payload = body(hook_event_name="PostToolUse", tool_use_id=tuid)
+            resp = await client.post("/hooks", data=payload)
+            if resp.status == 200:
+                acked.append(tuid)
+        return acked
+
+    acked = [t for got in await asyncio.gather(*(one_client(c) for c in range(n_clients))) for t in got]
+    assert len(acked) == n_clients * per_client
+    stored = [orjson.loads(bytes(p))["tool_use_id"] for (p,) in rows(db, "SELECT payload FROM events_raw")]
+    assert sorted(stored) == sorted(acked)
+    (batches,) = rows(db, "SELECT count(*) FROM events_raw")[0:1]
+    assert batches[0] == len(acked)
+
+
+@pytest.mark.corpus
+async def test_every_real_payload_is_accepted_and_projected(make_client: MakeClient, db: Path) -> None:
+    if not CORPUS_HOOKS.is_dir():
+        pytest.skip(f"{CORPUS_HOOKS} absent")
+    client = await make_client()
+    n = 0
+    for f in sorted(CORPUS_HOOKS.glob("*/*.jsonl")):
+        for line in f.read_bytes().splitlines():
+            if not line.strip():
+                continue
+            resp = await client.post("/hooks", data=line, headers={"Content-Type": "application/json"})
+            assert resp.status == 200, (f, await resp.text())
+            assert await resp.read() == b""
+            n += 1
+    assert n > 500
+    stored = rows(db, "SELECT count(*) FROM events_raw")[0][0]
+    events = rows(db, "SELECT count(*) FROM events")[0][0]
+    assert 0 < stored <= n
+    assert events == stored  # every logged hook has its identifier-only events row
+    assert rows(db, "SELECT count(*) FROM tool_calls")[0][0] > 50
+    assert rows(db, "SELECT count(*) FROM agents WHERE type = 'subagent'")[0][0] > 0
+    assert rows(db, "SELECT count(*) FROM sessions")[0][0] >= 7
+
+
+async def _tool_state(make_client: MakeClient, db: Path, deliveries: list[bytes]) -> list[Any]:
+    client = await make_client()
+    for d in deliveries:
+        assert (await client.post("/hooks", data=d)).status == 200
+    await client.close()
+    return rows(db, "SELECT session_id, tool_use_id, agent_id, tool_name, status FROM tool_calls ORDER BY 2")
+
+
+@pytest.mark.parametrize("order", ["in_order", "reversed", "duplicated", "post_only_then_pre"])
+async def test_out_of_order_and_duplicate_deliveries_converge(make_client: MakeClient, db: Path, order: str) -> None:
+    pre = body(hook_event_name="PreToolUse", tool_use_id="toolu_9", tool_name="Bash", tool_input={})
+    post = body(hook_event_name="PostToolUse", tool_use_id="toolu_9", tool_name="Bash", tool_response={})
+    fail = body(hook_event_name="PostToolUseFailure", tool_use_id="toolu_8", tool_name="Read", error="x")
+    pre8 = body(hook_event_name="PreToolUse", tool_use_id="toolu_8", tool_name="Read", tool_input={})
+    seq = {
+        "in_order": [pre, post, pre8, fail],
+        "reversed": [fail, pre8, post, pre],
+        "duplicated": [pre, pre, post, post, pre8, fail, fail, pre8],
+        "post_only_then_pre": [post, fail, pre, pre8],
+    }[order]
+    got = await _tool_state(make_client, db, seq)
+    assert got == [
+        ("s1", "toolu_8", "s1", "Read", "failed"),
+        ("s1", "toolu_9", "s1", "Bash", "completed"),
+    ]

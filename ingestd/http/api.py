@@ -1,0 +1,162 @@
+"""The read API (SPEC §10): the same documents as the CLI's ``--json``, over HTTP.
+
+Routes (``add_api_routes``):
+
+- ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``
+- ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
+- ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
+- ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
+- ``GET /api/status``: as ``ingestd status --json`` (without stat-ing transcript files)
+- ``GET /api/openapi.json``: the OpenAPI description shipped in ``ingestd/http/openapi.json``
+
+Reads never touch the writer's connection: each request opens its own read-only connection in a
+worker thread (``run_in_executor``), so the event loop never waits on SQLite. Errors use the one JSON
+shape ``{"error": {"status", "code", "message"}}``: 400 for a bad parameter or an ambiguous session
+prefix, 404 for no such session, 503 when the database cannot be read. The token rule is the app's
+middleware (``ingestd.http.app``), not this module's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+from aiohttp import web
+
+from ingestd.core.timefmt import format_utc
+from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
+from ingestd.http.hooks import error_response
+from ingestd.report.cost import GROUPINGS, cost_report
+from ingestd.report.sessions import sessions_report
+from ingestd.report.status import status_report
+from ingestd.report.tree import tree_report
+from ingestd.report.window import make_window, resolve_zone
+from ingestd.store.connection import connect, scalar
+
+OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
+READ_DB = web.AppKey("read_db_path", Path)
+
+
+def _read(db_path: Path, fn: Callable[[apsw.Connection], dict[str, Any]]) -> dict[str, Any]:
+    conn = connect(db_path, readonly=True)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
+def _json(doc: Any) -> web.Response:
+    return web.Response(body=orjson.dumps(doc), content_type="application/json")
+
+
+def _error(e: IngestdError) -> web.Response:
+    if isinstance(e, StorageError):
+        return error_response(503, "database_unavailable", e.message)
+    reason = str(e.context.get("reason") or "")
+    if reason == "not_found":
+        return error_response(404, "not_found", e.message)
+    if isinstance(e, ConfigError | InputError):
+        return error_response(400, reason or "bad_parameter", e.message)
+    return error_response(500, "error", e.message)
+
+
+def _limit(q: Mapping[str, str]) -> int | None:
+    raw = q.get("limit")
+    if raw is None or raw == "":
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        raise InputError(f"limit must be a whole number, not {raw!r}") from None
+    if n < 1:
+        raise InputError("limit must be at least 1")
+    return n
+
+
+async def _run(request: web.Request, build: Callable[[apsw.Connection], dict[str, Any]]) -> web.Response:
+    db_path = request.app[READ_DB]
+    try:
+        doc = await asyncio.get_running_loop().run_in_executor(None, _read, db_path, build)
+    except IngestdError as e:
+        return _error(e)
+    return _json(doc)
+
+
+def _window_and_zone(q: Mapping[str, str]) -> tuple[Any, Any]:
+    zone = resolve_zone(q.get("tz") or None, os.environ)
+    window = make_window(q.get("since") or None, q.get("until") or None, zone, datetime.now(UTC))
+    return window, zone
+
+
+async def health(request: web.Request) -> web.Response:
+    """``GET /api/health``."""
+
+    def build(conn: apsw.Connection) -> dict[str, Any]:
+        version = scalar(conn, "SELECT max(id) FROM schema_version")
+        return {"status": "ok", "schema_version": version, "now": format_utc(datetime.now(UTC))}
+
+    return await _run(request, build)
+
+
+async def sessions(request: web.Request) -> web.Response:
+    """``GET /api/sessions``."""
+    q = request.query
+    try:
+        window, _ = _window_and_zone(q)
+        limit = _limit(q)
+    except IngestdError as e:
+        return _error(e)
+    project = q.get("project") or None
+    return await _run(request, lambda c: sessions_report(c, window=window, project=project, limit=limit))
+
+
+async def tree(request: web.Request) -> web.Response:
+    """``GET /api/sessions/{id}/tree``."""
+    session = request.match_info["id"]
+    return await _run(request, lambda c: tree_report(c, session))
+
+
+async def cost(request: web.Request) -> web.Response:
+    """``GET /api/cost``."""
+    q = request.query
+    by = q.get("by") or None
+    if by is not None and by not in GROUPINGS:
+        return error_response(400, "bad_parameter", f"by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+    try:
+        window, zone = _window_and_zone(q)
+    except IngestdError as e:
+        return _error(e)
+    return await _run(request, lambda c: cost_report(c, by=by, window=window, zone=zone))
+
+
+async def status(request: web.Request) -> web.Response:
+    """``GET /api/status``."""
+    db_path = request.app[READ_DB]
+    return await _run(request, lambda c: status_report(c, now=datetime.now(UTC), db_path=db_path))
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """``GET /api/openapi.json``: the shipped description."""
+    return web.Response(body=OPENAPI_PATH.read_bytes(), content_type="application/json")
+
+
+def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> None:
+    """Register the read API on ``app``; each request reads ``db_path`` through its own read-only connection.
+
+    Args:
+        app: the daemon's application (its middlewares apply: the token rule, the error shape).
+        db_path: the database file the writer writes.
+    """
+    app[READ_DB] = Path(db_path)
+    app.router.add_get("/api/health", health)
+    app.router.add_get("/api/sessions", sessions)
+    app.router.add_get("/api/sessions/{id}/tree", tree)
+    app.router.add_get("/api/cost", cost)
+    app.router.add_get("/api/status", status)
+    app.router.add_get("/api/openapi.json", openapi)

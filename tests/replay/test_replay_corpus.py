@@ -1,0 +1,127 @@
+"""``ingestd replay`` with the real projector on the real corpus (transcripts and hook payloads).
+
+Skipped when ../shared/corpus is absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.core.hookkeys import HookEvent, idempotency_key, parse_body
+from ingestd.core.touch import Ctx
+from ingestd.http.hooks import hook_row
+from ingestd.ingest.backfill import ingest_roots
+from ingestd.retention import prune as pr
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+from ingestd.store.writer import apply_batch
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+pytestmark = [
+    pytest.mark.corpus,
+    pytest.mark.skipif(not (CORPUS / "claude-projects").is_dir(), reason=f"corpus absent: {CORPUS}"),
+]
+CTX = Ctx(instance="test", host_id="test-host")
+HOOK_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _hooks(conn: object, part: int) -> int:
+    """Half ``part`` (0 or 1) of every real hook payload, one delivery per line, a minute apart from HOOK_T0."""
+    rows = []
+    n = 0
+    for f in sorted((CORPUS / "hooks").rglob("*.jsonl")):
+        for line in f.read_bytes().splitlines():
+            ev = parse_body(line)
+            if not isinstance(ev, HookEvent):
+                continue
+            ns = int((HOOK_T0 + timedelta(minutes=n)).timestamp()) * 10**9
+            key = idempotency_key(ev, header_key=None, received_ns=ns, instance="test", counter=n)
+            rows.append(hook_row(ev, line, key, ns))
+            n += 1
+    half = rows[: len(rows) // 2] if part == 0 else rows[len(rows) // 2 :]
+    for i in range(0, len(half), 50):
+        apply_batch(conn, half[i : i + 50], ctx=CTX)  # type: ignore[arg-type]
+    return len(half)
+
+
+@pytest.fixture
+def projects(tmp_path: Path) -> Path:
+    dst = tmp_path / "projects"
+    shutil.copytree(CORPUS / "claude-projects", dst)
+    return dst
+
+
+@pytest.fixture
+def live(tmp_path: Path, projects: Path) -> Path:
+    """Transcripts tailed in two passes (first half of each file, then the rest appended) with hook
+    deliveries landing before, between and after: a mixed live run."""
+    db = tmp_path / "live.db"
+    conn = connect(db)
+    migrate(conn)
+    full = {p: p.read_bytes() for p in projects.rglob("*.jsonl")}
+    for p, data in full.items():
+        lines = data.splitlines(keepends=True)
+        p.write_bytes(b"".join(lines[: len(lines) // 2]))
+    _hooks(conn, 0)
+    ingest_roots(conn, [projects], now="2026-01-02T00:00:00.000Z", ctx=CTX)
+    for p, data in full.items():
+        p.write_bytes(data)
+    ingest_roots(conn, [projects], now="2026-01-03T00:00:00.000Z", ctx=CTX)
+    _hooks(conn, 1)
+    conn.close()
+    return db
+
+
+def _replay(db: Path) -> tuple[int, dict[str, object]]:
+    res = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])
+    return res.exit_code, orjson.loads(res.stdout)
+
+
+def test_double_replay_equals_live(live: Path) -> None:
+    code, doc = _replay(live)
+    assert code == 0, doc["differences"]
+    rows = {t["table"]: t["rows"]["live"] for t in doc["tables"]}  # type: ignore[index, union-attr]
+    assert rows["token_usage"] > 1000 and rows["events"] > 100 and rows["sessions"] > 10
+
+
+def test_replay_after_transcripts_deleted(live: Path, projects: Path) -> None:
+    shutil.rmtree(projects)
+    code, doc = _replay(live)
+    assert code == 0, doc["differences"]
+
+
+def test_corrupted_projection_row_named(live: Path) -> None:
+    conn = connect(live)
+    tid, mid = conn.execute("SELECT id, message_id FROM token_usage ORDER BY id LIMIT 1 OFFSET 7").fetchall()[0]
+    conn.execute("UPDATE token_usage SET tokens = tokens + 1 WHERE id = ?", (tid,))
+    conn.close()
+    res = CliRunner().invoke(cli, ["replay", "--db", str(live)])
+    assert res.exit_code == 1
+    assert "token_usage: live vs replay_a" in res.stdout
+    assert str(tid) in res.stdout and mid in res.stdout
+    assert "replay mismatch in token_usage" in res.stderr
+
+
+def test_replay_after_prune_does_not_resurrect(live: Path) -> None:
+    conn = connect(live)
+    before = conn.execute("SELECT count(*) FROM events").fetchall()[0][0]
+    now = HOOK_T0 + timedelta(days=90, hours=5)  # prunes the first five hours of hook events
+    [res] = pr.prune(conn, pr.Policy(), now=now, batch_rows=64)
+    conn.close()
+    assert 0 < res.rows < before
+    code, doc = _replay(live)
+    assert code == 0, doc["differences"]
+    assert doc["receipts"] == 1
+    assert {t["rows"]["replay_a"] for t in doc["tables"] if t["table"] == "events"} == {before - res.rows}  # type: ignore[index]
+
+
+def test_verify_passes_on_the_live_corpus_db(live: Path) -> None:
+    res = CliRunner().invoke(cli, ["verify", "--db", str(live), "--json"])
+    assert res.exit_code == 0, res.stdout

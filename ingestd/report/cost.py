@@ -110,11 +110,19 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
     with storage_errors():
         rates = load_rates(conn)
         raw = _agent_rows(conn, window) if by == "agent" else _rollup_rows(conn, by, window)
-        groups: dict[str, Usage] = {}
         day_cache: dict[str, str] = {}
         to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
+        # Sum integers first (cheap), price each (group, model, bucket, rate) once.
+        sums: dict[tuple[str, str, str, str], list[int]] = {}
         for key, model, bucket, rate_key, tokens, rows in raw:
-            k = to_key(key)
+            acc = sums.get((to_key(key), model, bucket, rate_key))
+            if acc is None:
+                sums[(to_key(key), model, bucket, rate_key)] = [tokens, rows]
+            else:
+                acc[0] += tokens
+                acc[1] += rows
+        groups: dict[str, Usage] = {}
+        for (k, model, bucket, rate_key), (tokens, rows) in sums.items():
             u = groups.get(k)
             if u is None:
                 u = groups[k] = Usage()

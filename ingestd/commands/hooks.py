@@ -1,0 +1,83 @@
+"""``ingestd hooks install | uninstall | print``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ingestd import hooksetup
+from ingestd.http.app import DEFAULT_PORT
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _target(port: int, token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
+    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy)
+
+
+def _path(project: Path | None) -> Path:
+    return hooksetup.settings_path(project, Path(os.environ.get("HOME") or os.path.expanduser("~")))
+
+
+def _common(f: F) -> F:
+    for opt in reversed(
+        [
+            click.option(
+                "--project",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=None,
+                help="Edit DIR/.claude/settings.json instead of ~/.claude/settings.json.",
+            ),
+            click.option("--dry-run", is_flag=True, help="Print the diff; write nothing."),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("hooks")
+    def hooks_group() -> None:
+        """Wire Claude Code's hooks to the daemon (settings.json, non-destructive)."""
+
+    @hooks_group.command("install")
+    @_common
+    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="The daemon's port.")
+    @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
+    @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
+    def install_cmd(project: Path | None, dry_run: bool, port: int, token_env: str | None, legacy: bool) -> None:
+        """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
+        path = _path(project)
+        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(port, token_env, legacy))
+        _run(p, dry_run)
+
+    @hooks_group.command("uninstall")
+    @_common
+    def uninstall_cmd(project: Path | None, dry_run: bool) -> None:
+        """Remove ingestd's hooks only."""
+        path = _path(project)
+        _run(hooksetup.plan(path, hooksetup.read_text(path), "uninstall", _target(DEFAULT_PORT, None, False)), dry_run)
+
+    @hooks_group.command("print")
+    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+    @click.option("--token-env", default=None, metavar="NAME")
+    @click.option("--legacy", is_flag=True)
+    def print_cmd(port: int, token_env: str | None, legacy: bool) -> None:
+        """Print the hooks block ingestd installs (touches no file)."""
+        click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(_target(port, token_env, legacy))}), nl=False)
+
+
+def _run(p: hooksetup.Plan, dry_run: bool) -> None:
+    if not p.changed:
+        click.echo(f"{p.path}: already up to date, nothing to do")
+        return
+    if dry_run:
+        click.echo(p.diff(), nl=False)
+        return
+    backup = hooksetup.apply_plan(p, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    click.echo(f"{p.path}: updated" + (f" (old file saved as {backup})" if backup else ""))

@@ -1,0 +1,271 @@
+"""``ingestd hooks install | uninstall | print``: wire Claude Code's settings to the daemon.
+
+Claude Code reads hooks from ``~/.claude/settings.json`` (user) or ``<project>/.claude/settings.json``
+(FORMATS.md §7.3). Every event that accepts ``type: "http"`` gets an http hook posting to
+``http://127.0.0.1:<port>/hooks``; SessionStart and Setup accept only command hooks, and Claude
+Code older than 2.1.63 has no http hooks at all (``legacy``), so those get a command forwarder:
+``<python> -m ingestd.forward`` (stdin to the endpoint, output discarded, 2 s bound, exit 0
+whatever happens, the token read from the environment, never on the command line).
+
+The merge is non-destructive: the user's own hooks and every other key stay as they are; our
+entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
+``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
+Before a write the old file is copied to ``settings.json.bak-<UTC stamp>``. A file that is
+not valid JSON is refused and left untouched. The planning functions are pure; ``apply_plan``
+does the I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ingestd.errors import InputError
+
+# Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
+HTTP_EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "UserPromptSubmit",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "SessionEnd",
+)
+# Only "command" (and "mcp_tool") hooks are accepted for these.
+COMMAND_ONLY_EVENTS = ("SessionStart", "Setup")
+TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+HTTP_TIMEOUT_S = 5
+FORWARD_TIMEOUT_S = 2
+MARKER = "ingestd.forward"
+
+
+@dataclass(frozen=True, slots=True)
+class HookTarget:
+    """Where hooks go.
+
+    Attributes:
+        port: int, the daemon's port on 127.0.0.1.
+        token_env: str | None, the environment variable holding the token (the name, never the value).
+        legacy: bool, Claude Code < 2.1.63: command forwarders for every event.
+        python: str, interpreter that runs the forwarder (default: this one).
+    """
+
+    port: int
+    token_env: str | None = None
+    legacy: bool = False
+    python: str = sys.executable
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+
+def settings_path(project: Path | None, home: Path) -> Path:
+    """``<project>/.claude/settings.json`` or ``<home>/.claude/settings.json``."""
+    return (project if project is not None else home) / ".claude" / "settings.json"
+
+
+def forward_command(t: HookTarget) -> str:
+    """The forwarder command line (the token's variable *name* only)."""
+    parts = [t.python, "-m", MARKER, "--url", t.url, "--timeout-s", str(FORWARD_TIMEOUT_S)]
+    if t.token_env:
+        parts += ["--token-env", t.token_env]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _http_hook(t: HookTarget) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "http", "url": t.url, "timeout": HTTP_TIMEOUT_S}
+    if t.token_env:
+        hook["headers"] = {"Authorization": f"Bearer ${{{t.token_env}}}"}
+        hook["allowedEnvVars"] = [t.token_env]
+    return hook
+
+
+def _command_hook(t: HookTarget) -> dict[str, Any]:
+    return {"type": "command", "command": forward_command(t), "async": True, "timeout": HTTP_TIMEOUT_S}
+
+
+def our_hooks(t: HookTarget) -> dict[str, list[dict[str, Any]]]:
+    """The ``hooks`` block ingestd installs, event -> matcher groups."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ev in (*COMMAND_ONLY_EVENTS, *HTTP_EVENTS):
+        hook = _command_hook(t) if (t.legacy or ev in COMMAND_ONLY_EVENTS) else _http_hook(t)
+        group: dict[str, Any] = {"matcher": "*"} if ev in TOOL_MATCHER_EVENTS else {}
+        group["hooks"] = [hook]
+        out[ev] = [group]
+    return out
+
+
+def is_ours(hook: Any) -> bool:
+    """An http hook to a loopback ``/hooks`` URL, or a command running ``ingestd.forward``."""
+    if not isinstance(hook, dict):
+        return False
+    if hook.get("type") == "http" and isinstance(hook.get("url"), str):
+        u = urlsplit(hook["url"])
+        return u.hostname in ("127.0.0.1", "localhost", "::1") and u.path.rstrip("/") in ("/hooks", "/hook")
+    if hook.get("type") == "command" and isinstance(hook.get("command"), str):
+        return MARKER in hook["command"]
+    return False
+
+
+def parse_settings(text: str | None, path: Path) -> dict[str, Any]:
+    """The settings object (``{}`` for a missing or empty file).
+
+    Raises:
+        InputError: not valid JSON, not an object, or ``hooks`` is not an object.
+    """
+    if text is None or not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
+            "fix it and run again; nothing was changed",
+            path=str(path),
+        ) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path} is not a JSON object; nothing was changed", path=str(path))
+    if "hooks" in doc and not isinstance(doc["hooks"], dict):
+        raise InputError(f"{path}: `hooks` is not an object; nothing was changed", path=str(path))
+    return doc
+
+
+def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``settings`` without ingestd's hooks (groups and events emptied by that go too)."""
+    out = copy.deepcopy(settings)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for ev in list(hooks):
+        groups = hooks[ev]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        removed = False
+        for g in groups:
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+                kept = [h for h in g["hooks"] if not is_ours(h)]
+                if len(kept) != len(g["hooks"]):
+                    removed = True
+                    if not kept:
+                        continue
+                    g = {**g, "hooks": kept}
+            kept_groups.append(g)
+        if removed:
+            if kept_groups:
+                hooks[ev] = kept_groups
+            else:
+                del hooks[ev]
+    if not hooks and "hooks" in settings and settings["hooks"] != {}:
+        del out["hooks"]
+    return out
+
+
+def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
+    """``settings`` with ingestd's hooks (replacing any older ones of ours), the rest untouched."""
+    out = remove_ours(settings)
+    hooks = out.setdefault("hooks", {})
+    for ev, groups in our_hooks(t).items():
+        existing = hooks.get(ev)
+        hooks[ev] = [*(existing if isinstance(existing, list) else []), *groups]
+    return out
+
+
+def render(settings: dict[str, Any]) -> str:
+    """Settings as Claude Code writes them: 2-space indent, key order kept, trailing newline."""
+    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What ``install`` / ``uninstall`` would do to one file.
+
+    Attributes:
+        path: Path, the settings file.
+        old_text: str | None, current content (None: no file).
+        new_text: str, content after the change.
+    """
+
+    path: Path
+    old_text: str | None
+    new_text: str
+
+    @property
+    def changed(self) -> bool:
+        if self.old_text is None:
+            return self.new_text != render({})
+        return self.new_text != self.old_text and json.loads(self.new_text) != json.loads(self.old_text)
+
+    def diff(self) -> str:
+        """A unified diff of the change ('' when nothing changes)."""
+        if not self.changed:
+            return ""
+        old = (self.old_text or "").splitlines(keepends=True)
+        return "".join(
+            difflib.unified_diff(old, self.new_text.splitlines(keepends=True), str(self.path), str(self.path))
+        )
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> Plan:
+    """Pure: the new content for ``action`` (``install`` or ``uninstall``).
+
+    Raises:
+        InputError: the current content is not a usable settings object.
+    """
+    doc = parse_settings(old_text, path)
+    new = install(doc, target) if action == "install" else remove_ours(doc)
+    return Plan(path, old_text, render(new))
+
+
+def apply_plan(p: Plan, stamp: str) -> Path | None:
+    """Write ``p`` (backup first, atomic replace). Returns the backup path, if one was made.
+
+    Args:
+        p: the plan; nothing is written when it changes nothing.
+        stamp: UTC stamp for the backup name, e.g. ``20261130T010203Z``.
+    """
+    if not p.changed:
+        return None
+    p.path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600
+    if p.old_text is not None:
+        backup = p.path.with_name(f"{p.path.name}.bak-{stamp}")
+        n = 1
+        while backup.exists():
+            backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
+            n += 1
+        backup.write_text(p.old_text, encoding="utf-8")
+        mode = p.path.stat().st_mode & 0o777
+    tmp = p.path.with_name(f".{p.path.name}.ingestd-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(p.new_text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, p.path)
+    return backup

@@ -1,0 +1,202 @@
+"""`ingestd hooks install | uninstall | print` on real settings files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from click.testing import CliRunner
+
+from ingestd import hooksetup
+from ingestd.cli import cli
+
+USER_SETTINGS: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)", "Read(~/src/**)"], "deny": ["Read(./.env)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh", "timeout": 10}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+        "CustomThing": [{"hooks": [{"type": "http", "url": "https://example.com/hooks"}]}],
+    },
+    "statusLine": {"type": "command", "command": "~/bin/status"},
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    (h / ".claude").mkdir(parents=True)
+    return h
+
+
+def run(home: Path, *args: str) -> Any:
+    return CliRunner().invoke(cli, ["hooks", *args], env={"HOME": str(home)}, catch_exceptions=False)
+
+
+def settings(home: Path) -> dict[str, Any]:
+    return json.loads((home / ".claude" / "settings.json").read_text())
+
+
+def backups(home: Path) -> list[Path]:
+    return sorted((home / ".claude").glob("settings.json.bak-*"))
+
+
+def test_install_round_trip_keeps_user_hooks_and_permissions(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    original = json.dumps(USER_SETTINGS, indent=2) + "\n"
+    path.write_text(original)
+
+    r = run(home, "install")
+    assert r.exit_code == 0, r.output
+    doc = settings(home)
+    assert doc["permissions"] == USER_SETTINGS["permissions"]
+    assert doc["statusLine"] == USER_SETTINGS["statusLine"]
+    assert doc["model"] == "opus"
+    # the user's hooks are still first, ours appended
+    assert doc["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    assert doc["hooks"]["PreToolUse"][1]["hooks"][0] == {
+        "type": "http",
+        "url": "http://127.0.0.1:7391/hooks",
+        "timeout": 5,
+    }
+    assert doc["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
+    assert doc["hooks"]["CustomThing"] == USER_SETTINGS["hooks"]["CustomThing"]
+    # SessionStart accepts only command hooks: the forwarder
+    [ss] = doc["hooks"]["SessionStart"]
+    assert ss["hooks"][0]["type"] == "command"
+    assert "ingestd.forward" in ss["hooks"][0]["command"]
+    for ev in hooksetup.HTTP_EVENTS:
+        assert any(hooksetup.is_ours(h) for g in doc["hooks"][ev] for h in g["hooks"]), ev
+    [bak] = backups(home)
+    assert bak.read_text() == original
+
+    # idempotent: a second install changes nothing and makes no backup
+    after_first = path.read_text()
+    r2 = run(home, "install")
+    assert r2.exit_code == 0 and "already up to date" in r2.output
+    assert path.read_text() == after_first
+    assert len(backups(home)) == 1
+
+    # uninstall removes only ours: back to the user's settings exactly
+    r3 = run(home, "uninstall")
+    assert r3.exit_code == 0, r3.output
+    assert settings(home) == USER_SETTINGS
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    before = path.read_text()
+    r = run(home, "install", "--dry-run", "--port", "7400")
+    assert r.exit_code == 0
+    assert r.output.startswith("---")
+    assert '+            "url": "http://127.0.0.1:7400/hooks",' in r.output
+    assert path.read_text() == before
+    assert backups(home) == []
+
+
+def test_reinstall_on_another_port_replaces_ours(home: Path) -> None:
+    run(home, "install")
+    run(home, "install", "--port", "7500")
+    doc = settings(home)
+    urls = [h.get("url") for g in doc["hooks"]["Stop"] for h in g["hooks"]]
+    assert urls == ["http://127.0.0.1:7500/hooks"]
+
+
+def test_project_settings_and_missing_file(tmp_path: Path, home: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    r = run(home, "install", "--project", str(proj))
+    assert r.exit_code == 0, r.output
+    assert (proj / ".claude" / "settings.json").exists()
+    assert not (home / ".claude" / "settings.json").exists()
+
+
+def test_token_env_goes_in_headers_by_name_never_by_value(home: Path) -> None:
+    r = CliRunner().invoke(
+        cli,
+        ["hooks", "install", "--token-env", "INGESTD_TOKEN"],
+        env={"HOME": str(home), "INGESTD_TOKEN": "super-secret"},
+    )
+    assert r.exit_code == 0
+    text = (home / ".claude" / "settings.json").read_text()
+    assert "super-secret" not in text
+    doc = json.loads(text)
+    [g] = doc["hooks"]["Stop"]
+    assert g["hooks"][0]["headers"] == {"Authorization": "Bearer ${INGESTD_TOKEN}"}
+    assert g["hooks"][0]["allowedEnvVars"] == ["INGESTD_TOKEN"]
+    assert "--token-env INGESTD_TOKEN" in doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+
+def test_legacy_uses_forwarders_everywhere(home: Path) -> None:
+    run(home, "install", "--legacy")
+    doc = settings(home)
+    kinds = {h["type"] for groups in doc["hooks"].values() for g in groups for h in g["hooks"]}
+    assert kinds == {"command"}
+
+
+@pytest.mark.parametrize("broken", ['{"hooks": {', "[1, 2]", '{"hooks": []}'])
+def test_broken_settings_are_refused_and_left_untouched(home: Path, broken: str) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(broken)
+    r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(home)})
+    assert r.exit_code == 2
+    assert "nothing was changed" in r.output
+    assert path.read_text() == broken
+    assert backups(home) == []
+
+
+def test_print_shows_the_block(home: Path) -> None:
+    r = run(home, "print", "--port", "7391")
+    doc = json.loads(r.output)
+    assert set(doc["hooks"]) == {*hooksetup.HTTP_EVENTS, *hooksetup.COMMAND_ONLY_EVENTS}
+
+
+class _Sink(BaseHTTPRequestHandler):
+    got: ClassVar[list[tuple[bytes, str | None]]] = []
+
+    def do_POST(self) -> None:
+        n = int(self.headers.get("Content-Length", "0"))
+        _Sink.got.append((self.rfile.read(n), self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+
+def test_forwarder_posts_stdin_prints_nothing_and_exits_0(tmp_path: Path) -> None:
+    srv = HTTPServer(("127.0.0.1", 0), _Sink)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/hooks"
+        body = b'{"hook_event_name":"SessionStart","session_id":"s"}'
+        p = subprocess.run(
+            [sys.executable, "-m", "ingestd.forward", "--url", url, "--token-env", "TOK"],
+            input=body,
+            capture_output=True,
+            env={"TOK": "abc", "PATH": "/usr/bin:/bin"},
+            timeout=20,
+        )
+        assert (p.returncode, p.stdout, p.stderr) == (0, b"", b"")
+        assert _Sink.got == [(body, "Bearer abc")]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    # nobody listening: still exit 0, silently
+    p = subprocess.run(
+        [sys.executable, "-m", "ingestd.forward", "--url", url],
+        input=b"{}",
+        capture_output=True,
+        timeout=20,
+    )
+    assert (p.returncode, p.stdout) == (0, b"")

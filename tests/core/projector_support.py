@@ -1,0 +1,96 @@
+"""Helpers for the projector tests: fixture trees as log rows, and an in-memory upsert model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ingestd.core.derive import Changes
+from ingestd.core.framing import split_lines
+from ingestd.core.keys import short_hash
+from ingestd.core.records import LogRow, line_row, path_info
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures" / "projects"
+READ_AT = "2026-03-01T00:00:00.000Z"
+
+
+def tree_rows(root: Path = FIXTURES) -> list[LogRow]:
+    """Every line of every transcript under ``root`` as log rows (ids in discovery order)."""
+    rows: list[LogRow] = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        origin = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        pi = path_info(origin)
+        if origin.endswith(".meta.json"):
+            rows.append(LogRow(len(rows) + 1, "jsonl", "meta", data, READ_AT, pi.session_id, origin, 0, 0))
+            continue
+        lines, _ = split_lines(data)
+        oh = short_hash(origin.encode())
+        for ln in lines:
+            r = line_row(ln, origin=origin, origin_hash=oh, gen=0, received_at=READ_AT, path_session=pi.session_id)
+            rows.append(
+                LogRow(
+                    len(rows) + 1, r.source, r.event_type, r.payload, r.received_at, r.session_id, origin, 0, ln.offset
+                )
+            )
+    return rows
+
+
+def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:
+    """Rows grouped by session (rows without one dropped)."""
+    out: dict[str, list[LogRow]] = {}
+    for r in rows:
+        if r.session_id is not None:
+            out.setdefault(r.session_id, []).append(r)
+    return out
+
+
+class Model:
+    """The projection tables as dicts, upserted like ``ingestd.store.writer`` does."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[Any, tuple[Any, ...]]] = {
+            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events")
+        }
+
+    def apply(self, ch: Changes) -> None:
+        t = self.tables
+        for r in ch.sessions:
+            t["sessions"][r[0]] = r
+        for a in ch.retracted_agents:
+            t["agents"].pop(a, None)
+            for k in [k for k in t["edges"] if k[1] == a]:
+                del t["edges"][k]
+        for r in ch.agents:
+            t["agents"][r[0]] = r
+        for r in ch.edges:
+            t["edges"][(r[1], r[3])] = r
+        for r in ch.token_usage:
+            key = (r[3], r[5])
+            old = t["tokens"].get(key)
+            if old is None or _better(r, old):
+                t["tokens"][key] = r
+        for r in ch.tool_calls:
+            t["tools"][(r[0], r[1])] = r
+        for r in ch.compactions:
+            t["compactions"][(r[0], r[1])] = r
+        for r in ch.events:
+            t["events"].setdefault(r[0], r)
+
+    def totals(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.tables["tokens"].values():
+            out[r[5]] = out.get(r[5], 0) + r[6]
+        return out
+
+
+def _better(new: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
+    if new[9] != old[9]:
+        return bool(new[9] > old[9])
+    if new[8] != old[8]:
+        return bool(new[8] < old[8])
+    return bool(new[1] <= old[1])

@@ -1,0 +1,128 @@
+"""Backfill: one transaction per batch, fingerprint skip, torn tails, rewrites, incremental == scratch."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ingestd.core.touch import Ctx
+from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.ingest.scan import discover
+from tests.ingest.support import count, dump, new_db
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures" / "projects"
+NOW = "2026-03-01T00:00:00.000Z"
+S1 = "11111111-1111-4111-8111-111111111111"
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "projects"
+    shutil.copytree(FIXTURES, root)
+    return root
+
+
+def test_reingest_inserts_nothing_and_parses_nothing(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    s1 = ingest_roots(conn, [root], now=NOW)
+    assert s1.rows_inserted == 45 and s1.skipped == {"not_json": 1} and s1.recovered == 1
+    before = dump(conn)
+    s2 = ingest_roots(conn, [root], now="2026-03-02T00:00:00.000Z")
+    assert s2.rows_inserted == 0 and s2.files_read == 0 and s2.files_unchanged == s1.files
+    assert dump(conn) == before
+
+
+def test_log_keeps_every_line_including_invalid(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    ingest_roots(conn, [root], now=NOW)
+    assert count(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") == 1
+    raw: Any = conn.execute("SELECT payload FROM events_raw WHERE event_type = 'invalid'").fetchall()[0][0]
+    assert bytes(raw) == b"this line is not json {"
+    assert count(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'future-record-kind'") == 1
+    assert count(conn, "SELECT value FROM ingest_stats WHERE name = 'skipped.not_json'") == 1
+
+
+def test_incremental_equals_from_scratch(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    half = tmp_path / "half"
+    shutil.copytree(FIXTURES, full)
+    shutil.copytree(FIXTURES, half)
+    # cut every transcript in the middle of a line: the torn tail must wait for its newline
+    originals = {}
+    for p in half.rglob("*.jsonl"):
+        data = p.read_bytes()
+        originals[p] = data
+        p.write_bytes(data[: len(data) // 2])
+    inc = new_db(tmp_path / "inc.db")
+    ingest_roots(inc, [half], now=NOW)
+    for p, data in originals.items():
+        p.write_bytes(data)
+    ingest_roots(inc, [half], now=NOW)
+    scratch = new_db(tmp_path / "scratch.db")
+    ingest_roots(scratch, [full], now=NOW)
+    assert count(inc, "SELECT count(*) FROM events_raw") == count(scratch, "SELECT count(*) FROM events_raw")
+    assert dump(inc) == dump(scratch)
+
+
+def test_rewritten_file_is_reset_and_logged(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    ingest_roots(conn, [root], now=NOW)
+    p = root / "-home-u-proj" / "44444444-4444-4444-8444-444444444444.jsonl"
+    lines = p.read_bytes().splitlines(keepends=True)
+    p.write_bytes(lines[0])  # shrunk
+    s = ingest_roots(conn, [root], now=NOW)
+    assert s.resets == 1
+    row: Any = conn.execute(
+        "SELECT source, origin_gen, payload FROM events_raw WHERE event_type = 'file_reset'"
+    ).fetchall()
+    assert row[0][0] == "ingestd" and row[0][1] == 1
+    assert orjson.loads(row[0][2])["origin"].endswith("44444444-4444-4444-8444-444444444444.jsonl")
+    gen = conn.execute("SELECT origin_gen FROM ingest_checkpoints WHERE origin LIKE '%44444444%'").fetchall()
+    assert gen[0][0] == 1
+    # same size, different bytes before the offset: also a rewrite
+    data = p.read_bytes()
+    p.write_bytes(data.replace(b"continue", b"CONTINUE"))
+    assert ingest_roots(conn, [root], now=NOW).resets == 1
+
+
+def test_rebuilds_are_identical_to_each_other_and_live(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    ctx = Ctx("i", "h")
+    ingest_roots(conn, [root], now=NOW, ctx=ctx, batch_rows=7)
+    dumps = []
+    for i, (bs, order) in enumerate([(3, "reverse"), (1000, "origin"), (5, "log")]):
+        dst = new_db(tmp_path / f"r{i}.db")
+        rebuild_projections(conn, dst, batch_size=bs, origin_order=order, ctx=ctx)
+        dumps.append(dump(dst))
+    assert dumps[0] == dumps[1] == dumps[2] == dump(conn)
+
+
+def test_no_symlink_out_of_root(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    (root / "p").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text('{"type":"user"}\n')
+    os.symlink(outside / "secret.jsonl", root / "p" / "link.jsonl")
+    os.symlink(outside, root / "linkdir")
+    (root / "p" / "ok.jsonl").write_text('{"type":"user"}\n')
+    (root / "p" / "notes.txt").write_text("x")
+    assert [f.origin for f in discover(root)] == ["p/ok.jsonl"]
+
+
+def test_watchdog_uses_log_time(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    # read "now" = right after the fixture's activity: main agent of S1 is still waiting
+    ingest_roots(conn, [root], now="2026-02-12T10:05:00.000Z")
+    assert conn.execute("SELECT status FROM agents WHERE id = ?", (S1,)).fetchall()[0][0] == "waiting"
+    assert conn.execute("SELECT status FROM agents WHERE id = 'c4444444'").fetchall()[0][0] == "unknown"

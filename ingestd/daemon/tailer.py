@@ -72,6 +72,7 @@ class Tailer:
         self._rescan_interval_s = rescan_interval_s
         self._lock = asyncio.Lock()
         self.caught_up = asyncio.Event()
+        self.batches_seen = 0  # change batches handled (tests wait on it instead of sleeping)
 
     async def _run_ingest(self, paths: Sequence[Path] | None) -> None:
         async with self._lock:
@@ -94,6 +95,7 @@ class Tailer:
                 todo.append(p)
         if todo:
             await self._run_ingest(todo)
+        self.batches_seen += 1
         return todo
 
     async def _rescan_loop(self, stop: asyncio.Event) -> None:

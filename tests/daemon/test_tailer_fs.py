@@ -1,0 +1,103 @@
+"""The real watcher and the real ingest code on a real directory: append, torn line, truncate, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ingestd.http.app import TAILER, ServeConfig, make_app
+from ingestd.store.connection import connect
+
+SID = "11111111-2222-3333-4444-555555555555"
+
+
+def line(i: int, text: str = "hello") -> bytes:
+    return (
+        orjson.dumps(
+            {
+                "type": "user",
+                "uuid": f"u-{i}",
+                "sessionId": SID,
+                "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
+                "cwd": "/tmp/p",
+                "message": {"role": "user", "content": f"{text} {i}"},
+            }
+        )
+        + b"\n"
+    )
+
+
+def q(db: Path, sql: str) -> list[Any]:
+    conn = connect(db, readonly=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+async def until(pred: Callable[[], bool], what: str, deadline_s: float = 10.0) -> None:
+    end = time.monotonic() + deadline_s
+    while not pred():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def offsets(db: Path) -> list[tuple[int, int]]:
+    return [
+        (r[0], r[1])
+        for r in q(db, "SELECT origin_gen, origin_offset FROM events_raw WHERE source = 'jsonl' ORDER BY id")
+    ]
+
+
+async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aiohttp_client: Any) -> None:
+    root = tmp_path / "projects"
+    proj = root / "-tmp-p"
+    proj.mkdir(parents=True)
+    f = proj / f"{SID}.jsonl"
+    f.write_bytes(line(1))  # present before start: the catch-up reads it
+    db = tmp_path / "t.db"
+    cfg = ServeConfig(db_path=db, projects=(root,), schedule=False, watchdog_interval_s=3600, rescan_interval_s=3600)
+    client = await aiohttp_client(make_app(cfg))
+    await until(lambda: len(offsets(db)) == 1, "catch-up")
+
+    # append: projected promptly
+    t0 = time.monotonic()
+    with f.open("ab") as fh:
+        fh.write(line(2))
+    await until(lambda: len(offsets(db)) == 2, "append")
+    append_latency = time.monotonic() - t0
+
+    # torn line: held back until its newline arrives
+    l3 = line(3)
+    tailer = client.app[TAILER]
+    seen = tailer.batches_seen
+    with f.open("ab") as fh:
+        fh.write(l3[:20])
+    await until(lambda: tailer.batches_seen > seen, "the torn write to be handled")
+    assert len(offsets(db)) == 2
+    with f.open("ab") as fh:
+        fh.write(l3[20:])
+    await until(lambda: len(offsets(db)) == 3, "torn line completed")
+    assert q(db, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'")[0][0] == 0
+
+    # truncate and rewrite: a new generation, the old rows stay
+    f.write_bytes(line(7, "rewritten"))
+    await until(lambda: any(g == 1 for g, _ in offsets(db)), "rewrite")
+    assert q(db, "SELECT count(*) FROM events_raw WHERE event_type = 'file_reset'")[0][0] == 1
+
+    # delete: nothing is deleted from the database
+    before = q(db, "SELECT count(*) FROM events_raw")[0][0]
+    sessions = q(db, "SELECT id FROM sessions")
+    seen = tailer.batches_seen
+    f.unlink()
+    await until(lambda: tailer.batches_seen > seen, "the deletion to be handled")
+    assert q(db, "SELECT count(*) FROM events_raw")[0][0] == before
+    assert q(db, "SELECT id FROM sessions") == sessions == [(SID,)]
+    await client.close()
+    assert append_latency < 2.0

@@ -6,6 +6,8 @@ for people here (exact in JSON); usage with no price is marked, never shown as $
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
@@ -69,11 +71,13 @@ def short_path(path: str | None, home: str | None, width: int = 40) -> str:
         p = "~" + p[len(home.rstrip("/")) :]
     if len(p) <= width:
         return p
-    parts = [x for x in p.split("/") if x]
-    tail = "/".join(parts[-2:])
-    if len(tail) + 2 > width:
-        tail = parts[-1][-(width - 2) :]
-    return "…/" + tail
+    sep = "\\" if "\\" in p and "/" not in p else "/"
+    parts = [x for x in re.split(r"[\\/]", p) if x]
+    for n in (2, 1):
+        tail = sep.join(parts[-n:])
+        if len(tail) + 2 <= width:
+            return "…" + sep + tail
+    return "…" + parts[-1][-(max(1, width - 1)) :] if parts else p[: max(1, width)]
 
 
 def _table(
@@ -82,8 +86,10 @@ def _table(
     heads: list[tuple[str, str]],
     rows: list[list[str | Text]],
     footer: list[str | Text] | None,
+    shorten: Callable[[str, int], str] | None = None,
 ) -> Table:
-    """A table whose columns all keep their full width except the first, which shrinks (ellipsis)."""
+    """A table whose columns all keep their full width except the first, which shrinks (``shorten``,
+    else an ellipsis)."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_footer=footer is not None)
     widths = []
     for i, (head, _) in enumerate(heads):
@@ -103,7 +109,10 @@ def _table(
             footer=footer[i] if footer else "",
         )
     for r in rows:
-        table.add_row(*r)
+        first = r[0]
+        if shorten is not None and isinstance(first, str) and len(first) > room:
+            first = shorten(first, room)
+        table.add_row(first, *r[1:])
     return table
 
 
@@ -127,7 +136,8 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
     wide = console.width >= 110
     heads = [("project", "left"), ("session", "left")]
     heads += [("started", "left"), ("last activity", "left")] if wide else [("last activity", "left")]
-    heads += [("status", "left"), ("agents", "right"), ("tokens", "right"), ("cost", "right")]
+    heads += [("status", "left")] + ([("agents", "right")] if wide else [])
+    heads += [("tokens", "right"), ("cost", "right")]
     rows: list[list[str | Text]] = []
     unpriced: dict[str, dict[str, int]] = {}
     for r in doc["rows"]:
@@ -138,11 +148,11 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
         )
         rows.append(
             [
-                short_path(r["project_path"], home, max(20, console.width - 78)),
+                short_path(r["project_path"], home, 1000),
                 r["session_id"][:8],
                 *times,
                 _status(r["status"]),
-                str(r["agents"]),
+                *([str(r["agents"])] if wide else []),
                 tokens(r["tokens"]),
                 usd(r),
             ]
@@ -151,7 +161,14 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
             acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0})
             acc["tokens"] += u["tokens"]
             acc["messages"] += u["messages"]
-    table = _table(console.width, f"{doc['count']} sessions (times in {zone.name})", heads, rows, None)
+    table = _table(
+        console.width,
+        f"{doc['count']} sessions (times in {zone.name})",
+        heads,
+        rows,
+        None,
+        lambda p, w: short_path(p, None, w),
+    )
     console.print(table)
     _unpriced_note(console, {"unpriced": unpriced})
 
@@ -239,7 +256,7 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None
     rows: list[list[str | Text]] = []
     for r in doc["rows"]:
         if by == "project":
-            label = short_path(r["project_path"], home)
+            label = short_path(r["project_path"], home, 1000)
         elif by == "session":
             label = f"{r['session_id'][:8]} {short_path(r['project_path'], home, 28)}"
         elif by == "agent":
@@ -254,7 +271,14 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None
         str(doc["billed_messages"]),
         usd(doc),
     ]
-    table = _table(console.width, f"{title}  ({span}; days in {doc['tz']})", heads, rows, footer)
+    table = _table(
+        console.width,
+        f"{title}  ({span}; days in {doc['tz']})",
+        heads,
+        rows,
+        footer,
+        (lambda p, w: short_path(p, None, w)) if by == "project" else None,
+    )
     console.print(table)
     if doc["source"] != "token_usage_rollup":
         console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))

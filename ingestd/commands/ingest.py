@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
 import click
 
 from ingestd.commands._common import db_option, default_projects, emit_json, json_option, open_db, projects_option
@@ -35,9 +36,19 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
     for r in roots:
         if not r.is_dir():
             raise ConfigError(f"projects root {r} is not a readable directory: pass --projects DIR")
-    conn = open_db(db_path)
+    try:
+        conn = open_db(db_path)
+    except OSError as e:
+        raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
     ctx = Ctx(instance="ingest", host_id=socket.gethostname())
     now = from_epoch_ns(time.time_ns())
+    try:
+        return _ingest(conn, roots, now, ctx, show_progress)
+    except OSError as e:
+        raise ConfigError(f"cannot read the projects root: {e}") from e
+
+
+def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
     if not show_progress:
         return ingest_roots(conn, roots, now=now, ctx=ctx)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
@@ -63,10 +74,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def ingest_cmd(db_path: Path | None, projects: tuple[Path, ...], as_json: bool) -> None:
         """Backfill or catch up the transcripts of the projects roots, then exit."""
-        try:
-            summary = run_ingest(db_path, projects, show_progress=not as_json and sys.stderr.isatty())
-        except OSError as e:
-            raise ConfigError(f"cannot read the projects root: {e}") from e
+        summary = run_ingest(db_path, projects, show_progress=not as_json and sys.stderr.isatty())
         if as_json:
             emit_json(summary.to_json())
         else:

@@ -24,8 +24,9 @@ from ingestd.store.rollup import RATE_SQL
 GROUPINGS = ("day", "model", "session", "project", "agent")
 
 # (group key expression, FROM clause). Every key is grouped together with model, bucket and rate.
-_ROLLUP_KEYS: dict[str | None, tuple[str, str]] = {
-    None: ("''", "token_usage_rollup r"),
+# The totals (no key) group by (model, bucket, rate) alone, so an index on those columns can serve them.
+_ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
+    None: (None, "token_usage_rollup r"),
     "model": ("r.model", "token_usage_rollup r"),
     "day": ("r.slot", "token_usage_rollup r"),
     "session": ("r.session_id", "token_usage_rollup r"),
@@ -46,11 +47,14 @@ def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Itera
     if window.until_slot is not None:
         where.append("r.slot < ?")
         params.append(window.until_slot)
+    cols = "r.model, r.bucket, r.rate_effective_from"
     sql = (
-        f"SELECT {key}, r.model, r.bucket, r.rate_effective_from, sum(r.tokens), sum(r.row_count)"
-        f" FROM {source}" + (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1, 2, 3, 4"
+        f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count) FROM {source}"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" GROUP BY {key + ', ' if key else ''}{cols}"
     )
-    return conn.execute(sql, tuple(params))
+    rows = conn.execute(sql, tuple(params))
+    return rows if key else (("", *r) for r in rows)
 
 
 def _agent_rows(conn: apsw.Connection, window: Window) -> Iterable[tuple[Any, ...]]:

@@ -1,0 +1,154 @@
+"""Running measured subprocesses: wall time, CPU time, peak RSS.
+
+Wall time is ``time.perf_counter`` around the child's whole life. CPU (user+sys) and the peak RSS come from
+``os.wait4``: the rusage of that one child including the descendants it waited for (the same figures
+``resource.getrusage(RUSAGE_CHILDREN)`` accumulates, but per child, so one run does not contaminate the next).
+``ru_maxrss`` is the peak of the largest single process; a sampler thread also sums the RSS of the whole
+process tree from ``/proc`` every few milliseconds, for a multi-process ingester.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def ingestd_exe() -> str:
+    """The ``ingestd`` console script next to this interpreter, else the one on PATH."""
+    local = VENV_BIN / "ingestd"
+    if local.exists():
+        return str(local)
+    found = shutil.which("ingestd")
+    return found or "ingestd"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcResult:
+    """One finished subprocess.
+
+    Attributes:
+        argv: list[str], what ran.
+        returncode: int.
+        wall_s: float, seconds from spawn to reap.
+        cpu_s: float, user+sys seconds of the child and its reaped descendants.
+        maxrss_mb: float, peak RSS of the largest single process (MiB, from ru_maxrss).
+        tree_rss_mb: float, peak of the sampled RSS sum over the process tree (MiB; 0 when not sampled).
+        stdout: bytes.
+        stderr: bytes.
+    """
+
+    argv: list[str]
+    returncode: int
+    wall_s: float
+    cpu_s: float
+    maxrss_mb: float
+    tree_rss_mb: float
+    stdout: bytes
+    stderr: bytes
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """RSS sum of ``root`` and its descendants (0 where /proc is unreadable)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields[21]) * page
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, pid: int, interval_s: float) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval_s, self.peak = pid, interval_s, 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.peak = max(self.peak, _tree_rss_bytes(self.pid))
+            self.stop.wait(self.interval_s)
+
+
+def run_measured(
+    argv: Sequence[str], *, timeout_s: float, sample_tree: bool = True, env: dict[str, str] | None = None
+) -> ProcResult:
+    """Run ``argv`` to completion and measure it.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout_s`` (the child is killed first).
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=env)
+    sampler = _Sampler(proc.pid, 0.02) if sample_tree else None
+    if sampler:
+        sampler.start()
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [
+        threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else b""), daemon=True),
+        threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else b""), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    deadline = start + timeout_s
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            raise subprocess.TimeoutExpired(list(argv), timeout_s)
+        time.sleep(0.002)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if sampler:
+        sampler.stop.set()
+        sampler.join()
+    for t in readers:
+        t.join()
+    return ProcResult(
+        argv=list(argv),
+        returncode=proc.returncode,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        maxrss_mb=usage.ru_maxrss / 1024,
+        tree_rss_mb=(sampler.peak / 2**20) if sampler else 0.0,
+        stdout=out[0] if out else b"",
+        stderr=err[0] if err else b"",
+    )
+
+
+def children_maxrss_mb() -> float:
+    """``RUSAGE_CHILDREN`` peak RSS so far (MiB): the largest single reaped child of this process."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def self_maxrss_mb() -> float:
+    """This process's own peak RSS (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

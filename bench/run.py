@@ -1,0 +1,222 @@
+"""``python -m bench.run --quick|--full``: measure, write BENCHMARKS.md, fail loudly on wrong totals.
+
+Exit status: 0 done (targets may be missed: BENCHMARKS.md says so), 1 token totals differ from the
+generator's ground truth (or the harness itself broke).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import machine
+from bench.available import has_command
+from bench.corpus import ensure_corpus, orjson_floor, warm_page_cache
+from bench.daemon import daemon_cpu_s, running_daemon, temp_workdir
+from bench.hookload import run_load
+from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
+from bench.live import measure_live
+from bench.proc import REPO
+from bench.profile import profile_command
+from bench.queries import largest_session, measure_cost, measure_replay, measure_startup, measure_tree
+from bench.report import render
+from bench.results import CorpusResults, Results
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How much to measure.
+
+    Attributes:
+        mode: str, "quick" or "full".
+        corpora: tuple of (name, mb, seed), smallest first.
+        floor_runs: int.
+        ingest_runs: int, cold runs per corpus (fewer when one takes over a minute).
+        ingest_timeout_s: float, per ingest run.
+        read_runs: int, runs of each read latency.
+        replay_timeout_s: dict[str, float], corpus -> timeout; corpora absent are not replayed.
+        hook_plan: tuple of (concurrency, requests, max_s).
+        hook_runs: int, runs per concurrency.
+        live_appends: int, appends per session.
+    """
+
+    mode: str
+    corpora: tuple[tuple[str, int, int], ...]
+    floor_runs: int
+    ingest_runs: int
+    ingest_timeout_s: float
+    read_runs: int
+    replay_timeout_s: dict[str, float]
+    hook_plan: tuple[tuple[int, int, float], ...]
+    hook_runs: int
+    live_appends: int
+
+
+QUICK = Plan(
+    "quick",
+    (("c20", 20, 3),),
+    floor_runs=3,
+    ingest_runs=1,
+    ingest_timeout_s=300,
+    read_runs=5,
+    replay_timeout_s={"c20": 120},
+    hook_plan=((1, 1000, 4), (16, 4000, 4), (64, 4000, 4)),
+    hook_runs=1,
+    live_appends=8,
+)
+FULL = Plan(
+    "full",
+    (("c100", 100, 1), ("c1000", 1000, 2)),
+    floor_runs=3,
+    ingest_runs=3,
+    ingest_timeout_s=1800,
+    read_runs=10,
+    replay_timeout_s={"c100": 600, "c1000": 300},
+    hook_plan=((1, 4000, 15), (16, 30000, 15), (64, 30000, 15)),
+    hook_runs=3,
+    live_appends=30,
+)
+
+
+def say(msg: str) -> None:
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def _hooks(res: Results, plan: Plan) -> None:
+    if not has_command("serve"):
+        res.hooks_error = "not available yet (`ingestd serve` missing)"
+        res.unavailable.append("serve")
+        return
+    with temp_workdir() as tmp:
+        try:
+            with running_daemon(Path(tmp), None) as d:
+                asyncio.run(run_load(d.url, 4, 300, 5, run="warmup"))
+                for conc, requests, max_s in plan.hook_plan:
+                    runs = []
+                    d_cpu = c_cpu = wall = 0.0
+                    for i in range(plan.hook_runs):
+                        say(f"hook load, {conc} client(s), run {i + 1}/{plan.hook_runs}")
+                        dc0, cc0, t0 = daemon_cpu_s(d.pid), time.process_time(), time.perf_counter()
+                        runs.append(asyncio.run(run_load(d.url, conc, requests, max_s, run=f"c{conc}r{i}")))
+                        wall += time.perf_counter() - t0
+                        d_cpu += daemon_cpu_s(d.pid) - dc0
+                        c_cpu += time.process_time() - cc0
+                    res.hooks[conc] = runs
+                    res.hooks_daemon_cpu[conc] = d_cpu / wall if wall else 0
+                    res.hooks_client_cpu[conc] = c_cpu / wall if wall else 0
+        except RuntimeError as e:
+            res.hooks_error = f"daemon did not start: {e}"
+
+
+def _live(res: Results, plan: Plan, source_projects: Path) -> None:
+    if not has_command("serve"):
+        return
+    candidates = [p for p in source_projects.glob("*/*.jsonl")]
+    if not candidates:
+        return
+    longest = max(candidates, key=lambda p: p.stat().st_size)
+    say(f"append → projected latency (long session {longest.name})")
+    res.live = measure_live(longest, plan.live_appends)
+
+
+def _reads(res: Results, plan: Plan, db: Path) -> None:
+    res.startup_s = measure_startup(plan.read_runs)
+    session = largest_session(db) if db.exists() else None
+    if has_command("cost"):
+        say("cost latency")
+        res.cost = measure_cost(db, plan.read_runs)
+    else:
+        res.unavailable.append("cost")
+    if has_command("tree") and session:
+        say("tree latency")
+        res.tree_session = session
+        res.tree = measure_tree(db, session, plan.read_runs)
+    elif not has_command("tree"):
+        res.unavailable.append("tree")
+
+
+def _profile_ingest(res: Results, cr: CorpusResults) -> None:
+    ing = cr.ingest
+    if ing is None or not ing.cold:
+        return
+    rows_missing = [r.wall_s for r in ing.cold]
+    if min(rows_missing) <= 5.0 * cr.corpus.bytes / 1e9:
+        return
+    scratch = REPO / "bench" / "cache" / "dbs" / "profile" / "ingestd.db"
+    fresh_db(scratch)
+    say(f"profiling cold ingest of {cr.corpus.name} (py-spy)")
+    hot, why = profile_command(ingest_argv(cr.corpus, scratch))
+    if hot is not None:
+        res.hotspots[f"cold `ingestd ingest` of {cr.corpus.name}"] = hot
+    else:
+        res.profile_notes.append(f"ingest profile skipped: {why}")
+
+
+def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
+    t_start = time.perf_counter()
+    res = Results(plan.mode, command, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    have_ingest = has_command("ingest")
+    if not have_ingest:
+        res.unavailable.append("ingest")
+    for name, mb, seed in plan.corpora:
+        corpus = ensure_corpus(name, mb, seed)
+        say(f"{name}: {corpus.describe()}")
+        warm_page_cache(corpus.projects)
+        cr = CorpusResults(corpus)
+        cr.floor = [orjson_floor(corpus.projects) for _ in range(plan.floor_runs)]
+        if have_ingest:
+            cr.ingest = measure_ingest(corpus, runs=plan.ingest_runs, timeout_s=plan.ingest_timeout_s)
+        res.corpora.append(cr)
+    largest = res.corpora[-1]
+    db = db_path(largest.corpus)
+    if have_ingest and largest.ingest and largest.ingest.cold:
+        _reads(res, plan, db)
+    else:
+        for c in ("cost", "tree"):
+            if not has_command(c):
+                res.unavailable.append(c)
+    if has_command("replay"):
+        for cr in res.corpora:
+            if cr.corpus.name in plan.replay_timeout_s and cr.ingest and cr.ingest.cold:
+                say(f"replay {cr.corpus.name}")
+                cr.replay = measure_replay(db_path(cr.corpus), plan.replay_timeout_s[cr.corpus.name])
+    else:
+        res.unavailable.append("replay")
+    _hooks(res, plan)
+    _live(res, plan, res.corpora[0].corpus.projects)
+    if profile:
+        _profile_ingest(res, largest)
+    res.elapsed_s = time.perf_counter() - t_start
+    out.write_text(render(res, machine.describe()))
+    say(f"wrote {out} ({res.elapsed_s:.0f} s)")
+    bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]
+    for cr in bad:
+        assert cr.ingest and cr.ingest.check
+        print(
+            f"\n*** BENCH FAILED: token totals of {cr.corpus.name} differ from ground_truth.json final: "
+            f"{cr.ingest.check.differences()} (got {cr.ingest.check.got}, expected {cr.ingest.check.expected}) ***\n",
+            file=sys.stderr,
+        )
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--quick", action="store_true", help="20 MB corpus, single runs: about a minute")
+    g.add_argument("--full", action="store_true", help="100 MB and 1 GB corpora, several runs")
+    ap.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")
+    ap.add_argument("--no-profile", action="store_true", help="skip py-spy even where a figure misses")
+    args = ap.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    command = f"make bench{'-quick' if args.quick else ''}  (python -m bench.run --{plan.mode})"
+    return run(plan, command, args.out, profile=not args.no_profile)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

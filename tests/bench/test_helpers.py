@@ -1,0 +1,84 @@
+"""The benchmark harness's pure helpers: summaries, percentiles, verdicts, tables, ground-truth check, profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.profile import hotspots_from_collapsed
+from bench.stats import Summary, fmt_num, fmt_summary, percentile, summarize, verdict
+from bench.table import Row, markdown_table
+from bench.truth import check_totals
+
+TRUTH = {
+    "final": {
+        "total": {
+            "input_tokens": 10,
+            "output_tokens": 20,
+            "cache_read_input_tokens": 30,
+            "cache_creation_input_tokens": 40,
+            "messages": 2,
+        }
+    }
+}
+
+
+def test_summarize_median_and_range() -> None:
+    assert summarize([3.0, 1.0, 2.0]) == Summary(2.0, 1.0, 3.0, 3)
+    assert summarize([1.0, 4.0]).median == 2.5
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_percentile_nearest_rank() -> None:
+    samples = [float(x) for x in range(1, 101)]
+    assert percentile(samples, 50) == 50.0
+    assert percentile(samples, 95) == 95.0
+    assert percentile(samples, 100) == 100.0
+    assert percentile([7.0], 99) == 7.0
+    with pytest.raises(ValueError):
+        percentile(samples, 101)
+
+
+def test_formatting_and_verdict() -> None:
+    assert fmt_num(1234.5) == "1,234"
+    assert fmt_num(0.01234) == "0.0123"
+    assert fmt_summary(Summary(0.002, 0.001, 0.003, 3), "ms", 1000) == "2.00 ms (1.00–3.00, 3 runs)"
+    assert fmt_summary(Summary(5.0, 5.0, 5.0, 1), "s") == "5.00 s (1 run)"
+    assert verdict(5.0, 5.0) == "meets"
+    assert verdict(5.1, 5.0) == "misses"
+    assert verdict(9000, 8000, lower_is_better=False) == "meets"
+
+
+def test_markdown_table_marks_misses_and_escapes_pipes() -> None:
+    text = markdown_table([Row("a|b", "1 s", "≤ 5 s", "meets"), Row("c", "9 s", "≤ 5 s", "misses", "fsync")])
+    lines = text.splitlines()
+    assert lines[0].startswith("| measurement | figure |")
+    assert "a\\|b" in lines[2]
+    assert "**misses**" in lines[3] and "fsync" in lines[3]
+
+
+def test_check_totals_sums_write_buckets() -> None:
+    rows = [("input", 10), ("output", 20), ("cache_read", 30), ("cache_write_5m", 25), ("cache_write_1h", 15)]
+    chk = check_totals(TRUTH, rows)
+    assert chk.ok and chk.differences() == {}
+
+
+def test_check_totals_reports_differences() -> None:
+    rows = [("input", 10), ("output", 21), ("cache_read", 30), ("cache_write_5m", 40)]
+    chk = check_totals(TRUTH, rows)
+    assert not chk.ok
+    assert chk.differences() == {"output_tokens": 1}
+    assert not check_totals(TRUTH, []).ok
+
+
+def test_hotspots_from_collapsed_stacks() -> None:
+    lines = [
+        'process 1:"x";main (a.py:1);parse (b.py:10) 6',
+        'process 1:"x";main (a.py:2);write (c.py:5) 3',
+        "main (a.py:1) 1",
+        "garbage",
+    ]
+    h = hotspots_from_collapsed(lines)
+    assert h.samples == 10
+    assert h.self_top[0] == ("parse (b.py)", 0.6)
+    assert dict(h.inclusive_top)["main (a.py)"] == 1.0

@@ -75,6 +75,8 @@ def test_backup_under_concurrent_writes_is_consistent(db_path: Path, tmp_path: P
             write_txn(w, one)
             i += 1
             written[0] = i
+            # Pace like a real writer between commits; a tight loop starves other writers' busy handlers.
+            stop.wait(0.002)
         w.close()
 
     t = threading.Thread(target=writer)

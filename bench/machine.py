@@ -49,6 +49,11 @@ def versions() -> dict[str, str]:
     return out
 
 
+def loadavg() -> str:
+    """The 1/5/15-minute load averages (other work on the machine shows here)."""
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def describe() -> list[tuple[str, str]]:
     """Rows for the machine table of BENCHMARKS.md."""
     rows = [
@@ -56,7 +61,7 @@ def describe() -> list[tuple[str, str]]:
         ("cores", str(os.cpu_count())),
         ("memory", f"{mem_total_gib():.1f} GiB"),
         ("OS", f"{platform.system()} {platform.release()}"),
-        ("load average at start (1/5/15 min)", " / ".join(f"{x:.2f}" for x in os.getloadavg())),
+        ("load average at start (1/5/15 min)", loadavg()),
     ]
     rows += [(k, v) for k, v in versions().items()]
     return rows

@@ -91,3 +91,42 @@ def profile_command(argv: Sequence[str], rate_hz: int = 250, timeout_s: float = 
         if not out.exists():
             return None, f"py-spy failed (exit {r.returncode}): {r.stderr.decode(errors='replace').strip()[-300:]}"
         return hotspots_from_collapsed(out.read_text(errors="replace").splitlines()), ""
+
+
+@dataclass
+class PidProfile:
+    """py-spy attached to a running process for a fixed time (``start_pid_profile`` / ``finish``).
+
+    Attributes:
+        proc: the py-spy subprocess, or None when py-spy is missing.
+        out: Path, where its raw samples go.
+        why: str, why there is no profile.
+    """
+
+    proc: subprocess.Popen[bytes] | None
+    out: Path
+    why: str = ""
+
+    def finish(self, timeout_s: float = 60) -> tuple[Hotspots | None, str]:
+        """Wait for py-spy to stop and summarize what it saw."""
+        if self.proc is None:
+            return None, self.why
+        try:
+            _, err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            return None, "py-spy did not stop in time"
+        if not self.out.exists():
+            return None, f"py-spy failed (exit {self.proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
+        return hotspots_from_collapsed(self.out.read_text(errors="replace").splitlines()), ""
+
+
+def start_pid_profile(pid: int, duration_s: int, out: Path, rate_hz: int = 250) -> PidProfile:
+    """Attach py-spy to ``pid`` for ``duration_s`` seconds (on-CPU samples, every thread)."""
+    exe = py_spy()
+    if exe is None:
+        return PidProfile(None, out, "py-spy is not installed (pip install py-spy into .venv to get hotspots)")
+    cmd = [exe, "record", "--pid", str(pid), "--duration", str(duration_s), "-r", str(rate_hz), "-f", "raw"]
+    cmd += ["-o", str(out), "--nonblocking"]
+    return PidProfile(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO), out)

@@ -221,6 +221,12 @@ def _hook_rows(res: Results) -> list[Row]:
         d_cpu, c_cpu = res.hooks_daemon_cpu.get(conc, 0), res.hooks_client_cpu.get(conc, 0)
         cpu = f"daemon CPU {d_cpu:.0%} of a core, load generator {c_cpu:.0%}"
         note = f"{cpu}; {sum(r.ok for r in runs):,} 2xx, {failed} failed"
+        if conc == 16 and rate.median < 8000:
+            note += (
+                "; the daemon is mostly waiting (commit/fsync per batch), not computing"
+                if d_cpu < 0.6
+                else "; the daemon is CPU-bound (see hotspots)"
+            )
         rows.append(
             Row(
                 f"hooks @{conc} client(s): throughput",
@@ -331,7 +337,7 @@ def render(res: Results, machine: list[tuple[str, str]]) -> str:
         _unavailable_section(res.unavailable),
         "## Method\n",
         "- Wall: `time.perf_counter` around each subprocess; CPU (user+sys) and peak RSS from `os.wait4` of that "
-        "child (the per-child form of `getrusage(RUSAGE_CHILDREN)`), plus a 20 ms sampler summing RSS over the "
+        "child (the per-child form of `getrusage(RUSAGE_CHILDREN)`), plus a 50 ms sampler summing RSS over the "
         "process tree.\n"
         "- Cold ingest: a fresh database per run, `ingestd ingest --projects DIR --db PATH --json`; restart: the same "
         "command again over the unchanged corpus. Token totals: `SELECT bucket, sum(tokens) FROM token_usage GROUP BY "

@@ -22,10 +22,11 @@ from bench.hookload import run_load
 from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
 from bench.live import measure_live
 from bench.proc import REPO
-from bench.profile import profile_command
+from bench.profile import profile_command, start_pid_profile
 from bench.queries import largest_session, measure_cost, measure_replay, measure_startup, measure_tree
 from bench.report import render
 from bench.results import CorpusResults, Results
+from bench.stats import percentile
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,19 @@ def say(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
 
 
-def _hooks(res: Results, plan: Plan) -> None:
+def _profile_daemon_under_load(res: Results, url: str, pid: int, workdir: Path) -> None:
+    """py-spy on the daemon while 16 clients post (the receiver figures are the ones that miss)."""
+    prof = start_pid_profile(pid, 6, workdir / "daemon-prof.txt")
+    time.sleep(0.5)  # let py-spy attach before the load starts
+    asyncio.run(run_load(url, 16, 1_000_000, 6.5, run="profile"))
+    hot, why = prof.finish()
+    if hot is not None:
+        res.hotspots["`ingestd serve` under 16-client hook load"] = hot
+    else:
+        res.profile_notes.append(f"daemon profile skipped: {why}")
+
+
+def _hooks(res: Results, plan: Plan, profile: bool) -> None:
     if not has_command("serve"):
         res.hooks_error = "not available yet (`ingestd serve` missing)"
         res.unavailable.append("serve")
@@ -109,8 +122,20 @@ def _hooks(res: Results, plan: Plan) -> None:
                     res.hooks[conc] = runs
                     res.hooks_daemon_cpu[conc] = d_cpu / wall if wall else 0
                     res.hooks_client_cpu[conc] = c_cpu / wall if wall else 0
+                if profile and _hooks_miss(res):
+                    say("profiling the daemon under hook load (py-spy)")
+                    _profile_daemon_under_load(res, d.url, d.pid, Path(tmp))
         except RuntimeError as e:
             res.hooks_error = f"daemon did not start: {e}"
+
+
+def _hooks_miss(res: Results) -> bool:
+    runs16 = res.hooks.get(16, [])
+    if not runs16:
+        return False
+    lat = [x for r in runs16 for x in r.latencies_s]
+    rate = sorted(r.rate for r in runs16)[len(runs16) // 2]
+    return rate < 8000 or (bool(lat) and percentile(lat, 99) > 0.010)
 
 
 def _live(res: Results, plan: Plan, source_projects: Path) -> None:
@@ -159,6 +184,7 @@ def _profile_ingest(res: Results, cr: CorpusResults) -> None:
 
 def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     t_start = time.perf_counter()
+    machine_rows = machine.describe()
     res = Results(plan.mode, command, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     have_ingest = has_command("ingest")
     if not have_ingest:
@@ -187,13 +213,15 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
                 cr.replay = measure_replay(db_path(cr.corpus), plan.replay_timeout_s[cr.corpus.name])
     else:
         res.unavailable.append("replay")
-    _hooks(res, plan)
+    _hooks(res, plan, profile)
     _live(res, plan, res.corpora[0].corpus.projects)
     if profile:
         # the smallest corpus: same code paths as the largest, a fraction of the (py-spy slowed) time
         _profile_ingest(res, res.corpora[0])
     res.elapsed_s = time.perf_counter() - t_start
-    out.write_text(render(res, machine.describe()))
+    machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
+    machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
+    out.write_text(render(res, machine_rows))
     say(f"wrote {out} ({res.elapsed_s:.0f} s)")
     bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]
     for cr in bad:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -69,4 +70,7 @@ def register(cli: click.Group) -> None:
             rescan_interval_s=rescan_interval_s,
             tail=not no_tail,
         )
+        # The writer thread shares the GIL with the loop: a short switch interval keeps a
+        # commit from waiting up to 5 ms (the default) for the loop to yield.
+        sys.setswitchinterval(0.0002)
         asyncio.run(serve(cfg))

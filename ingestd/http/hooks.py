@@ -18,7 +18,6 @@ A rejected request writes nothing and logs one ``hook_rejected`` line with the r
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import time
@@ -120,7 +119,7 @@ def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
         )
         row = hook_row(parsed, body, key, received_ns)
         try:
-            await asyncio.wait_for(writer.submit([row]), timeout_s)
+            await writer.submit([row], timeout_s)
         except TimeoutError:
             return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
         except (WriterOverloaded, WriterClosed) as e:

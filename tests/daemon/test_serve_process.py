@@ -50,16 +50,17 @@ def start(db: Path, root: Path, port: int, log: Path) -> subprocess.Popen[bytes]
         )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
             c.request("GET", "/nowhere")
             c.getresponse().read()
-            c.close()
             return proc
         except OSError:
             if proc.poll() is not None:
                 raise AssertionError(log.read_text()) from None
             time.sleep(0.05)
+        finally:
+            c.close()
     proc.kill()
     raise AssertionError("daemon did not start: " + log.read_text())
 
@@ -118,10 +119,12 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
                 resp = conn.getresponse()
                 resp.read()
             except (OSError, http.client.HTTPException):
+                conn.close()
                 return
             if resp.status == 200:
                 with acked_lock:
                     acked.append(tuid)
+        conn.close()
 
     def appender() -> None:
         nonlocal lines_written
@@ -178,3 +181,63 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     fresh.close()
     for name, sql in PROJECTED.items():
         assert q(db, sql) == q(fresh_path, sql), name
+
+
+TOKEN_ARGS = ("--token-env", "MY_TOKEN")
+
+
+def test_second_daemon_port_taken_and_public_bind_refused(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    root.mkdir()
+    db = tmp_path / "a.db"
+    log = tmp_path / "serve.log"
+    port = free_port()
+    secret = "tok-" + os.urandom(8).hex()
+    env = {**os.environ, "MY_TOKEN": secret}
+    proc = start(db, root, port, log)
+    try:
+        base = [sys.executable, "-m", "ingestd", "serve", "--projects", str(root)]
+        same_db = subprocess.run([*base, "--db", str(db), "--port", str(free_port())], capture_output=True, timeout=30)
+        assert same_db.returncode == 2
+        assert b"already running" in same_db.stderr
+        same_port = subprocess.run(
+            [*base, "--db", str(tmp_path / "b.db"), "--port", str(port)], capture_output=True, timeout=30
+        )
+        assert same_port.returncode == 2
+        assert b"cannot listen" in same_port.stderr
+        public = subprocess.run(
+            [*base, "--db", str(tmp_path / "c.db"), "--host", "0.0.0.0", "--port", str(free_port())],
+            capture_output=True,
+            timeout=30,
+        )
+        assert public.returncode == 2
+        assert b"needs a token" in public.stderr
+        # with a token from the environment it starts; the token never reaches the log
+        tok_port = free_port()
+        tok = subprocess.Popen(
+            [*base, "--db", str(tmp_path / "d.db"), "--host", "0.0.0.0", "--port", str(tok_port), *TOKEN_ARGS],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        deadline = time.monotonic() + 15
+        status = None
+        while status is None and time.monotonic() < deadline:
+            c = http.client.HTTPConnection("127.0.0.1", tok_port, timeout=1)
+            try:
+                c.request("POST", "/hooks", body=b'{"hook_event_name":"Stop","session_id":"s"}')
+                resp = c.getresponse()
+                resp.read()
+                status = resp.status
+            except OSError:
+                time.sleep(0.05)
+            finally:
+                c.close()
+        tok.send_signal(signal.SIGTERM)
+        out, _ = tok.communicate(timeout=15)
+        assert status == 401
+        assert tok.returncode == 0
+        assert secret.encode() not in out
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(15)

@@ -1,0 +1,277 @@
+"""``ingestd replay``: the projections are a pure function of the log (SPEC §1, §12).
+
+1. Snapshot the live database with the backup API (one consistent read, so the
+   daemon can keep writing; everything below reads the snapshot).
+2. Rebuild every projection from the snapshot's ``events_raw`` alone into two
+   fresh migrated databases, with different batch sizes and reversed origin
+   order (``ingestd.ingest.rebuild.rebuild_projections``), copying the price rows
+   first (they are operator data, not log) and honouring prune receipts after
+   (``ingestd.retention.prune.apply_receipts``: what prune removed stays removed).
+3. Compare canonical dumps of every projection table (every column, ordered by
+   primary key), streamed: a per-table digest first, and only for a table whose
+   digests differ, a merge walk that materialises the first differing rows.
+
+Memory is bounded by the rebuild and one row per stream; disk needs three copies.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import multiprocessing
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import apsw
+
+from ingestd.errors import StorageError
+from ingestd.replay.dump import TABLES, Comparison, compare
+from ingestd.retention import prune as pr
+from ingestd.retention.backup import copy_database
+from ingestd.store.connection import connect, storage_errors, translate, write_txn
+from ingestd.store.migrate import migrate
+
+FIRST_BATCH_SIZE = 5000
+SECOND_BATCH_SIZE = 317  # small and prime, so batch boundaries fall elsewhere
+
+
+class Rebuilder(Protocol):
+    """``rebuild_projections(src, dst, *, batch_size, origin_order)`` (the ingestion side)."""
+
+    def __call__(
+        self, src: apsw.Connection, dst: apsw.Connection, /, *, batch_size: int, origin_order: str
+    ) -> object: ...
+
+
+def _scratch_db(path: Path) -> apsw.Connection:
+    """A fresh, migrated database for a rebuild. Durability is irrelevant here: it is thrown away."""
+    try:
+        conn = apsw.Connection(str(path))
+        conn.execute("PRAGMA journal_mode=MEMORY")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except apsw.Error as e:
+        raise translate(e) from e
+    migrate(conn)
+    return conn
+
+
+def _copy_prices(src: apsw.Connection, dst: apsw.Connection) -> None:
+    """Make ``dst``'s price rows exactly the source's (operator rows included)."""
+    rows = src.execute(
+        "SELECT model, bucket, usd_per_mtok, effective_from, source, verified_at FROM model_pricing"
+    ).fetchall()
+
+    def body(c: apsw.Connection) -> None:
+        c.execute("DELETE FROM model_pricing")
+        c.executemany(
+            "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source, verified_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    write_txn(dst, body)
+
+
+def rebuild_into(
+    src: apsw.Connection, dst: apsw.Connection, rebuilder: Rebuilder, *, batch_size: int, origin_order: str
+) -> int:
+    """Prices, then the projections from ``src``'s log, then prune receipts, into ``dst``.
+
+    Returns:
+        Rows removed by prune receipts.
+    """
+    _copy_prices(src, dst)
+    rebuilder(src, dst, batch_size=batch_size, origin_order=origin_order)
+    recs = pr.receipts(src)
+    if not recs:
+        return 0
+    return write_txn(dst, lambda c: pr.apply_receipts(c, recs))
+
+
+def live_ctx(conn: apsw.Connection) -> tuple[str, str] | None:
+    """The ``(instance, host_id)`` the live projector stamped on edges, so a rebuild stamps the same.
+
+    ``meta`` keys ``instance`` and ``host_id`` when present; else the most common pair on the live
+    ``orchestration_edges``; None when there is neither. Read-only.
+    """
+    meta = {
+        str(r[0]): str(r[1]) for r in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")
+    }
+    if "instance" in meta and "host_id" in meta:
+        return str(meta["instance"]), str(meta["host_id"])
+    rows = conn.execute(
+        "SELECT instance, host_id FROM orchestration_edges GROUP BY 1, 2 ORDER BY count(*) DESC, 1, 2 LIMIT 1"
+    ).fetchall()
+    return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+
+def default_rebuilder(ctx: tuple[str, str] | None = None) -> Rebuilder:
+    """``ingestd.ingest.rebuild.rebuild_projections`` with the live ``(instance, host_id)`` (the ingestion side's)."""
+    from ingestd.core.touch import Ctx
+    from ingestd.ingest.rebuild import rebuild_projections
+
+    the_ctx = Ctx(instance=ctx[0], host_id=ctx[1]) if ctx is not None else Ctx()
+
+    def run(src: apsw.Connection, dst: apsw.Connection, *, batch_size: int, origin_order: str) -> object:
+        return rebuild_projections(src, dst, batch_size=batch_size, origin_order=origin_order, ctx=the_ctx)
+
+    return run
+
+
+def _rebuild_file(
+    snapshot: str, dst_path: str, batch_size: int, origin_order: str, ctx: tuple[str, str] | None
+) -> float:
+    """Child-process entry: rebuild ``snapshot``'s projections into a new ``dst_path``; seconds taken."""
+
+    t = time.monotonic()
+    src = apsw.Connection(snapshot, flags=apsw.SQLITE_OPEN_READONLY)
+    dst = _scratch_db(Path(dst_path))
+    try:
+        rebuild_into(src, dst, default_rebuilder(ctx), batch_size=batch_size, origin_order=origin_order)
+    finally:
+        dst.close()
+        src.close()
+    return time.monotonic() - t
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """Outcome of ``replay``.
+
+    Attributes:
+        comparison: Comparison of ``live``, ``replay_a``, ``replay_b``.
+        log_rows: int, ``events_raw`` rows in the snapshot.
+        receipts: int, prune receipts honoured.
+        elapsed_s: dict[str, float], per phase (``snapshot``, ``rebuild_a``, ``rebuild_b``, ``compare``).
+    """
+
+    comparison: Comparison
+    log_rows: int
+    receipts: int
+    elapsed_s: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape."""
+        doc = self.comparison.to_json()
+        doc.update(
+            {
+                "log_rows": self.log_rows,
+                "receipts": self.receipts,
+                "elapsed_s": {k: round(v, 3) for k, v in self.elapsed_s.items()},
+            }
+        )
+        return doc
+
+
+def replay(
+    db_path: Path,
+    *,
+    rebuilder: Rebuilder | None = None,
+    workdir: Path | None = None,
+    batch_sizes: tuple[int, int] = (FIRST_BATCH_SIZE, SECOND_BATCH_SIZE),
+    on_phase: Callable[[str], None] | None = None,
+    on_rows: Callable[[int], None] | None = None,
+    parallel: bool = True,
+) -> ReplayResult:
+    """Double replay of ``db_path`` compared with its live projections. Reads the live db once (snapshot).
+
+    Args:
+        db_path: the live database (may be in use by the daemon).
+        rebuilder: ``rebuild_projections``; default ``default_rebuilder()``.
+        workdir: where the snapshot and the two rebuilds go (default a temp dir next to the database,
+            removed afterwards).
+        batch_sizes: the two rebuilds' batch sizes.
+        on_phase: called with each phase's name as it starts (progress).
+        on_rows: called with counts of rows dumped (progress).
+        parallel: run the two default rebuilds in two processes (ignored with a custom ``rebuilder``).
+
+    Raises:
+        StorageError: a database could not be read or written.
+    """
+
+    tmp = Path(tempfile.mkdtemp(prefix=".ingestd-replay-", dir=workdir or db_path.parent))
+    elapsed: dict[str, float] = {}
+    opened: list[apsw.Connection] = []
+
+    def phase(name: str) -> float:
+        if on_phase is not None:
+            on_phase(name)
+        return time.monotonic()
+
+    try:
+        t = phase("snapshot")
+        live_conn = connect(db_path)
+        try:
+            copy_database(live_conn, tmp / "snapshot.db")
+        finally:
+            live_conn.close()
+        snap = apsw.Connection(str(tmp / "snapshot.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        opened.append(snap)
+        elapsed["snapshot"] = time.monotonic() - t
+        with storage_errors():
+            log_rows = int(str(snap.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]))
+        recs = pr.receipts(snap)
+        sides: list[tuple[str, apsw.Connection]] = [("live", snap)]
+        plan = (("replay_a", batch_sizes[0], "origin"), ("replay_b", batch_sizes[1], "reverse"))
+        if rebuilder is None and parallel:
+            # The two rebuilds are independent and CPU-bound (the projector is Python): one process each.
+            t = phase("rebuild replay_a and replay_b (two processes)")
+            ctx = live_ctx(snap)
+            spawn = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(max_workers=len(plan), mp_context=spawn) as pool:
+                futures = [
+                    (
+                        name,
+                        pool.submit(_rebuild_file, str(tmp / "snapshot.db"), str(tmp / f"{name}.db"), size, order, ctx),
+                    )
+                    for name, size, order in plan
+                ]
+                for name, fut in futures:
+                    elapsed[f"rebuild_{name[-1]}"] = fut.result()
+            elapsed["rebuild_wall"] = time.monotonic() - t
+            for name, _, _ in plan:
+                dst = apsw.Connection(str(tmp / f"{name}.db"), flags=apsw.SQLITE_OPEN_READONLY)
+                opened.append(dst)
+                sides.append((name, dst))
+        else:
+            build = rebuilder if rebuilder is not None else default_rebuilder(live_ctx(snap))
+            for name, size, order in plan:
+                t = phase(f"rebuild {name} (batch {size}, {order} origin order)")
+                dst = _scratch_db(tmp / f"{name}.db")
+                opened.append(dst)
+                rebuild_into(snap, dst, build, batch_size=size, origin_order=order)
+                sides.append((name, dst))
+                elapsed[f"rebuild_{name[-1]}"] = time.monotonic() - t
+        t = phase("compare")
+        comparison = compare(sides, on_rows=on_rows)
+        elapsed["compare"] = time.monotonic() - t
+    except apsw.Error as e:
+        raise translate(e) from e
+    finally:
+        for c in opened:
+            with contextlib.suppress(apsw.Error):
+                c.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ReplayResult(comparison, log_rows, len(recs), elapsed)
+
+
+def total_rows(db_path: Path) -> int:
+    """Rows the comparison will read (progress total): 3 x the projection rows of the live db. Read-only."""
+    try:
+        conn = connect(db_path, readonly=True)
+    except StorageError:
+        return 0
+    try:
+        with storage_errors():
+            n = 0
+            for t, _ in TABLES:
+                n += int(str(conn.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]))
+            return 3 * n
+    finally:
+        conn.close()

@@ -44,6 +44,8 @@ class ProcResult:
         cpu_s: float, user+sys seconds of the child and its reaped descendants.
         maxrss_mb: float, peak RSS of the largest single process (MiB, from ru_maxrss).
         tree_rss_mb: float, peak of the sampled RSS sum over the process tree (MiB; 0 when not sampled).
+        voluntary_cs: int, voluntary context switches (the process blocked: I/O, fsync, locks).
+        involuntary_cs: int, involuntary context switches (preempted: another process wanted the core).
         stdout: bytes.
         stderr: bytes.
     """
@@ -54,6 +56,8 @@ class ProcResult:
     cpu_s: float
     maxrss_mb: float
     tree_rss_mb: float
+    voluntary_cs: int
+    involuntary_cs: int
     stdout: bytes
     stderr: bytes
 
@@ -152,6 +156,8 @@ def run_measured(
         cpu_s=usage.ru_utime + usage.ru_stime,
         maxrss_mb=usage.ru_maxrss / 1024,
         tree_rss_mb=(sampler.peak / 2**20) if sampler else 0.0,
+        voluntary_cs=usage.ru_nvcsw,
+        involuntary_cs=usage.ru_nivcsw,
         stdout=out[0] if out else b"",
         stderr=err[0] if err else b"",
     )

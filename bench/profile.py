@@ -36,6 +36,11 @@ class Hotspots:
     inclusive_top: list[tuple[str, float]]
 
 
+def _wrapper(frame: str) -> bool:
+    """Frames every sample passes through (entry points, click dispatch): they say nothing."""
+    return frame.startswith(("<module>", "_run_module", "main (")) or "click/" in frame or "ingestd/cli.py" in frame
+
+
 def hotspots_from_collapsed(lines: Iterable[str], top: int = 12) -> Hotspots:
     """Summarize collapsed stacks (``frame;frame;frame COUNT`` per line, root first) (pure)."""
     leaf: Counter[str] = Counter()
@@ -62,7 +67,7 @@ def hotspots_from_collapsed(lines: Iterable[str], top: int = 12) -> Hotspots:
     return Hotspots(
         total,
         [(f, c / total) for f, c in leaf.most_common(top)],
-        [(f, c / total) for f, c in incl.most_common(top * 3) if not f.startswith(("<module>", "_run_module"))][:top],
+        [(f, c / total) for f, c in incl.most_common(top * 3) if not _wrapper(f)][:top],
     )
 
 

@@ -125,11 +125,15 @@ def _ingest_note(cr: CorpusResults, wall: Summary, cpu: Summary, util: float, ta
     own = cr.ingest.summary.get("elapsed_s")
     if isinstance(own, int | float):
         note += f"; its own elapsed_s {fmt_num(float(own))} s (the rest is start-up)"
+    last = cr.ingest.cold[-1]
+    note += f"; switches {last.voluntary_cs:,} voluntary (blocked) / {last.involuntary_cs:,} involuntary (preempted)"
     if wall.median > target:
-        if util < 0.6:
-            note += "; mostly waiting, not computing: commit/fsync waits dominate (see hotspots for the CPU part)"
-        else:
+        if util >= 0.6:
             note += "; CPU-bound in the ingester (see hotspots)"
+        elif last.voluntary_cs > last.involuntary_cs:
+            note += "; mostly blocked, not computing: commit/fsync waits dominate (hotspots show the CPU part)"
+        else:
+            note += "; mostly preempted: other work on the machine held the cores (see load averages)"
     return note
 
 

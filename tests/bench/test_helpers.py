@@ -73,12 +73,12 @@ def test_check_totals_reports_differences() -> None:
 
 def test_hotspots_from_collapsed_stacks() -> None:
     lines = [
-        'process 1:"x";main (a.py:1);parse (b.py:10) 6',
-        'process 1:"x";main (a.py:2);write (c.py:5) 3',
-        "main (a.py:1) 1",
+        'process 1:"x";run (a.py:1);parse (b.py:10) 6',
+        'process 1:"x";run (a.py:2);write (c.py:5) 3',
+        "run (a.py:1) 1",
         "garbage",
     ]
     h = hotspots_from_collapsed(lines)
     assert h.samples == 10
     assert h.self_top[0] == ("parse (b.py)", 0.6)
-    assert dict(h.inclusive_top)["main (a.py)"] == 1.0
+    assert dict(h.inclusive_top)["run (a.py)"] == 1.0

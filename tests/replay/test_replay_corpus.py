@@ -125,3 +125,20 @@ def test_replay_after_prune_does_not_resurrect(live: Path) -> None:
 def test_verify_passes_on_the_live_corpus_db(live: Path) -> None:
     res = CliRunner().invoke(cli, ["verify", "--db", str(live), "--json"])
     assert res.exit_code == 0, res.stdout
+
+
+def test_replay_after_acknowledged_token_usage_prune(live: Path) -> None:
+    conn = connect(live)
+    before = conn.execute("SELECT count(*) FROM token_usage").fetchall()[0][0]
+    median = conn.execute(
+        "SELECT occurred_at FROM token_usage ORDER BY occurred_at LIMIT 1 OFFSET ?", (before // 2,)
+    ).fetchall()[0][0]
+    policy = pr.Policy(events_days=None, token_usage_days=0, acknowledge_cost_loss=True, only=("token_usage",))
+    [res] = pr.prune(conn, policy, now=datetime.fromisoformat(median.replace("Z", "+00:00")), batch_rows=500)
+    conn.close()
+    assert 0 < res.rows < before
+    code, doc = _replay(live)
+    assert code == 0, doc["differences"]
+    rows = {t["table"]: t["rows"] for t in doc["tables"]}  # type: ignore[index, union-attr]
+    left = before - res.rows
+    assert rows["token_usage"] == {"live": left, "replay_a": left, "replay_b": left}

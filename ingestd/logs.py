@@ -7,6 +7,7 @@ committed batch, ``hook_rejected status=... reason=...`` per refused request. Se
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Any, TextIO
@@ -55,3 +56,19 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
 def get_logger(name: str) -> Any:
     """A bound logger carrying ``logger=name``."""
     return structlog.get_logger(name)
+
+
+def forward_sqlite_log() -> None:
+    """Send SQLite's own log (WAL recovery after a crash, I/O warnings) to structlog.
+
+    Must run before the first connection is opened; later calls are ignored.
+    """
+    import apsw
+
+    sqlite_log = get_logger("ingestd.sqlite")
+
+    def handler(code: int, message: str) -> None:
+        sqlite_log.warning("sqlite_log", code=code, message=message)
+
+    with contextlib.suppress(apsw.MisuseError):
+        apsw.config(apsw.SQLITE_CONFIG_LOG, handler)

@@ -13,7 +13,7 @@ from ingestd.commands._common import db_option, default_projects, projects_optio
 from ingestd.http import auth
 from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
 from ingestd.http.hooks import HookConfig
-from ingestd.logs import configure
+from ingestd.logs import configure, forward_sqlite_log
 
 
 def register(cli: click.Group) -> None:
@@ -56,6 +56,7 @@ def register(cli: click.Group) -> None:
         Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
         """
         configure(level=log_level)
+        forward_sqlite_log()
         env = dict(os.environ)
         token = auth.load_token(env_name=token_env, file=token_file, env=env)
         cfg = ServeConfig(
@@ -72,5 +73,5 @@ def register(cli: click.Group) -> None:
         )
         # The writer thread shares the GIL with the loop: a short switch interval keeps a
         # commit from waiting up to 5 ms (the default) for the loop to yield.
-        sys.setswitchinterval(0.0002)
+        sys.setswitchinterval(0.001)
         asyncio.run(serve(cfg))

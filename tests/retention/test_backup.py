@@ -128,3 +128,17 @@ def test_restore_a_backup_and_verify_it(db_path: Path, tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["verify", "--db", str(restored), "--json"])
     assert out.exit_code == 0, out.output
     assert orjson.loads(out.stdout)["ok"] is True
+
+
+def test_backup_cli_human_output_and_settings_dir(db_path: Path, tmp_path: Path) -> None:
+    env = {"INGESTD_BACKUP_DIR": str(tmp_path / "from-env"), "INGESTD_CONFIG": str(tmp_path / "none.toml")}
+    res = CliRunner().invoke(cli, ["backup", "--db", str(db_path)], env=env)
+    assert res.exit_code == 0, res.output
+    assert "integrity ok" in res.stdout and "events_raw: 20 rows" in res.stdout
+    assert len(list((tmp_path / "from-env").glob("ingestd-*.db"))) == 1
+
+
+def test_backup_of_missing_database_is_a_usage_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["backup", "--db", str(tmp_path / "nope.db")])
+    assert res.exit_code == 2
+    assert not (tmp_path / "nope.db").exists()

@@ -111,10 +111,19 @@ class Tailer:
         self.caught_up.set()
         rescans = asyncio.create_task(self._rescan_loop(stop))
         try:
-            async for batch in self._changes(self.roots, stop):
-                await self.handle(batch)
-                if stop.is_set():
-                    break
+            while not stop.is_set():
+                try:
+                    async for batch in self._changes(self.roots, stop):
+                        await self.handle(batch)
+                        if stop.is_set():
+                            break
+                    return
+                except OSError as e:
+                    # A watched root vanished or the watcher failed: the rescans keep
+                    # ingesting; try the watcher again after one rescan interval.
+                    log.error("watcher_failed", error=str(e))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
         finally:
             rescans.cancel()
             with contextlib.suppress(asyncio.CancelledError):

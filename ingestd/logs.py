@@ -68,7 +68,13 @@ def forward_sqlite_log() -> None:
     sqlite_log = get_logger("ingestd.sqlite")
 
     def handler(code: int, message: str) -> None:
-        sqlite_log.warning("sqlite_log", code=code, message=message)
+        primary = code & 0xFF
+        if primary == 17:  # SQLITE_SCHEMA: the statement is re-prepared automatically
+            sqlite_log.debug("sqlite_log", code=code, message=message)
+        elif primary == 27:  # SQLITE_NOTICE, e.g. WAL frames recovered after a crash
+            sqlite_log.info("sqlite_log", code=code, message=message)
+        else:
+            sqlite_log.warning("sqlite_log", code=code, message=message)
 
     with contextlib.suppress(apsw.MisuseError):
         apsw.config(apsw.SQLITE_CONFIG_LOG, handler)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import Summary, ingest_roots
+from ingestd.store.identity import database_identity
 
 
 def _human(s: Summary) -> None:
@@ -40,7 +40,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
         conn = open_db(db_path)
     except OSError as e:
         raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
-    ctx = Ctx(instance="ingest", host_id=socket.gethostname())
+    ctx = database_identity(conn)
     now = from_epoch_ns(time.time_ns())
     try:
         return _ingest(conn, roots, now, ctx, show_progress)

@@ -1,0 +1,48 @@
+"""The database's identity: which ingestd instance on which host produced its log.
+
+Edges carry ``(instance, host_id)`` (SPEC §4.3). They must be the same whichever
+command projects a row (``ingest``, ``serve``) and whatever rebuilds it (``replay``),
+so they are chosen once, when the database is first used, and kept in ``meta``.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import apsw
+
+from ingestd.core.touch import Ctx
+from ingestd.store.connection import write_txn
+
+
+def _read(conn: apsw.Connection) -> dict[str, str]:
+    return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")}
+
+
+def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
+    """The projector context of this database; created (and stored) on first use.
+
+    Args:
+        conn: a migrated write connection.
+        hostname: the host name to record on first use (default: this machine's).
+
+    Returns:
+        ``Ctx(instance, host_id)`` from ``meta`` keys ``instance`` and ``host_id``.
+
+    Side effects:
+        On first use, writes both keys in one transaction (a concurrent first use by
+        another process keeps whichever committed first).
+    """
+    rows = _read(conn)
+    if "instance" not in rows or "host_id" not in rows:
+
+        def create(c: apsw.Connection) -> None:
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?) ON CONFLICT (key) DO NOTHING",
+                (uuid.uuid4().hex, hostname or socket.gethostname()),
+            )
+
+        write_txn(conn, create)
+        rows = _read(conn)
+    return Ctx(instance=str(rows["instance"]), host_id=str(rows["host_id"]))

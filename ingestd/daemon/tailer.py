@@ -105,26 +105,39 @@ class Tailer:
             if not stop.is_set():
                 await self._run_ingest(None)
 
+    async def _consume(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                async for batch in self._changes(self.roots, stop):
+                    await self.caught_up.wait()
+                    await self.handle(batch)
+                    if stop.is_set():
+                        break
+                return
+            except OSError as e:
+                # A watched root vanished or the watcher failed: the rescans keep
+                # ingesting; try the watcher again after one rescan interval.
+                log.error("watcher_failed", error=str(e))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
+
     async def run(self, stop: asyncio.Event) -> None:
-        """Catch up (full scan), then follow changes and rescan periodically."""
-        await self._run_ingest(None)
-        self.caught_up.set()
-        rescans = asyncio.create_task(self._rescan_loop(stop))
+        """Start watching, catch up (full scan), then handle changes and rescan periodically.
+
+        The watcher starts *before* the catch-up, so a line appended after the catch-up read
+        its file is never missed; its changes are handled once the catch-up is done.
+        """
+        consumer = asyncio.create_task(self._consume(stop))
+        await asyncio.sleep(0)  # the watcher registers on the consumer's first step
+        rescans: asyncio.Task[None] | None = None
         try:
-            while not stop.is_set():
-                try:
-                    async for batch in self._changes(self.roots, stop):
-                        await self.handle(batch)
-                        if stop.is_set():
-                            break
-                    return
-                except OSError as e:
-                    # A watched root vanished or the watcher failed: the rescans keep
-                    # ingesting; try the watcher again after one rescan interval.
-                    log.error("watcher_failed", error=str(e))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
+            await self._run_ingest(None)
+            self.caught_up.set()
+            rescans = asyncio.create_task(self._rescan_loop(stop))
+            await consumer
         finally:
-            rescans.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await rescans
+            for task in (consumer, rescans):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task

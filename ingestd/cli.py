@@ -1,9 +1,10 @@
 """The command line: parses options, calls library functions, maps errors to exit codes.
 
-Every module in ``ingestd.commands`` exposes ``register(cli)``; they are found
-automatically, so adding a command never edits this file. ``IngestdError`` becomes
-a one-line message on stderr and its ``exit_code`` (2 usage/configuration, 1 a
-check failed).
+Every module in ``ingestd.commands`` whose name does not start with ``_`` defines the
+command of the same name through ``register(cli)``. Modules are imported only when
+their command runs (or ``--help`` lists them), so ``ingestd cost`` does not pay for
+importing the HTTP stack. ``IngestdError`` becomes a one-line message on stderr and
+its ``exit_code`` (2 usage/configuration, 1 a check failed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ from ingestd.errors import IngestdError
 
 
 class _Group(click.Group):
+    """The root group: lazily loaded commands, ``IngestdError`` → message and exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = {m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")}
+        return sorted(names | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if cmd_name.startswith("_") or cmd_name not in self.list_commands(ctx):
+                return None
+            module = importlib.import_module(f"{commands.__name__}.{cmd_name}")
+            module.register(self)
+        return self.commands.get(cmd_name)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -35,17 +50,6 @@ def cli() -> None:
     Hooks and transcripts go into an append-only log; sessions, agents, edges,
     tokens and cost are projected from it.
     """
-
-
-def _load_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        module.register(cli)
-
-
-_load_commands()
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,3 +41,11 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"real corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from the test, never from the machine's config file or INGESTD_* variables."""
+    monkeypatch.setenv("INGESTD_CONFIG", str(tmp_path / "no-config.toml"))
+    for name in [k for k in os.environ if k.startswith("INGESTD_") and k != "INGESTD_CONFIG"]:
+        monkeypatch.delenv(name)

@@ -29,6 +29,7 @@ PINS: tuple[Pin, ...] = (
     Pin(1, "schema", "d2fbade928dd4d6b25c9bf51ad93a36cb4ac44527c94f4874addb9d1e8cb4eea"),
     Pin(2, "time_guards_and_rollup", "14b6ef2923a706db0fb83226464c6ab3fd5703ae837246d497c9abcaf62574c6"),
     Pin(3, "pricing_seed", "99c9500cccfef7288953b6030d1cc0dcce07e4a978b425f3eecdbd147d50e696"),
+    Pin(4, "rollup_totals_index", "a4e7a4ac1ba9f4c9df85eb9b0eef3a478c2c30d7f1713ff25ef9fcab5b6cbfe1"),
 )
 
 

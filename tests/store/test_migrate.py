@@ -66,7 +66,7 @@ def test_legacy_ledger_without_checksums_is_upgraded_then_edits_are_caught(tmp_p
     conn.execute(sql)
     conn.execute("INSERT INTO schema_version VALUES (1, 'schema', '2025-01-01T00:00:00.000Z')")
     applied_now = migrate(conn)
-    assert [p.id for p in applied_now] == [2, 3]
+    assert [p.id for p in applied_now] == [p.id for p in ledger.PINS[1:]]
     assert applied(conn)[0].checksum == ledger.PINS[0].sha256
     conn.execute("UPDATE schema_version SET checksum = 'x' WHERE id = 1")
     with pytest.raises(MigrationError):
@@ -75,13 +75,14 @@ def test_legacy_ledger_without_checksums_is_upgraded_then_edits_are_caught(tmp_p
 
 def test_failing_migration_rolls_back_and_leaves_no_ledger_row(tmp_path: Path) -> None:
     d = copy_migrations(tmp_path)
-    bad = d / "0004_broken.sql"
+    n = len(ledger.PINS) + 1
+    bad = d / f"{n:04d}_broken.sql"
     bad.write_text("CREATE TABLE ok_table (x);\nTHIS IS NOT SQL;\n")
-    pins = (*ledger.PINS, ledger.Pin(4, "broken", hashlib.sha256(bad.read_bytes()).hexdigest()))
+    pins = (*ledger.PINS, ledger.Pin(n, "broken", hashlib.sha256(bad.read_bytes()).hexdigest()))
     conn = connect(tmp_path / "a.db")
-    with pytest.raises(MigrationError, match="0004_broken failed and was rolled back"):
+    with pytest.raises(MigrationError, match=f"{n:04d}_broken failed and was rolled back"):
         migrate(conn, directory=d, pins=pins)
-    assert [a.id for a in applied(conn)] == [1, 2, 3]
+    assert [a.id for a in applied(conn)] == [p.id for p in ledger.PINS]
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'ok_table'").fetchall() == [(0,)]
 
 

@@ -21,7 +21,9 @@ from ingestd.store.identity import database_identity
 def _human(s: Summary) -> None:
     d = s.to_json()
     click.echo(
-        f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged)  "
+        f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged"
+        + (f", {d['files_unreadable']} unreadable" if d["files_unreadable"] else "")
+        + ")  "
         f"lines {d['lines']}  bytes {d['bytes']}  new rows {d['rows_inserted']}"
     )
     click.echo(f"sessions {d['sessions']}  agents {d['agents']}  messages {d['messages']}")

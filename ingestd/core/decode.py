@@ -32,14 +32,51 @@ class Decoded:
     reason: str | None = None
 
 
+# Nesting the lenient path accepts. Bounded explicitly (not by Python's recursion limit,
+# which depends on how deep the caller's stack is) so the daemon and a replay decide alike;
+# orjson's fast path has its own fixed limit (1024).
+MAX_LENIENT_DEPTH = 512  # containers, the outermost object counting 1
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _fix(s: str) -> str:
+    return s.encode("utf-8", "replace").decode("utf-8")
+
+
 def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    return value
+    """``value`` with every lone surrogate replaced, keys included; iterative (any depth is safe).
+
+    Raises:
+        _TooDeep: nesting beyond ``MAX_LENIENT_DEPTH``.
+    """
+    out: list[Any] = [None]
+    # (value, container to write into, key or index there, depth); a colliding repaired key
+    # keeps the last value, as a dict literal would.
+    stack: list[tuple[Any, Any, Any, int]] = [(value, out, 0, 1)]
+    while stack:
+        v, parent, k, depth = stack.pop()
+        if isinstance(v, str):
+            parent[k] = _fix(v)
+            continue
+        if depth > MAX_LENIENT_DEPTH and isinstance(v, list | dict):
+            raise _TooDeep
+        if isinstance(v, list):
+            new_list: list[Any] = [None] * len(v)
+            parent[k] = new_list
+            stack.extend((x, new_list, i, depth + 1) for i, x in reversed(list(enumerate(v))))
+        elif isinstance(v, dict):
+            new_dict: dict[str, Any] = {}
+            parent[k] = new_dict
+            items = [(_fix(kk), x) for kk, x in v.items()]
+            for kk, _x in items:
+                new_dict[kk] = None
+            stack.extend((x, new_dict, kk, depth + 1) for kk, x in reversed(items))
+        else:
+            parent[k] = v
+    return out[0]
 
 
 def decode_line(data: bytes) -> Decoded:
@@ -62,8 +99,9 @@ def decode_line(data: bytes) -> Decoded:
     try:
         text = data.decode("utf-8", "replace")
         loose = json.loads(text)
-    except (ValueError, RecursionError):
+        if not isinstance(loose, dict):
+            return Decoded(None, reason="not_object")
+        return Decoded(_scrub(loose), recovered=True)
+    except (ValueError, RecursionError, _TooDeep):
+        # nested too deep to take apart safely counts as not JSON, like orjson's own limit
         return Decoded(None, reason="not_json")
-    if not isinstance(loose, dict):
-        return Decoded(None, reason="not_object")
-    return Decoded(_scrub(loose), recovered=True)

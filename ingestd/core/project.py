@@ -47,8 +47,15 @@ def ts_of(obj: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
+# The largest token count believed: no real message comes near it (contexts are ~1e6), and
+# millions of them still sum inside SQLite's 64-bit INTEGER (rollup, cost). A JSON number
+# beyond it (1e30, 400 digits) cannot be bound at all and once aborted the whole batch;
+# it counts like any other counter that is not a count (a string, negative, null): 0.
+MAX_TOKENS = 1 << 40
+
+
 def _int(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_TOKENS else 0
 
 
 def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
@@ -297,7 +304,8 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         cm = obj.get("compactMetadata")
         cm = cm if isinstance(cm, dict) else {}
         trig = cm.get("trigger") if cm.get("trigger") in ("auto", "manual") else None
-        pre = cm.get("preTokens") if isinstance(cm.get("preTokens"), int) else None
+        pre_v = cm.get("preTokens")
+        pre = pre_v if isinstance(pre_v, int) and not isinstance(pre_v, bool) and 0 <= pre_v <= MAX_TOKENS else None
         if isinstance(uuid, str):
             state.compactions[uuid] = (agent, ts, trig, pre)
             t.compactions.add(uuid)

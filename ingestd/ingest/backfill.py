@@ -24,8 +24,11 @@ from ingestd.core.framing import Framer
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
 from ingestd.core.touch import Ctx
-from ingestd.ingest.scan import Found, discover
+from ingestd.ingest.scan import Found, discover, text_name
+from ingestd.logs import get_logger
 from ingestd.store.writer import Checkpoint, FoldCache, apply_batch
+
+log = get_logger("ingestd.ingest")
 
 # Bump when parsing semantics change: every checkpoint is then distrusted.
 INGEST_REVISION = 1
@@ -42,6 +45,8 @@ class Summary:
 
     Attributes:
         files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
+        files_unreadable: int, files that could not be opened or read (permissions, I/O errors):
+            skipped this run with their offset kept, so a later run picks them up.
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
         resets: int, rewritten files re-read from 0.
         skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
@@ -53,6 +58,7 @@ class Summary:
     files: int = 0
     files_read: int = 0
     files_unchanged: int = 0
+    files_unreadable: int = 0
     lines: int = 0
     bytes: int = 0
     rows_inserted: int = 0
@@ -71,6 +77,7 @@ class Summary:
             "files": self.files,
             "files_read": self.files_read,
             "files_unchanged": self.files_unchanged,
+            "files_unreadable": self.files_unreadable,
             "lines": self.lines,
             "bytes": self.bytes,
             "rows_inserted": self.rows_inserted,
@@ -251,7 +258,7 @@ def ingest_roots(
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     total = 0
     for root in roots:
-        root_s = os.path.abspath(root)
+        root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
         found = discover(root)
         summary.files += len(found)
         cps: dict[Any, tuple[Any, ...]] = {
@@ -276,6 +283,12 @@ def ingest_roots(
             _read_file(b, root_s, f, cp, now, progress)
         except FileNotFoundError:
             continue  # vanished between discovery and reading: its log rows are kept
+        except OSError as e:
+            # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines
+            # read so far are kept (keys make a re-read harmless), its checkpoint is not advanced.
+            summary.files_unreadable += 1
+            log.warning("file_unreadable", origin=f.origin, error=e.strerror or str(e))
+            continue
         if len(b.rows) >= batch_rows:
             b.flush()
     b.flush()

@@ -18,7 +18,7 @@ class Found:
 
     Attributes:
         path: str, absolute path.
-        origin: str, path relative to the root with ``/`` separators.
+        origin: str, path relative to the root with ``/`` separators (``text_name``).
         size: int, bytes; mtime_ns: int, ns; inode: int.
         is_meta: bool, a ``.meta.json`` sidecar (logged whole as one row).
     """
@@ -29,6 +29,17 @@ class Found:
     mtime_ns: int
     inode: int
     is_meta: bool
+
+
+def text_name(name: str) -> str:
+    """A file system name as storable text: bytes that are not UTF-8 spelled ``\\xNN``.
+
+    Python hands such bytes over as lone surrogates (``surrogateescape``), which SQLite text
+    cannot hold: one transcript named so once aborted every ingest of its root. Claude Code
+    never writes such names (UUIDs, ``-``-encoded slugs), so the spelling cannot collide with
+    a name it wrote.
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _inside(path: str, root_real: str) -> bool:
@@ -67,7 +78,7 @@ def discover(root: Path) -> list[Found]:
                 continue
             if not os.path.isfile(full):
                 continue
-            origin = os.path.relpath(full, root_s).replace(os.sep, "/")
+            origin = text_name(os.path.relpath(full, root_s).replace(os.sep, "/"))
             out.append(Found(full, origin, st.st_size, st.st_mtime_ns, st.st_ino, is_meta))
     out.sort(key=lambda f: f.origin)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingestd.core.decode import decode_line
+from ingestd.core.decode import MAX_LENIENT_DEPTH, decode_line
 from ingestd.core.keys import jsonl_key, short_hash, stable_id
 
 
@@ -27,6 +27,27 @@ def test_rejections_have_reasons() -> None:
     assert decode_line(b"[1,2]").reason == "not_object"
     assert decode_line(b'"str"').reason == "not_object"
     assert decode_line(b'{"ok":1}').reason is None
+
+
+def _nested_with_surrogate(depth: int) -> bytes:
+    return b'{"x":"\\ud800","y":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+
+def test_lenient_depth_is_bounded_explicitly_not_by_the_callers_stack() -> None:
+    # regression: a recursive repair pass raised RecursionError (a 500 on POST /hooks)
+    shallow = decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH))
+    assert shallow.recovered and shallow.obj is not None and shallow.obj["x"] == "?"
+
+    def at_depth(n: int) -> object:
+        return decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)) if n == 0 else at_depth(n - 1)
+
+    assert decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)).reason == "not_json"
+    assert at_depth(300) == decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1))
+
+
+def test_repaired_keys_that_collide_keep_the_last_value() -> None:
+    d = decode_line(b'{"k\\ud800":1,"k\\ud801":[2,"\\udc00"],"z":{"a":"\\ud83d"}}')
+    assert d.recovered and d.obj == {"k?": [2, "?"], "z": {"a": "?"}}
 
 
 @given(st.binary(max_size=200))

@@ -7,6 +7,10 @@ start-up catch-up of a large history can take seconds, and a hook must never wai
 long. With its own connection the ingest commits in short transactions (``batch_rows``)
 and the hook writer's group commits slip in between them (SQLite serialises the two
 writers; each waits at most one short transaction).
+
+A change names files: only those are looked at (no walk of the roots), and the fold states
+of the sessions being followed live as long as the runner (``FoldCache``), so appending a
+line to a long session costs work proportional to that line, not to the session (SPEC §7).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
+from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache
 
 log = get_logger("ingestd.tailer")
 
@@ -40,6 +45,8 @@ class IngestRunner:
         roots: the projects roots.
         clock: ns since the epoch (stamped on the rows as ``received_at``).
         batch_rows: int, log rows per transaction.
+        watchdog_window_s: int, seconds of inactivity before an agent is ``unknown`` (the
+            daemon's setting; the pass runs after every transaction, as on the hook writer).
     """
 
     def __init__(
@@ -49,11 +56,14 @@ class IngestRunner:
         *,
         clock: Callable[[], int] = time.time_ns,
         batch_rows: int = INGEST_BATCH_ROWS,
+        watchdog_window_s: int = WATCHDOG_WINDOW_S,
     ) -> None:
         self._open_conn = open_conn
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock
         self._batch_rows = batch_rows
+        self._watchdog_window_s = watchdog_window_s
+        self.cache = FoldCache()  # used on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingestd-ingest")
         self._local = threading.local()
         self._ctx = Ctx(instance="serve", host_id=socket.gethostname())
@@ -81,7 +91,15 @@ class IngestRunner:
             return None
         t0 = time.perf_counter()
         summary = ingest_roots(
-            self._conn(), roots, now=from_epoch_ns(self._clock()), ctx=self._ctx, batch_rows=self._batch_rows
+            self._conn(),
+            roots,
+            now=from_epoch_ns(self._clock()),
+            ctx=self._ctx,
+            batch_rows=self._batch_rows,
+            paths=paths,
+            cache=self.cache,
+            watchdog_window_s=self._watchdog_window_s,
+            totals=False,
         )
         if summary.rows_inserted or summary.resets:
             log.info(

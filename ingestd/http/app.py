@@ -154,7 +154,12 @@ def make_app(
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
         runner = None
         if ingest is None:
-            runner = IngestRunner(lambda: _open_write_conn(cfg.db_path), cfg.projects, clock=clock)
+            runner = IngestRunner(
+                lambda: _open_write_conn(cfg.db_path),
+                cfg.projects,
+                clock=clock,
+                watchdog_window_s=int(cfg.watchdog_window_s),
+            )
         tailer = Tailer(
             cfg.projects,
             ingest if ingest is not None else runner,  # type: ignore[arg-type]

@@ -24,9 +24,9 @@ from ingestd.core.framing import Framer
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
 from ingestd.core.touch import Ctx
-from ingestd.ingest.scan import Found, discover, text_name
+from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
-from ingestd.store.writer import Checkpoint, FoldCache, apply_batch
+from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache, apply_batch
 
 log = get_logger("ingestd.ingest")
 
@@ -102,20 +102,36 @@ def _head_hash(path: str, offset: int) -> str:
 
 
 class _Batcher:
-    def __init__(self, conn: apsw.Connection, ctx: Ctx, summary: Summary, batch_rows: int) -> None:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        ctx: Ctx,
+        summary: Summary,
+        batch_rows: int,
+        cache: FoldCache | None = None,
+        watchdog_window_s: int = WATCHDOG_WINDOW_S,
+    ) -> None:
         self.conn = conn
         self.ctx = ctx
         self.summary = summary
         self.batch_rows = batch_rows
+        self.watchdog_window_s = watchdog_window_s
         self.rows: list[NewLogRow] = []
         self.cps: list[Checkpoint] = []
-        self.cache = FoldCache()
+        self.cache = cache if cache is not None else FoldCache()
         self.skipped: collections.Counter[str] = collections.Counter()
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        res = apply_batch(self.conn, self.rows, checkpoints=self.cps, ctx=self.ctx, cache=self.cache)
+        res = apply_batch(
+            self.conn,
+            self.rows,
+            checkpoints=self.cps,
+            ctx=self.ctx,
+            cache=self.cache,
+            watchdog_window_s=self.watchdog_window_s,
+        )
         self.summary.rows_inserted += res.inserted
         for r in self.rows:
             if r.idempotency_key in res.log_ids:
@@ -233,8 +249,17 @@ def ingest_roots(
     batch_rows: int = BATCH_ROWS,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
+    paths: Sequence[Path] | None = None,
+    cache: FoldCache | None = None,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
+    totals: bool = True,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
+
+    The daemon's tailer passes ``paths`` (the files a change names), a ``cache`` that lives
+    as long as the tailer and ``totals=False``: an append then costs work proportional to
+    the new lines (no walk of the roots, no read of every checkpoint, no re-fold of the
+    session from the log, no counts over the projections), SPEC §7.
 
     Args:
         conn: a migrated connection.
@@ -244,6 +269,11 @@ def ingest_roots(
         batch_rows: int, log rows per transaction.
         on_total: called once with the number of bytes to read.
         progress: called with the number of bytes just read.
+        paths: only these files (those under one of ``roots``; others are ignored), or None
+            for every file under ``roots``.
+        cache: fold states reused across calls (a fresh one per call when None).
+        watchdog_window_s: int, seconds of inactivity before ``unknown``.
+        totals: fill ``sessions`` / ``agents`` / ``messages`` (three counts over the projections).
 
     Returns:
         ``Summary``.
@@ -254,21 +284,21 @@ def ingest_roots(
     """
     t0 = time.perf_counter()
     summary = Summary()
-    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows)
+    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s)
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     total = 0
     for root in roots:
         root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
-        found = discover(root)
-        summary.files += len(found)
-        cps: dict[Any, tuple[Any, ...]] = {
-            r[0]: tuple(r[1:])
-            for r in conn.execute(
-                "SELECT origin, origin_gen, committed_offset, head_hash, ingest_revision, size, mtime_ns, inode,"
-                " session_id FROM ingest_checkpoints WHERE root = ?",
-                (root_s,),
+        if paths is None:
+            found = discover(root)
+            cps = _checkpoints(conn, root_s, None)
+        else:
+            found = sorted(
+                {f.origin: f for f in (found_at(root, p) for p in paths) if f is not None}.values(),
+                key=lambda f: f.origin,
             )
-        }
+            cps = _checkpoints(conn, root_s, [f.origin for f in found])
+        summary.files += len(found)
         for f in found:
             cp = cps.get(f.origin)
             if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):
@@ -293,11 +323,29 @@ def ingest_roots(
             b.flush()
     b.flush()
     summary.skipped = dict(b.skipped)
-    summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
-    summary.agents = _count(conn, "SELECT count(*) FROM agents")
-    summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+    if totals:
+        summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
+        summary.agents = _count(conn, "SELECT count(*) FROM agents")
+        summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+_CHECKPOINT_COLUMNS = (
+    "SELECT origin, origin_gen, committed_offset, head_hash, ingest_revision, size, mtime_ns, inode,"
+    " session_id FROM ingest_checkpoints WHERE root = ?"
+)
+
+
+def _checkpoints(conn: apsw.Connection, root_s: str, origins: Sequence[str] | None) -> dict[Any, tuple[Any, ...]]:
+    """origin -> checkpoint columns, for the whole root (``origins`` None) or just these origins."""
+    if origins is None:
+        return {r[0]: tuple(r[1:]) for r in conn.execute(_CHECKPOINT_COLUMNS, (root_s,))}
+    out: dict[Any, tuple[Any, ...]] = {}
+    for o in origins:
+        for r in conn.execute(_CHECKPOINT_COLUMNS + " AND origin = ?", (root_s, o)):
+            out[r[0]] = tuple(r[1:])
+    return out
 
 
 def _count(conn: apsw.Connection, sql: str) -> int:

@@ -82,3 +82,37 @@ def discover(root: Path) -> list[Found]:
             out.append(Found(full, origin, st.st_size, st.st_mtime_ns, st.st_ino, is_meta))
     out.sort(key=lambda f: f.origin)
     return out
+
+
+def found_at(root: Path, path: Path) -> Found | None:
+    """One file under ``root`` as ``discover`` would report it, without walking the root.
+
+    The tailer's entry point: a change names a few files, and listing a large root for
+    them would cost work proportional to the whole history. The same rules as
+    ``discover``: transcripts and sidecars only, no symlinked directory on the way, no
+    symlink out of the root.
+
+    Returns:
+        the ``Found``, or None when ``path`` is not such a file under ``root`` (or is gone).
+    """
+    root_s = os.path.abspath(root)
+    full = os.path.abspath(path)
+    name = os.path.basename(full)
+    is_meta = name.endswith(".meta.json")
+    if not (name.endswith(".jsonl") or is_meta) or not full.startswith(root_s + os.sep):
+        return None
+    d = os.path.dirname(full)
+    while d != root_s:
+        if os.path.islink(d):
+            return None
+        d = os.path.dirname(d)
+    if os.path.islink(full) and not _inside(full, os.path.realpath(root_s)):
+        return None
+    try:
+        st = os.stat(full)
+    except OSError:
+        return None
+    if not os.path.isfile(full):
+        return None
+    origin = text_name(os.path.relpath(full, root_s).replace(os.sep, "/"))
+    return Found(full, origin, st.st_size, st.st_mtime_ns, st.st_ino, is_meta)

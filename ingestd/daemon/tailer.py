@@ -23,6 +23,9 @@ from ingestd.logs import get_logger
 
 log = get_logger("ingestd.tailer")
 
+# First retry of a failed ingest, seconds; doubled per consecutive failure up to the rescan interval.
+RETRY_FIRST_S = 0.5
+
 # (change kind, path): watchfiles' Change values are 1 added, 2 modified, 3 deleted.
 ChangeBatch = set[tuple[Any, str]]
 ChangeSource = Callable[[Sequence[Path], asyncio.Event], AsyncIterator[ChangeBatch]]
@@ -44,7 +47,11 @@ async def watch_changes(roots: Sequence[Path], stop: asyncio.Event) -> AsyncIter
     if not existing:
         await stop.wait()
         return
-    async for batch in watchfiles.awatch(*existing, stop_event=stop, debounce=50, step=20):
+    # rust_timeout=0: with a timeout (5 s by default on Linux) watchfiles, on each quiet
+    # timeout, clears its change set after having seen it empty, and an event landing in
+    # between is dropped (watchfiles src/lib.rs ``watch``): an append left for the next rescan.
+    # The stop event, checked every ``step``, is what ends the wait.
+    async for batch in watchfiles.awatch(*existing, stop_event=stop, debounce=50, step=20, rust_timeout=0):
         yield batch
 
 
@@ -73,13 +80,43 @@ class Tailer:
         self._lock = asyncio.Lock()
         self.caught_up = asyncio.Event()
         self.batches_seen = 0  # change batches handled (tests wait on it instead of sleeping)
+        self._failures = 0  # consecutive failed ingests (the retry backs off)
+        self._retry = asyncio.Event()  # set when a failed ingest's retry is due
+        self._retry_at: asyncio.TimerHandle | None = None
 
     async def _run_ingest(self, paths: Sequence[Path] | None) -> None:
+        """Ingest; a failure is logged and a full rescan retried soon (backing off).
+
+        A failed ingest committed nothing, and the change that asked for it will not be
+        reported again: without the retry its lines waited for the next periodic rescan (a
+        minute by default). Any exception is caught here: one escaping ended the consumer,
+        which stopped following changes for good without a word until shutdown.
+        """
+        files = None if paths is None else len(paths)
         async with self._lock:
             try:
                 await self._ingest(paths)
             except (IngestdError, OSError) as e:
-                log.error("ingest_failed", error=str(e), files=None if paths is None else len(paths))
+                log.error("ingest_failed", error=str(e), files=files)
+            except Exception as e:
+                log.exception("ingest_crashed", error=repr(e), files=files)
+            else:
+                self._failures = 0
+                return
+        self._failures += 1
+        delay = min(self._rescan_interval_s, RETRY_FIRST_S * 2 ** min(self._failures - 1, 16))
+        if self._retry_at is not None:
+            self._retry_at.cancel()
+        self._retry_at = asyncio.get_running_loop().call_later(delay, self._retry.set)
+
+    async def _pause(self, stop: asyncio.Event, seconds: float) -> None:
+        """Until ``stop`` is set, a retry is due, or ``seconds`` have passed."""
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._retry.wait())]
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()  # not awaited: that would swallow our own cancellation
 
     async def handle(self, batch: ChangeBatch) -> list[Path]:
         """Ingest the files a change batch names; returns them (gone files are skipped)."""
@@ -100,8 +137,8 @@ class Tailer:
 
     async def _rescan_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
+            await self._pause(stop, self._rescan_interval_s)
+            self._retry.clear()
             if not stop.is_set():
                 await self._run_ingest(None)
 
@@ -114,10 +151,11 @@ class Tailer:
                     if stop.is_set():
                         break
                 return
-            except OSError as e:
-                # A watched root vanished or the watcher failed: the rescans keep
-                # ingesting; try the watcher again after one rescan interval.
-                log.error("watcher_failed", error=str(e))
+            except Exception as e:
+                # A watched root vanished (OSError) or the watcher failed (watchfiles raises
+                # RuntimeError subclasses, e.g. when the kernel's event queue overflows): the
+                # rescans keep ingesting; try the watcher again after one rescan interval.
+                log.error("watcher_failed", error=repr(e))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._rescan_interval_s)
 
@@ -136,6 +174,8 @@ class Tailer:
             rescans = asyncio.create_task(self._rescan_loop(stop))
             await consumer
         finally:
+            if self._retry_at is not None:
+                self._retry_at.cancel()
             for task in (consumer, rescans):
                 if task is not None and not task.done():
                     task.cancel()

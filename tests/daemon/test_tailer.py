@@ -6,7 +6,11 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import pytest
+
+from ingestd.daemon import tailer as tailer_mod
 from ingestd.daemon.tailer import ChangeBatch, Tailer
+from ingestd.errors import BusyError
 
 ADDED, MODIFIED, DELETED = 1, 2, 3
 
@@ -80,5 +84,58 @@ async def test_a_failing_watcher_is_restarted(tmp_path: Path) -> None:
 
     tailer = Tailer([tmp_path], ingest, changes=flaky, rescan_interval_s=0.001)
     await asyncio.wait_for(tailer.run(stop), 5)
+    assert starts == 2
+    assert [f] in calls
+
+
+async def test_a_failed_ingest_is_retried_soon_not_at_the_next_rescan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # regression: the change that asked for a failed ingest is never reported again, so its
+    # lines waited for the periodic rescan (60 s); and an unexpected exception ended following
+    monkeypatch.setattr(tailer_mod, "RETRY_FIRST_S", 0.01)
+    f = tmp_path / "s.jsonl"
+    f.write_text("{}\n")
+    stop = asyncio.Event()
+    calls: list[object] = []
+    failures: list[BaseException] = [BusyError("database is locked"), ValueError("a bug")]
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(None if paths is None else list(paths))
+        if paths is not None and failures:
+            raise failures.pop(0)
+        if paths is None and len(calls) > 1:
+            stop.set()
+
+    async def two_changes(roots: Sequence[Path], stop_: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+        yield {(MODIFIED, str(f))}
+        yield {(MODIFIED, str(f))}
+        await stop_.wait()
+
+    tailer = Tailer([tmp_path], ingest, changes=two_changes, rescan_interval_s=3600)
+    await asyncio.wait_for(tailer.run(stop), 10)
+    # catch-up, a change (busy), the next change (a bug: still followed), then the retry: a
+    # full scan right away, not at the next rescan an hour later
+    assert calls == [None, [f], [f], None]
+
+
+async def test_a_watcher_error_that_is_not_oserror_restarts_the_watcher(tmp_path: Path) -> None:
+    starts = 0
+    f = tmp_path / "s.jsonl"
+    f.write_text("{}\n")
+    calls: list[object] = []
+
+    async def overflowing(roots: Sequence[Path], stop_: asyncio.Event) -> AsyncIterator[ChangeBatch]:
+        nonlocal starts
+        starts += 1
+        if starts == 1:
+            raise RuntimeError("error in underlying watcher: event queue overflow")
+        yield {(MODIFIED, str(f))}
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(paths)
+
+    tailer = Tailer([tmp_path], ingest, changes=overflowing, rescan_interval_s=0.001)
+    await asyncio.wait_for(tailer.run(asyncio.Event()), 5)
     assert starts == 2
     assert [f] in calls

@@ -31,8 +31,13 @@ class DaemonLock:
 
 
 def lock_path(db_path: Path) -> Path:
-    """``<db>.lock`` beside the database."""
-    return db_path.with_name(db_path.name + ".lock")
+    """``<db>.lock`` beside the database file itself.
+
+    Symlinks are resolved first: a second spelling of the same database (a symlink to the
+    file or to a directory on its path) must find the same lock, or two daemons would run.
+    """
+    real = Path(os.path.realpath(db_path))
+    return real.with_name(real.name + ".lock")
 
 
 def acquire(db_path: Path) -> DaemonLock:

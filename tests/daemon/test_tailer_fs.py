@@ -101,3 +101,28 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     assert q(db, "SELECT id FROM sessions") == sessions == [(SID,)]
     await client.close()
     assert append_latency < 5.0  # a sanity bound; the 300 ms target is measured by `make bench`
+
+
+async def test_an_append_landing_just_after_the_catch_up_read_its_file_is_followed(tmp_path: Path) -> None:
+    # regression (the benchmark's "append never projected within 5 s"): the watcher used to
+    # start after the catch-up, so a line appended in between waited for the next rescan
+    from ingestd.daemon.tailer import Tailer
+
+    root = tmp_path / "projects"
+    (root / "-tmp-p").mkdir(parents=True)
+    f = root / "-tmp-p" / f"{SID}.jsonl"
+    f.write_bytes(line(0))
+    calls: list[object] = []
+    stop = asyncio.Event()
+
+    async def ingest(paths: Any) -> None:
+        calls.append(None if paths is None else [Path(p) for p in paths])
+        if len(calls) == 1:
+            with f.open("ab") as fh:  # the catch-up has read the file; a line lands now
+                fh.write(line(1))
+        elif paths is not None:
+            stop.set()
+
+    tailer = Tailer([root], ingest, rescan_interval_s=3600)
+    await asyncio.wait_for(tailer.run(stop), 10)
+    assert calls == [None, [f]]

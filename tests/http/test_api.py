@@ -75,7 +75,7 @@ async def test_cost_golden_over_http(client: Any) -> None:
 async def test_health_and_status(client: Any) -> None:
     resp = await client.get("/api/health")
     doc = await resp.json()
-    assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == 4
+    assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == 5
     resp = await client.get("/api/status")
     doc = await resp.json()
     assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}

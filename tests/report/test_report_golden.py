@@ -66,6 +66,6 @@ def test_status_golden(report_db: Path) -> None:
 
 def test_status_cli_runs(report_db: Path) -> None:
     doc = run_json(report_db, "status")
-    assert doc["schema"]["version"] == 4
+    assert doc["schema"]["version"] == 5
     assert doc["database"]["path"] == str(report_db)
     assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}

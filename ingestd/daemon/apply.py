@@ -16,16 +16,21 @@ import apsw
 from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
 from ingestd.daemon.writer import ApplyFn
+from ingestd.store.identity import identity_in_txn
 from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache, apply_batch
 
 
 def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WINDOW_S) -> ApplyFn:
-    """An ``ApplyFn`` over ``apply_batch`` with its own ``FoldCache``."""
+    """An ``ApplyFn`` over ``apply_batch`` with its own ``FoldCache``; ``ctx`` defaults to the database's identity."""
     cache = FoldCache()
-    the_ctx = ctx if ctx is not None else Ctx()
+    chosen: list[Ctx] = [ctx] if ctx is not None else []
 
     def store(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
-        return apply_batch(conn, rows, ctx=the_ctx, cache=cache, watchdog_window_s=watchdog_window_s).inserted
+        if not chosen:
+            # Called inside the writer's transaction: the database's identity, so edges
+            # the daemon projects match what `ingest` and `replay` project.
+            chosen.append(identity_in_txn(conn))
+        return apply_batch(conn, rows, ctx=chosen[0], cache=cache, watchdog_window_s=watchdog_window_s).inserted
 
     return store
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
+from ingestd.store.identity import database_identity
 from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache
 
 log = get_logger("ingestd.tailer")
@@ -66,13 +66,14 @@ class IngestRunner:
         self.cache = FoldCache()  # used on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingestd-ingest")
         self._local = threading.local()
-        self._ctx = Ctx(instance="serve", host_id=socket.gethostname())
+        self._ctx: Ctx | None = None  # the database's identity, read on the worker thread
 
     def _conn(self) -> apsw.Connection:
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._open_conn()
             self._local.conn = conn
+            self._ctx = database_identity(conn)
         return conn
 
     def roots_for(self, paths: Sequence[Path] | None) -> list[Path]:
@@ -90,8 +91,9 @@ class IngestRunner:
         if not roots:
             return None
         t0 = time.perf_counter()
+        conn = self._conn()
         summary = ingest_roots(
-            self._conn(),
+            conn,
             roots,
             now=from_epoch_ns(self._clock()),
             ctx=self._ctx,

@@ -20,11 +20,27 @@ def _read(conn: apsw.Connection) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")}
 
 
+def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
+    """``database_identity`` for a caller already inside a write transaction.
+
+    Side effects:
+        On first use, inserts the two ``meta`` keys (no transaction of its own).
+    """
+    rows = _read(conn)
+    if "instance" not in rows or "host_id" not in rows:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?) ON CONFLICT (key) DO NOTHING",
+            (uuid.uuid4().hex, hostname or socket.gethostname()),
+        )
+        rows = _read(conn)
+    return Ctx(instance=rows["instance"], host_id=rows["host_id"])
+
+
 def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
     """The projector context of this database; created (and stored) on first use.
 
     Args:
-        conn: a migrated write connection.
+        conn: a migrated write connection, not inside a transaction.
         hostname: the host name to record on first use (default: this machine's).
 
     Returns:
@@ -35,14 +51,6 @@ def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> 
         another process keeps whichever committed first).
     """
     rows = _read(conn)
-    if "instance" not in rows or "host_id" not in rows:
-
-        def create(c: apsw.Connection) -> None:
-            c.execute(
-                "INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?) ON CONFLICT (key) DO NOTHING",
-                (uuid.uuid4().hex, hostname or socket.gethostname()),
-            )
-
-        write_txn(conn, create)
-        rows = _read(conn)
-    return Ctx(instance=str(rows["instance"]), host_id=str(rows["host_id"]))
+    if "instance" in rows and "host_id" in rows:
+        return Ctx(instance=rows["instance"], host_id=rows["host_id"])
+    return write_txn(conn, lambda c: identity_in_txn(c, hostname=hostname))

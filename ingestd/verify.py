@@ -9,6 +9,7 @@ empty log it probes a row inserted in that same rolled-back transaction.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
 from ingestd.store import rollup
 from ingestd.store.connection import translate
+from ingestd.store.pricing import MAX_USD_PER_MTOK
 
 MAX_DETAILS = 20
 TRIGGERS = {
@@ -165,6 +167,16 @@ def check_usage_in_log(conn: apsw.Connection) -> Check:
     return Check("usage_in_log", not missing, details or [f"{total} messages found in the log"])
 
 
+def check_prices(conn: apsw.Connection) -> Check:
+    """Every rate is a finite number from 0 to ``MAX_USD_PER_MTOK`` (an infinite rate makes every cost infinite)."""
+    bad = [
+        f"model_pricing {m} {b} from {e}: usd_per_mtok {r!r} is not a rate"
+        for m, b, e, r in conn.execute("SELECT model, bucket, effective_from, usd_per_mtok FROM model_pricing")
+        if not isinstance(r, int | float) or not math.isfinite(r) or not 0 <= r <= MAX_USD_PER_MTOK
+    ]
+    return Check("prices", not bad, bad[:MAX_DETAILS] or ["every rate is finite"])
+
+
 CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
     ("ledger", check_ledger),
     ("append_only", check_append_only),
@@ -172,6 +184,7 @@ CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
     ("foreign_keys", check_foreign_keys),
     ("integrity", check_integrity),
     ("usage_in_log", check_usage_in_log),
+    ("prices", check_prices),
 )
 
 

@@ -15,6 +15,10 @@ from ingestd.core.timefmt import canonical
 from ingestd.errors import InputError
 from ingestd.store.connection import write_txn
 
+# Far above any real list price, far below where a REAL stops being exact to the cent:
+# a rate like 1e400 is a typo, and stored as a float it would become infinity.
+MAX_USD_PER_MTOK = Decimal(1_000_000)
+
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
 
@@ -103,8 +107,10 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
                 value = Decimal(str(rate))
             except ArithmeticError as e:
                 raise InputError(f"price row {i}: rate for {bucket} is not a number: {rate!r}") from e
-            if not value.is_finite() or value < 0:
-                raise InputError(f"price row {i}: rate for {bucket} must be a finite number >= 0")
+            if not value.is_finite() or value < 0 or value > MAX_USD_PER_MTOK:
+                raise InputError(
+                    f"price row {i}: rate for {bucket} must be a number from 0 to {MAX_USD_PER_MTOK} (USD per MTok)"
+                )
             out.append(PriceRow(model, bucket, value, eff, str(source), None))
     return out
 

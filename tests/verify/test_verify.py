@@ -123,3 +123,14 @@ def test_probe_rolls_back_even_when_trigger_missing(db_path: Path) -> None:
     assert not checks["append_only"].ok
     assert conn.execute("SELECT * FROM events_raw ORDER BY id").fetchall() == rows
     assert isinstance(conn, apsw.Connection) and conn.in_transaction is False
+
+
+def test_an_infinite_rate_fails_prices(db_path: Path) -> None:
+    conn = connect(db_path)
+    conn.execute(
+        "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source)"
+        " VALUES ('claude-opus-4-6', 'input', 1e400, '2026-01-02', 'typo')"
+    )
+    code, doc = _run(db_path)
+    assert code == 1
+    assert _failed(doc) == {"prices"}

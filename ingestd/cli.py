@@ -40,6 +40,16 @@ class _Group(click.Group):
         except IngestdError as e:
             click.echo(f"ingestd: {e.message}", err=True)
             sys.exit(e.exit_code)
+        except BrokenPipeError:
+            # stdout closed early (`ingestd sessions | head`): not an error of ours.
+            sys.stderr.close()
+            sys.exit(0)
+        except OSError as e:
+            # The environment refused (a path that does not exist, permissions, a full disk):
+            # say which file and why, as a configuration error, never a traceback.
+            where = f" ({e.filename})" if e.filename else ""
+            click.echo(f"ingestd: {e.strerror or e}{where}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -47,7 +47,9 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
-    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="The daemon's port.")
+    @click.option(
+        "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True, help="The daemon's port."
+    )
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
     def install_cmd(project: Path | None, dry_run: bool, port: int, token_env: str | None, legacy: bool) -> None:
@@ -64,7 +66,7 @@ def register(cli: click.Group) -> None:
         _run(hooksetup.plan(path, hooksetup.read_text(path), "uninstall", _target(DEFAULT_PORT, None, False)), dry_run)
 
     @hooks_group.command("print")
-    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True)
+    @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
     def print_cmd(port: int, token_env: str | None, legacy: bool) -> None:

@@ -21,7 +21,14 @@ def register(cli: click.Group) -> None:
     @db_option
     @projects_option
     @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address (non-loopback needs a token).")
-    @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, envvar="INGESTD_PORT", help="TCP port.")
+    @click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=DEFAULT_PORT,
+        show_default=True,
+        envvar="INGESTD_PORT",
+        help="TCP port.",
+    )
     @click.option("--token-env", default=None, metavar="NAME", help="Read the bearer token from this env variable.")
     @click.option(
         "--token-file",
@@ -29,11 +36,25 @@ def register(cli: click.Group) -> None:
         default=None,
         help="Read the bearer token from this file.",
     )
-    @click.option("--max-body-bytes", type=int, default=1 << 20, show_default=True, help="Larger hook bodies get 413.")
-    @click.option("--hook-timeout-ms", type=int, default=2000, show_default=True, help="Answer 503 past this.")
-    @click.option("--watchdog-window-s", type=float, default=600.0, show_default=True, help="Idle time to unknown.")
-    @click.option("--watchdog-interval-s", type=float, default=30.0, show_default=True)
-    @click.option("--rescan-interval-s", type=float, default=60.0, show_default=True)
+    @click.option(
+        "--max-body-bytes",
+        type=click.IntRange(min=1),
+        default=1 << 20,
+        show_default=True,
+        help="Larger hook bodies get 413.",
+    )
+    @click.option(
+        "--hook-timeout-ms", type=click.IntRange(min=1), default=2000, show_default=True, help="Answer 503 past this."
+    )
+    @click.option(
+        "--watchdog-window-s",
+        type=click.FloatRange(min=1),
+        default=600.0,
+        show_default=True,
+        help="Idle time to unknown.",
+    )
+    @click.option("--watchdog-interval-s", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
+    @click.option("--rescan-interval-s", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
     @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts.")
     @click.option("--log-level", default="info", show_default=True)
     def serve_cmd(

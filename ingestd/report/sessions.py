@@ -21,6 +21,9 @@ _COLUMNS = (
 )
 
 
+SQLITE_MAX_INT = (1 << 63) - 1
+
+
 def session_usage(conn: apsw.Connection, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
     u = Usage()
@@ -93,7 +96,7 @@ def sessions_report(
         + (" LIMIT ?" if limit is not None else "")
     )
     if limit is not None:
-        params.append(limit)
+        params.append(min(limit, SQLITE_MAX_INT))  # a larger limit means "all"; SQLite binds 64-bit only
     with storage_errors():
         rates = load_rates(conn)
         rows = [session_row(conn, r, rates) for r in conn.execute(sql, tuple(params)).fetchall()]

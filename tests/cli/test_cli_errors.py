@@ -1,0 +1,34 @@
+"""The CLI contract for bad input (SPEC §9): a one-line message and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.output
+
+
+def test_environment_errors_are_one_line_exit_2(db_path: Path) -> None:
+    code, out = run("backup", "--db", str(db_path), "--dir", "/proc/no-such-dir/backups")
+    assert code == 2
+    assert "Traceback" not in out
+    assert out.startswith("ingestd: ") and "/proc/no-such-dir" in out
+
+
+def test_a_huge_limit_means_all(db_path: Path) -> None:
+    code, out = run("sessions", "--db", str(db_path), "--limit", "99999999999999999999", "--json")
+    assert code == 0, out
+
+
+def test_out_of_range_ports_are_usage_errors(db_path: Path) -> None:
+    code, out = run("serve", "--db", str(db_path), "--port", "70000")
+    assert code == 2 and "70000" in out
+    code, out = run("hooks", "print", "--port", "-1")
+    assert code == 2

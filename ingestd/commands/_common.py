@@ -12,9 +12,9 @@ import apsw
 import click
 import orjson
 
-from ingestd.errors import ConfigError
+from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
-from ingestd.store.migrate import migrate
+from ingestd.store.migrate import migrate, status
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,7 +61,10 @@ def resolve_db(db_path: Path | None) -> Path:
 
 
 def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
-    """Open (and migrate) the database for a command.
+    """Open the database for a command that writes: created when missing, migrated.
+
+    Args:
+        create: False for a command that must not create a database (it then has to exist).
 
     Raises:
         ConfigError: ``create`` is False and the database does not exist.
@@ -72,6 +75,26 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
     conn = connect(path)
     migrate(conn)
+    return conn
+
+
+def open_read_db(db_path: Path | None) -> apsw.Connection:
+    """Open an existing, fully migrated database for a command that only reads. Changes nothing.
+
+    Raises:
+        ConfigError: no database at the path, or migrations are pending (run ``ingestd migrate``).
+        MigrationError: the ledger refuses.
+    """
+    path = resolve_db(db_path)
+    if not path.exists():
+        raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+    conn = connect(path, readonly=True)
+    st = status(conn)
+    if st.problems:
+        raise MigrationError("; ".join(st.problems), problems=st.problems)
+    if st.pending:
+        names = ", ".join(f"{p.id:04d}_{p.name}" for p in st.pending)
+        raise ConfigError(f"the database at {path} needs migrations {names}: run `ingestd migrate --db {path}`")
     return conn
 
 

@@ -19,9 +19,10 @@ def register(cli: click.Group) -> None:
     @json_option
     def migrate_cmd(db_path: Path | None, show_status: bool, as_json: bool) -> None:
         """Apply pending schema migrations (or list them with --status)."""
-        conn = connect(resolve_db(db_path))
+        path = resolve_db(db_path)
         if show_status:
-            st = mig.status(conn)
+            # Read-only: a database that does not exist yet is reported, not created.
+            st = mig.status(connect(path, readonly=True) if path.exists() else connect(":memory:"))
             if as_json:
                 emit_json(
                     {
@@ -40,7 +41,7 @@ def register(cli: click.Group) -> None:
             if st.problems:
                 raise MigrationError("; ".join(st.problems))
             return
-        done = mig.migrate(conn)
+        done = mig.migrate(connect(path))
         if as_json:
             emit_json({"applied": [{"id": p.id, "name": p.name} for p in done]})
         elif done:

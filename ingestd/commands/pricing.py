@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import orjson
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_db, open_read_db
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
 from ingestd.store import pricing
@@ -25,7 +25,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
         """List price rows."""
-        rows = pricing.list_prices(open_db(db_path), model)
+        rows = pricing.list_prices(open_read_db(db_path), model)
         if as_json:
             emit_json({"rows": [r.to_json() for r in rows]})
             return

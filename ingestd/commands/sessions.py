@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db
 from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
@@ -37,7 +37,7 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        doc = sessions_report(open_db(db_path, create=False), window=window, project=project, limit=limit)
+        doc = sessions_report(open_read_db(db_path), window=window, project=project, limit=limit)
         if as_json:
             emit_json(doc)
             return

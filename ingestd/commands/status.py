@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, resolve_db
 from ingestd.report.status import status_report
 
 
@@ -20,7 +20,7 @@ def register(cli: click.Group) -> None:
         """Schema version, database size, rows per table, activity, last ingest and hook, tail lag,
         skipped lines, unpriced models, last prune and backup."""
         path = resolve_db(db_path)
-        doc = status_report(open_db(db_path, create=False), now=datetime.now(UTC), db_path=path, stat_files=not no_stat)
+        doc = status_report(open_read_db(db_path), now=datetime.now(UTC), db_path=path, stat_files=not no_stat)
         if as_json:
             emit_json(doc)
             return

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db
 from ingestd.report.tree import tree_report
 from ingestd.report.window import resolve_zone
 
@@ -27,7 +27,7 @@ def register(cli: click.Group) -> None:
         """
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
-        doc = tree_report(open_db(db_path, create=False), session)
+        doc = tree_report(open_read_db(db_path), session)
         if as_json:
             emit_json(doc)
             return

@@ -32,3 +32,19 @@ def test_out_of_range_ports_are_usage_errors(db_path: Path) -> None:
     assert code == 2 and "70000" in out
     code, out = run("hooks", "print", "--port", "-1")
     assert code == 2
+
+
+def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) -> None:
+    missing = tmp_path / "nope" / "x.db"
+    for args in (["sessions"], ["cost"], ["status"], ["pricing", "list"], ["migrate", "--status"]):
+        code, _ = run(*args, "--db", str(missing))
+        assert not missing.parent.exists(), args
+        assert code in (0, 2), args
+    from ingestd.store.connection import connect
+
+    conn = connect(db_path)
+    last = conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0]
+    conn.execute("DELETE FROM schema_version WHERE id = ?", (last,))
+    code, out = run("sessions", "--db", str(db_path))
+    assert code == 2 and "needs migrations" in out and "ingestd migrate" in out
+    assert conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0] == last - 1

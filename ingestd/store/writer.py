@@ -15,13 +15,17 @@ from datetime import timedelta
 from typing import Any
 
 import apsw
+import orjson
 
 from ingestd.core import derive, project
 from ingestd.core.records import LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
+from ingestd.logs import get_logger
 from ingestd.store.connection import write_txn
+
+log = get_logger("ingestd.store.writer")
 
 WATCHDOG_WINDOW_S = 600
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
@@ -39,6 +43,12 @@ UPSERT_SESSION = (
     " git_branch=excluded.git_branch, cc_version=excluded.cc_version, title=excluded.title,"
     " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason"
 )
+# One agent id, two sessions (``agents.id`` is the key, and 2.0.76-2.1.42 agent ids are 7 hex
+# characters, FORMATS.md §0; a subagent file under one session's folder can also carry records
+# naming another session): the session that saw the agent first keeps it, whatever the fold order
+# (DESIGN.md "Agent ids in two sessions"). Claim = (first_seen_at, session_id), smaller wins; a
+# session's own claim only gets better as its rows arrive (first_seen_at is a minimum), so its
+# later rows replace its earlier ones and the final row is the winner's final row.
 UPSERT_AGENT = (
     "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
     " last_seen_at, outcome_cause, is_compaction, description) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
@@ -47,7 +57,12 @@ UPSERT_AGENT = (
     " first_seen_at=excluded.first_seen_at, last_seen_at=excluded.last_seen_at,"
     " outcome_cause=excluded.outcome_cause, is_compaction=excluded.is_compaction,"
     " description=excluded.description"
+    " WHERE excluded.session_id = agents.session_id"
+    "   OR (coalesce(excluded.first_seen_at, '~'), excluded.session_id)"
+    "    < (coalesce(agents.first_seen_at, '~'), agents.session_id)"
 )
+# The stored owner of each agent id (a collision between sessions is logged, never silent).
+AGENT_OWNERS = "SELECT id, session_id FROM agents WHERE id IN (SELECT value FROM json_each(?))"
 # One current edge per child: better evidence corrects the parent in place (SPEC §4.3).
 UPSERT_EDGE = (
     "INSERT INTO orchestration_edges (id, session_id, parent_agent_id, child_agent_id, source, instance,"
@@ -193,6 +208,23 @@ def row_from_db(r: Sequence[Any]) -> LogRow:
     return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
 
 
+def _agent_claimants(conn: apsw.Connection, rows: Sequence[tuple[Any, ...]]) -> dict[str, set[str]]:
+    """agent id -> the sessions claiming it (this batch's rows and the stored owner), ids with two or more."""
+    claims: dict[str, set[str]] = {}
+    for r in rows:
+        claims.setdefault(str(r[0]), set()).add(str(r[1]))
+    for aid, owner in conn.execute(AGENT_OWNERS, (orjson.dumps(list(claims)).decode(),)):
+        claims[str(aid)].add(str(owner))
+    return {a: s for a, s in claims.items() if len(s) > 1}
+
+
+def _log_agent_collisions(conn: apsw.Connection, claims: dict[str, set[str]]) -> None:
+    """Log each agent id two sessions claim, with the session ``UPSERT_AGENT`` kept."""
+    for aid, owner in conn.execute(AGENT_OWNERS, (orjson.dumps(list(claims)).decode(),)):
+        others = sorted(claims[str(aid)] - {str(owner)})
+        log.warning("agent_id_collision", agent_id=aid, kept_session=owner, other_sessions=others)
+
+
 def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
     """Upsert projection rows (inside the caller's transaction)."""
     if ch.sessions:
@@ -203,7 +235,10 @@ def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
         )
         conn.executemany("DELETE FROM agents WHERE id = ?", [(a,) for a in ch.retracted_agents])
     if ch.agents:
+        claims = _agent_claimants(conn, ch.agents)
         conn.executemany(UPSERT_AGENT, ch.agents)
+        if claims:
+            _log_agent_collisions(conn, claims)
     if ch.edges:
         conn.executemany(UPSERT_EDGE, ch.edges)
     if ch.token_usage:

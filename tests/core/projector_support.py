@@ -66,7 +66,9 @@ class Model:
             for k in [k for k in t["edges"] if k[1] == a]:
                 del t["edges"][k]
         for r in ch.agents:
-            t["agents"][r[0]] = r
+            old_a = t["agents"].get(r[0])
+            if old_a is None or old_a[1] == r[1] or _agent_claim(r) < _agent_claim(old_a):
+                t["agents"][r[0]] = r
         for r in ch.edges:
             t["edges"][(r[1], r[3])] = r
         for r in ch.token_usage:
@@ -94,3 +96,8 @@ def _better(new: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
     if new[8] != old[8]:
         return bool(new[8] < old[8])
     return bool(new[1] <= old[1])
+
+
+def _agent_claim(r: tuple[Any, ...]) -> tuple[str, str]:
+    """``writer.UPSERT_AGENT``: the session that saw the agent first keeps it."""
+    return (r[6] if r[6] is not None else "~", r[1])

@@ -10,9 +10,12 @@ whatever happens, the token read from the environment, never on the command line
 The merge is non-destructive: the user's own hooks and every other key stay as they are; our
 entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
 ``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
-Before a write the old file is copied to ``settings.json.bak-<UTC stamp>``. A file that is
-not valid JSON is refused and left untouched. The planning functions are pure; ``apply_plan``
-does the I/O.
+Before a write the old file is copied to ``settings.json.bak-<UTC stamp>``. An empty (or
+whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
+or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matcher"?,
+"hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
+understand would either drop the user's data or write a file Claude Code rejects. The planning
+functions are pure; ``apply_plan`` does the I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import copy
 import difflib
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ingestd.errors import InputError
+from ingestd.errors import ConfigError, InputError
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
 HTTP_EVENTS = (
@@ -52,6 +56,8 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 MARKER = "ingestd.forward"
+# What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +76,28 @@ class HookTarget:
     legacy: bool = False
     python: str = sys.executable
 
+    def __post_init__(self) -> None:
+        if self.token_env is not None:
+            check_env_name(self.token_env)
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hooks"
+
+
+def check_env_name(name: str) -> str:
+    """``name`` when it is a usable environment variable name (``[A-Za-z_][A-Za-z0-9_]*``).
+
+    Raises:
+        ConfigError: anything else (it would be written as ``Bearer ${BAD NAME}``, which
+            Claude Code cannot expand, and the daemon would answer every hook 401).
+    """
+    if not ENV_NAME.fullmatch(name):
+        raise ConfigError(
+            f"--token-env {name!r} is not an environment variable name "
+            "(letters, digits and _, not starting with a digit), e.g. INGESTD_TOKEN"
+        )
+    return name
 
 
 def settings_path(project: Path | None, home: Path) -> Path:
@@ -124,10 +149,11 @@ def is_ours(hook: Any) -> bool:
 
 
 def parse_settings(text: str | None, path: Path) -> dict[str, Any]:
-    """The settings object (``{}`` for a missing or empty file).
+    """The settings object (``{}`` for a missing, empty or whitespace-only file).
 
     Raises:
-        InputError: not valid JSON, not an object, or ``hooks`` is not an object.
+        InputError: not valid JSON, not an object, or the ``hooks`` block is not
+            ``{event: [{"hooks": [{...}]}]}`` (the message names the first wrong place).
     """
     if text is None or not text.strip():
         return {}
@@ -139,11 +165,38 @@ def parse_settings(text: str | None, path: Path) -> dict[str, Any]:
             "fix it and run again; nothing was changed",
             path=str(path),
         ) from None
+    except RecursionError:
+        raise InputError(f"{path} is nested too deeply to be settings; nothing was changed", path=str(path)) from None
     if not isinstance(doc, dict):
         raise InputError(f"{path} is not a JSON object; nothing was changed", path=str(path))
-    if "hooks" in doc and not isinstance(doc["hooks"], dict):
-        raise InputError(f"{path}: `hooks` is not an object; nothing was changed", path=str(path))
+    where = _hooks_shape_error(doc)
+    if where is not None:
+        raise InputError(
+            f"{path}: {where}; fix it (or move it aside) and run again; nothing was changed", path=str(path)
+        )
     return doc
+
+
+def _hooks_shape_error(doc: dict[str, Any]) -> str | None:
+    """The first place where ``doc["hooks"]`` is not the shape the merge walks, or None."""
+    if "hooks" not in doc:
+        return None
+    hooks = doc["hooks"]
+    if not isinstance(hooks, dict):
+        return "`hooks` is not an object"
+    for ev, groups in hooks.items():
+        if not isinstance(groups, list):
+            return f"`hooks.{ev}` is not a list of matcher groups"
+        for i, group in enumerate(groups):
+            at = f"hooks.{ev}[{i}]"
+            if not isinstance(group, dict):
+                return f"`{at}` is not an object"
+            if not isinstance(group.get("hooks"), list):
+                return f"`{at}.hooks` is not a list of hooks"
+            for j, hook in enumerate(group["hooks"]):
+                if not isinstance(hook, dict):
+                    return f"`{at}.hooks[{j}]` is not an object"
+    return None
 
 
 def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
@@ -182,8 +235,11 @@ def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
     out = remove_ours(settings)
     hooks = out.setdefault("hooks", {})
     for ev, groups in our_hooks(t).items():
-        existing = hooks.get(ev)
-        hooks[ev] = [*(existing if isinstance(existing, list) else []), *groups]
+        existing = hooks.get(ev, [])
+        if not isinstance(existing, list):
+            # Never replace what we cannot merge into (parse_settings refuses it first).
+            raise InputError(f"`hooks.{ev}` is not a list of matcher groups; nothing was changed")
+        hooks[ev] = [*existing, *groups]
     return out
 
 
@@ -208,9 +264,11 @@ class Plan:
 
     @property
     def changed(self) -> bool:
+        """False when the file would mean the same settings (formatting alone never counts)."""
         if self.old_text is None:
             return self.new_text != render({})
-        return self.new_text != self.old_text and json.loads(self.new_text) != json.loads(self.old_text)
+        old: Any = json.loads(self.old_text) if self.old_text.strip() else {}
+        return self.new_text != self.old_text and json.loads(self.new_text) != old
 
     def diff(self) -> str:
         """A unified diff of the change ('' when nothing changes)."""
@@ -223,11 +281,22 @@ class Plan:
 
 
 def read_text(path: Path) -> str | None:
-    """The file's text, or None when it does not exist."""
+    """The file's text, or None when it does not exist.
+
+    Raises:
+        InputError: the path is a directory, or the file is not UTF-8 text.
+        OSError: the file cannot be read (permissions, ...); the CLI reports it by path.
+    """
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory, not a settings file; nothing was changed", path=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{path} is not UTF-8 text (byte {e.start}); fix it and run again; nothing was changed", path=str(path)
+        ) from None
 
 
 def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> Plan:
@@ -250,7 +319,8 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
     """
     if not p.changed:
         return None
-    p.path.parent.mkdir(parents=True, exist_ok=True)
+    # Only the ``.claude`` folder is ever created: a missing home or project is an error.
+    p.path.parent.mkdir(exist_ok=True)
     backup = None
     mode = 0o600
     if p.old_text is not None:

@@ -29,9 +29,9 @@ def _common(f: F) -> F:
         [
             click.option(
                 "--project",
-                type=click.Path(file_okay=False, path_type=Path),
+                type=click.Path(exists=True, file_okay=False, path_type=Path),
                 default=None,
-                help="Edit DIR/.claude/settings.json instead of ~/.claude/settings.json.",
+                help="Edit DIR/.claude/settings.json instead of ~/.claude/settings.json (DIR must exist).",
             ),
             click.option("--dry-run", is_flag=True, help="Print the diff; write nothing."),
         ]

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from ingestd import hooksetup
 from ingestd.cli import cli
+from ingestd.errors import InputError
 
 USER_SETTINGS: dict[str, Any] = {
     "model": "opus",
@@ -200,3 +201,97 @@ def test_forwarder_posts_stdin_prints_nothing_and_exits_0(tmp_path: Path) -> Non
         timeout=20,
     )
     assert (p.returncode, p.stdout) == (0, b"")
+
+
+@pytest.mark.parametrize("blank", ["", "  \n\t\n"])
+def test_an_empty_settings_file_counts_as_an_empty_object(home: Path, blank: str) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(blank)
+    r = run(home, "uninstall")
+    assert r.exit_code == 0, r.output
+    assert "nothing to do" in r.output
+    assert path.read_text() == blank
+
+    r = run(home, "install")
+    assert r.exit_code == 0, r.output
+    assert set(settings(home)["hooks"]) == {*hooksetup.HTTP_EVENTS, *hooksetup.COMMAND_ONLY_EVENTS}
+    [bak] = backups(home)
+    assert bak.read_text() == blank
+
+
+@pytest.mark.parametrize(
+    ("broken", "where"),
+    [
+        ({"hooks": {"PreToolUse": {"a": 1}}}, "hooks.PreToolUse"),
+        ({"hooks": {"CustomThing": "x"}}, "hooks.CustomThing"),
+        ({"hooks": {"Stop": None}}, "hooks.Stop"),
+        ({"hooks": {"Stop": ["not an object"]}}, "hooks.Stop[0]"),
+        ({"hooks": {"Stop": [{"matcher": "*"}]}}, "hooks.Stop[0].hooks"),
+        ({"hooks": {"Stop": [{"hooks": {"type": "command"}}]}}, "hooks.Stop[0].hooks"),
+        ({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}, 3]}]}}, "hooks.Stop[0].hooks[1]"),
+    ],
+)
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_hooks_of_the_wrong_shape_are_refused_by_place_and_left_untouched(
+    home: Path, broken: dict[str, Any], where: str, action: str
+) -> None:
+    path = home / ".claude" / "settings.json"
+    text = json.dumps(broken)
+    path.write_text(text)
+    r = CliRunner().invoke(cli, ["hooks", action], env={"HOME": str(home)})
+    assert r.exit_code == 2, r.output
+    assert f"`{where}`" in r.output
+    assert "nothing was changed" in r.output
+    assert "Traceback" not in r.output
+    assert path.read_text() == text
+    assert backups(home) == []
+
+
+def test_install_never_replaces_an_entry_it_cannot_merge_into() -> None:
+    with pytest.raises(InputError, match=r"hooks\.Stop"):
+        hooksetup.install({"hooks": {"Stop": {"mine": 1}}}, hooksetup.HookTarget(port=7391))
+
+
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_settings_that_are_a_directory_or_not_utf8_are_refused_cleanly(home: Path, action: str) -> None:
+    path = home / ".claude" / "settings.json"
+    path.mkdir()
+    r = CliRunner().invoke(cli, ["hooks", action], env={"HOME": str(home)})
+    assert r.exit_code == 2, r.output
+    assert "is a directory" in r.output and "nothing was changed" in r.output
+    path.rmdir()
+    path.write_bytes(b'{"model": "\xff"}')
+    r = CliRunner().invoke(cli, ["hooks", action], env={"HOME": str(home)})
+    assert r.exit_code == 2, r.output
+    assert "not UTF-8" in r.output
+    assert path.read_bytes() == b'{"model": "\xff"}'
+
+
+@pytest.mark.parametrize("name", ["BAD NAME", "1TOKEN", "TOK-EN", "", "${X}", "TOKEN\n"])
+@pytest.mark.parametrize("command", ["install", "print"])
+def test_token_env_must_be_an_environment_variable_name(home: Path, name: str, command: str) -> None:
+    r = CliRunner().invoke(cli, ["hooks", command, "--token-env", name], env={"HOME": str(home)})
+    assert r.exit_code == 2, r.output
+    assert "not an environment variable name" in r.output
+    assert not (home / ".claude" / "settings.json").exists()
+
+
+def test_token_env_accepts_underscores_and_digits(home: Path) -> None:
+    r = run(home, "install", "--token-env", "_MY_TOKEN_2")
+    assert r.exit_code == 0, r.output
+    assert "${_MY_TOKEN_2}" in (home / ".claude" / "settings.json").read_text()
+
+
+def test_a_missing_project_directory_is_refused_not_created(tmp_path: Path, home: Path) -> None:
+    proj = tmp_path / "nope"
+    r = CliRunner().invoke(cli, ["hooks", "install", "--project", str(proj)], env={"HOME": str(home)})
+    assert r.exit_code == 2
+    assert "does not exist" in r.output
+    assert not proj.exists()
+
+
+def test_a_missing_home_is_not_created(tmp_path: Path) -> None:
+    gone = tmp_path / "no-home"
+    r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(gone)})
+    assert r.exit_code == 2
+    assert not gone.exists()

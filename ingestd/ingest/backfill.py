@@ -24,6 +24,7 @@ from ingestd.core.framing import Framer
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
 from ingestd.core.touch import Ctx
+from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
 from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache, apply_batch
@@ -286,6 +287,7 @@ def ingest_roots(
     summary = Summary()
     b = _Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s)
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
+    distrusted: list[str] = []
     total = 0
     for root in roots:
         root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
@@ -299,11 +301,16 @@ def ingest_roots(
             )
             cps = _checkpoints(conn, root_s, [f.origin for f in found])
         summary.files += len(found)
+        known = _session_ids(conn) if paths is None else None
         for f in found:
             cp = cps.get(f.origin)
             if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):
-                summary.files_unchanged += 1
-                continue
+                if _trusted(conn, f.origin, cp, known):
+                    summary.files_unchanged += 1
+                    continue
+                log.info("checkpoint_distrusted", origin=f.origin, session_id=cp[7])
+                distrusted.append(f.origin)
+                cp = (cp[0], 0, "", *cp[3:])  # from byte 0 in the same generation: existing keys insert nothing
             plans.append((root_s, f, cp))
             total += max(0, f.size - (int(cp[1]) if cp is not None else 0))
     if on_total is not None:
@@ -322,6 +329,8 @@ def ingest_roots(
         if len(b.rows) >= batch_rows:
             b.flush()
     b.flush()
+    if distrusted:
+        _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)
     if totals:
         summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
@@ -346,6 +355,57 @@ def _checkpoints(conn: apsw.Connection, root_s: str, origins: Sequence[str] | No
         for r in conn.execute(_CHECKPOINT_COLUMNS + " AND origin = ?", (root_s, o)):
             out[r[0]] = tuple(r[1:])
     return out
+
+
+def _session_ids(conn: apsw.Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT id FROM sessions")}
+
+
+def _trusted(conn: apsw.Connection, origin: str, cp: tuple[Any, ...], known: set[str] | None) -> bool:
+    """Whether an unchanged file's checkpoint may skip it (SPEC §7).
+
+    "A checkpoint is trusted only while the session it stands for still exists": the
+    checkpoint, the file's log rows and their projections commit together, so a session row
+    that is missing means the projections were lost or replaced (projection tables emptied, a
+    database assembled from another's tables) and skipping the file would keep it missing
+    forever. A checkpoint with no session of its own (a flat 2.0.x ``agent-*.jsonl``, whose
+    records name their parent session: FORMATS.md §0) is trusted while the log still holds its
+    rows. A checkpoint that committed nothing (empty file, a lone torn line) stands for nothing.
+
+    Args:
+        origin: str, the file's origin; cp: the ``_checkpoints`` columns; known: every session
+            id (one query per root), or None to look the session up by key.
+    """
+    gen, offset, sid = int(cp[0]), int(cp[1]), cp[7]
+    if offset == 0:
+        return True
+    if sid is not None:
+        if known is not None:
+            return sid in known
+        return bool(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchall())
+    return bool(
+        conn.execute("SELECT 1 FROM events_raw WHERE origin = ? AND origin_gen = ? LIMIT 1", (origin, gen)).fetchall()
+    )
+
+
+def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: _Batcher) -> None:
+    """Re-project the sessions of re-read files that still have no ``sessions`` row.
+
+    The re-read appended nothing when the log already held the file's lines (same keys), so
+    those sessions are folded again from the log (``rebuild.reproject_sessions``).
+    """
+    sids: set[str] = set()
+    for o in sorted(set(origins)):
+        sids.update(
+            str(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT session_id FROM events_raw WHERE origin = ? AND session_id IS NOT NULL", (o,)
+            )
+        )
+    missing = sids - _session_ids(conn)
+    if missing:
+        n = reproject_sessions(conn, missing, ctx=b.ctx, cache=b.cache, watchdog_window_s=b.watchdog_window_s)
+        log.info("sessions_reprojected", sessions=len(missing), rows=n)
 
 
 def _count(conn: apsw.Connection, sql: str) -> int:

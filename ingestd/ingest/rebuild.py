@@ -7,6 +7,7 @@ order independence makes their projection tables byte-identical.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import apsw
@@ -15,7 +16,7 @@ from ingestd.core import derive, project
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.store.connection import write_txn
-from ingestd.store.writer import LOG_COLUMNS, WATCHDOG_WINDOW_S, row_from_db, watchdog, write_changes
+from ingestd.store.writer import LOG_COLUMNS, WATCHDOG_WINDOW_S, FoldCache, row_from_db, watchdog, write_changes
 
 ORDERS = ("log", "origin", "reverse")
 
@@ -112,3 +113,58 @@ def rebuild_projections(
 
         write_txn(dst, wd)
     return total
+
+
+def reproject_sessions(
+    conn: apsw.Connection,
+    sids: Iterable[str],
+    *,
+    ctx: Ctx | None = None,
+    cache: FoldCache | None = None,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
+) -> int:
+    """Re-project these sessions from their log rows, in one write transaction.
+
+    Used when a checkpoint is no longer trusted because the session it stands for is gone from
+    the projections while its log rows are still there (SPEC §7): re-reading the file inserts
+    nothing (the keys exist), so nothing would be folded. Folding every row of the session from
+    an empty state equals what any order of ingest produced (the projector's order independence).
+
+    Args:
+        conn: a migrated connection (written).
+        sids: session ids.
+        ctx: instance / host ids stamped on edges.
+        cache: the caller's fold cache: these sessions' states are replaced by the fresh ones.
+        watchdog_window_s: int, seconds.
+
+    Returns:
+        int, log rows folded.
+    """
+    todo = sorted(set(sids))
+    if not todo:
+        return 0
+    ctx = ctx or Ctx()
+    folded = 0
+
+    def run(c: apsw.Connection) -> None:
+        nonlocal folded
+        for sid in todo:
+            rows = [
+                row_from_db(r)
+                for r in c.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,))
+            ]
+            if cache is not None:
+                cache.take(sid)
+            if not rows:
+                continue
+            state, ch = project.fold(None, sid, rows, ctx)
+            write_changes(c, ch)
+            folded += len(rows)
+            if cache is not None:
+                cache.put(sid, state, rows[-1].id)
+        got = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
+        if got and isinstance(got[0][0], str):
+            watchdog(c, got[0][0], watchdog_window_s)
+
+    write_txn(conn, run)
+    return folded

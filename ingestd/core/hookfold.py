@@ -101,6 +101,15 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
                 note_result(state, tuid, False, None, ts)
                 t.all_agents = True
     elif name == "PermissionRequest" and tuid:
+        # PermissionRequest carries no tool_use_id (FORMATS.md §7.2, obs + DOC; e.g.
+        # corpus/hooks/crypto/PermissionRequest.jsonl: tool_name "Bash", tool_input, permission_suggestions,
+        # no id), so this branch only serves a future version that adds one, and it asserts no outcome.
+        # Without an id the request is kept in the log and in `events` and is activity of its agent,
+        # but it never touches tool_calls: (session, tool_name, tool_input) is not an identity (the same
+        # command can be asked for twice in one turn), and the request says only that permission was
+        # asked, not how the user answered. The answer shows structurally elsewhere: a denial or
+        # cancellation is the transcript tool_result of that tool_use id (toolstatus.result_status),
+        # an allowed call its PostToolUse; a PermissionDenied hook (below) names the id.
         note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"))
     elif name == "PermissionDenied" and tuid:
         note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"), ended=ts, status=DENIED)

@@ -30,12 +30,10 @@ def register(cli: click.Group) -> None:
             emit_json({"rows": [r.to_json() for r in rows]})
             return
         from rich.console import Console
-        from rich.table import Table
 
-        table = Table("model", "bucket", "USD/MTok", "effective from", "source")
-        for r in rows:
-            table.add_row(r.model, r.bucket, str(r.usd_per_mtok), r.effective_from, r.source)
-        Console().print(table)
+        from ingestd.report.render import render_prices
+
+        render_prices(Console(), [r.to_json() for r in rows])
 
     @pricing_group.command("set")
     @db_option

@@ -7,18 +7,18 @@ for people here (exact in JSON); usage with no price is marked, never shown as $
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from ingestd.core.timefmt import parse
+from ingestd.report.layout import Cell, Col, build, hidden_note
 from ingestd.report.window import Zone
 
 STATUS_STYLE = {
@@ -77,43 +77,8 @@ def short_path(path: str | None, home: str | None, width: int = 40) -> str:
         tail = sep.join(parts[-n:])
         if len(tail) + 2 <= width:
             return "…" + sep + tail
-    return "…" + parts[-1][-(max(1, width - 1)) :] if parts else p[: max(1, width)]
-
-
-def _table(
-    width: int,
-    title: str,
-    heads: list[tuple[str, str]],
-    rows: list[list[str | Text]],
-    footer: list[str | Text] | None,
-    shorten: Callable[[str, int], str] | None = None,
-) -> Table:
-    """A table whose columns all keep their full width except the first, which shrinks (``shorten``,
-    else an ellipsis)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_footer=footer is not None)
-    widths = []
-    for i, (head, _) in enumerate(heads):
-        cells = [r[i] for r in rows] + ([footer[i]] if footer else [])
-        widths.append(max([len(head)] + [len(c) if isinstance(c, str) else c.cell_len for c in cells]))
-    # SIMPLE_HEAD spends three cells between columns and a few on the edges.
-    room = max(8, width - sum(w + 3 for w in widths[1:]) - 6)
-    for i, (head, justify) in enumerate(heads):
-        widest = widths[i] if i else min(widths[0], room)
-        table.add_column(
-            head,
-            justify=justify,  # type: ignore[arg-type]
-            no_wrap=True,
-            overflow="ellipsis",
-            min_width=widest,
-            max_width=widest,
-            footer=footer[i] if footer else "",
-        )
-    for r in rows:
-        first = r[0]
-        if shorten is not None and isinstance(first, str) and len(first) > room:
-            first = shorten(first, room)
-        table.add_row(first, *r[1:])
-    return table
+    # Too narrow even for the last name: its beginning is what people recognise.
+    return parts[-1][: max(1, width - 1)] + "…" if parts else p[: max(1, width)]
 
 
 def _status(status: str | None) -> Text:
@@ -131,45 +96,53 @@ def _unpriced_note(console: Console, doc: dict[str, Any]) -> None:
         )
 
 
+def _path_col(head: str, cells: list[Cell], footer: Cell = "", min_width: int = 10) -> Col:
+    """A project path column: elided (``…/last/two``) to the room left, down to ``min_width`` cells."""
+    return Col(head, cells, footer=footer, elide=lambda p, w: short_path(p, None, w), min_width=min_width)
+
+
+def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
+    console.print(Text(title, style="italic"))
+    table, hidden = build(console.width, cols, steps)
+    console.print(table)
+    note = hidden_note(hidden, console.width)
+    if note is not None:
+        console.print(note)
+
+
 def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
-    """One table row per session."""
-    wide = console.width >= 110
-    heads = [("project", "left"), ("session", "left")]
-    heads += [("started", "left"), ("last activity", "left")] if wide else [("last activity", "left")]
-    heads += [("status", "left")] + ([("agents", "right")] if wide else [])
-    heads += [("tokens", "right"), ("cost", "right")]
-    rows: list[list[str | Text]] = []
+    """One table row per session; on a narrow terminal the times wrap (date over time), then
+    agents, started, status and last activity give way, never the id prefix, tokens or cost."""
+    rows = doc["rows"]
     unpriced: dict[str, dict[str, int]] = {}
-    for r in doc["rows"]:
-        times = (
-            [when(r["started_at"], zone), when(r["last_activity_at"], zone)]
-            if wide
-            else [when(r["last_activity_at"], zone, "%y-%m-%d %H:%M")]
-        )
-        rows.append(
-            [
-                short_path(r["project_path"], home, 1000),
-                r["session_id"][:8],
-                *times,
-                _status(r["status"]),
-                *([str(r["agents"])] if wide else []),
-                tokens(r["tokens"]),
-                usd(r),
-            ]
-        )
+    for r in rows:
         for m, u in r["unpriced"].items():
             acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0})
             acc["tokens"] += u["tokens"]
             acc["messages"] += u["messages"]
-    table = _table(
-        console.width,
-        f"{doc['count']} sessions (times in {zone.name})",
-        heads,
-        rows,
-        None,
-        lambda p, w: short_path(p, None, w),
-    )
-    console.print(table)
+    two_lines = "%Y-%m-%d\n%H:%M"
+    cols = [
+        # The project gives way first (down to 8 cells) so that 80 columns keep every column.
+        _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows], min_width=8),
+        Col("session", [r["session_id"][:8] for r in rows], key=True),
+        Col(
+            "started",
+            [when(r["started_at"], zone) for r in rows],
+            compact=[when(r["started_at"], zone, two_lines) for r in rows],
+        ),
+        Col(
+            "last activity",
+            [when(r["last_activity_at"], zone) for r in rows],
+            compact=[when(r["last_activity_at"], zone, two_lines) for r in rows],
+            compact_head="last\nactivity",
+        ),
+        Col("status", [_status(r["status"]) for r in rows]),
+        Col("agents", [str(r["agents"]) for r in rows], justify="right"),
+        Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", key=True),
+        Col("cost", [usd(r) for r in rows], justify="right", key=True),
+    ]
+    steps = ["started", "last activity", "agents", "started", "status", "last activity", "project"]
+    _print_table(console, f"{doc['count']} sessions (times in {zone.name})", cols, steps)
     _unpriced_note(console, {"unpriced": unpriced})
 
 
@@ -243,43 +216,48 @@ _BUCKET_HEADS = (
 )
 
 
+def _cost_label_cols(by: str | None, rows: list[dict[str, Any]], home: str | None) -> list[Col]:
+    """The columns that name a cost row (the key of the grouping), ``total`` in the footer."""
+    if by == "project":
+        col = _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows], "total")
+        return [replace(col, key=True)]
+    if by == "session":
+        return [
+            Col("session", [r["session_id"][:8] for r in rows], footer="total", key=True),
+            _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows]),
+        ]
+    if by == "agent":
+        ids = [(r["agent_id"] or "-") if r["agent_id"] != r["session_id"] else r["session_id"][:8] for r in rows]
+        return [
+            Col("agent", [r["subagent_type"] or r["agent_type"] or "(no agent)" for r in rows], footer="total"),
+            Col("id", ids, key=True),
+            Col("session", [r["session_id"][:8] for r in rows], key=True),
+        ]
+    return [Col(by or "", [r["key"] for r in rows], footer="total", key=True)]
+
+
 def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None:
-    """Grouped rows (when any) and the total, bucket by bucket, with unpriced usage beside it."""
+    """Grouped rows (when any) and the total, bucket by bucket, with unpriced usage beside it.
+
+    On a narrow terminal the message count, then the buckets (cache first) give way; the row's
+    name (model ids in full), the token total and the cost never do.
+    """
     by = doc["by"]
     w = doc["window"]
     span = f"{w['since'] or 'beginning'} → {w['until'] or 'now'}"
     title = f"cost by {by}" if by else "cost"
-    first = {"day": "day", "model": "model", "session": "session", "project": "project", "agent": "agent"}.get(
-        by or "", ""
-    )
-    heads = [(first, "left")] + [(h, "right") for _, h in _BUCKET_HEADS] + [("msgs", "right"), ("cost", "right")]
-    rows: list[list[str | Text]] = []
-    for r in doc["rows"]:
-        if by == "project":
-            label = short_path(r["project_path"], home, 1000)
-        elif by == "session":
-            label = f"{r['session_id'][:8]} {short_path(r['project_path'], home, 28)}"
-        elif by == "agent":
-            kind = r["subagent_type"] or r["agent_type"] or ""
-            label = f"{kind or '(no agent)'} {(r['agent_id'] or '')[:12]} in {r['session_id'][:8]}"
-        else:
-            label = r["key"]
-        rows.append([label, *(tokens(r["totals"][k]) for k, _ in _BUCKET_HEADS), str(r["billed_messages"]), usd(r)])
-    footer: list[str | Text] = [
-        "total",
-        *(tokens(doc["totals"][k]) for k, _ in _BUCKET_HEADS),
-        str(doc["billed_messages"]),
-        usd(doc),
+    rows = doc["rows"]
+    cols = _cost_label_cols(by, rows, home)
+    for k, head in _BUCKET_HEADS:
+        cells: list[Cell] = [tokens(r["totals"][k]) for r in rows]
+        cols.append(Col(head, cells, justify="right", footer=tokens(doc["totals"][k])))
+    cols += [
+        Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", footer=tokens(doc["tokens"]), key=True),
+        Col("msgs", [str(r["billed_messages"]) for r in rows], justify="right", footer=str(doc["billed_messages"])),
+        Col("cost", [usd(r) for r in rows], justify="right", footer=usd(doc), key=True),
     ]
-    table = _table(
-        console.width,
-        f"{title}  ({span}; days in {doc['tz']})",
-        heads,
-        rows,
-        footer,
-        (lambda p, w: short_path(p, None, w)) if by == "project" else None,
-    )
-    console.print(table)
+    steps = ["msgs", *(h for _, h in reversed(_BUCKET_HEADS)), "project", "agent"]
+    _print_table(console, f"{title}  ({span}; days in {doc['tz']})", cols, steps)
     if doc["source"] != "token_usage_rollup":
         console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))
     _unpriced_note(console, doc)
@@ -349,3 +327,22 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     for name, n in doc["rows"].items():
         rows.add_row(name, f"{n:,}")
     console.print(rows)
+
+
+def _from_utc(instant: str) -> str:
+    """``2025-11-01`` for midnight UTC (how rates are usually dated), else ``2025-11-01 09:30``."""
+    day, _, rest = instant.partition("T")
+    return day if rest.startswith("00:00:00.000") else f"{day} {rest[:5]}"
+
+
+def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Price rows (``PriceRow.to_json`` documents): model ids, buckets and rates are never cut;
+    the source is shortened, then the source and the date give way on a narrow terminal."""
+    cols = [
+        Col("model", [r["model"] for r in rows], key=True),
+        Col("bucket", [r["bucket"] for r in rows], key=True),
+        Col("USD/MTok", [r["usd_per_mtok"] for r in rows], justify="right", key=True),
+        Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
+        Col("source", [r["source"] for r in rows], elide=lambda s, w: s[: max(1, w - 1)] + "…", min_width=12),
+    ]
+    _print_table(console, f"{len(rows)} price {'row' if len(rows) == 1 else 'rows'}", cols, ["source", "from (UTC)"])

@@ -1,0 +1,149 @@
+"""Fitting a report table to the terminal's width without losing what the table is for.
+
+Each column says how it may give way. Key columns (model ids, session prefixes, tokens, cost) are
+never dropped or cut: as a last resort they wrap. An elidable column (a project path) shrinks to
+the room left, down to its minimum, through its own shortening function. Then, in the table's
+order of importance, columns switch to a narrower form (a date over its time) or are dropped, and
+the table says which ones it hid. At 110 columns and more nothing gives way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from rich import box
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+Cell = str | Text
+# Between two columns (collapsed padding, no edges): the cost of one more column.
+GAP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """One column and how it gives way.
+
+    Attributes:
+        head: str, the header (also the name used in ``steps`` and in the hidden-columns note).
+        cells: list[Cell], one per row.
+        justify: str, ``left`` or ``right``.
+        footer: Cell, the footer cell ('' for none).
+        key: bool, never dropped and never cut (wraps when nothing else is left to give).
+        elide: (text, width) -> text, or None: shortens this column's cells to a width.
+        min_width: int, cells, the narrowest an elidable column gets before other steps run.
+        compact: list[Cell] | None, a narrower form of ``cells`` (may be several lines).
+        compact_head: str | None, the header to show with ``compact`` (may be several lines).
+    """
+
+    head: str
+    cells: list[Cell]
+    justify: str = "left"
+    footer: Cell = ""
+    key: bool = False
+    elide: Callable[[str, int], str] | None = None
+    min_width: int = 0
+    compact: list[Cell] | None = None
+    compact_head: str | None = None
+
+    @property
+    def title(self) -> str:
+        """The header as shown (``head`` names the column in ``steps``)."""
+        return self.shown_head or self.head
+
+    shown_head: str | None = None
+
+
+def _width(cell: Cell) -> int:
+    text = cell.plain if isinstance(cell, Text) else cell
+    return max((cell_len(line) for line in text.split("\n")), default=0)
+
+
+def natural(col: Col) -> int:
+    """The width the column needs to show every cell whole (cells)."""
+    return max([_width(col.title), _width(col.footer), *(_width(c) for c in col.cells)])
+
+
+def _floor(col: Col) -> int:
+    return min(natural(col), col.min_width) if col.elide is not None else natural(col)
+
+
+def _need(cols: Sequence[Col]) -> int:
+    return sum(_floor(c) for c in cols) + GAP * (len(cols) - 1)
+
+
+def fit(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[list[Col], list[str]]:
+    """The columns that fit ``width`` and the heads of the ones hidden.
+
+    Args:
+        width: int, cells available.
+        cols: the full table, left to right.
+        steps: heads, least important first: a column with a ``compact`` form takes it the first
+            time it is named, and is dropped the next time (or the first, without one). Key
+            columns are never named.
+    """
+    cols = list(cols)
+    hidden: list[str] = []
+    for head in steps:
+        if _need(cols) <= width:
+            break
+        i = next((i for i, c in enumerate(cols) if c.head == head and not c.key), None)
+        if i is None:
+            continue
+        c = cols[i]
+        if c.compact is not None:
+            cols[i] = replace(c, cells=c.compact, compact=None, shown_head=c.compact_head)
+        else:
+            hidden.append(cols.pop(i).head)
+    return cols, hidden
+
+
+def build(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[Table, list[str]]:
+    """A rich table of ``cols`` fitted to ``width`` (see ``fit``) and the hidden heads."""
+    kept, hidden = fit(width, cols, steps)
+    if kept and cols and kept[0] is not cols[0] and not kept[0].footer and cols[0].head in hidden:
+        kept[0] = replace(kept[0], footer=cols[0].footer)  # the footer's label ("total") stays
+    fixed = sum(natural(c) for c in kept if c.elide is None) + GAP * (len(kept) - 1)
+    squeezed = fixed > width
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        show_footer=any(c.footer for c in kept),
+    )
+    widths = {}
+    for c in kept:
+        w = natural(c)
+        if c.elide is not None:
+            w = max(_floor(c), min(w, width - fixed))
+        widths[c.head] = w
+        wraps = squeezed and c.key
+        table.add_column(
+            c.title,
+            justify=c.justify,  # type: ignore[arg-type]
+            footer=c.footer,
+            no_wrap=not wraps,
+            overflow="fold" if wraps else "ellipsis",
+            min_width=None if wraps else w,
+            max_width=None if wraps else w,
+        )
+    for r in range(len(kept[0].cells) if kept else 0):
+        row: list[Cell] = []
+        for c in kept:
+            cell = c.cells[r]
+            w = widths[c.head]
+            if c.elide is not None and isinstance(cell, str) and cell_len(cell) > w:
+                cell = c.elide(cell, w)
+            row.append(cell)
+        table.add_row(*row)
+    return table, hidden
+
+
+def hidden_note(hidden: list[str], width: int) -> Text | None:
+    """``(hidden to fit N columns: a, b; widen the terminal or use --json)``, or None."""
+    if not hidden:
+        return None
+    return Text(f"(hidden to fit {width} columns: {', '.join(hidden)}; widen the terminal or use --json)", style="dim")

@@ -11,7 +11,7 @@ from typing import Any
 
 from ingestd.core.keys import stable_id
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
-from ingestd.core.toolstatus import STATUSES
+from ingestd.core.toolstatus import STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -235,8 +235,12 @@ def _agent_row(
     note = state.notified.get(a)
     if status is None and note is not None:
         status, cause = ("completed", None) if note == "completed" else ("error", "terminated_early")
-    if status is None and ev is not None and ev.error_cause:
-        status, cause = "error", ev.error_cause
+    if status is None and ev is not None:
+        # how the subagent's own run ended (toolstatus.FAILED_ENDINGS, each rule with its real line);
+        # "over" = the session ended with no success signal for it (no SubagentStop either)
+        failed = ending(ev.last_turn, state.ended and not ev.completed)
+        if failed is not None:
+            status, cause = "error", failed
     if status is None and (state.ended or (ev is not None and ev.completed)):
         status = "completed"
     if status is None and comp and ev is not None and ev.has_assistant:

@@ -83,6 +83,12 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         ev.hook_type = at
     t.agents.add(agent)
 
+    # a subagent's run ended in failure (toolstatus.FAILED_ENDINGS); the receipt time orders it
+    # against the agent's transcript turns
+    failed = _failed_turn(name, obj) if agent_id else None
+    if failed is not None and (ev.last_turn is None or (ts, failed) > ev.last_turn):
+        ev.last_turn = (ts, failed)
+
     tuid = _s(obj, "tool_use_id")
     if name in _TOOL_EVENTS and tuid:
         st = _TOOL_EVENTS[name]
@@ -114,3 +120,18 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     elif name == "PermissionDenied" and tuid:
         note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"), ended=ts, status=DENIED)
     return (row.id, sid, agent_id or sid, name, ts)
+
+
+def _failed_turn(name: str, obj: dict[str, Any]) -> str | None:
+    """The failure kind a hook reports for the agent it names, or None.
+
+    PostToolUseFailure ``is_interrupt: true``: the user interrupted the run (every payload carries
+    the flag, e.g. corpus/hooks/cka-buddy/PostToolUseFailure.jsonl, all ``false`` in the corpus:
+    plain tool errors, which end nothing). StopFailure (DOC, CL 2.1.78): the turn
+    ended on an API error, ``error: "rate_limit"`` or another (``overloaded`` ...).
+    """
+    if name == "PostToolUseFailure" and obj.get("is_interrupt") is True:
+        return "interrupt"
+    if name == "StopFailure":
+        return "rate_limit" if obj.get("error") == "rate_limit" else "api_error"
+    return None

@@ -27,7 +27,7 @@ from ingestd.core.state import (
     Spawn,
 )
 from ingestd.core.timefmt import canonical
-from ingestd.core.toolstatus import result_status, spawn_cause
+from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
 from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
 
 SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
@@ -164,12 +164,13 @@ def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ra
     return used_tool
 
 
-def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> None:
-    """Tool results, spawn results and the child agent they name."""
+def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:
+    """Tool results, spawn results and the child agent they name; returns the turn's kind."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
     if not isinstance(content, list):
-        return
+        return user_kind(content if isinstance(content, str) else None, [])
+    statuses: list[int] = []
     tur = obj.get("toolUseResult")
     for block in content:
         if not isinstance(block, dict) or block.get("type") != "tool_result":
@@ -179,7 +180,9 @@ def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touc
             continue
         is_error = block.get("is_error") is True
         text = _text_of(block.get("content")) or ""
-        note_tool(state, t, tuid, agent=agent, ended=ts, status=result_status(is_error, text))
+        st = result_status(is_error, text)
+        statuses.append(st)
+        note_tool(state, t, tuid, agent=agent, ended=ts, status=st)
         async_launch = isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
         if not async_launch:
             note_result(state, tuid, is_error, spawn_cause(text) if is_error else None, ts)
@@ -190,6 +193,7 @@ def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touc
             if isinstance(child, str) and child:
                 link(state, tuid, "tool_use", child)
         t.all_agents = True
+    return user_kind(_text_of(content), statuses)
 
 
 def _progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
@@ -292,12 +296,15 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         state.last_ts = ts
     t.session = True
     status = "working"
+    kind: str | None = None
     if etype == "assistant":
-        if not _assistant(state, obj, ts, agent, rank, t) and main:
+        used_tool = _assistant(state, obj, ts, agent, rank, t)
+        if not used_tool and main:
             # a main-thread reply that calls no tool ends the turn: the agent waits for the user
             status = "waiting"
+        kind = _assistant_kind(obj, used_tool)
     elif etype == "user":
-        _user(state, obj, ts, agent, t)
+        kind = _user(state, obj, ts, agent, t)
     elif etype == "progress":
         _progress(state, obj, ts, t)
     elif etype == "system" and obj.get("subtype") == "compact_boundary":
@@ -321,6 +328,8 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         ev.last_ts = ts
     if etype in ("user", "assistant", "system") and (ev.latest is None or (ts, status) > ev.latest):
         ev.latest = (ts, status)
+    if kind is not None and (ev.last_turn is None or (ts, kind) > ev.last_turn):
+        ev.last_turn = (ts, kind)
     if not main and obj.get("parentUuid") is None and etype == "user":
         m = obj.get("message")
         p = _text_of(m.get("content")) if isinstance(m, dict) else None
@@ -328,6 +337,15 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
             ev.root_prompt = (ts, p)
             t.all_agents = True
     t.agents.add(agent)
+
+
+def _assistant_kind(obj: dict[str, Any], used_tool: bool) -> str:
+    msg = obj.get("message")
+    if isinstance(msg, dict) and msg.get("model") == SYNTHETIC:
+        return synthetic_kind(
+            obj.get("error"), obj.get("isApiErrorMessage") is True, _text_of(msg.get("content")) or ""
+        )
+    return "tool" if used_tool else END
 
 
 def _meta(state: SessionState, obj: dict[str, Any], ts: str, rank: int) -> None:

@@ -38,7 +38,8 @@ class AgentEv:
         ran: bool, a transcript record, a SubagentStart or a tool event shows it ran.
         latest: tuple (ts, status) | None, the newest non-terminal status evidence.
         completed: bool, terminal-success evidence (SubagentStop, task-notification).
-        error_cause: str | None, terminal-failure evidence (outcome_cause).
+        last_turn: tuple (ts, kind) | None, the newest turn of the agent's own transcript (max;
+            ``toolstatus.turn_kind``), or a hook's failure evidence: how its run ended, if it did.
         hook_type: str | None, ``agent_type`` from a hook (max non-empty).
         meta_type: str | None, ``agentType`` from a ``.meta.json`` sidecar.
         root_prompt: tuple (ts, prompt) | None, the first user prompt of the agent's own file.
@@ -50,7 +51,7 @@ class AgentEv:
     ran: bool = False
     latest: tuple[str, str] | None = None
     completed: bool = False
-    error_cause: str | None = None
+    last_turn: tuple[str, str] | None = None
     hook_type: str | None = None
     meta_type: str | None = None
     root_prompt: tuple[str, str] | None = None

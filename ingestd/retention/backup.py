@@ -3,9 +3,11 @@
 ``backup`` copies the live database with SQLite's backup API in one step: in WAL
 mode that is one read transaction, a consistent snapshot that never blocks the
 writer. The copy is written to a private temporary file (0600), checked with
-``PRAGMA integrity_check``, synced and renamed into place as
-``ingestd-YYYYMMDDTHHMMSSZ.db`` (a sortable UTC stamp). Then the backup retention
-runs and ``meta.last_backup_at`` is recorded.
+``PRAGMA integrity_check``, synced and linked into place as
+``ingestd-YYYYMMDDTHHMMSS.mmmZ.db`` (a UTC stamp to the millisecond: names sort by time and two
+backups in one second do not collide; a name already taken moves on by a millisecond, never
+overwriting). Then the backup retention runs and ``meta.last_backup_at`` is recorded. Names of
+the older form ``ingestd-YYYYMMDDTHHMMSSZ.db`` are still recognised by retention.
 
 Retention: a backup is deleted when it is older than ``retention_days`` *and* not
 among the ``keep_newest`` newest. Age comes from the name, never the file's mtime.
@@ -24,16 +26,17 @@ from pathlib import Path
 import apsw
 
 from ingestd.core.timefmt import format_utc
-from ingestd.errors import CheckFailed, StorageError
+from ingestd.errors import CheckFailed
 from ingestd.store.connection import connect, translate, write_txn
 
-NAME_RE = re.compile(r"^ingestd-(\d{8}T\d{6}Z)\.db$")
-STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+NAME_RE = re.compile(r"^ingestd-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
+STAMP_FORMAT = "%Y%m%dT%H%M%S"
 
 
 def backup_name(now: datetime) -> str:
-    """``ingestd-YYYYMMDDTHHMMSSZ.db`` for an aware ``now``. Pure."""
-    return f"ingestd-{now.astimezone(UTC).strftime(STAMP_FORMAT)}.db"
+    """``ingestd-YYYYMMDDTHHMMSS.mmmZ.db`` for an aware ``now`` (milliseconds, truncated). Pure."""
+    t = now.astimezone(UTC)
+    return f"ingestd-{t.strftime(STAMP_FORMAT)}.{t.microsecond // 1000:03d}Z.db"
 
 
 def taken_at(name: str) -> datetime | None:
@@ -41,7 +44,8 @@ def taken_at(name: str) -> datetime | None:
     m = NAME_RE.match(name)
     if not m:
         return None
-    return datetime.strptime(m.group(1), STAMP_FORMAT).replace(tzinfo=UTC)
+    t = datetime.strptime(m.group(1), STAMP_FORMAT).replace(tzinfo=UTC)
+    return t + timedelta(milliseconds=int(m.group(2) or 0))
 
 
 def default_backup_dir(db_path: Path) -> Path:
@@ -205,6 +209,24 @@ def check_copy(path: Path) -> tuple[str, dict[str, int]]:
     return "ok", counts
 
 
+def _link_new(partial: Path, out_dir: Path, now: datetime) -> Path:
+    """Give ``partial`` the first free backup name at or after ``now`` (ms steps); never overwrites.
+
+    The name is claimed with an exclusive create before the rename, so two backups racing for one
+    name both survive.
+    """
+    stamp = now
+    while True:
+        final = out_dir / backup_name(stamp)
+        try:
+            os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            stamp += timedelta(milliseconds=1)
+            continue
+        os.replace(partial, final)
+        return final
+
+
 def backup(
     db_path: Path,
     *,
@@ -226,16 +248,13 @@ def backup(
         A ``BackupResult``.
 
     Raises:
-        StorageError: the copy failed or a backup of that name already exists.
+        StorageError: the copy failed.
         CheckFailed: the copy failed ``integrity_check`` (it is removed).
     """
     started = time.monotonic()
     out_dir = directory if directory is not None else default_backup_dir(db_path)
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    final = out_dir / backup_name(now)
-    if final.exists():
-        raise StorageError(f"a backup named {final} already exists: wait a second and retry", path=str(final))
-    partial = out_dir / f".{final.name}.partial"
+    partial = out_dir / f".{backup_name(now)}.partial"
     partial.unlink(missing_ok=True)
     src = connect(db_path)
     try:
@@ -246,7 +265,7 @@ def backup(
             partial.unlink(missing_ok=True)
             raise
         _fsync(partial)
-        os.replace(partial, final)
+        final = _link_new(partial, out_dir, now)
         os.chmod(final, 0o600)
         with contextlib.suppress(OSError):
             _fsync(out_dir)

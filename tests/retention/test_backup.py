@@ -21,7 +21,7 @@ NOW = datetime(2026, 4, 3, 12, 30, 45, tzinfo=UTC)
 def test_backup_is_named_private_checked_and_recorded(db_path: Path, tmp_path: Path) -> None:
     res = bk.backup(db_path, now=NOW, directory=tmp_path / "bk")
     p = Path(res.path)
-    assert p.name == "ingestd-20260403T123045Z.db"
+    assert p.name == "ingestd-20260403T123045.000Z.db"
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert res.integrity == "ok" and res.counts["events_raw"] == 20
     assert not list((tmp_path / "bk").glob(".*partial"))
@@ -142,3 +142,24 @@ def test_backup_of_missing_database_is_a_usage_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["backup", "--db", str(tmp_path / "nope.db")])
     assert res.exit_code == 2
     assert not (tmp_path / "nope.db").exists()
+
+
+def test_backups_in_the_same_second_or_millisecond_never_collide(db_path: Path, tmp_path: Path) -> None:
+    d = tmp_path / "bk"
+    first = bk.backup(db_path, now=NOW, directory=d)
+    second = bk.backup(db_path, now=NOW, directory=d)
+    third = bk.backup(db_path, now=NOW + timedelta(milliseconds=400), directory=d)
+    paths = [first.path, second.path, third.path]
+    assert len(set(paths)) == 3
+    names = [Path(p).name for p in paths]
+    assert names == sorted(names), "names sort by time"
+    assert [bk.taken_at(n) for n in names] == [NOW, NOW + timedelta(milliseconds=1), NOW + timedelta(milliseconds=400)]
+    assert sorted(p.name for p in d.iterdir()) == names  # no partial or placeholder left
+    for p in paths:
+        assert connect(Path(p), readonly=True).execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def test_older_second_stamped_names_are_still_backups() -> None:
+    assert bk.taken_at("ingestd-20260403T120000Z.db") == datetime(2026, 4, 3, 12, tzinfo=UTC)
+    assert bk.taken_at("ingestd-20260403T120000.250Z.db") == datetime(2026, 4, 3, 12, 0, 0, 250000, tzinfo=UTC)
+    assert bk.taken_at("ingestd-20260403T120000.25Z.db") is None

@@ -397,7 +397,9 @@ def fold(
     Args:
         state: the session's state so far (None: empty). Mutated in place and returned.
         session_id: str, the session every row belongs to.
-        rows: log rows of that session (any order; invalid and file_reset rows are skipped).
+        rows: log rows of that session (any order; invalid and file_reset rows are skipped). Lines
+            of every generation of a rewritten file are folded: a superseded generation's lines stay
+            evidence (DESIGN.md "Rewritten files": billed calls stay billed; a fold cannot retract).
         ctx: instance / host ids stamped on edges.
 
     Returns:

@@ -6,13 +6,15 @@ asyncio future. The thread takes everything queued, puts every pending batch of 
 rows into one ``BEGIN IMMEDIATE`` transaction (one fsync for many concurrent hook
 deliveries), commits, and only then resolves the futures: a 2xx means committed.
 If a grouped transaction fails, each batch is retried alone so one bad batch cannot
-sink its neighbours. WAL checkpoints run here too (SQLite's autocheckpoint at commit,
-plus a passive checkpoint when idle), never on the loop.
+sink its neighbours. WAL checkpoints never run on the loop: in ``serve`` the
+connection's automatic checkpoint is handed to ``ingestd.daemon.checkpointer`` (its own
+thread and connection, off the commit path); this thread adds a passive one when idle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
@@ -87,6 +89,7 @@ class Writer:
         self._apply = apply
         self._max_group_rows = max_group_rows
         self._max_pending = max_pending
+        self.group_sizes: collections.Counter[int] = collections.Counter()  # deliveries per transaction
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending = 0
         self._thread: threading.Thread | None = None
@@ -256,6 +259,7 @@ class Writer:
             return [d for b in batches for d in self._commit_group(conn, [b])]
         self.committed_rows += inserted
         self.committed_batches += 1
+        self.group_sizes[len(batches)] += 1
         log.info(
             "batch_committed",
             rows=len(rows),

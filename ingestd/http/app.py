@@ -27,6 +27,7 @@ from aiohttp import web
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon import watchdog
+from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
@@ -137,25 +138,40 @@ def make_app(
     app[STOP] = asyncio.Event()
     if apply is None:
         apply = apply_mod.make_store(watchdog_window_s=int(cfg.watchdog_window_s))
-    writer = Writer(lambda: _open_write_conn(cfg.db_path), apply)
+    # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
+    checkpointer = Checkpointer(lambda: connect(cfg.db_path))
+    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply)
     app[WRITER] = writer
     handler = make_handler(writer, cfg.hooks, Receipts())
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
 
     async def writer_ctx(app: web.Application) -> AsyncIterator[None]:
-        writer.start(asyncio.get_running_loop())
+        checkpointer.start()
+        try:
+            writer.start(asyncio.get_running_loop())
+        except BaseException:
+            checkpointer.stop()
+            raise
         log.info("writer_started", db=str(cfg.db_path))
         yield
         app[STOP].set()
         await asyncio.get_running_loop().run_in_executor(None, writer.stop)
-        log.info("writer_stopped", rows=writer.committed_rows, batches=writer.committed_batches)
+        await asyncio.get_running_loop().run_in_executor(None, checkpointer.stop)
+        log.info(
+            "writer_stopped",
+            rows=writer.committed_rows,
+            batches=writer.committed_batches,
+            deliveries_per_commit=round(
+                sum(k * n for k, n in writer.group_sizes.items()) / max(1, writer.committed_batches), 2
+            ),
+        )
 
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
         runner = None
         if ingest is None:
             runner = IngestRunner(
-                lambda: _open_write_conn(cfg.db_path),
+                lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),

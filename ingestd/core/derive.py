@@ -92,10 +92,35 @@ class _Legacy:
         return LEGACY_AGENT + self.root(placeholder[len(LEGACY_PREFIX) :])
 
 
-def _prompt_spawn(state: SessionState, prompt: str, ts: str, exclude: str) -> str | None:
+def spawns_of(state: SessionState) -> dict[str, Spawn]:
+    """Every spawn of the session by tool_use id: the transcript's ``tool_use`` block where read,
+    else the hooks' (SPEC §4.3: hooks and transcripts describing one spawn converge on one edge).
+
+    A transcript spawn is the better evidence (its record time, its own caller); a hook only fills a
+    type, description or prompt the block lacks. A function of the two joined maps, so the result
+    does not depend on which source arrived first.
+    """
+    if not state.hook_spawns:
+        return state.spawns
+    out = dict(state.hook_spawns)
+    for tuid, sp in state.spawns.items():
+        h = out.get(tuid)
+        if h is not None and (sp.subagent_type is None or sp.description is None or sp.prompt is None):
+            sp = Spawn(
+                sp.agent,
+                sp.ts,
+                sp.subagent_type or h.subagent_type,
+                sp.description or h.description,
+                sp.prompt or h.prompt,
+            )
+        out[tuid] = sp
+    return out
+
+
+def _prompt_spawn(spawns: dict[str, Spawn], prompt: str, ts: str, exclude: str) -> str | None:
     """The latest spawn with this exact prompt not after ``ts`` (ties: the larger id)."""
     best: tuple[str, str] | None = None
-    for tuid, sp in state.spawns.items():
+    for tuid, sp in spawns.items():
         if sp.prompt == prompt and sp.ts <= ts and sp.agent != exclude:
             cand = (sp.ts, tuid)
             if best is None or cand > best:
@@ -115,19 +140,20 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         return agent
 
     all_agents = t.all_agents or t.legacy
+    spawns = spawns_of(state)
     by_child: dict[str, list[tuple[int, str, str]]] = {}
     for tuid, (rank, child) in state.links.items():
-        sp = state.spawns.get(tuid)
+        sp = spawns.get(tuid)
         if sp is not None:
             by_child.setdefault(child, []).append((rank, sp.ts, tuid))
     names = set(state.agents) | set(by_child) if all_agents else set(t.agents)
     main_status = None
     for a in sorted(names):
-        row = _agent_row(state, a, state.agents.get(a), by_child.get(a, ()), resolve, ctx, ch)
+        row = _agent_row(state, spawns, a, state.agents.get(a), by_child.get(a, ()), resolve, ctx, ch)
         if row is not None:
             ch.agents.append(row)
     if leg is not None and all_agents:
-        _legacy_agents(state, leg, resolve, ctx, ch)
+        _legacy_agents(state, spawns, leg, resolve, ctx, ch)
     mev = state.agents.get(sid)
     if mev is not None and mev.ran:
         main_status = "completed" if state.ended else (mev.latest[1] if mev.latest else "working")
@@ -171,6 +197,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
 
 def _edge(
     state: SessionState,
+    spawns: dict[str, Spawn],
     child: str,
     tuid: str,
     source: str,
@@ -178,7 +205,7 @@ def _edge(
     ctx: Ctx,
     ch: Changes,
 ) -> str | None:
-    sp = state.spawns[tuid]
+    sp = spawns[tuid]
     parent = resolve(sp.agent)
     if parent is None or parent == child:
         return None
@@ -198,6 +225,7 @@ def _spawn_status(state: SessionState, tuid: str | None) -> tuple[str | None, st
 
 def _agent_row(
     state: SessionState,
+    spawns: dict[str, Spawn],
     a: str,
     ev: AgentEv | None,
     links: Any,
@@ -224,10 +252,10 @@ def _agent_row(
     elif ev is not None and ev.root_prompt is not None:
         # 2.0.x flat files: tied to the spawn only by session and prompt text (FORMATS.md §4),
         # e.g. corpus/claude-projects/-Users-user-play-agentic-primer/agent-a0294d5.jsonl.
-        tuid = _prompt_spawn(state, ev.root_prompt[1], ev.root_prompt[0], a)
+        tuid = _prompt_spawn(spawns, ev.root_prompt[1], ev.root_prompt[0], a)
         source = "directory" if tuid else None
-    sp: Spawn | None = state.spawns.get(tuid) if tuid else None
-    parent = _edge(state, a, tuid, source, resolve, ctx, ch) if tuid and source else None
+    sp: Spawn | None = spawns.get(tuid) if tuid else None
+    parent = _edge(state, spawns, a, tuid, source, resolve, ctx, ch) if tuid and source else None
     comp = a.startswith(COMPACTION_PREFIX)
     cause: str | None
     status: str | None
@@ -262,7 +290,9 @@ def _agent_row(
     return (a, sid, "subagent", stype, status, parent, first, last, cause, 1 if comp else 0, desc)
 
 
-def _legacy_agents(state: SessionState, leg: _Legacy, resolve: Any, ctx: Ctx, ch: Changes) -> None:
+def _legacy_agents(
+    state: SessionState, spawns: dict[str, Spawn], leg: _Legacy, resolve: Any, ctx: Ctx, ch: Changes
+) -> None:
     groups: dict[str, list[str]] = {}
     for uuid, ts in state.legacy_ts.items():
         r = leg.root(uuid)
@@ -283,9 +313,9 @@ def _legacy_agents(state: SessionState, leg: _Legacy, resolve: Any, ctx: Ctx, ch
         first, last = groups[root]
         aid = LEGACY_AGENT + root
         prompt = state.legacy_prompt.get(root)
-        tuid = _prompt_spawn(state, prompt, first, LEGACY_PREFIX + root) if prompt is not None else None
-        sp = state.spawns.get(tuid) if tuid else None
-        parent = _edge(state, aid, tuid, "legacy_explore", resolve, ctx, ch) if tuid else None
+        tuid = _prompt_spawn(spawns, prompt, first, LEGACY_PREFIX + root) if prompt is not None else None
+        sp = spawns.get(tuid) if tuid else None
+        parent = _edge(state, spawns, aid, tuid, "legacy_explore", resolve, ctx, ch) if tuid else None
         status, cause = _spawn_status(state, tuid)
         if status is None:
             status = "completed" if state.ended else "working"

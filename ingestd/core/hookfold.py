@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingestd.core.records import LogRow
-from ingestd.core.state import SessionState
+from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
 from ingestd.core.touch import Touched, agent_ev, link, note_result, note_tool
 
@@ -100,11 +100,21 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         else:
             note_tool(state, t, tuid, agent=agent, name=tool, ended=ts, status=st)
         resp = obj.get("tool_response")
-        if name == "PostToolUse" and isinstance(resp, dict):
+        resp = resp if isinstance(resp, dict) else {}
+        if tool in SPAWN_TOOLS and name != "PostToolUseFailure":
+            _spawn(state, tuid, agent, ts, obj, resp)
+            t.all_agents = True
+        if name == "PostToolUse":
+            # The spawn's result names the child (SPEC §4.3; FORMATS.md §4, §7.4): corpus/hooks/
+            # cka-buddy/PostToolUse.jsonl, session 11473b9f…, Task toolu_01CPvj… ->
+            # tool_response.agentId a282eece383c71f91. A background run (`status: "async_launched"`,
+            # `isAsync: true`: session 1577d3a9…, af4a5e4c13f90b637) names it too, but its launch is
+            # no completion.
             child = resp.get("agentId")
-            if isinstance(child, str) and child and resp.get("status") != "async_launched":
+            if isinstance(child, str) and child:
                 link(state, tuid, "tool_use", child)
-                note_result(state, tuid, False, None, ts)
+                if resp.get("status") != "async_launched" and resp.get("isAsync") is not True:
+                    note_result(state, tuid, False, None, ts)
                 t.all_agents = True
     elif name == "PermissionRequest" and tuid:
         # PermissionRequest carries no tool_use_id (FORMATS.md §7.2, obs + DOC; e.g.
@@ -120,6 +130,34 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     elif name == "PermissionDenied" and tuid:
         note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"), ended=ts, status=DENIED)
     return (row.id, sid, agent_id or sid, name, ts)
+
+
+def _spawn(state: SessionState, tuid: str, agent: str, ts: str, obj: dict[str, Any], resp: dict[str, Any]) -> None:
+    """Merge a spawn tool's PreToolUse / PostToolUse into ``state.hook_spawns`` (every field a join).
+
+    The caller is the hook's agent: the main agent when the hook has no ``agent_id``, else the
+    subagent it fired in (a grandchild's spawn). The time is the earliest receipt; the type is the
+    spawn input's ``subagent_type``, else the result's ``agentType`` (≈2.1.119, corpus/hooks/
+    ice-hockey-game/PostToolUse.jsonl: claude-code-guide a85d70b493ba1f581).
+    """
+    inp = obj.get("tool_input")
+    inp = inp if isinstance(inp, dict) else {}
+    stype = _s(inp, "subagent_type") or _s(resp, "agentType")
+    desc = _s(inp, "description")
+    prompt = _s(inp, "prompt")
+    cur = state.hook_spawns.get(tuid)
+    if cur is None:
+        state.hook_spawns[tuid] = Spawn(agent, ts, stype, desc, prompt)
+        return
+    cur.agent = min(cur.agent, agent)
+    cur.ts = min(cur.ts, ts)
+    cur.subagent_type = _join(cur.subagent_type, stype)
+    cur.description = _join(cur.description, desc)
+    cur.prompt = _join(cur.prompt, prompt)
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    return b if a is None or (b is not None and b > a) else a
 
 
 def _failed_turn(name: str, obj: dict[str, Any]) -> str | None:

@@ -23,6 +23,7 @@ from ingestd.core.state import (
     RANK_COPY,
     RANK_MAIN,
     RANK_SIDECHAIN,
+    SPAWN_TOOLS,
     SessionState,
     Spawn,
 )
@@ -30,7 +31,6 @@ from ingestd.core.timefmt import canonical
 from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
 from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
 
-SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
 ACTIVITY_TYPES = frozenset(("user", "assistant", "system", "progress", "attachment"))
 SYNTHETIC = "<synthetic>"
 

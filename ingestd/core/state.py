@@ -26,6 +26,10 @@ EDGE_RANK = {
     "legacy_explore": 1,
 }
 
+# Spawn tools (SPEC §4.3): `Task` (to 2.1.62), `Agent` (2.1.72+), `Workflow`; matched by the
+# tool_use name in transcripts and by `tool_name` in PreToolUse / PostToolUse hooks.
+SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
+
 LEGACY_PREFIX = "~"  # placeholder agent of a 1.0.x in-file sidechain record: "~" + record uuid
 
 
@@ -94,7 +98,10 @@ class SessionState:
     agents: dict[str, AgentEv] = field(default_factory=dict)
     # message id -> rank -> [input, output, cache_read, w5m, w1h, best_output, model, occurred, agent]
     msgs: dict[str, dict[int, list[Any]]] = field(default_factory=dict)
-    spawns: dict[str, Spawn] = field(default_factory=dict)
+    spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
+    # from PreToolUse / PostToolUse hooks of a spawn tool (every field a join); a transcript spawn of
+    # the same tool_use id is better evidence and replaces it (``derive.spawns_of``)
+    hook_spawns: dict[str, Spawn] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use_id -> (rank, child)
     results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
     # tool_use_id -> [agent, name, started, ended, status_rank]

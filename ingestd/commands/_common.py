@@ -61,7 +61,7 @@ def resolve_db(db_path: Path | None) -> Path:
 
 
 def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
-    """Open the database for a command that writes: created when missing, migrated.
+    """Open the database for a command that writes: created when missing, migrated, projections current.
 
     Args:
         create: False for a command that must not create a database (it then has to exist).
@@ -75,6 +75,11 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
     conn = connect(path)
     migrate(conn)
+    # Imported here: only writers pay for the projector's import.
+    from ingestd.ingest.revision import ensure_current
+    from ingestd.store.identity import database_identity
+
+    ensure_current(conn, path, ctx=database_identity(conn))
     return conn
 
 

@@ -1,0 +1,85 @@
+"""Keeping live projections in step with the projector's rules (SPEC §4, §7).
+
+Projections are a pure function of the log *and of the projector's rules*. When the
+rules change (``ingestd.core.revision.PROJECTION_REVISION`` is bumped), projections
+written by the older rules would disagree with a replay. On first open by a writer,
+a database whose ``meta.projection_revision`` differs is re-projected from its log:
+every projection table is cleared and rebuilt (prune receipts honoured, so nothing
+pruned comes back), then the revision is recorded. A crash part-way leaves the old
+revision recorded, so the next writer simply starts over.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.core.touch import Ctx
+from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.retention import prune as pr
+from ingestd.store.connection import connect, write_txn
+from ingestd.store.writer import WATCHDOG_WINDOW_S
+
+# Children before parents (agents reference sessions); the rollup follows token_usage.
+PROJECTION_TABLES = ("events", "compactions", "tool_calls", "orchestration_edges", "token_usage", "agents", "sessions")
+
+
+def stored_revision(conn: apsw.Connection) -> str | None:
+    """``meta.projection_revision``, or None. Read-only."""
+    rows = conn.execute("SELECT value FROM meta WHERE key = 'projection_revision'").fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def ensure_current(
+    conn: apsw.Connection,
+    db_path: Path,
+    *,
+    ctx: Ctx,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
+) -> int | None:
+    """Re-project the whole log when the projector's rules changed since it was projected.
+
+    Args:
+        conn: the migrated write connection of ``db_path``, outside a transaction.
+        db_path: the database file (a second, read-only connection reads the log).
+        ctx: the database identity stamped on edges.
+        watchdog_window_s: int, seconds.
+
+    Returns:
+        None when the projections were current; else the number of log rows re-projected.
+
+    Side effects:
+        Clears and rebuilds every projection table (short transactions), then records
+        ``meta.projection_revision``.
+    """
+    if stored_revision(conn) == str(PROJECTION_REVISION):
+        return None
+    has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
+    folded = 0
+    if has_log:
+
+        def clear(c: apsw.Connection) -> None:
+            for table in PROJECTION_TABLES:
+                c.execute(f"DELETE FROM {table}")
+
+        write_txn(conn, clear)
+        src = connect(db_path, readonly=True)
+        try:
+            folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=watchdog_window_s)
+            recs = pr.receipts(src)
+        finally:
+            src.close()
+        if recs:
+            write_txn(conn, lambda c: pr.apply_receipts(c, recs))
+
+    def record(c: apsw.Connection) -> None:
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(PROJECTION_REVISION),),
+        )
+
+    write_txn(conn, record)
+    return folded

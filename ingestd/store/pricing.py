@@ -78,10 +78,21 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     Raises:
         InputError: naming the first bad entry and what is wrong with it.
     """
+    expected = (
+        'expected a JSON array of price rows ([{"model", "effective_from", "rates": {bucket: usd}}, ...]),'
+        ' or {"rows": [...]} as `ingestd pricing list --json` prints'
+    )
     if isinstance(doc, dict):
-        doc = doc.get("rows", [doc])
+        if "rows" in doc:
+            doc = doc["rows"]
+        elif "model" in doc:
+            doc = [doc]  # one row on its own
+        else:
+            keys = ", ".join(repr(k) for k in list(doc)[:5]) or "no keys"
+            raise InputError(f"{expected}; got an object with {keys}")
     if not isinstance(doc, list):
-        raise InputError("price file must hold a JSON list of rows")
+        kind = {bool: "true/false", int: "a number", float: "a number", str: "a string"}.get(type(doc), "null")
+        raise InputError(f"{expected}; got {kind}")
     out: list[PriceRow] = []
     for i, item in enumerate(doc):
         if not isinstance(item, dict):

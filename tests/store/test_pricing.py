@@ -114,3 +114,22 @@ def test_cli_migrate_twice_says_nothing_pending(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "nothing pending" in res.output
     res = runner.invoke(cli, ["migrate", "--status", "--json", "--db", db])
     assert json.loads(res.output)["pending"] == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "got"),
+    [({}, "no keys"), ({"prices": []}, "'prices'"), ("rows", "a string"), (3, "a number"), (None, "null")],
+)
+def test_a_price_file_that_is_not_rows_says_what_was_expected(doc: object, got: str) -> None:
+    with pytest.raises(InputError) as e:
+        pricing.parse_rows(doc, default_source="t")
+    assert e.value.message.startswith("expected a JSON array of price rows")
+    assert got in e.value.message
+    assert "price row 0" not in e.value.message
+
+
+def test_a_single_row_object_and_the_list_json_shape_still_load() -> None:
+    row = {"model": "m", "effective_from": "2025-01-01", "rates": {"input": 1}}
+    assert len(pricing.parse_rows(row, default_source="t")) == 1
+    listed = {"rows": [{"model": "m", "bucket": "input", "usd_per_mtok": "1", "effective_from": "2025-01-01"}]}
+    assert len(pricing.parse_rows(listed, default_source="t")) == 1

@@ -10,6 +10,7 @@ import click
 
 from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
 from ingestd.errors import ConfigError
+from ingestd.report.words import plural
 from ingestd.retention import backup as bk
 from ingestd.retention.schedule import backup_dir_from
 from ingestd.settings import load
@@ -46,6 +47,6 @@ def register(cli: click.Group) -> None:
             f"backup {result.path}: {result.bytes} bytes, integrity {result.integrity}, {result.elapsed_s:.2f} s"
         )
         for t, n in result.counts.items():
-            click.echo(f"  {t}: {n} rows")
+            click.echo(f"  {t}: {plural(n, 'row')}")
         ret = result.retention
         click.echo(f"retention: deleted {len(ret.deleted)}, kept {len(ret.kept)} in {ret.directory}")

@@ -11,6 +11,7 @@ import orjson
 from ingestd.commands._common import db_option, emit_json, json_option, open_db, open_read_db
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
+from ingestd.report.words import plural
 from ingestd.store import pricing
 
 
@@ -79,7 +80,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"written": n, "rows": [r.to_json() for r in rows]})
         else:
-            click.echo(f"wrote {n} price rows for {model} from {rows[0].effective_from}")
+            click.echo(f"wrote {plural(n, 'price row')} for {model} from {rows[0].effective_from}")
 
     @pricing_group.command("load")
     @db_option
@@ -96,4 +97,4 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"written": n})
         else:
-            click.echo(f"wrote {n} price rows from {file}")
+            click.echo(f"wrote {plural(n, 'price row')} from {file}")

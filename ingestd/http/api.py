@@ -36,7 +36,7 @@ from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.sessions import sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.tree import tree_report
-from ingestd.report.window import make_window, resolve_zone
+from ingestd.report.window import API_NAMES, make_window, resolve_zone
 from ingestd.store.connection import connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
@@ -61,6 +61,8 @@ def _error(e: IngestdError) -> web.Response:
     reason = str(e.context.get("reason") or "")
     if reason == "not_found":
         return error_response(404, "not_found", e.message)
+    if reason == "empty":
+        return error_response(400, "bad_parameter", e.message)
     if isinstance(e, ConfigError | InputError):
         return error_response(400, reason or "bad_parameter", e.message)
     return error_response(500, "error", e.message)
@@ -90,7 +92,7 @@ async def _run(request: web.Request, build: Callable[[apsw.Connection], dict[str
 
 def _window_and_zone(q: Mapping[str, str]) -> tuple[Any, Any]:
     zone = resolve_zone(q.get("tz") or None, os.environ)
-    window = make_window(q.get("since") or None, q.get("until") or None, zone, datetime.now(UTC))
+    window = make_window(q.get("since") or None, q.get("until") or None, zone, datetime.now(UTC), names=API_NAMES)
     return window, zone
 
 

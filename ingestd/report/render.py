@@ -20,6 +20,7 @@ from rich.tree import Tree
 from ingestd.core.timefmt import parse
 from ingestd.report.layout import Cell, Col, build, hidden_note
 from ingestd.report.window import Zone
+from ingestd.report.words import plural
 
 STATUS_STYLE = {
     "working": "green",
@@ -44,6 +45,17 @@ def usd(doc: dict[str, Any]) -> Text:
     if not complete:
         text.append("+?", style="bold yellow")
     return text
+
+
+def _skipped(doc: dict[str, Any]) -> str:
+    """``3 (not_json 2, not_object 1)``: the total, then the same lines by reason."""
+    n, by_reason = doc["lines"], doc["by_reason"]
+    if not n:
+        return "none"
+    parts = [f"{k} {v}" for k, v in by_reason.items()]
+    if (rest := n - sum(by_reason.values())) > 0:
+        parts.append(f"reason not recorded {rest}")
+    return f"{plural(n, 'line')} (by reason: {', '.join(parts)})"
 
 
 def tokens(n: int) -> str:
@@ -89,7 +101,8 @@ def _unpriced_note(console: Console, doc: dict[str, Any]) -> None:
     for model, u in doc["unpriced"].items():
         console.print(
             Text(
-                f"+? unpriced: {model}: {tokens(u['tokens'])} tokens in {u['messages']} messages"
+                f"+? unpriced: {model}: {tokens(u['tokens'])} {'token' if u['tokens'] == 1 else 'tokens'}"
+                f" in {plural(u['messages'], 'message')}"
                 " (no price row; add one with `ingestd pricing set`)",
                 style="yellow",
             )
@@ -142,7 +155,7 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
         Col("cost", [usd(r) for r in rows], justify="right", key=True),
     ]
     steps = ["started", "last activity", "agents", "started", "status", "last activity", "project"]
-    _print_table(console, f"{doc['count']} sessions (times in {zone.name})", cols, steps)
+    _print_table(console, f"{plural(doc['count'], 'session')} (times in {zone.name})", cols, steps)
     _unpriced_note(console, {"unpriced": unpriced})
 
 
@@ -150,7 +163,7 @@ def _label(node: dict[str, Any], zone: Zone) -> Text:
     t = Text()
     name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
     t.append(name, style="bold")
-    t.append(f" {node['agent_id'][:17]} ", style="dim")
+    t.append(f" {node['agent_id']} ", style="dim")
     t.append_text(_status(node["status"]))
     if node["outcome_cause"]:
         t.append(f" ({node['outcome_cause']})", style="red")
@@ -186,7 +199,7 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
     head.append(short_path(s["project_path"], home, 60))
     head.append("  ")
     head.append_text(_status(s["status"]))
-    head.append(f"  {doc['agents']} agents  {tokens(s['tokens'])} tok ")
+    head.append(f"  {plural(doc['agents'], 'agent')}  {tokens(s['tokens'])} tok ")
     head.append_text(usd(s))
     root = Tree(head)
     if doc["tree"] is not None:
@@ -306,21 +319,26 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     t.add_row("last ingest", _ago(doc["last_ingest_at"], now))
     t.add_row("last hook", _ago(doc["last_hook_at"], now))
     tail = doc["tail"]
-    lag = f"{tail['files_tracked']} files tracked"
+    lag = f"{plural(tail['files_tracked'], 'file')} tracked"
     if tail["bytes_behind_on_disk"] is not None:
-        lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} files"
+        lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {plural(tail['files_behind_on_disk'], 'file')}"
         if tail["files_missing_on_disk"]:
-            lag += f"; {tail['files_missing_on_disk']} files gone from disk (kept in the log)"
+            lag += f"; {plural(tail['files_missing_on_disk'], 'file')} gone from disk (kept in the log)"
     t.add_row("tail", lag)
-    t.add_row("skipped lines", ", ".join(f"{k} {v}" for k, v in doc["skipped"].items()) or "none")
+    t.add_row("skipped lines", _skipped(doc["skipped"]))
     t.add_row(
         "unpriced models",
-        Text(", ".join(f"{m} ({tokens(u['tokens'])} tok, {u['messages']} msgs)" for m, u in doc["unpriced"].items()))
+        Text(
+            ", ".join(
+                f"{m} ({tokens(u['tokens'])} tok, {plural(u['messages'], 'message')})"
+                for m, u in doc["unpriced"].items()
+            )
+        )
         if doc["unpriced"]
         else Text("none"),
     )
     p = doc["last_prune"]
-    t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {p['rows']} rows of {p['target']}")
+    t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}")
     t.add_row("last backup", _ago(doc["backup"]["last_backup_at"], now))
     console.print(t)
     rows = Table("table", "rows", title="rows per table", title_justify="left")
@@ -345,4 +363,4 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
         Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
         Col("source", [r["source"] for r in rows], elide=lambda s, w: s[: max(1, w - 1)] + "…", min_width=12),
     ]
-    _print_table(console, f"{len(rows)} price {'row' if len(rows) == 1 else 'rows'}", cols, ["source", "from (UTC)"])
+    _print_table(console, plural(len(rows), "price row"), cols, ["source", "from (UTC)"])

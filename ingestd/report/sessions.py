@@ -77,7 +77,7 @@ def sessions_report(
         and the cost keys of ``Usage.to_json`` over the whole session.
     """
     if limit is not None and limit < 1:
-        raise InputError("--limit must be at least 1")
+        raise InputError("limit must be at least 1")
     where: list[str] = []
     params: list[Any] = []
     if window.since_utc is not None:

@@ -94,7 +94,8 @@ def status_report(
 
     Returns:
         ``{"now", "schema", "database", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
-        "tail", "skipped", "counters", "unpriced", "last_prune", "backup"}``.
+        "tail", "skipped", "counters", "unpriced", "last_prune", "backup"}``; ``skipped`` is
+        ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down).
     """
     with storage_errors():
         tables = [
@@ -110,12 +111,15 @@ def status_report(
         last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
         last_ingest = max((t for t in (last_line, last_ckpt) if t), default=None)
         last_hook = scalar(conn, "SELECT max(occurred_at) FROM events")
-        skipped = _counts(conn, "SELECT 'invalid_line', count(*) FROM events_raw WHERE event_type = 'invalid'")
+        # Each skipped line is one 'invalid' log row; the writer's skipped.<reason> counters break
+        # the same lines down by reason (they are not more lines).
+        invalid_lines = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") or 0)
         counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
+        by_reason: dict[str, int] = {}
         for name, value in counters.items():
-            if name.startswith("skipped"):
+            if name.startswith("skipped") and value:
                 reason = name.split(".", 1)[1] if "." in name else name
-                skipped[reason] = skipped.get(reason, 0) + value
+                by_reason[reason] = by_reason.get(reason, 0) + value
         unpriced = Usage()
         for model, bucket, tokens, n in conn.execute(
             "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
@@ -141,7 +145,7 @@ def status_report(
             "last_ingest_at": last_ingest,
             "last_hook_at": last_hook,
             "tail": _tail(conn, now, last_ingest, stat_files),
-            "skipped": {k: v for k, v in skipped.items() if v},
+            "skipped": {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason},
             "counters": counters,
             "unpriced": unpriced.unpriced_json(),
             "last_prune": (

@@ -25,32 +25,40 @@ from ingestd.store.rollup import RATE_SQL
 def resolve_session(conn: apsw.Connection, prefix: str) -> str:
     """The one session id equal to, or starting with, ``prefix``. Read-only.
 
+    The CLI and the read API both come here, so they resolve alike: surrounding white space is
+    ignored, and case too (ids are lowercase UUIDs; an id stored in another case still matches
+    exactly as given).
+
     Raises:
-        InputError: no session matches (``reason="not_found"``) or several do (``reason="ambiguous"``,
-            ``candidates`` lists up to five).
+        InputError: nothing to match (``reason="empty"``), no session matches
+            (``reason="not_found"``) or several do (``reason="ambiguous"``, ``candidates`` lists up
+            to five).
     """
     p = prefix.strip()
     if not p:
-        raise InputError("give a session id or a unique prefix of one", reason="not_found")
+        raise InputError("give a session id or a unique prefix of one", reason="empty")
+    found: set[str] = set()
     with storage_errors():
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (p,)).fetchall():
-            return p
-        found = [
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", (p, p + "\U0010ffff")
+        for q in dict.fromkeys((p, p.lower())):
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (q,)).fetchall():
+                return q
+            found.update(
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", (q, q + "\U0010ffff")
+                )
             )
-        ]
     if not found:
         raise InputError(f"no session id starts with {p!r} (see `ingestd sessions`)", reason="not_found")
     if len(found) > 1:
-        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        ids = sorted(found)
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise InputError(
             f"{p!r} matches several sessions ({shown}): give more of the id",
             reason="ambiguous",
-            candidates=found[:5],
+            candidates=ids[:5],
         )
-    return str(found[0])
+    return found.pop()
 
 
 @dataclass(slots=True)

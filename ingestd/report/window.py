@@ -103,12 +103,16 @@ def _local_midnight(d: date, zone: Zone) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=zone.tz).astimezone(UTC)
 
 
-def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool) -> datetime:
+def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool, name: str = "") -> datetime:
     """One ``--since``/``--until`` value as an aware UTC instant (not yet slot-aligned).
+
+    Args:
+        name: how the caller spells the parameter (``--since``, ``since``), to start error messages.
 
     Raises:
         ConfigError: the text is none of the accepted spellings.
     """
+    at = f"{name}: " if name else ""
     t = text.strip()
     m = _RELATIVE.match(t)
     if m:
@@ -117,17 +121,18 @@ def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool) -> datetime:
         try:
             d = date.fromisoformat(t)
         except ValueError as e:
-            raise ConfigError(f"not a date: {text!r}") from e
+            raise ConfigError(f"{at}not a date: {text!r}", parameter=name) from e
         return _local_midnight(d + timedelta(days=1) if end else d, zone)
     if _LOCAL.match(t):
         try:
             return datetime.fromisoformat(t.replace(" ", "T")).replace(tzinfo=zone.tz).astimezone(UTC)
         except ValueError as e:
-            raise ConfigError(f"not a date-time: {text!r}") from e
+            raise ConfigError(f"{at}not a date-time: {text!r}", parameter=name) from e
     dt = parse(t)
     if dt is None:
         raise ConfigError(
-            f"cannot read {text!r} as a time: give YYYY-MM-DD, YYYY-MM-DDTHH:MM, a zoned instant, or 7d / 12h"
+            f"{at}cannot read {text!r} as a time: give YYYY-MM-DD, YYYY-MM-DDTHH:MM, a zoned instant, or 7d / 12h",
+            parameter=name,
         )
     return dt
 
@@ -165,16 +170,26 @@ class Window:
         return {"since": self.since_utc, "until": self.until_utc}
 
 
-def make_window(since: str | None, until: str | None, zone: Zone, now: datetime) -> Window:
+CLI_NAMES = ("--since", "--until")
+API_NAMES = ("since", "until")
+
+
+def make_window(
+    since: str | None, until: str | None, zone: Zone, now: datetime, *, names: tuple[str, str] = CLI_NAMES
+) -> Window:
     """Parse and slot-align ``--since``/``--until``.
+
+    Args:
+        names: how the caller spells the two parameters in messages: ``CLI_NAMES`` (options) or
+            ``API_NAMES`` (query parameters).
 
     Raises:
         ConfigError: a bound cannot be read, or ``since`` is not before ``until``.
     """
-    s = None if since is None else _floor_slot(parse_bound(since, zone, now, end=False))
-    u = None if until is None else _ceil_slot(parse_bound(until, zone, now, end=True))
+    s = None if since is None else _floor_slot(parse_bound(since, zone, now, end=False, name=names[0]))
+    u = None if until is None else _ceil_slot(parse_bound(until, zone, now, end=True, name=names[1]))
     if s is not None and u is not None and s >= u:
-        raise ConfigError(f"--since ({format_utc(s)}) must be before --until ({format_utc(u)})")
+        raise ConfigError(f"{names[0]} ({format_utc(s)}) must be before {names[1]} ({format_utc(u)})")
     return Window(s, u)
 
 

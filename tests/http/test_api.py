@@ -116,3 +116,37 @@ async def test_openapi_is_served_and_lists_the_routes(client: Any) -> None:
     doc = await resp.json()
     assert doc == orjson.loads(OPENAPI_PATH.read_bytes())
     assert {"/api/health", "/api/sessions", "/api/sessions/{id}/tree", "/api/cost"} <= set(doc["paths"])
+
+
+@pytest.mark.parametrize("given", ["A1", "a1", " a1", "%20A1%20", "A1111111-1111-4111-8111-111111111111"])
+async def test_session_prefixes_resolve_like_the_cli(client: Any, db: Path, given: str) -> None:
+    resp = await client.get(f"/api/sessions/{given}/tree")
+    assert resp.status == 200, await resp.text()
+    doc = await resp.json()
+    assert doc["session"]["session_id"] == "a1111111-1111-4111-8111-111111111111"
+    assert doc == cli_json(db, "tree", given.replace("%20", " "))
+
+
+async def test_a_blank_session_is_a_bad_parameter_as_in_the_cli(client: Any, db: Path) -> None:
+    resp = await client.get("/api/sessions/%20/tree")
+    assert resp.status == 400
+    assert (await resp.json())["error"]["code"] == "bad_parameter"
+    result = CliRunner().invoke(cli, ["tree", " ", "--db", str(db)])
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "names"),
+    [
+        ("/api/cost?since=2025-03-10&until=2025-03-01&tz=UTC", ("since (", "until (")),
+        ("/api/sessions?since=yesterday", ("since:",)),
+        ("/api/cost?until=soon", ("until:",)),
+        ("/api/sessions?limit=0", ("limit",)),
+    ],
+)
+async def test_api_errors_name_query_parameters_not_cli_flags(client: Any, url: str, names: tuple[str, ...]) -> None:
+    resp = await client.get(url)
+    assert resp.status == 400
+    message = (await resp.json())["error"]["message"]
+    assert "--" not in message
+    assert all(n in message for n in names)

@@ -144,3 +144,68 @@ def test_human_output_runs(report_db: Path) -> None:
         result = CliRunner().invoke(cli, [*args, "--db", str(report_db)], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         assert result.stdout.strip()
+
+
+@pytest.mark.parametrize("given", ["A1", "a1111111-1111-4111-8111-111111111111".upper(), "\ta1 \n"])
+def test_session_prefix_ignores_case_and_white_space(report_db: Path, given: str) -> None:
+    assert resolve_session(connect(report_db, readonly=True), given) == "a1111111-1111-4111-8111-111111111111"
+
+
+def test_cli_window_errors_name_the_options(report_db: Path) -> None:
+    result = CliRunner().invoke(cli, ["cost", "--since", "2025-03-10", "--until", "2025-03-01", "--db", str(report_db)])
+    assert result.exit_code == 2
+    assert "--since (" in result.stderr and "--until (" in result.stderr
+    result = CliRunner().invoke(cli, ["sessions", "--until", "soon", "--db", str(report_db)])
+    assert "--until: cannot read 'soon'" in result.stderr
+
+
+def test_tree_json_errors_go_to_stderr_with_nothing_on_stdout(report_db: Path) -> None:
+    result = CliRunner().invoke(cli, ["tree", "zzz", "--json", "--db", str(report_db)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "no session id starts with 'zzz'" in result.stderr
+
+
+def test_counts_are_singular_for_one_and_the_main_agent_id_is_whole(report_db: Path) -> None:
+    conn = connect(report_db, readonly=True)
+    console = Console(width=200, record=True)
+    render_sessions(console, sessions_report(conn, window=ALL, limit=1), NY, None)
+    render_tree(console, tree_report(conn, "a1"), NY, None)
+    text = console.export_text()
+    assert "1 session (" in text and "1 sessions" not in text
+    assert "main a1111111-1111-4111-8111-111111111111 " in text
+    status = render_status_text(report_db)
+    assert "1 file tracked" in status and "1 files" not in status
+
+
+def render_status_text(db: Path) -> str:
+    result = CliRunner().invoke(cli, ["status", "--db", str(db)], env={"COLUMNS": "200"}, catch_exceptions=False)
+    return result.stdout
+
+
+def test_status_shows_skipped_lines_as_a_total_then_by_reason(report_db: Path) -> None:
+    conn = connect(report_db)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM ingest_stats WHERE name LIKE 'skipped.%'")
+    conn.execute("INSERT INTO ingest_stats (name, value) VALUES ('skipped.not_json', 2), ('skipped.not_object', 1)")
+    for i in (1, 2):
+        conn.execute(
+            "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, origin)"
+            " SELECT idempotency_key || ?, source, event_type, payload, received_at, origin FROM events_raw"
+            " WHERE event_type = 'invalid' LIMIT 1",
+            (str(i),),
+        )
+    conn.execute("COMMIT")
+    conn.close()
+    doc = run_status_json(report_db)
+    assert doc["skipped"] == {"lines": 3, "by_reason": {"not_json": 2, "not_object": 1}}
+    line = next(x for x in render_status_text(report_db).splitlines() if "skipped lines" in x)
+    assert "3 lines (by reason: not_json 2, not_object 1)" in line
+
+
+def run_status_json(db: Path) -> dict[str, object]:
+    import orjson
+
+    result = CliRunner().invoke(cli, ["status", "--json", "--db", str(db)], catch_exceptions=False)
+    doc: dict[str, object] = orjson.loads(result.stdout)
+    return doc

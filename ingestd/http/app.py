@@ -34,8 +34,10 @@ from ingestd.daemon.writer import ApplyFn, Writer
 from ingestd.errors import DaemonError, IngestdError
 from ingestd.http import auth
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
+from ingestd.ingest.revision import ensure_current
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
+from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
 
 log = get_logger("ingestd.serve")
@@ -79,6 +81,16 @@ CONFIG = web.AppKey("config", ServeConfig)
 WRITER = web.AppKey("writer", Writer)
 TAILER = web.AppKey("tailer", Tailer)
 STOP = web.AppKey("stop", asyncio.Event)
+
+
+def _prepare_db(cfg: ServeConfig) -> None:
+    """Once, before any writer starts: migrate, and re-project if the projector's rules changed."""
+    conn = connect(cfg.db_path)
+    try:
+        migrate(conn)
+        ensure_current(conn, cfg.db_path, ctx=database_identity(conn), watchdog_window_s=int(cfg.watchdog_window_s))
+    finally:
+        conn.close()
 
 
 def _open_write_conn(db_path: Path) -> apsw.Connection:
@@ -259,6 +271,7 @@ async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None)
     auth.check_bind(cfg.host, cfg.token)
     held = lock_mod.acquire(cfg.db_path)
     try:
+        await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
         app = make_app(cfg)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()

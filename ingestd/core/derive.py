@@ -187,7 +187,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
             ch.token_usage.append((stable_id(mid, bucket), sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
     for tuid in sorted(tools):
-        a, name, started, ended, st = state.tools[tuid]
+        a, name, started, ended, st, _ = state.tools[tuid]
         ch.tool_calls.append((sid, tuid, resolve(a), name, started, ended, STATUSES[st]))
     for bid in sorted(t.compactions):
         a, ts, trig, pre = state.compactions[bid]

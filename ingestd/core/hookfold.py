@@ -96,9 +96,9 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
             st = INTERRUPTED
         tool = _s(obj, "tool_name")
         if st == RUNNING:
-            note_tool(state, t, tuid, agent=agent, name=tool, started=ts)
+            note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=tool, started=ts)
         else:
-            note_tool(state, t, tuid, agent=agent, name=tool, ended=ts, status=st)
+            note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=tool, ended=ts, status=st)
         resp = obj.get("tool_response")
         resp = resp if isinstance(resp, dict) else {}
         if tool in SPAWN_TOOLS and name != "PostToolUseFailure":
@@ -126,9 +126,18 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         # asked, not how the user answered. The answer shows structurally elsewhere: a denial or
         # cancellation is the transcript tool_result of that tool_use id (toolstatus.result_status),
         # an allowed call its PostToolUse; a PermissionDenied hook (below) names the id.
-        note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"))
+        note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=_s(obj, "tool_name"))
     elif name == "PermissionDenied" and tuid:
-        note_tool(state, t, tuid, agent=agent, name=_s(obj, "tool_name"), ended=ts, status=DENIED)
+        note_tool(
+            state,
+            t,
+            tuid,
+            agent=agent,
+            agent_named=agent_id is not None,
+            name=_s(obj, "tool_name"),
+            ended=ts,
+            status=DENIED,
+        )
     return (row.id, sid, agent_id or sid, name, ts)
 
 

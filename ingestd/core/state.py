@@ -104,7 +104,7 @@ class SessionState:
     hook_spawns: dict[str, Spawn] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use_id -> (rank, child)
     results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
-    # tool_use_id -> [agent, name, started, ended, status_rank]
+    # tool_use_id -> [agent, name, started, ended, status_rank, agent_rank (touch.note_tool)]
     tools: dict[str, list[Any]] = field(default_factory=dict)
     compactions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     legacy_parent: dict[str, str | None] = field(default_factory=dict)  # sidechain uuid -> parentUuid

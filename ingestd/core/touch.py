@@ -51,14 +51,23 @@ def note_tool(
     started: str | None = None,
     ended: str | None = None,
     status: int = 0,
+    agent_named: bool = True,
 ) -> None:
-    """Merge one piece of tool-call evidence (every field a join: min / max)."""
+    """Merge one piece of tool-call evidence (every field a join: min / max).
+
+    ``agent_named=False``: the caller is only a default, not evidence (a hook without ``agent_id``
+    means the main agent from 2.1.69 on, but before it a subagent's tool events carried no
+    ``agent_id`` either: CL 2.1.69, FORMATS.md §4 "Hooks"). Any named agent (a transcript record's,
+    a hook's ``agent_id``) beats a default; among equals the smaller id.
+    """
     cur = state.tools.get(tuid)
+    rank = 1 if agent_named else 0
     if cur is None:
-        state.tools[tuid] = [agent, name, started, ended, status]
+        state.tools[tuid] = [agent, name, started, ended, status, rank if agent is not None else -1]
     else:
-        if agent is not None and (cur[0] is None or agent < cur[0]):
+        if agent is not None and (cur[0] is None or rank > cur[5] or (rank == cur[5] and agent < cur[0])):
             cur[0] = agent
+            cur[5] = rank
         if name is not None and (cur[1] is None or name > cur[1]):
             cur[1] = name
         if started is not None and (cur[2] is None or started < cur[2]):

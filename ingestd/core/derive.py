@@ -169,7 +169,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
             main_status,
             state.git_branch[1] if state.git_branch else None,
             state.version[1] if state.version else None,
-            state.title,
+            state.title[2] if state.title else None,
             state.slug[1] if state.slug else None,
             state.entrypoint[1] if state.entrypoint else None,
             state.end_reason[1] if state.end_reason else None,
@@ -184,7 +184,10 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
         model = ev[5][1]
         for i, bucket in enumerate(BUCKETS):
-            ch.token_usage.append((stable_id(mid, bucket), sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
+            # id None: SQLite assigns the next rowid, so the table appends in arrival order
+            # (a random id rewrote most of its pages at every commit); rows compare by
+            # (message_id, bucket), their natural key.
+            ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
     for tuid in sorted(tools):
         a, name, started, ended, st, _ = state.tools[tuid]

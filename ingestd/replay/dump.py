@@ -21,12 +21,15 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("id",)),
     ("agents", ("id",)),
     ("orchestration_edges", ("id",)),
-    ("token_usage", ("id",)),
+    ("token_usage", ("message_id", "bucket")),
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
     ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from")),
 )
+# Surrogate ids assigned in arrival order: they are storage, not projection, and differ
+# between rebuilds by design; the table's natural key identifies its rows.
+ARRIVAL_IDS: dict[str, tuple[str, ...]] = {"token_usage": ("id",)}
 MAX_DIFFS = 5
 Row = tuple[Any, ...]
 
@@ -81,8 +84,12 @@ def _jsonable(d: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def columns(conn: apsw.Connection, table: str) -> tuple[str, ...]:
-    """The table's columns in declaration order (empty when the table does not exist). Read-only."""
-    return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})"))
+    """The table's compared columns in declaration order (empty when the table does not exist). Read-only.
+
+    Arrival-order surrogate ids (``ARRIVAL_IDS``) are left out.
+    """
+    skip = ARRIVAL_IDS.get(table, ())
+    return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})") if str(r[1]) not in skip)
 
 
 def _rows(conn: apsw.Connection, table: str, cols: Sequence[str], pk: Sequence[str]) -> Iterator[Row]:
@@ -90,6 +97,15 @@ def _rows(conn: apsw.Connection, table: str, cols: Sequence[str], pk: Sequence[s
     order = ", ".join(f'"{c}"' for c in pk)
     with storage_errors():
         yield from conn.execute(f'SELECT {sel} FROM "{table}" ORDER BY {order}')
+
+
+def canonical_rows(conn: apsw.Connection, table: str) -> list[Row]:
+    """Every row of a projection table as replay compares it: compared columns, primary-key order.
+
+    Materialises the table: for tests and small databases (``dump`` streams).
+    """
+    pk = dict(TABLES)[table]
+    return list(_rows(conn, table, columns(conn, table), pk))
 
 
 def encode(row: Row) -> bytes:

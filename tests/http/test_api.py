@@ -13,6 +13,7 @@ from aiohttp import web
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.core.ledger import PINS
 from ingestd.http.api import OPENAPI_PATH, add_api_routes
 
 _spec = importlib.util.spec_from_file_location(
@@ -75,7 +76,7 @@ async def test_cost_golden_over_http(client: Any) -> None:
 async def test_health_and_status(client: Any) -> None:
     resp = await client.get("/api/health")
     doc = await resp.json()
-    assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == 5
+    assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == PINS[-1].id
     resp = await client.get("/api/status")
     doc = await resp.json()
     assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}

@@ -7,19 +7,9 @@ from typing import Any
 
 import apsw
 
+from ingestd.replay.dump import TABLES, canonical_rows
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
-
-TABLES = {
-    "sessions": "id",
-    "agents": "id",
-    "orchestration_edges": "id",
-    "token_usage": "id",
-    "tool_calls": "session_id, tool_use_id",
-    "compactions": "session_id, boundary_id",
-    "events": "raw_event_id",
-    "token_usage_rollup": "session_id, model, bucket, slot, rate_effective_from",
-}
 
 
 def new_db(path: Path) -> apsw.Connection:
@@ -29,8 +19,8 @@ def new_db(path: Path) -> apsw.Connection:
 
 
 def dump(conn: apsw.Connection) -> dict[str, list[Any]]:
-    """Every projection table, canonically ordered."""
-    return {t: conn.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in TABLES.items()}
+    """Every projection table as replay compares it (``ingestd.replay.dump``)."""
+    return {t: canonical_rows(conn, t) for t, _ in TABLES}
 
 
 def count(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> int:

@@ -10,6 +10,7 @@ from ingestd.cli import cli
 from ingestd.commands._common import open_db
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.ingest.revision import PROJECTION_TABLES, stored_revision
+from ingestd.replay.dump import canonical_rows
 from ingestd.store.connection import connect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
@@ -17,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
 def dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
     conn = connect(db)
-    return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in PROJECTION_TABLES}
+    return {t: canonical_rows(conn, t) for t in PROJECTION_TABLES}
 
 
 def test_stale_projections_are_rebuilt_and_the_revision_recorded(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from report_fixture import check_golden
 
 from ingestd.cli import cli
+from ingestd.core.ledger import PINS
 
 S1 = "a1111111-1111-4111-8111-111111111111"
 S2 = "b2222222-2222-4222-8222-222222222222"
@@ -66,6 +67,6 @@ def test_status_golden(report_db: Path) -> None:
 
 def test_status_cli_runs(report_db: Path) -> None:
     doc = run_json(report_db, "status")
-    assert doc["schema"]["version"] == 5
+    assert doc["schema"]["version"] == PINS[-1].id
     assert doc["database"]["path"] == str(report_db)
     assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}

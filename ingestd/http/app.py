@@ -120,7 +120,10 @@ async def _error_shape(request: web.Request, handler: Callable[[web.Request], An
         if e.status < 400:
             raise
         code = (e.reason or "error").lower().replace(" ", "_")
-        return error_response(e.status, code, e.reason or "error")
+        resp = error_response(e.status, code, e.reason or "error")
+        if "Allow" in e.headers:  # a 405 says which methods the path takes (RFC 9110 §15.5.6)
+            resp.headers["Allow"] = e.headers["Allow"]
+        return resp
     return resp
 
 

@@ -189,7 +189,9 @@ async def test_slow_database_answers_503_quickly(make_client: MakeClient, db: Pa
 async def test_errors_share_one_shape(make_client: MakeClient) -> None:
     client = await make_client()
     await assert_error(await client.get("/nowhere"), 404, "not_found")
-    await assert_error(await client.get("/hooks"), 405, "method_not_allowed")
+    resp = await client.get("/hooks")
+    assert resp.headers["Allow"] == "POST"
+    await assert_error(resp, 405, "method_not_allowed")
 
 
 async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(make_client: MakeClient, db: Path) -> None:

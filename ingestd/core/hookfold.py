@@ -41,9 +41,12 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         parts = tp.replace("\\", "/").rstrip("/").split("/")
         if len(parts) >= 2:
             state.project_slug = parts[-2]
+    # `session_title` (SessionStart per DOC; seen on UserPromptSubmit ≈2.1.119, corpus/hooks/
+    # ice-hockey-game/UserPromptSubmit.jsonl session 6c5a3ad0…): the session's current name, so the
+    # newest receipt wins over an older name and over a transcript summary
     title = _s(obj, "session_title")
-    if title and (state.title is None or title > state.title):
-        state.title = title
+    if title and (state.title is None or (1, ts, title) > state.title):
+        state.title = (1, ts, title)
     if state.first_ts is None or ts < state.first_ts:
         state.first_ts = ts
     if state.last_ts is None or ts > state.last_ts:

@@ -254,8 +254,10 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         state.project_slug = pi.project_slug or state.project_slug
     if etype == "summary":
         s = obj.get("summary")
-        if isinstance(s, str) and (state.title is None or s > state.title):
-            state.title = s
+        # 1.0.x: `{"type":"summary","summary":…,"leafUuid":…}` (no timestamp), e.g.
+        # corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1
+        if isinstance(s, str) and s and (state.title is None or (0, "", s) > state.title):
+            state.title = (0, "", s)
         t.session = True
         return
     if etype == "queue-operation":

@@ -92,7 +92,9 @@ class SessionState:
     version: tuple[str, str] | None = None
     slug: tuple[str, str] | None = None
     entrypoint: tuple[str, str] | None = None
-    title: str | None = None
+    # (rank, key, title) max: a hook's `session_title` (rank 1, key = receipt time: the newest name
+    # wins) beats a 1.0.x `summary` record (rank 0, no time of its own: the largest text)
+    title: tuple[int, str, str] | None = None
     end_reason: tuple[str, str] | None = None
     ended: bool = False
     agents: dict[str, AgentEv] = field(default_factory=dict)

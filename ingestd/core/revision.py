@@ -8,6 +8,8 @@ writers then re-project existing databases from their logs on first open
 History:
     1: the rules as of the first release (outcome causes, agent-collision rule,
        cross-session message claims, hook evidence).
+    2: spawn edges from Task/Agent/Workflow hooks (tool_response.agentId); a hook without
+       agent_id no longer re-attributes a tool call; hook session_title beats summaries.
 """
 
-PROJECTION_REVISION = 1
+PROJECTION_REVISION = 2

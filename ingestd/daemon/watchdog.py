@@ -4,7 +4,7 @@ The pass that marks agents ``unknown`` runs inside the store writer after every
 transaction, with ``as_of = max(events_raw.received_at)``. Live, nothing else would
 move that clock forward while Claude Code is silent, so every ``interval_s`` this tick
 asks whether any non-terminal agent's ``last_seen_at`` is older than ``now - window``
-and, only then, logs a ``watchdog`` row (source ``ingestd``, payload ``{"as_of": now}``)
+and, only then, logs a ``watchdog`` row (source ``ingestd``, payload ``{"as_of": now, "window_s": w}``)
 through the writer. A replay sees the same row, so it reaches the same statuses.
 The clock is injected (``clock() -> ns since the epoch``) so tests never sleep.
 """
@@ -29,17 +29,27 @@ log = get_logger("ingestd.watchdog")
 
 Clock = Callable[[], int]
 
-_STALE = "SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?"
+# Agents, and sessions too: a session can stay `working` after its agents went quiet or ended
+# (its last activity was a subagent's), and only a logged tick moves it to `unknown`.
+_STALE = (
+    "SELECT (SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1)"
+    " + (SELECT count(*) FROM sessions WHERE status IN ('working', 'waiting') AND last_activity_at < ?1)"
+)
 
 
-def watchdog_row(now_ns: int) -> NewLogRow:
-    """The ``watchdog`` log row for a tick at ``now_ns`` (key ``i:w:<as_of>``)."""
+def watchdog_row(now_ns: int, window_s: float) -> NewLogRow:
+    """The ``watchdog`` log row for a tick at ``now_ns`` with the daemon's window.
+
+    The window is logged with the clock so every writer and a replay apply the same one
+    (``ingestd.store.writer.effective_window``). Key ``i:w:<as_of>:<window_s>``.
+    """
     as_of = from_epoch_ns(now_ns)
+    window = max(1, int(window_s))
     return NewLogRow(
-        idempotency_key=f"i:w:{as_of}",
+        idempotency_key=f"i:w:{as_of}:{window}",
         source="ingestd",
         event_type="watchdog",
-        payload=orjson.dumps({"as_of": as_of}),
+        payload=orjson.dumps({"as_of": as_of, "window_s": window}),
         received_at=as_of,
         session_id=None,
         origin="ingestd",
@@ -60,7 +70,7 @@ async def tick(writer: Writer, clock: Clock, window_s: float) -> int:
 
     n: int = await writer.call(stale)
     if n:
-        await writer.submit([watchdog_row(now_ns)])
+        await writer.submit([watchdog_row(now_ns, window_s)])
         log.info("watchdog_tick", stale_agents=n, as_of=from_epoch_ns(now_ns))
     return n
 

@@ -39,6 +39,7 @@ from ingestd.logs import get_logger
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
+from ingestd.store.writer import apply_batch, effective_window
 
 log = get_logger("ingestd.serve")
 
@@ -84,11 +85,15 @@ STOP = web.AppKey("stop", asyncio.Event)
 
 
 def _prepare_db(cfg: ServeConfig) -> None:
-    """Once, before any writer starts: migrate, and re-project if the projector's rules changed."""
+    """Once, before any writer starts: migrate, re-project if the projector's rules changed, log the window."""
     conn = connect(cfg.db_path)
     try:
         migrate(conn)
-        ensure_current(conn, cfg.db_path, ctx=database_identity(conn), watchdog_window_s=int(cfg.watchdog_window_s))
+        ctx = database_identity(conn)
+        ensure_current(conn, cfg.db_path, ctx=ctx, watchdog_window_s=int(cfg.watchdog_window_s))
+        if effective_window(conn) != max(1, int(cfg.watchdog_window_s)):
+            # The window is part of the log, so `ingest` and `replay` apply this one too.
+            apply_batch(conn, [watchdog.watchdog_row(time.time_ns(), cfg.watchdog_window_s)], ctx=ctx)
     finally:
         conn.close()
 

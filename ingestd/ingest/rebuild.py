@@ -16,7 +16,16 @@ from ingestd.core import derive, project
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.store.connection import write_txn
-from ingestd.store.writer import LOG_COLUMNS, WATCHDOG_WINDOW_S, FoldCache, row_from_db, watchdog, write_changes
+from ingestd.store.writer import (
+    LOG_COLUMNS,
+    WATCHDOG_WINDOW_S,
+    FoldCache,
+    effective_window,
+    row_from_db,
+    watchdog,
+    window_of,
+    write_changes,
+)
 
 ORDERS = ("log", "origin", "reverse")
 
@@ -29,6 +38,20 @@ def _order_sql(origin_order: str) -> str:
     if origin_order == "reverse":
         return "origin DESC, origin_gen DESC, origin_offset DESC, id DESC"
     raise ValueError(f"origin_order must be one of {ORDERS}")
+
+
+def logged_window(src: apsw.Connection) -> int | None:
+    """The watchdog window the newest ``watchdog`` row of ``src``'s log records, else None. Read-only.
+
+    Scans the log (no index on event_type): a rebuild reads all of it anyway.
+    """
+    for (payload,) in src.execute(
+        "SELECT payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog' ORDER BY id DESC"
+    ):
+        w = window_of(payload)
+        if w is not None:
+            return w
+    return None
 
 
 def rebuild_projections(
@@ -50,13 +73,14 @@ def rebuild_projections(
         origin_order: ``log`` (by id), ``origin`` (file, then offset) or ``reverse`` (both descending);
             sessions are visited in the opposite order for ``reverse``.
         ctx: instance / host ids stamped on edges (must match the live ingester's to compare).
-        watchdog_window_s: int, seconds.
+        watchdog_window_s: int, seconds, when the log records no window (``logged_window``).
         as_of: canonical UTC for the watchdog; default the newest ``received_at`` in the log.
 
     Returns:
         int, log rows folded.
     """
     ctx = ctx or Ctx()
+    watchdog_window_s = logged_window(src) or watchdog_window_s
     order = _order_sql(origin_order)
     sess_order = "DESC" if origin_order == "reverse" else "ASC"
     sids = [
@@ -164,7 +188,7 @@ def reproject_sessions(
                 cache.put(sid, state, rows[-1].id)
         got = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
         if got and isinstance(got[0][0], str):
-            watchdog(c, got[0][0], watchdog_window_s)
+            watchdog(c, got[0][0], effective_window(c, watchdog_window_s))
 
     write_txn(conn, run)
     return folded

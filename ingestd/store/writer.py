@@ -251,6 +251,29 @@ def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
         conn.executemany(INSERT_EVENT, ch.events)
 
 
+def window_of(payload: bytes | str) -> int | None:
+    """The ``window_s`` a ``watchdog`` log row records (whole seconds >= 1), else None. Pure."""
+    try:
+        doc = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    w = doc.get("window_s") if isinstance(doc, dict) else None
+    return w if isinstance(w, int) and not isinstance(w, bool) and w >= 1 else None
+
+
+def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) -> int:
+    """The watchdog window in force: the one the newest ``watchdog`` log row records, else ``default_s``.
+
+    The window is part of the log (the daemon logs a row when it starts with a window other
+    than the one in force), so `ingest`, the daemon and a replay all apply the same one.
+    Read from ``meta.watchdog_window_s``, which ``apply_batch`` keeps with the rows.
+    """
+    rows = conn.execute("SELECT value FROM meta WHERE key = 'watchdog_window_s'").fetchall()
+    if rows and isinstance(rows[0][0], str) and rows[0][0].isdigit():
+        return int(rows[0][0])
+    return default_s
+
+
 def watchdog(conn: apsw.Connection, as_of: str, window_s: int = WATCHDOG_WINDOW_S) -> int:
     """Move non-terminal agents (and sessions) idle for ``window_s`` before ``as_of`` to ``unknown``.
 
@@ -376,6 +399,7 @@ def apply_batch(
         by_session: dict[str, list[LogRow]] = {}
         stats: collections.Counter[str] = collections.Counter()
         as_of = ""
+        window: tuple[int, int] | None = None  # (log id, window_s) of the newest watchdog row
         ids = result.log_ids
         for r in new_rows:
             rid = ids.get(r.idempotency_key)
@@ -389,6 +413,10 @@ def apply_batch(
                     stats["recovered"] += 1
             if r.received_at > as_of:
                 as_of = r.received_at
+            if r.source == "ingestd" and r.event_type == "watchdog":
+                w = window_of(r.payload)
+                if w is not None and (window is None or rid > window[0]):
+                    window = (rid, w)
             if r.session_id is None:
                 continue
             by_session.setdefault(r.session_id, []).append(
@@ -450,6 +478,12 @@ def apply_batch(
             c.executemany(UPSERT_CHECKPOINT, cps)
         if stats:
             c.executemany(BUMP_STAT, list(stats.items()))
+        if window is not None:
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES ('watchdog_window_s', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(window[1]),),
+            )
         if as_of:
             prev = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
             if prev and isinstance(prev[0][0], str) and prev[0][0] > as_of:
@@ -459,7 +493,7 @@ def apply_batch(
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (as_of,),
             )
-            watchdog(c, as_of, watchdog_window_s)
+            watchdog(c, as_of, effective_window(c, watchdog_window_s))
         return result
 
     try:

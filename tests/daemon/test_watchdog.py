@@ -32,7 +32,9 @@ def _open(db: Path) -> apsw.Connection:
 async def writer(tmp_path: Path) -> AsyncIterator[tuple[Writer, Path]]:
     db = tmp_path / "wd.db"
     conn = _open(db)
-    conn.execute("INSERT INTO sessions (id, status) VALUES ('s', 'working')")
+    conn.execute(
+        "INSERT INTO sessions (id, status, last_activity_at) VALUES ('s', 'working', '2026-01-01T00:00:00.000Z')"
+    )
     conn.execute(
         "INSERT INTO agents (id, session_id, type, status, last_seen_at) VALUES"
         " ('s', 's', 'main', 'waiting', '2026-01-01T00:00:00.000Z'),"
@@ -73,10 +75,11 @@ async def test_quiet_agent_inside_the_window_logs_nothing(writer: tuple[Writer, 
 async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Writer, Path]) -> None:
     w, db = writer
     now = T0 + 601 * S
-    assert await watchdog.tick(w, lambda: now, 600) == 1  # the completed subagent is terminal
+    # the main agent and its session; the completed subagent is terminal
+    assert await watchdog.tick(w, lambda: now, 600) == 2
     [(received_at, payload)] = _watchdog_rows(db)
     assert received_at == "2026-01-01T00:10:01.000Z"
-    assert orjson.loads(payload) == {"as_of": received_at}
+    assert orjson.loads(payload) == {"as_of": received_at, "window_s": 600}
     assert _statuses(db) == {"s": "unknown", "a1": "completed"}  # terminal stays terminal
     # nothing stale any more: no second row
     assert await watchdog.tick(w, lambda: now + S, 600) == 0
@@ -90,8 +93,9 @@ async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Wri
 
 async def test_configurable_window(writer: tuple[Writer, Path]) -> None:
     w, db = writer
-    assert await watchdog.tick(w, lambda: T0 + 61 * S, 60) == 1
-    assert len(_watchdog_rows(db)) == 1
+    assert await watchdog.tick(w, lambda: T0 + 61 * S, 60) == 2
+    [(_, payload)] = _watchdog_rows(db)
+    assert orjson.loads(payload)["window_s"] == 60
 
 
 async def test_run_stops_on_the_event(writer: tuple[Writer, Path]) -> None:
@@ -110,3 +114,34 @@ async def test_run_stops_on_the_event(writer: tuple[Writer, Path]) -> None:
     # the first tick moved the agent to unknown; later ticks find nothing stale and log nothing
     assert len(_watchdog_rows(db)) == 1
     assert ticks >= 3
+
+
+async def test_a_session_quiet_past_the_window_is_ticked_even_when_no_agent_is(writer: tuple[Writer, Path]) -> None:
+    """A session whose last activity was a subagent's stays `working` after its agents ended or
+    went quiet; only a logged tick moves it (found live: it was counted active forever)."""
+    w, db = writer
+    conn = connect(db)
+    conn.execute("UPDATE agents SET status = 'completed'")
+    conn.close()
+    assert await watchdog.tick(w, lambda: T0 + 601 * S, 600) == 1
+    conn = connect(db, readonly=True)
+    assert conn.execute("SELECT status FROM sessions").fetchall() == [("unknown",)]
+
+
+def test_a_non_default_window_is_in_the_log_so_replay_agrees(tmp_path: Path) -> None:
+    """Found live: a daemon run with --watchdog-window-s 2 left a database replay could not match."""
+    from ingestd.replay.run import replay
+    from ingestd.store.writer import apply_batch, effective_window
+
+    db = tmp_path / "w.db"
+    conn = _open(db)
+    prompt = b'{"hook_event_name":"UserPromptSubmit","session_id":"s2","prompt":"go"}'
+    apply_batch(
+        conn, [NewLogRow("h:k:1", "hook", "UserPromptSubmit", prompt, "2026-01-01T00:00:00.000Z", "s2", "hook")]
+    )
+    apply_batch(conn, [watchdog.watchdog_row(T0 + 5 * S, 2)])
+    assert effective_window(conn) == 2
+    assert conn.execute("SELECT status FROM agents WHERE id = 's2'").fetchall() == [("unknown",)]
+    conn.close()
+    result = replay(db, parallel=False)
+    assert result.comparison.ok, result.to_json()

@@ -11,12 +11,13 @@ from typing import Any
 
 from ingestd.core.keys import stable_id
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
-from ingestd.core.toolstatus import STATUSES, ending
+from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 LEGACY_AGENT = "sidechain-"  # id of a 1.0.x in-file sidechain agent: prefix + its root record's uuid
 COMPACTION_PREFIX = "acompact-"
+_TERMINAL = frozenset(("completed", "error"))
 
 
 @dataclass(slots=True)
@@ -189,13 +190,84 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
             # (message_id, bucket), their natural key.
             ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
+    stopped = _Stopped(state, spawns, by_child, resolve, ctx, {r[0]: r[4] for r in ch.agents})
+    if all_agents or names:
+        # an agent whose terminal state may have changed: re-derive those of its open calls whose
+        # derived status differs from the one last emitted (state.interrupted)
+        owners: Any = [*names, ""] if all_agents else names
+        extra: set[str] = set()
+        for a in owners:
+            for tuid in state.open_tools.get(a, ()):
+                if stopped(a) != (tuid in state.interrupted):
+                    extra.add(tuid)
+        if leg is not None and all_agents:
+            for tuid in state.legacy_tools:
+                cur = state.tools[tuid]
+                if cur[4] == RUNNING and stopped(resolve(cur[0]) or "") != (tuid in state.interrupted):
+                    extra.add(tuid)
+        if extra:
+            tools = tools | extra
     for tuid in sorted(tools):
         a, name, started, ended, st, _ = state.tools[tuid]
-        ch.tool_calls.append((sid, tuid, resolve(a), name, started, ended, STATUSES[st]))
+        agent = resolve(a)
+        if st == RUNNING and stopped(agent or ""):
+            # no result, and its agent (or the session) ended: it can no longer be running (SPEC
+            # §4.5). ended_at stays NULL: no evidence says when the call stopped (the agent's last
+            # activity or SessionEnd's receipt is the agent's end, not the call's). A result read
+            # later still wins (its status ranks above running).
+            st = INTERRUPTED
+            state.interrupted.add(tuid)
+        else:
+            state.interrupted.discard(tuid)
+        ch.tool_calls.append((sid, tuid, agent, name, started, ended, STATUSES[st]))
     for bid in sorted(t.compactions):
         a, ts, trig, pre = state.compactions[bid]
         ch.compactions.append((sid, bid, resolve(a), ts, trig, pre))
     return ch
+
+
+class _Stopped:
+    """Whether an agent's calls can no longer be running: the session ended, or the agent's derived
+    status is terminal (``completed`` / ``error``; SPEC §4.5 ``interrupted``).
+
+    The agent's status is the one of its row derived in this call, else derived on demand (a
+    function of the merged state either way). The watchdog's ``unknown`` is no end: it is not
+    derived here and a quiet agent may still resume.
+    """
+
+    def __init__(
+        self,
+        state: SessionState,
+        spawns: dict[str, Spawn],
+        by_child: Any,
+        resolve: Any,
+        ctx: Ctx,
+        known: dict[str, str],
+    ) -> None:
+        self.state = state
+        self.spawns = spawns
+        self.by_child = by_child
+        self.resolve = resolve
+        self.ctx = ctx
+        self.known = known
+
+    def __call__(self, agent: str) -> bool:
+        if self.state.ended:
+            return True
+        status = self.known.get(agent)
+        if status is None and agent and agent not in self.known:
+            row = _agent_row(
+                self.state,
+                self.spawns,
+                agent,
+                self.state.agents.get(agent),
+                self.by_child.get(agent, ()),
+                self.resolve,
+                self.ctx,
+                Changes(),
+            )
+            status = self.known[agent] = row[4] if row is not None else ""
+        return status in _TERMINAL
 
 
 def _edge(

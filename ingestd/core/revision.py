@@ -10,6 +10,8 @@ History:
        cross-session message claims, hook evidence).
     2: spawn edges from Task/Agent/Workflow hooks (tool_response.agentId); a hook without
        agent_id no longer re-attributes a tool call; hook session_title beats summaries.
+    3: a tool call without a result whose agent is terminal (completed / error) or whose
+       session ended is ``interrupted`` (ended_at NULL), no longer ``running`` forever.
 """
 
-PROJECTION_REVISION = 2
+PROJECTION_REVISION = 3

@@ -108,6 +108,9 @@ class SessionState:
     results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
     # tool_use_id -> [agent, name, started, ended, status_rank, agent_rank (touch.note_tool)]
     tools: dict[str, list[Any]] = field(default_factory=dict)
+    # agent (as in ``tools``, "" for none) -> its calls whose status is still ``running``: an index of ``tools``
+    # (``touch.note_tool``), so an agent that turns terminal re-derives only its open calls
+    open_tools: dict[str, set[str]] = field(default_factory=dict)
     compactions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     legacy_parent: dict[str, str | None] = field(default_factory=dict)  # sidechain uuid -> parentUuid
     legacy_ts: dict[str, str] = field(default_factory=dict)
@@ -116,3 +119,6 @@ class SessionState:
     legacy_tools: set[str] = field(default_factory=set)
     notified: dict[str, str] = field(default_factory=dict)  # agent -> task-notification status
     legacy_emitted: set[str] = field(default_factory=set)  # legacy agent ids already derived
+    # open calls last derived ``interrupted`` (their agent or session ended; ``derive``): which
+    # rows must be re-derived when an agent's terminal state changes, never an input of a row
+    interrupted: set[str] = field(default_factory=set)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ingestd.core.state import AgentEv, SessionState
+from ingestd.core.toolstatus import RUNNING
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +63,11 @@ def note_tool(
     """
     cur = state.tools.get(tuid)
     rank = 1 if agent_named else 0
+    was_open: str | None = None
     if cur is None:
-        state.tools[tuid] = [agent, name, started, ended, status, rank if agent is not None else -1]
+        cur = state.tools[tuid] = [agent, name, started, ended, status, rank if agent is not None else -1]
     else:
+        was_open = (cur[0] or "") if cur[4] == RUNNING else None
         if agent is not None and (cur[0] is None or rank > cur[5] or (rank == cur[5] and agent < cur[0])):
             cur[0] = agent
             cur[5] = rank
@@ -76,6 +79,15 @@ def note_tool(
             cur[3] = ended
         if status > cur[4]:
             cur[4] = status
+    # keep ``state.open_tools`` (agent, "" for none -> its running calls) an index of ``state.tools``
+    is_open = (cur[0] or "") if cur[4] == RUNNING else None
+    if was_open is not None and was_open != is_open:
+        calls = state.open_tools[was_open]
+        calls.discard(tuid)
+        if not calls:
+            del state.open_tools[was_open]
+    if is_open is not None:
+        state.open_tools.setdefault(is_open, set()).add(tuid)
     t.tools.add(tuid)
     if agent is not None and agent.startswith("~"):
         state.legacy_tools.add(tuid)

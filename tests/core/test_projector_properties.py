@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,52 @@ from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model, by_session, tree_rows
 
+OPEN = "66666666-6666-4666-8666-666666666666"
+
+
+def open_calls_session() -> list[LogRow]:
+    """Tool calls left without a result by agents that end (SubagentStop, an API error turn that a
+    later turn supersedes, SessionEnd), and one whose result comes after the end."""
+    main = f"-home-u-s/{OPEN}.jsonl"
+
+    def rec(i: int, agent: str | None, content: list[dict[str, object]], **kw: object) -> LogRow:
+        obj = {"type": "assistant", "sessionId": OPEN, "uuid": f"u{i}", "timestamp": f"2026-01-01T00:00:{i:02}.000Z"}
+        obj["message"] = {"id": f"m{i}", "model": kw.pop("model", "m"), "content": content}
+        origin = main
+        if agent is not None:
+            obj.update(agentId=agent, isSidechain=True)
+            origin = f"-home-u-s/{OPEN}/subagents/agent-{agent}.jsonl"
+        obj.update(kw)
+        return LogRow(i, "jsonl", "assistant", orjson.dumps(obj), "2026-03-01T00:00:00.000Z", OPEN, origin, 0, i)
+
+    def use(i: int, agent: str | None = None) -> LogRow:
+        return rec(i, agent, [{"type": "tool_use", "id": f"tu{i}", "name": "Bash", "input": {}}])
+
+    def hook(i: int, name: str, **body: object) -> LogRow:
+        payload = orjson.dumps({"session_id": OPEN, "hook_event_name": name, "tool_name": "Bash", **body})
+        return LogRow(100 + i, "hook", name, payload, f"2026-01-01T00:01:{i:02}.000Z", OPEN, "hook")
+
+    done = {"type": "user", "sessionId": OPEN, "uuid": "r", "timestamp": "2026-01-01T00:02:00.000Z"}
+    done["message"] = {"content": [{"type": "tool_result", "tool_use_id": "tu2", "content": "ok"}]}
+    limit = [{"type": "text", "text": "Limit reached"}]
+    return [
+        use(1),
+        use(2),
+        hook(1, "PreToolUse", agent_id="a0000001", tool_use_id="ha"),
+        hook(2, "PreToolUse", agent_id="a0000001", tool_use_id="hb"),
+        hook(3, "SubagentStop", agent_id="a0000001", agent_type="Explore"),
+        use(3, "a0000002"),
+        rec(4, "a0000002", limit, model="<synthetic>", isApiErrorMessage=True, error="rate_limit"),
+        use(5, "a0000003"),
+        rec(6, "a0000003", limit, model="<synthetic>", isApiErrorMessage=True, error="rate_limit"),
+        use(7, "a0000003"),
+        hook(9, "SessionEnd", reason="other"),
+        LogRow(300, "jsonl", "user", orjson.dumps(done), "2026-03-01T00:00:00.000Z", OPEN, main, 0, 300),
+    ]
+
+
 ROWS = by_session(tree_rows())
+ROWS[OPEN] = open_calls_session()
 SESSIONS = sorted(ROWS)
 
 
@@ -52,6 +98,39 @@ def test_reapplying_a_batch_changes_nothing(sid: str, cuts: list[int]) -> None:
     _, ch = fold(state, sid, rows, Ctx())
     m.apply(ch)
     assert m.tables == SCRATCH[sid]
+
+
+def test_open_calls_of_ended_agents_are_interrupted() -> None:
+    t = {k[1]: v[5:] for k, v in SCRATCH[OPEN]["tools"].items()}
+    assert t == {
+        "tu1": (None, "interrupted"),  # the main agent's, the session ended
+        "tu2": ("2026-01-01T00:02:00.000Z", "completed"),  # its result came after the end
+        "ha": (None, "interrupted"),  # SubagentStop
+        "hb": (None, "interrupted"),
+        "tu3": (None, "interrupted"),  # the agent's run ended on a rate limit
+        "tu5": (None, "interrupted"),  # superseded by tu7, then the session ended
+        "tu7": (None, "interrupted"),
+    }
+
+
+def test_open_calls_follow_their_agent_incrementally() -> None:
+    rows = ROWS[OPEN]
+    for n in range(len(rows) + 1):
+        m, _ = folded(OPEN, rows, [n])
+        assert m.tables == SCRATCH[OPEN]
+    # before the end: the stopped and the failed agents' calls are interrupted, the others run
+    m, _ = folded(OPEN, rows[:9], [])
+    st = {k[1]: v[6] for k, v in m.tables["tools"].items()}
+    assert st == {
+        "tu1": "running",
+        "tu2": "running",
+        "ha": "interrupted",
+        "hb": "interrupted",
+        "tu3": "interrupted",
+        "tu5": "interrupted",
+    }
+    m, _ = folded(OPEN, rows[:10], [9])
+    assert {k[1]: v[6] for k, v in m.tables["tools"].items()}["tu5"] == "running"  # tu7 reopened the run
 
 
 def test_incremental_equals_scratch_and_touches_only_new_rows() -> None:

@@ -70,3 +70,92 @@ def test_status_converges_whatever_arrives_first_or_twice(case: str) -> None:
             m.apply(ch)
         got.add(m.tables["tools"][(SID, "tu")][6])
     assert got == {case.removesuffix("_hook")}
+
+
+# A call without a result whose agent reached a terminal state (or whose session ended) can no
+# longer be running: it is derived `interrupted`, ended_at NULL (nothing says when it stopped).
+AG = "a5555555"
+SUB = f"-home-u-s/{SID}/subagents/agent-{AG}.jsonl"
+
+
+def sub_rec(i: int, msg: dict[str, object], **kw: object) -> LogRow:
+    obj = {
+        "type": "assistant",
+        "sessionId": SID,
+        "agentId": AG,
+        "isSidechain": True,
+        "uuid": f"s{i}",
+        "timestamp": f"2026-01-01T00:00:0{i}.000Z",
+        "message": msg,
+        **kw,
+    }
+    return LogRow(i, "jsonl", "assistant", orjson.dumps(obj), "2026-03-01T00:00:00.000Z", SID, SUB, 0, i * 100)
+
+
+def sub_use(i: int) -> LogRow:
+    return sub_rec(i, {"id": f"m{i}", "model": "m", "content": [{"type": "tool_use", "id": f"tu{i}", "name": "Bash"}]})
+
+
+def rate_limited(i: int) -> LogRow:
+    msg = {"id": f"m{i}", "model": "<synthetic>", "content": [{"type": "text", "text": "Limit reached"}]}
+    return sub_rec(i, msg, isApiErrorMessage=True, error="rate_limit")
+
+
+def every_order(rows: list[LogRow]) -> set[tuple[tuple[object, ...], ...]]:
+    """Final tool rows (tool_use_id, ended_at, status) of every order, one row a batch, the last redelivered;
+    one batch; and a state folded up to any row then given the rest equals a fold from scratch."""
+    got = set()
+    for order in itertools.permutations([*rows, rows[-1]]):
+        m = Model()
+        state = None
+        for r in order:
+            state, ch = fold(state, SID, [r], Ctx())
+            m.apply(ch)
+        got.add(tuple(sorted((k[1], v[5], v[6]) for k, v in m.tables["tools"].items())))
+    one = Model()
+    one.apply(fold(None, SID, rows, Ctx())[1])
+    for n in range(len(rows) + 1):
+        state, ch = fold(None, SID, rows[:n], Ctx())
+        inc = Model()
+        inc.apply(ch)
+        inc.apply(fold(state, SID, rows[n:], Ctx())[1])
+        assert inc.tables == one.tables  # incremental == from scratch
+    got.add(tuple(sorted((k[1], v[5], v[6]) for k, v in one.tables["tools"].items())))
+    return got
+
+
+def test_open_call_is_interrupted_once_the_session_ends() -> None:
+    rows = [use(1), hook(2, "PreToolUse", tool_input={}), hook(5, "SessionEnd", reason="other")]
+    assert every_order(rows) == {(("tu", None, "interrupted"),)}
+
+
+def test_a_result_after_the_session_end_still_wins() -> None:
+    rows = [use(1), hook(5, "SessionEnd", reason="other"), result(4, "ok", False)]
+    assert every_order(rows) == {(("tu", "2026-01-01T00:00:05.000Z", "completed"),)}
+
+
+def test_subagent_stop_interrupts_its_open_calls_not_the_parents() -> None:
+    # live: a subagent SubagentStop completed still showed six PreToolUse hooks as running
+    rows = [
+        hook(1, "PreToolUse", agent_id=AG, tool_use_id="ta"),
+        hook(2, "PreToolUse", agent_id=AG, tool_use_id="tb"),
+        hook(3, "PreToolUse", tool_use_id="tm"),
+        hook(4, "SubagentStop", agent_id=AG, agent_type="Explore"),
+    ]
+    assert every_order(rows) == {(("ta", None, "interrupted"), ("tb", None, "interrupted"), ("tm", None, "running"))}
+
+
+def test_subagent_error_interrupts_open_calls_and_a_later_turn_reopens_them() -> None:
+    assert every_order([sub_use(2), rate_limited(3)]) == {(("tu2", None, "interrupted"),)}
+    # the rate-limit turn is not the newest once a later turn is read: the run goes on, calls reopen
+    assert every_order([sub_use(2), rate_limited(3), sub_use(4)]) == {
+        (("tu2", None, "running"), ("tu4", None, "running"))
+    }
+
+
+def test_a_watchdog_tick_interrupts_nothing() -> None:
+    # the watchdog's `unknown` is not terminal: a quiet call stays running
+    tick = LogRow(
+        9, "ingestd", "watchdog", b'{"as_of":"2026-01-01T01:00:00.000Z"}', "2026-01-01T01:00:00.000Z", SID, ""
+    )
+    assert every_order([use(1), hook(2, "PreToolUse"), tick]) == {(("tu", None, "running"),)}

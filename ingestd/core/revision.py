@@ -12,6 +12,8 @@ History:
        agent_id no longer re-attributes a tool call; hook session_title beats summaries.
     3: a tool call without a result whose agent is terminal (completed / error) or whose
        session ended is ``interrupted`` (ended_at NULL), no longer ``running`` forever.
+    4: agents.evidence_status (migration 0007); a working subagent keeps its ancestors from the
+       watchdog.
 """
 
-PROJECTION_REVISION = 3
+PROJECTION_REVISION = 4

@@ -23,18 +23,11 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.daemon.writer import Writer
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
-from ingestd.store.connection import scalar
+from ingestd.store.writer import stale_count
 
 log = get_logger("ingestd.watchdog")
 
 Clock = Callable[[], int]
-
-# Agents, and sessions too: a session can stay `working` after its agents went quiet or ended
-# (its last activity was a subagent's), and only a logged tick moves it to `unknown`.
-_STALE = (
-    "SELECT (SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1)"
-    " + (SELECT count(*) FROM sessions WHERE status IN ('working', 'waiting') AND last_activity_at < ?1)"
-)
 
 
 def watchdog_row(now_ns: int, window_s: float) -> NewLogRow:
@@ -66,7 +59,7 @@ async def tick(writer: Writer, clock: Clock, window_s: float) -> int:
     cutoff = from_epoch_ns(now_ns - int(window_s * 1_000_000_000))
 
     def stale(conn: apsw.Connection) -> int:
-        return int(scalar(conn, _STALE, (cutoff,)) or 0)
+        return stale_count(conn, cutoff)
 
     n: int = await writer.call(stale)
     if n:

@@ -51,9 +51,11 @@ UPSERT_SESSION = (
 # later rows replace its earlier ones and the final row is the winner's final row.
 UPSERT_AGENT = (
     "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
-    " last_seen_at, outcome_cause, is_compaction, description) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    " last_seen_at, outcome_cause, is_compaction, description, evidence_status)"
+    " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?5)"
     " ON CONFLICT (id) DO UPDATE SET session_id=excluded.session_id, type=excluded.type,"
-    " subagent_type=excluded.subagent_type, status=excluded.status, parent_agent_id=excluded.parent_agent_id,"
+    " subagent_type=excluded.subagent_type, status=excluded.status, evidence_status=excluded.evidence_status,"
+    " parent_agent_id=excluded.parent_agent_id,"
     " first_seen_at=excluded.first_seen_at, last_seen_at=excluded.last_seen_at,"
     " outcome_cause=excluded.outcome_cause, is_compaction=excluded.is_compaction,"
     " description=excluded.description"
@@ -274,8 +276,46 @@ def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) 
     return default_s
 
 
+# An agent is not idle while any agent below it is working: a main agent blocked on a long
+# Task is busy (found live: the parent showed `unknown` while its Explore subagent worked).
+# `alive`: every non-terminal agent active inside the window, and all of its ancestors.
+_ALIVE = (
+    "WITH RECURSIVE alive(id) AS ("
+    " SELECT id FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at >= ?1"
+    " UNION SELECT a.parent_agent_id FROM agents a JOIN alive ON a.id = alive.id"
+    " WHERE a.parent_agent_id IS NOT NULL) "
+)
+_IDLE_TO_UNKNOWN = (
+    "UPDATE agents SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_seen_at < ?1"
+    " AND id NOT IN (SELECT id FROM alive)"
+)
+# An agent the pass moved to `unknown` earlier gets its evidence status back once a descendant
+# works again (that activity does not touch the ancestor's own row).
+_BACK_FROM_UNKNOWN = (
+    "UPDATE agents SET status = evidence_status WHERE status = 'unknown'"
+    " AND evidence_status IN ('working', 'waiting') AND id IN (SELECT id FROM alive)"
+)
+
+
+def stale_count(conn: apsw.Connection, cutoff: str) -> int:
+    """How many agents and sessions a watchdog pass with ``cutoff`` would move to ``unknown``. Read-only."""
+    agents: Any = conn.execute(
+        _ALIVE + "SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1"
+        " AND id NOT IN (SELECT id FROM alive)",
+        (cutoff,),
+    ).fetchall()[0][0]
+    sessions: Any = conn.execute(
+        "SELECT count(*) FROM sessions WHERE status IN ('working', 'waiting') AND last_activity_at < ?1",
+        (cutoff,),
+    ).fetchall()[0][0]
+    return int(agents) + int(sessions)
+
+
 def watchdog(conn: apsw.Connection, as_of: str, window_s: int = WATCHDOG_WINDOW_S) -> int:
     """Move non-terminal agents (and sessions) idle for ``window_s`` before ``as_of`` to ``unknown``.
+
+    An agent with a working descendant is not idle; one moved earlier gets its evidence status
+    back when a descendant works again. A function of the final rows, so replay agrees.
 
     Args:
         as_of: str, canonical UTC; the newest log time (never the wall clock, so replays agree).
@@ -287,11 +327,9 @@ def watchdog(conn: apsw.Connection, as_of: str, window_s: int = WATCHDOG_WINDOW_
     cutoff = watchdog_cutoff(as_of, window_s)
     if cutoff is None:
         return 0
-    conn.execute(
-        "UPDATE agents SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_seen_at < ?",
-        (cutoff,),
-    )
+    conn.execute(_ALIVE + _IDLE_TO_UNKNOWN, (cutoff,))
     n = conn.changes()
+    conn.execute(_ALIVE + _BACK_FROM_UNKNOWN, (cutoff,))
     conn.execute(
         "UPDATE sessions SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_activity_at < ?",
         (cutoff,),

@@ -1,0 +1,67 @@
+"""The watchdog pass (SPEC §4.2): idle agents become unknown, but not while an agent below them works."""
+
+from __future__ import annotations
+
+import apsw
+
+from ingestd.store.writer import UPSERT_AGENT, stale_count, watchdog
+
+
+def agent(db: apsw.Connection, aid: str, parent: str | None, last_seen: str, status: str = "working") -> None:
+    db.execute(
+        UPSERT_AGENT,
+        (aid, "s", "main" if parent is None else "subagent", None, status, parent, last_seen, last_seen, None, 0, None),
+    )
+
+
+def statuses(db: apsw.Connection) -> dict[str, str]:
+    return {str(a): str(s) for a, s in db.execute("SELECT id, status FROM agents")}
+
+
+def setup(db: apsw.Connection) -> None:
+    db.execute(
+        "INSERT INTO sessions (id, status, last_activity_at) VALUES ('s', 'working', '2026-01-01T00:20:00.000Z')"
+    )
+    agent(db, "s", None, "2026-01-01T00:00:00.000Z")  # the main agent, blocked on a Task
+    agent(db, "c", "s", "2026-01-01T00:05:00.000Z")  # its subagent
+    agent(db, "g", "c", "2026-01-01T00:20:00.000Z")  # a grandchild, still working
+
+
+def test_a_working_descendant_keeps_every_ancestor_out_of_unknown(db: apsw.Connection) -> None:
+    setup(db)
+    watchdog(db, "2026-01-01T00:25:00.000Z", 600)
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
+    assert stale_count(db, "2026-01-01T00:15:00.000Z") == 0
+
+
+def test_once_the_whole_subtree_is_quiet_all_become_unknown(db: apsw.Connection) -> None:
+    setup(db)
+    watchdog(db, "2026-01-01T00:31:00.000Z", 600)
+    assert statuses(db) == {"s": "unknown", "c": "unknown", "g": "unknown"}
+
+
+def test_new_work_below_gives_ancestors_their_evidence_status_back(db: apsw.Connection) -> None:
+    setup(db)
+    watchdog(db, "2026-01-01T00:31:00.000Z", 600)
+    agent(db, "g", "c", "2026-01-01T00:40:00.000Z")  # the grandchild works again: only its row is written
+    watchdog(db, "2026-01-01T00:41:00.000Z", 600)
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
+
+
+def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> None:
+    """Live runs a pass after every transaction; a replay runs one at the end: same rows."""
+    setup(db)
+    for as_of in ("2026-01-01T00:16:00.000Z", "2026-01-01T00:31:00.000Z"):
+        watchdog(db, as_of, 600)
+    agent(db, "g", "c", "2026-01-01T00:40:00.000Z")
+    watchdog(db, "2026-01-01T00:41:00.000Z", 600)
+    live = statuses(db)
+    fresh = apsw.Connection(":memory:")
+    for sql in db.execute("SELECT sql FROM sqlite_master WHERE name IN ('agents', 'sessions')"):
+        fresh.execute(sql[0])
+    fresh.execute("INSERT INTO sessions (id, status) VALUES ('s', 'working')")
+    agent(fresh, "s", None, "2026-01-01T00:00:00.000Z")
+    agent(fresh, "c", "s", "2026-01-01T00:05:00.000Z")
+    agent(fresh, "g", "c", "2026-01-01T00:40:00.000Z")
+    watchdog(fresh, "2026-01-01T00:41:00.000Z", 600)
+    assert statuses(fresh) == live

@@ -5,10 +5,15 @@ Shared by the replay, retention and verify tests.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import apsw
 import orjson
+import pytest
 
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import connect, write_txn
+from ingestd.store.migrate import migrate
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
@@ -58,3 +63,14 @@ def seed(conn: apsw.Connection, *, sessions: int = 2, days: int = 5) -> None:
                 )
 
     write_txn(conn, body)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Iterator[Path]:
+    """A migrated database holding ``seed``'s rows (a conftest imports it to use it)."""
+    path = tmp_path / "ingestd.db"
+    conn = connect(path)
+    migrate(conn)
+    seed(conn)
+    conn.close()
+    yield path

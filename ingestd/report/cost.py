@@ -17,7 +17,7 @@ from typing import Any
 import apsw
 
 from ingestd.report.usage import Usage, load_rates
-from ingestd.report.window import Window, Zone, slot_day
+from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import storage_errors
 from ingestd.store.rollup import RATE_SQL
 
@@ -39,14 +39,7 @@ _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
 
 def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Iterable[tuple[Any, ...]]:
     key, source = _ROLLUP_KEYS[by]
-    where: list[str] = []
-    params: list[Any] = []
-    if window.since_slot is not None:
-        where.append("r.slot >= ?")
-        params.append(window.since_slot)
-    if window.until_slot is not None:
-        where.append("r.slot < ?")
-        params.append(window.until_slot)
+    where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
     cols = "r.model, r.bucket, r.rate_effective_from"
     sql = (
         f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count) FROM {source}"
@@ -58,14 +51,7 @@ def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Itera
 
 
 def _agent_rows(conn: apsw.Connection, window: Window) -> Iterable[tuple[Any, ...]]:
-    where: list[str] = []
-    params: list[Any] = []
-    if window.since_utc is not None:
-        where.append("t.occurred_at >= ?")
-        params.append(window.since_utc)
-    if window.until_utc is not None:
-        where.append("t.occurred_at < ?")
-        params.append(window.until_utc)
+    where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
     sql = (
         f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
         " sum(t.tokens), count(*) FROM token_usage t"

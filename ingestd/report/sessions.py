@@ -12,7 +12,7 @@ import apsw
 
 from ingestd.errors import InputError
 from ingestd.report.usage import RateTable, Usage, load_rates
-from ingestd.report.window import Window
+from ingestd.report.window import Window, range_clauses
 from ingestd.store.connection import storage_errors
 
 _COLUMNS = (
@@ -78,14 +78,13 @@ def sessions_report(
     """
     if limit is not None and limit < 1:
         raise InputError("limit must be at least 1")
-    where: list[str] = []
-    params: list[Any] = []
-    if window.since_utc is not None:
-        where.append("COALESCE(s.last_activity_at, s.started_at) >= ?")
-        params.append(window.since_utc)
-    if window.until_utc is not None:
-        where.append("COALESCE(s.started_at, s.last_activity_at) < ?")
-        params.append(window.until_utc)
+    # A session is in the window when its span overlaps it.
+    where, params = range_clauses(
+        "COALESCE(s.last_activity_at, s.started_at)",
+        window.since_utc,
+        "COALESCE(s.started_at, s.last_activity_at)",
+        window.until_utc,
+    )
     if project:
         where.append("(instr(s.project_path, ?) > 0 OR s.project_slug = ?)")
         params += [project, project]

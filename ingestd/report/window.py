@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ingestd.core.timefmt import format_utc, parse
@@ -201,3 +202,20 @@ def slot_day(slot: str, zone: Zone, cache: dict[str, str]) -> str:
         day = dt.astimezone(zone.tz).date().isoformat()
         cache[slot] = day
     return day
+
+
+def range_clauses(since_sql: str, since: str | None, until_sql: str, until: str | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions ``since_sql >= since`` and ``until_sql < until`` for the bounds given. Pure.
+
+    Returns:
+        (conditions to AND together, their parameters); both empty for an open window.
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    if since is not None:
+        where.append(f"{since_sql} >= ?")
+        params.append(since)
+    if until is not None:
+        where.append(f"{until_sql} < ?")
+        params.append(until)
+    return where, params

@@ -79,7 +79,13 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     from ingestd.ingest.revision import ensure_current
     from ingestd.store.identity import database_identity
 
-    ensure_current(conn, path, ctx=database_identity(conn))
+    folded = ensure_current(conn, path, ctx=database_identity(conn))
+    if folded:
+        click.echo(
+            f"ingestd: the projector's rules changed since this database was projected: "
+            f"re-projected {folded} log rows from the log",
+            err=True,
+        )
     return conn
 
 

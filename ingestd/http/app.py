@@ -90,7 +90,9 @@ def _prepare_db(cfg: ServeConfig) -> None:
     try:
         migrate(conn)
         ctx = database_identity(conn)
-        ensure_current(conn, cfg.db_path, ctx=ctx, watchdog_window_s=int(cfg.watchdog_window_s))
+        folded = ensure_current(conn, cfg.db_path, ctx=ctx, watchdog_window_s=int(cfg.watchdog_window_s))
+        if folded:
+            log.info("reprojected", log_rows=folded, reason="the projector's rules changed")
         if effective_window(conn) != max(1, int(cfg.watchdog_window_s)):
             # The window is part of the log, so `ingest` and `replay` apply this one too.
             apply_batch(conn, [watchdog.watchdog_row(time.time_ns(), cfg.watchdog_window_s)], ctx=ctx)

@@ -190,7 +190,12 @@ def make_window(
     s = None if since is None else _floor_slot(parse_bound(since, zone, now, end=False, name=names[0]))
     u = None if until is None else _ceil_slot(parse_bound(until, zone, now, end=True, name=names[1]))
     if s is not None and u is not None and s >= u:
-        raise ConfigError(f"{names[0]} ({format_utc(s)}) must be before {names[1]} ({format_utc(u)})")
+        # Name the bounds as the user gave them: `until` is held as its exclusive end, which for
+        # a day is the next day's start and, printed alone, reads like a contradiction.
+        raise ConfigError(
+            f"{names[0]} ({since}) must be before {names[1]} ({until}): "
+            f"from {format_utc(s)} to {format_utc(u)} (exclusive) is an empty window"
+        )
     return Window(s, u)
 
 

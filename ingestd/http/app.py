@@ -1,6 +1,6 @@
 """The app factory and the daemon's lifetime (``ingestd serve``).
 
-``make_app`` wires the hook receiver, the read API (``ingestd.http.api`` when present)
+``make_app`` wires the hook receiver, the read API (``ingestd.http.api``)
 and the background work, each started and stopped in ``cleanup_ctx``: the writer
 thread first (so everything else can write), then the tailer (catch-up, then follow),
 the watchdog and the scheduled retention jobs. ``serve`` holds the single-instance lock,
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 import signal
 import time
@@ -33,6 +32,7 @@ from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
 from ingestd.errors import DaemonError, IngestdError
 from ingestd.http import auth
+from ingestd.http.api import add_api_routes
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
 from ingestd.ingest.revision import ensure_current
 from ingestd.logs import get_logger
@@ -208,10 +208,7 @@ def make_app(
         task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
         yield
         app[STOP].set()
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _cancel(task)
         if runner is not None:
             await asyncio.get_running_loop().run_in_executor(None, runner.close)
 
@@ -227,22 +224,26 @@ def make_app(
         )
         yield
         app[STOP].set()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _cancel(task)
 
     async def schedule_ctx(app: web.Application) -> AsyncIterator[None]:
         task = asyncio.create_task(_schedule_loop(cfg, app[STOP])) if cfg.schedule else None
         yield
         app[STOP].set()
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _cancel(task)
 
     app.cleanup_ctx.extend([writer_ctx, tailer_ctx, watchdog_ctx, schedule_ctx])
-    _optional_parts(app, cfg)
+    add_api_routes(app, db_path=cfg.db_path)
     return app
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task (None: it was never started) and wait until it has ended."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
@@ -259,16 +260,6 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             log.error("schedule_failed", error=e.message)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
-
-
-def _optional_parts(app: web.Application, cfg: ServeConfig) -> None:
-    """The read API and the retention scheduler, owned by other modules, when installed."""
-    try:
-        api: Any = importlib.import_module("ingestd.http.api")
-    except ImportError:
-        api = None
-    if api is not None and hasattr(api, "add_api_routes"):
-        api.add_api_routes(app, db_path=cfg.db_path)
 
 
 async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:

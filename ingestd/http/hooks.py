@@ -91,18 +91,20 @@ def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int)
 def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits."""
     timeout_s = cfg.hook_timeout_ms / 1000
+    too_large = (413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
 
     async def post_hook(request: web.Request) -> web.Response:
         received_ns = time.time_ns()
         clen = request.content_length
         if clen is not None and clen > cfg.max_body_bytes:
-            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+            return _reject(request, *too_large)
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+            return _reject(request, *too_large)
+        # aiohttp's own cap (max + 1) lets a body of exactly max + 1 bytes through.
         if len(body) > cfg.max_body_bytes:
-            return _reject(request, 413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+            return _reject(request, *too_large)
         header_key = request.headers.get("Idempotency-Key")
         bad = hookkeys.check_header_key(header_key)
         if bad is not None:

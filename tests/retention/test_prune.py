@@ -23,19 +23,21 @@ def _dump(db: Path, tables: list[str]) -> dict[str, list[tuple[object, ...]]]:
     return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in tables}
 
 
-ALL = [
-    "events_raw",
-    "sessions",
+# SPEC §8, spelled out rather than read from pr.PROTECTED, so dropping a name there fails a test.
+PROTECTED = [
     "agents",
-    "orchestration_edges",
+    "events_raw",
     "model_pricing",
+    "orchestration_edges",
     "schema_version",
+    "sessions",
     "token_usage_rollup",
-    "token_usage",
-    "events",
-    "tool_calls",
-    "prune_receipts",
 ]
+ALL = [*PROTECTED, "token_usage", "events", "tool_calls", "prune_receipts"]
+
+
+def test_protected_set_is_the_specified_one() -> None:
+    assert sorted(pr.PROTECTED) == PROTECTED
 
 
 def test_dry_run_changes_nothing_and_lists_what_the_real_run_deletes(db_path: Path) -> None:
@@ -54,14 +56,13 @@ def test_dry_run_changes_nothing_and_lists_what_the_real_run_deletes(db_path: Pa
 
 
 def test_protected_tables_untouched_and_token_usage_kept_by_default(db_path: Path) -> None:
-    protected = sorted(pr.PROTECTED)
-    before = _dump(db_path, [*protected, "token_usage"])
+    before = _dump(db_path, [*PROTECTED, "token_usage"])
     pr.prune(connect(db_path), pr.Policy(events_days=0), now=NOW, batch_rows=2)
-    assert _dump(db_path, [*protected, "token_usage"]) == before
+    assert _dump(db_path, [*PROTECTED, "token_usage"]) == before
     assert connect(db_path).execute("SELECT count(*) FROM events").fetchall() == [(0,)]
 
 
-@pytest.mark.parametrize("table", sorted(pr.PROTECTED))
+@pytest.mark.parametrize("table", PROTECTED)
 def test_protected_tables_refused_by_name(db_path: Path, table: str) -> None:
     with pytest.raises(ConfigError, match="protected"):
         pr.prune(connect(db_path), pr.Policy(only=(table,)), now=NOW)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from ingestd.core import derive
 from ingestd.core.decode import decode_line
 from ingestd.core.hookfold import fold_hook
@@ -379,15 +377,9 @@ def _sidecar(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) 
 
 
 def decode_row(row: LogRow) -> dict[str, Any] | None:
-    """The row's object: the one already decoded, else the payload decoded leniently."""
+    """The row's object: the one already decoded, else the payload decoded leniently (hooks too)."""
     if row.obj is not None:
         return row.obj
-    if row.source == "hook":
-        try:
-            o = orjson.loads(row.payload)
-        except orjson.JSONDecodeError:
-            o = decode_line(row.payload).obj
-        return o if isinstance(o, dict) else None
     return decode_line(row.payload).obj
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core.decode import decode_line
 from ingestd.core.framing import Framer
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
@@ -184,7 +185,7 @@ def _read_file(
                 origin,
                 gen,
                 0,
-                obj=_obj(data),
+                obj=decode_line(data).obj,
             )
         )
         b.summary.bytes += len(data)
@@ -215,14 +216,6 @@ def _read_file(
                 b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now, size=-1))
                 b.flush()
     b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now))
-
-
-def _obj(data: bytes) -> dict[str, Any] | None:
-    try:
-        o = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return o if isinstance(o, dict) else None
 
 
 def _cp(root: str, f: Found, sid: str | None, gen: int, offset: int, now: str, size: int | None = None) -> Checkpoint:

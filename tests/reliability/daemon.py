@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,11 +272,25 @@ def kill_loop(tmp: Path, *, kills: int, history: tuple[int, int], seed: int, up_
         time.sleep(rng.uniform(*up_s))
     finally:
         load.finish()
+    settle_and_verify(d, load, tmp / "replay", min_acked=20 * (kills + 1))
+    return load
+
+
+def wait_for(what: str, cond: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll ``cond`` until it holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def settle_and_verify(d: Daemon, load: Load, workdir: Path, *, min_acked: int) -> None:
+    """After ``load.finish()``: let the daemon catch up, stop it cleanly, then ``verify``."""
     try:
-        wait_caught_up(d.db, root)
+        wait_caught_up(d.db, d.root)
     finally:
         assert d.stop() == 0, d.log.read_text()[-3000:]
-    assert len(load.acked) > 20 * (kills + 1), (len(load.acked), d.log.read_text()[-2000:])
-    (tmp / "replay").mkdir()
-    verify(d.db, root, load.acked, tmp / "replay")
-    return load
+    assert len(load.acked) > min_acked, (len(load.acked), d.log.read_text()[-2000:])
+    workdir.mkdir()
+    verify(d.db, d.root, load.acked, workdir)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -20,6 +18,9 @@ from ingestd.core.records import NewLogRow
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
+from tests.daemon.support import user_line
+from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.support import q
 
 SID = "99999999-2222-3333-4444-555555555555"
 PROJECTED = {
@@ -30,63 +31,8 @@ PROJECTED = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(db: Path, root: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "ingestd", "serve", "--db", str(db), "--projects", str(root)),
-                *("--port", str(port), "--watchdog-interval-s", "3600", "--rescan-interval-s", "0.5"),
-            ],
-            stdout=out,
-            stderr=out,
-            env=env,
-        )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-        try:
-            c.request("GET", "/nowhere")
-            c.getresponse().read()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(log.read_text()) from None
-            time.sleep(0.05)
-        finally:
-            c.close()
-    proc.kill()
-    raise AssertionError("daemon did not start: " + log.read_text())
-
-
 def transcript_line(i: int) -> bytes:
-    return (
-        orjson.dumps(
-            {
-                "type": "user",
-                "uuid": f"u-{i}",
-                "sessionId": SID,
-                "timestamp": "2026-01-01T00:00:00.000Z",
-                "cwd": "/tmp/p",
-                "message": {"role": "user", "content": f"line {i}"},
-            }
-        )
-        + b"\n"
-    )
-
-
-def q(db: Path, sql: str) -> list[Any]:
-    conn = connect(db, readonly=True)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+    return user_line(SID, i, text="line", timestamp="2026-01-01T00:00:00.000Z")
 
 
 @pytest.mark.timeout(60)
@@ -98,7 +44,8 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
     log = tmp_path / "serve.log"
     port = free_port()
-    proc = start(db, root, port, log)
+    daemon = Daemon(db, root, port, log)
+    daemon.start()
 
     acked: list[str] = []
     acked_lock = threading.Lock()
@@ -139,14 +86,13 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     for t in threads:
         t.start()
     time.sleep(2.0)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
+    daemon.kill9()
     stop.set()
     for t in threads:
         t.join(10)
     assert len(acked) > 100, log.read_text()[-2000:]
 
-    proc = start(db, root, port, log)
+    daemon.start()
     try:
         # the restart catches up the transcript; wait on that condition
         deadline = time.monotonic() + 15
@@ -154,8 +100,7 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "catch-up after restart did not finish"
             time.sleep(0.05)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0, log.read_text()[-2000:]
+        assert daemon.stop() == 0, log.read_text()[-2000:]
 
     stored = [
         orjson.loads(bytes(p))["tool_use_id"] for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook'")
@@ -194,7 +139,8 @@ def test_second_daemon_port_taken_and_public_bind_refused(tmp_path: Path) -> Non
     port = free_port()
     secret = "tok-" + os.urandom(8).hex()
     env = {**os.environ, "MY_TOKEN": secret}
-    proc = start(db, root, port, log)
+    daemon = Daemon(db, root, port, log)
+    daemon.start()
     try:
         base = [sys.executable, "-m", "ingestd", "serve", "--projects", str(root)]
         same_db = subprocess.run([*base, "--db", str(db), "--port", str(free_port())], capture_output=True, timeout=30)
@@ -239,5 +185,4 @@ def test_second_daemon_port_taken_and_public_bind_refused(tmp_path: Path) -> Non
         assert tok.returncode == 0
         assert secret.encode() not in out
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(15)
+        daemon.stop()

@@ -8,36 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ingestd.http.app import TAILER, ServeConfig, make_app
-from ingestd.store.connection import connect
+from tests.daemon.support import user_line
+from tests.reliability.support import q
 
 SID = "11111111-2222-3333-4444-555555555555"
 
 
 def line(i: int, text: str = "hello") -> bytes:
-    return (
-        orjson.dumps(
-            {
-                "type": "user",
-                "uuid": f"u-{i}",
-                "sessionId": SID,
-                "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
-                "cwd": "/tmp/p",
-                "message": {"role": "user", "content": f"{text} {i}"},
-            }
-        )
-        + b"\n"
-    )
-
-
-def q(db: Path, sql: str) -> list[Any]:
-    conn = connect(db, readonly=True)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+    return user_line(SID, i, text=text, timestamp=f"2026-01-01T00:00:{i:02d}.000Z")
 
 
 async def until(pred: Callable[[], bool], what: str, deadline_s: float = 10.0) -> None:

@@ -34,6 +34,7 @@ from ingestd.replay.dump import TABLES, Comparison, compare
 from ingestd.retention import prune as pr
 from ingestd.retention.backup import copy_database
 from ingestd.store.connection import connect, storage_errors, translate, write_txn
+from ingestd.store.identity import stored_identity
 from ingestd.store.migrate import migrate
 
 FIRST_BATCH_SIZE = 5000
@@ -100,11 +101,9 @@ def live_ctx(conn: apsw.Connection) -> tuple[str, str] | None:
     ``meta`` keys ``instance`` and ``host_id`` when present; else the most common pair on the live
     ``orchestration_edges``; None when there is neither. Read-only.
     """
-    meta = {
-        str(r[0]): str(r[1]) for r in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")
-    }
+    meta = stored_identity(conn)
     if "instance" in meta and "host_id" in meta:
-        return str(meta["instance"]), str(meta["host_id"])
+        return meta["instance"], meta["host_id"]
     rows = conn.execute(
         "SELECT instance, host_id FROM orchestration_edges GROUP BY 1, 2 ORDER BY count(*) DESC, 1, 2 LIMIT 1"
     ).fetchall()

@@ -16,7 +16,8 @@ from ingestd.core.touch import Ctx
 from ingestd.store.connection import write_txn
 
 
-def _read(conn: apsw.Connection) -> dict[str, str]:
+def stored_identity(conn: apsw.Connection) -> dict[str, str]:
+    """The ``meta`` keys ``instance`` and ``host_id`` that are present, by key. Read-only."""
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")}
 
 
@@ -26,13 +27,13 @@ def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ct
     Side effects:
         On first use, inserts the two ``meta`` keys (no transaction of its own).
     """
-    rows = _read(conn)
+    rows = stored_identity(conn)
     if "instance" not in rows or "host_id" not in rows:
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?) ON CONFLICT (key) DO NOTHING",
             (uuid.uuid4().hex, hostname or socket.gethostname()),
         )
-        rows = _read(conn)
+        rows = stored_identity(conn)
     return Ctx(instance=rows["instance"], host_id=rows["host_id"])
 
 
@@ -50,7 +51,7 @@ def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> 
         On first use, writes both keys in one transaction (a concurrent first use by
         another process keeps whichever committed first).
     """
-    rows = _read(conn)
+    rows = stored_identity(conn)
     if "instance" in rows and "host_id" in rows:
         return Ctx(instance=rows["instance"], host_id=rows["host_id"])
     return write_txn(conn, lambda c: identity_in_txn(c, hostname=hostname))

@@ -254,8 +254,11 @@ def check_hook(h: HookHarness, body: bytes, content_type: str) -> None:
     assert log_digest(h.reader, upto) == before
 
 
+HOOK_CASES = given(body=hook_bodies, content_type=st.sampled_from(["application/json", "text/plain", ""]))
+
+
 @QUICK
-@given(body=hook_bodies, content_type=st.sampled_from(["application/json", "text/plain", ""]))
+@HOOK_CASES
 def test_fuzz_hook_endpoint(hooks: HookHarness, body: bytes, content_type: str) -> None:
     check_hook(hooks, body, content_type)
 
@@ -263,7 +266,7 @@ def test_fuzz_hook_endpoint(hooks: HookHarness, body: bytes, content_type: str) 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @LONG
-@given(body=hook_bodies, content_type=st.sampled_from(["application/json", "text/plain", ""]))
+@HOOK_CASES
 def test_fuzz_hook_endpoint_long(hooks: HookHarness, body: bytes, content_type: str) -> None:
     check_hook(hooks, body, content_type)
 
@@ -383,12 +386,15 @@ def check_transcript(s: StoreHarness, data: bytes, cuts: list[int], session: str
     assert [(bytes(p), o) for p, o in got] == [(ln.data, ln.offset) for ln in lines]
 
 
-@QUICK
-@given(
+TRANSCRIPT_CASES = given(
     data=transcript_bytes,
     cuts=st.lists(st.integers(0, 400), max_size=4),
     session=st.sampled_from(["s-1", "s-2", "s-3"]),
 )
+
+
+@QUICK
+@TRANSCRIPT_CASES
 def test_fuzz_transcript_parser_and_store(store: StoreHarness, data: bytes, cuts: list[int], session: str) -> None:
     check_transcript(store, data, cuts, session)
 
@@ -396,10 +402,6 @@ def test_fuzz_transcript_parser_and_store(store: StoreHarness, data: bytes, cuts
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @LONG
-@given(
-    data=transcript_bytes,
-    cuts=st.lists(st.integers(0, 400), max_size=4),
-    session=st.sampled_from(["s-1", "s-2", "s-3"]),
-)
+@TRANSCRIPT_CASES
 def test_fuzz_transcript_parser_and_store_long(store: StoreHarness, data: bytes, cuts: list[int], session: str) -> None:
     check_transcript(store, data, cuts, session)

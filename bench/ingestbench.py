@@ -98,6 +98,19 @@ def _fail(r: ProcResult) -> str:
     return f"exit {r.returncode}: " + " / ".join(tail)
 
 
+def _ingest_once(res: IngestResult, label: str, db: Path, timeout_s: float) -> ProcResult | None:
+    """One measured ``ingestd ingest`` of ``res.corpus``; on failure sets ``res.error`` and returns None."""
+    try:
+        run = run_measured(ingest_argv(res.corpus, db), timeout_s=timeout_s)
+    except subprocess.TimeoutExpired:
+        res.error = f"{label} ingest did not finish within {timeout_s:.0f} s"
+        return None
+    if run.returncode != 0:
+        res.error = f"{label} ingest failed, " + _fail(run)
+        return None
+    return run
+
+
 def measure_ingest(corpus: Corpus, *, runs: int, timeout_s: float, long_run_s: float = 60.0) -> IngestResult:
     """Cold ingest ``runs`` times (fewer when one run takes over ``long_run_s``), each followed by a restart."""
     res = IngestResult(corpus)
@@ -105,23 +118,13 @@ def measure_ingest(corpus: Corpus, *, runs: int, timeout_s: float, long_run_s: f
     for i in range(runs):
         fresh_db(db)
         print(f"bench: cold ingest {corpus.name} run {i + 1}/{runs} ...", file=sys.stderr, flush=True)
-        try:
-            cold = run_measured(ingest_argv(corpus, db), timeout_s=timeout_s)
-        except subprocess.TimeoutExpired:
-            res.error = f"cold ingest did not finish within {timeout_s:.0f} s"
-            return res
-        if cold.returncode != 0:
-            res.error = "cold ingest failed, " + _fail(cold)
+        cold = _ingest_once(res, "cold", db, timeout_s)
+        if cold is None:
             return res
         res.cold.append(cold)
         res.summary = _summary(cold)
-        try:
-            again = run_measured(ingest_argv(corpus, db), timeout_s=timeout_s)
-        except subprocess.TimeoutExpired:
-            res.error = f"restart ingest did not finish within {timeout_s:.0f} s"
-            return res
-        if again.returncode != 0:
-            res.error = "restart ingest failed, " + _fail(again)
+        again = _ingest_once(res, "restart", db, timeout_s)
+        if again is None:
             return res
         res.restart.append(again)
         if cold.wall_s > long_run_s:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.store.connection import connect
+from tests.seeded import seed
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -23,8 +26,12 @@ def test_environment_errors_are_one_line_exit_2(db_path: Path) -> None:
 
 
 def test_a_huge_limit_means_all(db_path: Path) -> None:
+    conn = connect(db_path)
+    seed(conn, sessions=3, days=1)
+    conn.close()
     code, out = run("sessions", "--db", str(db_path), "--limit", "99999999999999999999", "--json")
     assert code == 0, out
+    assert sorted(r["session_id"] for r in json.loads(out)["rows"]) == ["sess-0", "sess-1", "sess-2"]
 
 
 def test_out_of_range_ports_are_usage_errors(db_path: Path) -> None:
@@ -40,7 +47,6 @@ def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) ->
         code, _ = run(*args, "--db", str(missing))
         assert not missing.parent.exists(), args
         assert code in (0, 2), args
-    from ingestd.store.connection import connect
 
     conn = connect(db_path)
     last = conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0]

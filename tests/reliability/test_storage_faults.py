@@ -146,7 +146,9 @@ def test_ingest_fault_is_a_clean_error_and_a_rerun_completes_exactly(
     assert again.exit_code == 0, again.stderr
     assert orjson.loads(again.stdout)["rows_inserted"] == (3 - stored) * LINES
     checkpoint_consistent(db)
-    assert run_ingest(db, root).exit_code == 0  # and a third run finds nothing new
+    third = run_ingest(db, root)
+    assert third.exit_code == 0, third.stderr
+    assert orjson.loads(third.stdout)["rows_inserted"] == 0  # and a third run finds nothing new
 
     clean = tmp_path / "clean.db"
     assert run_ingest(clean, root).exit_code == 0

@@ -14,7 +14,6 @@ thread and connection, off the commit path); this thread adds a passive one when
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import queue
 import threading
@@ -89,7 +88,6 @@ class Writer:
         self._apply = apply
         self._max_group_rows = max_group_rows
         self._max_pending = max_pending
-        self.group_sizes: collections.Counter[int] = collections.Counter()  # deliveries per transaction
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending = 0
         self._thread: threading.Thread | None = None
@@ -98,7 +96,8 @@ class Writer:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.committed_rows = 0
-        self.committed_batches = 0
+        self.committed_batches = 0  # transactions
+        self.committed_deliveries = 0  # submissions they carried
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -122,11 +121,6 @@ class Writer:
         self._q.put(_STOP)
         self._thread.join(timeout_s)
         self._thread = None
-
-    @property
-    def pending(self) -> int:
-        """Items queued and not yet resolved."""
-        return self._pending
 
     # -- submitting (loop side) -------------------------------------------------------
     def _enqueue(self, item: Any) -> None:
@@ -212,7 +206,6 @@ class Writer:
                         nrows += len(nxt.rows)
                 if any(it is _STOP for it in items):
                     stopping = True
-                    items = [it for it in items if it is not _STOP]
                     # drain what raced in before the flag was seen
                     while True:
                         try:
@@ -246,20 +239,16 @@ class Writer:
         rows = [r for b in batches for r in b.rows]
         try:
             inserted = self._apply(conn, rows)
-        except StorageError as e:
-            if len(batches) == 1:
-                log.error("batch_failed", rows=len(rows), error=str(e))
-                return [(batches[0].fut, None, e)]
-            return [d for b in batches for d in self._commit_group(conn, [b])]
         except Exception as e:
-            err = StorageError(f"projection failed: {e}", cause=type(e).__name__)
-            if len(batches) == 1:
-                log.error("batch_failed", rows=len(rows), error=repr(e))
-                return [(batches[0].fut, None, err)]
-            return [d for b in batches for d in self._commit_group(conn, [b])]
+            if len(batches) > 1:
+                return [d for b in batches for d in self._commit_group(conn, [b])]
+            storage = isinstance(e, StorageError)
+            log.error("batch_failed", rows=len(rows), error=str(e) if storage else repr(e))
+            err = e if storage else StorageError(f"projection failed: {e}", cause=type(e).__name__)
+            return [(batches[0].fut, None, err)]
         self.committed_rows += inserted
         self.committed_batches += 1
-        self.group_sizes[len(batches)] += 1
+        self.committed_deliveries += len(batches)
         log.info(
             "batch_committed",
             rows=len(rows),

@@ -184,9 +184,7 @@ def make_app(
             "writer_stopped",
             rows=writer.committed_rows,
             batches=writer.committed_batches,
-            deliveries_per_commit=round(
-                sum(k * n for k, n in writer.group_sizes.items()) / max(1, writer.committed_batches), 2
-            ),
+            deliveries_per_commit=round(writer.committed_deliveries / max(1, writer.committed_batches), 2),
         )
 
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -157,15 +157,11 @@ class BatchResult:
         inserted: int, log rows appended (rows whose key already existed are not counted).
         log_ids: dict idempotency_key -> events_raw.id for the inserted rows.
         sessions: set of session ids whose projections were updated.
-        token_rows / agent_rows / edge_rows: int, projection rows written.
     """
 
     inserted: int = 0
     log_ids: dict[str, int] = field(default_factory=dict)
     sessions: set[str] = field(default_factory=set)
-    token_rows: int = 0
-    agent_rows: int = 0
-    edge_rows: int = 0
 
 
 class FoldCache:
@@ -195,11 +191,6 @@ class FoldCache:
         self._d[sid] = (state, last_id)
         while len(self._d) > self.capacity:
             self._d.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget every state."""
-        self._d.clear()
-        self.seen = None
 
 
 def row_from_db(r: Sequence[Any]) -> LogRow:
@@ -285,10 +276,8 @@ _ALIVE = (
     " UNION SELECT a.parent_agent_id FROM agents a JOIN alive ON a.id = alive.id"
     " WHERE a.parent_agent_id IS NOT NULL) "
 )
-_IDLE_TO_UNKNOWN = (
-    "UPDATE agents SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_seen_at < ?1"
-    " AND id NOT IN (SELECT id FROM alive)"
-)
+_IDLE_AGENTS = "status IN ('working', 'waiting') AND last_seen_at < ?1 AND id NOT IN (SELECT id FROM alive)"
+_IDLE_SESSIONS = "status IN ('working', 'waiting') AND last_activity_at < ?1"
 # An agent the pass moved to `unknown` earlier gets its evidence status back once a descendant
 # works again (that activity does not touch the ancestor's own row).
 _BACK_FROM_UNKNOWN = (
@@ -300,12 +289,11 @@ _BACK_FROM_UNKNOWN = (
 def stale_count(conn: apsw.Connection, cutoff: str) -> int:
     """How many agents and sessions a watchdog pass with ``cutoff`` would move to ``unknown``. Read-only."""
     agents: Any = conn.execute(
-        _ALIVE + "SELECT count(*) FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1"
-        " AND id NOT IN (SELECT id FROM alive)",
+        _ALIVE + "SELECT count(*) FROM agents WHERE " + _IDLE_AGENTS,
         (cutoff,),
     ).fetchall()[0][0]
     sessions: Any = conn.execute(
-        "SELECT count(*) FROM sessions WHERE status IN ('working', 'waiting') AND last_activity_at < ?1",
+        "SELECT count(*) FROM sessions WHERE " + _IDLE_SESSIONS,
         (cutoff,),
     ).fetchall()[0][0]
     return int(agents) + int(sessions)
@@ -327,13 +315,10 @@ def watchdog(conn: apsw.Connection, as_of: str, window_s: int = WATCHDOG_WINDOW_
     cutoff = watchdog_cutoff(as_of, window_s)
     if cutoff is None:
         return 0
-    conn.execute(_ALIVE + _IDLE_TO_UNKNOWN, (cutoff,))
+    conn.execute(_ALIVE + "UPDATE agents SET status = 'unknown' WHERE " + _IDLE_AGENTS, (cutoff,))
     n = conn.changes()
     conn.execute(_ALIVE + _BACK_FROM_UNKNOWN, (cutoff,))
-    conn.execute(
-        "UPDATE sessions SET status = 'unknown' WHERE status IN ('working', 'waiting') AND last_activity_at < ?",
-        (cutoff,),
-    )
+    conn.execute("UPDATE sessions SET status = 'unknown' WHERE " + _IDLE_SESSIONS, (cutoff,))
     return n
 
 
@@ -493,9 +478,6 @@ def apply_batch(
             cache.put(sid, state, rows[-1].id)
         write_changes(c, changes)
         result.sessions = set(by_session)
-        result.token_rows = len(changes.token_usage)
-        result.agent_rows = len(changes.agents)
-        result.edge_rows = len(changes.edges)
         cps = [
             (
                 k.root,

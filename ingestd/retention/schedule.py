@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import apsw
 import structlog
 
 from ingestd.core.timefmt import format_utc, parse
@@ -38,6 +39,12 @@ def due(last_run_at: str | None, now: datetime, interval_s: int) -> bool:
     if last is None or last > now:
         return True
     return now - last >= timedelta(seconds=interval_s)
+
+
+def _job_due(conn: apsw.Connection, job: str, settings: Settings, now: datetime) -> bool:
+    """``due`` for ``job`` from its ``meta`` stamp ``last_<job>_at`` and setting ``schedule_<job>_interval_s``."""
+    last = scalar(conn, "SELECT value FROM meta WHERE key = ?", (f"last_{job}_at",))
+    return due(last, now, settings.get_int(f"schedule_{job}_interval_s"))
 
 
 def policy_from(settings: Settings) -> pr.Policy:
@@ -94,11 +101,7 @@ def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> Scheduled
     errors: list[str] = []
     try:
         stamp = format_utc(now)
-        if due(
-            scalar(conn, "SELECT value FROM meta WHERE key = 'last_prune_at'"),
-            now,
-            settings.get_int("schedule_prune_interval_s"),
-        ):
+        if _job_due(conn, "prune", settings, now):
             try:
                 pruned = pr.prune(
                     conn,
@@ -120,11 +123,7 @@ def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> Scheduled
             except IngestdError as e:
                 errors.append(f"prune: {e.message}")
                 log.error("scheduled prune failed", error=e.message)
-        if due(
-            scalar(conn, "SELECT value FROM meta WHERE key = 'last_backup_at'"),
-            now,
-            settings.get_int("schedule_backup_interval_s"),
-        ):
+        if _job_due(conn, "backup", settings, now):
             try:
                 result = bk.backup(
                     db_path,

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ingestd.errors import ConfigError, InputError
+from ingestd.http.auth import LOOPBACK_HOSTS
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
 HTTP_EVENTS = (
@@ -142,7 +143,7 @@ def is_ours(hook: Any) -> bool:
         return False
     if hook.get("type") == "http" and isinstance(hook.get("url"), str):
         u = urlsplit(hook["url"])
-        return u.hostname in ("127.0.0.1", "localhost", "::1") and u.path.rstrip("/") in ("/hooks", "/hook")
+        return u.hostname in LOOPBACK_HOSTS and u.path.rstrip("/") in ("/hooks", "/hook")
     if hook.get("type") == "command" and isinstance(hook.get("command"), str):
         return MARKER in hook["command"]
     return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -15,12 +16,18 @@ from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
 from ingestd.http.hooks import HookConfig
 from ingestd.logs import configure, forward_sqlite_log
 
+# The option defaults are the configuration's own, so the two cannot drift apart.
+_HOOKS = HookConfig()
+_SERVE = {f.name: f.default for f in dataclasses.fields(ServeConfig)}
+
 
 def register(cli: click.Group) -> None:
     @cli.command("serve")
     @db_option
     @projects_option
-    @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address (non-loopback needs a token).")
+    @click.option(
+        "--host", default=_SERVE["host"], show_default=True, help="Bind address (non-loopback needs a token)."
+    )
     @click.option(
         "--port",
         type=click.IntRange(0, 65535),
@@ -39,22 +46,33 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--max-body-bytes",
         type=click.IntRange(min=1),
-        default=1 << 20,
+        default=_HOOKS.max_body_bytes,
         show_default=True,
         help="Larger hook bodies get 413.",
     )
     @click.option(
-        "--hook-timeout-ms", type=click.IntRange(min=1), default=2000, show_default=True, help="Answer 503 past this."
+        "--hook-timeout-ms",
+        type=click.IntRange(min=1),
+        default=_HOOKS.hook_timeout_ms,
+        show_default=True,
+        help="Answer 503 past this.",
     )
     @click.option(
         "--watchdog-window-s",
         type=click.FloatRange(min=1),
-        default=600.0,
+        default=_SERVE["watchdog_window_s"],
         show_default=True,
         help="Idle time to unknown.",
     )
-    @click.option("--watchdog-interval-s", type=click.FloatRange(min=0.1), default=30.0, show_default=True)
-    @click.option("--rescan-interval-s", type=click.FloatRange(min=0.1), default=60.0, show_default=True)
+    @click.option(
+        "--watchdog-interval-s",
+        type=click.FloatRange(min=0.1),
+        default=_SERVE["watchdog_interval_s"],
+        show_default=True,
+    )
+    @click.option(
+        "--rescan-interval-s", type=click.FloatRange(min=0.1), default=_SERVE["rescan_interval_s"], show_default=True
+    )
     @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts.")
     @click.option("--log-level", default="info", show_default=True)
     def serve_cmd(

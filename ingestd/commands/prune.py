@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,8 +88,7 @@ def register(cli: click.Group) -> None:
             },
             dict(os.environ),
         )
-        policy = policy_from(settings)
-        policy = pr.Policy(policy.events_days, policy.token_usage_days, policy.acknowledge_cost_loss, only)
+        policy = dataclasses.replace(policy_from(settings), only=only)
         pr.targets(policy)  # refuse protected / unacknowledged before opening anything
         path = resolve_db(db_path)
         now = datetime.now(UTC)

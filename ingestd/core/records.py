@@ -60,6 +60,21 @@ class NewLogRow:
             self.origin_offset,
         )
 
+    def logged(self, log_id: int) -> LogRow:
+        """The row as the projector sees it once appended as ``events_raw.id`` ``log_id`` (``obj`` kept)."""
+        return LogRow(
+            log_id,
+            self.source,
+            self.event_type,
+            self.payload,
+            self.received_at,
+            self.session_id,
+            self.origin,
+            self.origin_gen,
+            self.origin_offset,
+            self.obj,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class LogRow:

@@ -442,20 +442,7 @@ def apply_batch(
                     window = (rid, w)
             if r.session_id is None:
                 continue
-            by_session.setdefault(r.session_id, []).append(
-                LogRow(
-                    rid,
-                    r.source,
-                    r.event_type,
-                    r.payload,
-                    r.received_at,
-                    r.session_id,
-                    r.origin,
-                    r.origin_gen,
-                    r.origin_offset,
-                    r.obj,
-                )
-            )
+            by_session.setdefault(r.session_id, []).append(r.logged(rid))
         changes = derive.Changes()
         # Read inside the transaction: our own commit leaves it unchanged, anyone else's moves it.
         dv: Any = c.execute("PRAGMA data_version").fetchall()[0][0]

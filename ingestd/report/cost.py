@@ -105,12 +105,9 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
         # Sum integers first (cheap), price each (group, model, bucket, rate) once.
         sums: dict[tuple[str, str, str, str], list[int]] = {}
         for key, model, bucket, rate_key, tokens, rows in raw:
-            acc = sums.get((to_key(key), model, bucket, rate_key))
-            if acc is None:
-                sums[(to_key(key), model, bucket, rate_key)] = [tokens, rows]
-            else:
-                acc[0] += tokens
-                acc[1] += rows
+            acc = sums.setdefault((to_key(key), model, bucket, rate_key), [0, 0])
+            acc[0] += tokens
+            acc[1] += rows
         groups: dict[str, Usage] = {}
         for (k, model, bucket, rate_key), (tokens, rows) in sums.items():
             u = groups.get(k)

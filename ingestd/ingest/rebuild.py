@@ -7,8 +7,8 @@ order independence makes their projection tables byte-identical.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
-from typing import Any
 
 import apsw
 
@@ -107,18 +107,7 @@ def rebuild_projections(
     for sid in sids:
         state: SessionState | None = None
         cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
-        batch: list[Any] = []
-        for r in cur:
-            batch.append(row_from_db(r))
-            if len(batch) >= batch_size:
-                state, ch = project.fold(state, sid, batch, ctx)
-                pending.extend(ch)
-                pending_n += len(batch)
-                total += len(batch)
-                batch = []
-                if pending_n >= batch_size:
-                    flush()
-        if batch:
+        while batch := [row_from_db(r) for r in itertools.islice(cur, batch_size)]:
             state, ch = project.fold(state, sid, batch, ctx)
             pending.extend(ch)
             pending_n += len(batch)

@@ -23,7 +23,7 @@ def test_seed_has_all_five_buckets_for_every_model(db: apsw.Connection) -> None:
     by_model: dict[str, set[str]] = {}
     for r in rows:
         by_model.setdefault(r.model, set()).add(r.bucket)
-    assert all(b == BUCKETS for b in by_model.values())
+    assert by_model and all(b == BUCKETS for b in by_model.values())
     assert "<synthetic>" not in by_model
 
 
@@ -91,6 +91,7 @@ def test_cli_set_then_list_json(db_path: Path) -> None:
             "verified_at": doc["rows"][0]["verified_at"],
         }
     ]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["rows"][0]["verified_at"])
 
 
 def test_cli_load_file_and_bad_file(db_path: Path, tmp_path: Path) -> None:
@@ -99,6 +100,10 @@ def test_cli_load_file_and_bad_file(db_path: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(cli, ["pricing", "load", str(good), "--db", str(db_path)])
     assert res.exit_code == 0, res.output
+    listed = json.loads(runner.invoke(cli, ["pricing", "list", "--model", "m2", "--json", "--db", str(db_path)]).output)
+    assert [(r["bucket"], Decimal(r["usd_per_mtok"]), r["effective_from"]) for r in listed["rows"]] == [
+        ("output", Decimal(4), "2025-02-01T00:00:00.000Z")
+    ]
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     res = runner.invoke(cli, ["pricing", "load", str(bad), "--db", str(db_path)])
@@ -130,6 +135,7 @@ def test_a_price_file_that_is_not_rows_says_what_was_expected(doc: object, got: 
 
 def test_a_single_row_object_and_the_list_json_shape_still_load() -> None:
     row = {"model": "m", "effective_from": "2025-01-01", "rates": {"input": 1}}
-    assert len(pricing.parse_rows(row, default_source="t")) == 1
     listed = {"rows": [{"model": "m", "bucket": "input", "usd_per_mtok": "1", "effective_from": "2025-01-01"}]}
-    assert len(pricing.parse_rows(listed, default_source="t")) == 1
+    for doc in (row, listed):
+        got = [(r.model, r.bucket, r.usd_per_mtok) for r in pricing.parse_rows(doc, default_source="t")]
+        assert got == [("m", "input", Decimal("1"))]

@@ -58,14 +58,15 @@ async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None
     assert len(calls) < 20  # grouped: far fewer transactions than deliveries
 
 
-async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path) -> None:
+@pytest.mark.parametrize("error", [StorageError("refused"), ValueError("a projector bug")], ids=["storage", "other"])
+async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, error: Exception) -> None:
     db = tmp_path / "w.db"
     gate = threading.Event()
 
     def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
         gate.wait(5)
         if any(r.session_id == "poison" for r in rows):
-            raise StorageError("refused")
+            raise error
         return apply_mod.store_rows(conn, rows)
 
     w = Writer(lambda: _open(db), apply)

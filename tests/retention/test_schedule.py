@@ -54,3 +54,15 @@ def test_off_switch(db_path: Path, tmp_path: Path) -> None:
     assert not r.enabled and r.backup is None
     assert _meta(db_path) == {}
     assert not (tmp_path / "bk").exists()
+
+
+def test_each_job_follows_its_own_interval(db_path: Path, tmp_path: Path) -> None:
+    s = resolve(
+        {"backup_dir": str(tmp_path / "bk"), "schedule_prune_interval_s": 3600, "schedule_backup_interval_s": 86400},
+        {},
+        {},
+    )
+    run_scheduled(db_path, s, NOW)
+    later = run_scheduled(db_path, s, NOW + timedelta(hours=2))
+    assert [p.table for p in later.pruned] == ["events"] and later.backup is None
+    assert _meta(db_path) == {"last_prune_at": "2026-04-03T02:00:00.000Z", "last_backup_at": "2026-04-03T00:00:00.000Z"}

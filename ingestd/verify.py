@@ -56,7 +56,7 @@ def check_ledger(conn: apsw.Connection) -> Check:
     st = mig.status(conn)
     problems = list(st.problems)
     if st.pending:
-        names = ", ".join(f"{p.id:04d}_{p.name}" for p in st.pending)
+        names = ", ".join(f"{p.stem}" for p in st.pending)
         problems.append(f"migrations pending: {names} (run `ingestd migrate`)")
     ok_detail = [f"{len(st.applied)} migrations applied, checksums match"]
     return Check("ledger", not problems, problems or ok_detail)

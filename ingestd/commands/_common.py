@@ -104,7 +104,7 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
     if st.problems:
         raise MigrationError("; ".join(st.problems), problems=st.problems)
     if st.pending:
-        names = ", ".join(f"{p.id:04d}_{p.name}" for p in st.pending)
+        names = ", ".join(f"{p.stem}" for p in st.pending)
         raise ConfigError(f"the database at {path} needs migrations {names}: run `ingestd migrate --db {path}`")
     return conn
 

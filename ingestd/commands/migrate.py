@@ -33,9 +33,9 @@ def register(cli: click.Group) -> None:
                 )
             else:
                 for a in st.applied:
-                    click.echo(f"applied  {a.id:04d}_{a.name}  {(a.checksum or 'no checksum')[:12]}")
+                    click.echo(f"applied  {a.stem}  {(a.checksum or 'no checksum')[:12]}")
                 for p in st.pending:
-                    click.echo(f"pending  {p.id:04d}_{p.name}  {p.sha256[:12]}")
+                    click.echo(f"pending  {p.stem}  {p.sha256[:12]}")
                 for problem in st.problems:
                     click.echo(f"problem  {problem}", err=True)
             if st.problems:
@@ -46,6 +46,6 @@ def register(cli: click.Group) -> None:
             emit_json({"applied": [{"id": p.id, "name": p.name} for p in done]})
         elif done:
             for p in done:
-                click.echo(f"applied {p.id:04d}_{p.name}")
+                click.echo(f"applied {p.stem}")
         else:
             click.echo("nothing pending: the schema is up to date")

@@ -24,6 +24,11 @@ class Pin:
     name: str
     sha256: str
 
+    @property
+    def stem(self) -> str:
+        """The file name without ``.sql``: ``NNNN_name``."""
+        return f"{self.id:04d}_{self.name}"
+
 
 PINS: tuple[Pin, ...] = (
     Pin(1, "schema", "d2fbade928dd4d6b25c9bf51ad93a36cb4ac44527c94f4874addb9d1e8cb4eea"),
@@ -44,6 +49,11 @@ class FileOnDisk:
     name: str
     sha256: str
 
+    @property
+    def stem(self) -> str:
+        """The file name without ``.sql``: ``NNNN_name``."""
+        return f"{self.id:04d}_{self.name}"
+
 
 @dataclass(frozen=True, slots=True)
 class Applied:
@@ -52,6 +62,11 @@ class Applied:
     id: int
     name: str
     checksum: str | None
+
+    @property
+    def stem(self) -> str:
+        """The file name without ``.sql``: ``NNNN_name``."""
+        return f"{self.id:04d}_{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +85,7 @@ class Plan:
 
 
 def _fix(pin: Pin) -> str:
-    return (
-        f"restore migrations/{pin.id:04d}_{pin.name}.sql to the released version and ship the change as a new migration"
-    )
+    return f"restore migrations/{pin.stem}.sql to the released version and ship the change as a new migration"
 
 
 def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] = PINS) -> Plan:
@@ -94,15 +107,14 @@ def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] 
     for f in files:
         if f.id not in {p.id for p in pins}:
             problems.append(
-                f"migration {f.id:04d}_{f.name}.sql is not pinned in ingestd/core/ledger.py PINS: "
-                "pin it with its sha256"
+                f"migration {f.stem}.sql is not pinned in ingestd/core/ledger.py PINS: pin it with its sha256"
             )
     for pin in pins:
         found = by_id.get(pin.id)
         if found is None:
-            problems.append(f"migration {pin.id:04d}_{pin.name}.sql is missing: restore it")
+            problems.append(f"migration {pin.stem}.sql is missing: restore it")
         elif found.sha256 != pin.sha256 or found.name != pin.name:
-            problems.append(f"migration {pin.id:04d}_{pin.name}.sql was edited after release: {_fix(pin)}")
+            problems.append(f"migration {pin.stem}.sql was edited after release: {_fix(pin)}")
     pin_by_id = {p.id: p for p in pins}
     fill: list[Pin] = []
     for row in applied:
@@ -115,7 +127,7 @@ def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] 
             fill.append(pinned)
         elif row.checksum != pinned.sha256:
             problems.append(
-                f"applied migration {pinned.id:04d}_{pinned.name} has recorded checksum {row.checksum[:12]}…, "
+                f"applied migration {pinned.stem} has recorded checksum {row.checksum[:12]}…, "
                 f"not the pinned {pinned.sha256[:12]}…: {_fix(pinned)}"
             )
     done = {row.id for row in applied}

@@ -116,7 +116,7 @@ def migrate(
         write_txn(conn, fill)
     done: list[ledger.Pin] = []
     for pin in p.pending:
-        sql = (directory / f"{pin.id:04d}_{pin.name}.sql").read_text(encoding="utf-8")
+        sql = (directory / f"{pin.stem}.sql").read_text(encoding="utf-8")
 
         def step(c: apsw.Connection, pin: ledger.Pin = pin, sql: str = sql) -> None:
             _ensure_ledger(c)
@@ -132,7 +132,7 @@ def migrate(
             raise
         except Exception as e:
             raise MigrationError(
-                f"migration {pin.id:04d}_{pin.name} failed and was rolled back: {e}", migration=pin.id
+                f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id
             ) from e
         done.append(pin)
     return done

@@ -131,8 +131,6 @@ def migrate(
         except MigrationError:
             raise
         except Exception as e:
-            raise MigrationError(
-                f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id
-            ) from e
+            raise MigrationError(f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id) from e
         done.append(pin)
     return done

@@ -360,6 +360,18 @@ def test_subagent_file_naming_two_sessions_projects_in_any_order(tmp_path: Path)
     assert got[0] == got[1] == [("a1", "s-2")]
 
 
+def reference_lines(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, bytes) of each complete non-blank line (``\\n`` or ``\\r\\n`` ended), spelled plainly."""
+    out: list[tuple[int, bytes]] = []
+    offset = 0
+    for seg in data.split(b"\n")[:-1]:
+        body = seg.removesuffix(b"\r")
+        if body.strip(b" \t\n\r\x0b\x0c"):
+            out.append((offset, body))
+        offset += len(seg) + 1
+    return out
+
+
 def check_transcript(s: StoreHarness, data: bytes, cuts: list[int], session: str) -> None:
     n = next(s.files)  # a new file per example (one file, one session's main transcript or a subagent's)
     origin = f"-p{n}/{session}.jsonl" if n % 2 else f"-p/{session}/subagents/agent-a{n}.jsonl"
@@ -373,6 +385,7 @@ def check_transcript(s: StoreHarness, data: bytes, cuts: list[int], session: str
         lines += framer.feed(data[prev:c])
         prev = c
     assert framer.offset + framer.pending == len(data)
+    assert [(ln.offset, ln.data) for ln in lines] == reference_lines(data)  # no line lost or split by a cut
     rows = [
         line_row(
             ln,

@@ -60,7 +60,7 @@ class Tailer:
 
     Args:
         roots: the projects roots.
-        ingest: see ``IngestFn``; runs the ingest code (on the writer thread).
+        ingest: see ``IngestFn``; runs the ingest code (``IngestRunner``: its own thread and connection).
         changes: the change source (default ``watch_changes``).
         rescan_interval_s: float, seconds between safety-net rescans.
     """

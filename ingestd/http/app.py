@@ -188,20 +188,18 @@ def make_app(
         )
 
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
-        runner = None
+        runner: IngestRunner | None = None
+        run_ingest: IngestFn
         if ingest is None:
-            runner = IngestRunner(
+            run_ingest = runner = IngestRunner(
                 lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),
             )
-        tailer = Tailer(
-            cfg.projects,
-            ingest if ingest is not None else runner,  # type: ignore[arg-type]
-            changes=changes,
-            rescan_interval_s=cfg.rescan_interval_s,
-        )
+        else:
+            run_ingest = ingest
+        tailer = Tailer(cfg.projects, run_ingest, changes=changes, rescan_interval_s=cfg.rescan_interval_s)
         app[TAILER] = tailer
         task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
         yield

@@ -148,7 +148,6 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         if sp is not None:
             by_child.setdefault(child, []).append((rank, sp.ts, tuid))
     names = set(state.agents) | set(by_child) if all_agents else set(t.agents)
-    main_status = None
     for a in sorted(names):
         row = _agent_row(state, spawns, a, state.agents.get(a), by_child.get(a, ()), resolve, ctx, ch)
         if row is not None:
@@ -156,10 +155,8 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     if leg is not None and all_agents:
         _legacy_agents(state, spawns, leg, resolve, ctx, ch)
     mev = state.agents.get(sid)
-    if mev is not None and mev.ran:
-        main_status = "completed" if state.ended else (mev.latest[1] if mev.latest else "working")
-    else:
-        main_status = "completed" if state.ended else "unknown"
+    idle = "completed" if state.ended else "unknown"  # the main agent never ran
+    main_status = _main_status(state, mev) if mev is not None and mev.ran else idle
     ch.sessions.append(
         (
             sid,
@@ -270,6 +267,11 @@ class _Stopped:
         return status in _TERMINAL
 
 
+def _main_status(state: SessionState, ev: AgentEv) -> str:
+    """The main agent's status (and its session's): completed once the session ended, else its newest evidence."""
+    return "completed" if state.ended else (ev.latest[1] if ev.latest else "working")
+
+
 def _edge(
     state: SessionState,
     spawns: dict[str, Spawn],
@@ -316,8 +318,7 @@ def _agent_row(
         return None  # no evidence it ran: a stop for an agent that never started creates nothing
     if a == sid:
         assert ev is not None
-        mstatus = "completed" if state.ended else (ev.latest[1] if ev.latest else "working")
-        return (a, sid, "main", None, mstatus, None, ev.first_ts, ev.last_ts, None, 0, None)
+        return (a, sid, "main", None, _main_status(state, ev), None, ev.first_ts, ev.last_ts, None, 0, None)
     best: tuple[int, str, str] | None = max(links) if links else None
     source = None
     tuid = None

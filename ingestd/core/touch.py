@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingestd.core.state import AgentEv, SessionState
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState
 from ingestd.core.toolstatus import RUNNING
 
 
@@ -89,14 +89,12 @@ def note_tool(
     if is_open is not None:
         state.open_tools.setdefault(is_open, set()).add(tuid)
     t.tools.add(tuid)
-    if agent is not None and agent.startswith("~"):
+    if agent is not None and agent.startswith(LEGACY_PREFIX):
         state.legacy_tools.add(tuid)
 
 
 def link(state: SessionState, tuid: str, source: str, child: str) -> None:
     """Record that spawn ``tuid`` started ``child`` (better provenance wins, then the smaller id)."""
-    from ingestd.core.state import EDGE_RANK
-
     rank = EDGE_RANK[source]
     prev = state.links.get(tuid)
     if prev is None or rank > prev[0] or (rank == prev[0] and child < prev[1]):

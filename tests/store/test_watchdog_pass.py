@@ -51,11 +51,13 @@ def test_new_work_below_gives_ancestors_their_evidence_status_back(db: apsw.Conn
 def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> None:
     """Live runs a pass after every transaction; a replay runs one at the end: same rows."""
     setup(db)
+    agent(db, "d", "s", "2026-01-01T00:05:00.000Z")  # a sibling that stays quiet
     for as_of in ("2026-01-01T00:16:00.000Z", "2026-01-01T00:31:00.000Z"):
         watchdog(db, as_of, 600)
     agent(db, "g", "c", "2026-01-01T00:40:00.000Z")
     watchdog(db, "2026-01-01T00:41:00.000Z", 600)
     live = statuses(db)
+    assert live == {"s": "working", "c": "working", "g": "working", "d": "unknown"}
     fresh = apsw.Connection(":memory:")
     for sql in db.execute("SELECT sql FROM sqlite_master WHERE name IN ('agents', 'sessions')"):
         fresh.execute(sql[0])
@@ -63,5 +65,6 @@ def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> No
     agent(fresh, "s", None, "2026-01-01T00:00:00.000Z")
     agent(fresh, "c", "s", "2026-01-01T00:05:00.000Z")
     agent(fresh, "g", "c", "2026-01-01T00:40:00.000Z")
+    agent(fresh, "d", "s", "2026-01-01T00:05:00.000Z")
     watchdog(fresh, "2026-01-01T00:41:00.000Z", 600)
     assert statuses(fresh) == live

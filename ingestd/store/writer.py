@@ -492,15 +492,13 @@ def apply_batch(
                 (str(window[1]),),
             )
         if as_of:
-            prev = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
-            if prev and isinstance(prev[0][0], str) and prev[0][0] > as_of:
-                as_of = prev[0][0]
-            c.execute(
+            # the newest log time only moves forward: one statement keeps the max and returns it
+            kept: Any = c.execute(
                 "INSERT INTO meta (key, value) VALUES ('log_as_of', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                " ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value) RETURNING value",
                 (as_of,),
-            )
-            watchdog(c, as_of, effective_window(c, watchdog_window_s))
+            ).fetchall()[0][0]
+            watchdog(c, str(kept), effective_window(c, watchdog_window_s))
         return result
 
     try:

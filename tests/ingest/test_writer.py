@@ -69,3 +69,13 @@ def test_failed_batch_leaves_nothing(tmp_path: Path) -> None:
         apply_batch(conn, [hook("h1", "Stop", "2026-01-01T00:00:00.000Z"), bad])
     assert count(conn, "SELECT count(*) FROM events_raw") == 0
     assert count(conn, "SELECT count(*) FROM sessions") == 0
+
+
+def test_log_as_of_never_moves_back(tmp_path: Path) -> None:
+    conn = new_db(tmp_path / "x.db")
+    apply_batch(conn, [hook("h1", "UserPromptSubmit", "2026-01-01T00:20:00.000Z", prompt="hi")])
+    # a batch read later that carries an older receipt time (a slow writer) keeps the newer as_of,
+    # so its watchdog pass does not judge idleness from the past
+    apply_batch(conn, [hook("h2", "Notification", "2026-01-01T00:00:00.000Z")])
+    got = conn.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
+    assert got == [("2026-01-01T00:20:00.000Z",)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ingestd import settings as settings_mod
 from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
 from ingestd.http import auth
 from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
@@ -94,7 +95,7 @@ def register(cli: click.Group) -> None:
 
         Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
         """
-        configure(level=log_level)
+        configure(level=log_level, force=True)  # the CLI configured the default level already
         forward_sqlite_log()
         env = dict(os.environ)
         token = auth.load_token(env_name=token_env, file=token_file, env=env)
@@ -109,6 +110,7 @@ def register(cli: click.Group) -> None:
             watchdog_interval_s=watchdog_interval_s,
             rescan_interval_s=rescan_interval_s,
             tail=not no_tail,
+            max_line_bytes=settings_mod.load({}, env).get_int("max_line_bytes"),
         )
         # The writer thread shares the GIL with the loop: a short switch interval keeps a
         # commit from waiting up to 5 ms (the default) for the loop to yield.

@@ -154,6 +154,7 @@ async def cost(request: web.Request) -> web.Response:
 async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
+
     def build(c: apsw.Connection) -> dict[str, Any]:
         # in the daemon's process: its components retrying a transient refusal are listed too
         return {**status_report(c, now=datetime.now(UTC), db_path=db_path), "stalls": stall.current()}

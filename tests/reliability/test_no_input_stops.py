@@ -319,7 +319,7 @@ def test_framing_copies_each_byte_a_bounded_number_of_times() -> None:
     g = Framer(0, 1 << 16)
     for _ in range(64):
         g.feed(b"\0" * (1 << 16))
-    assert g.copied == 0 and g.pending == 64 << 16 and g._parts == []  # noqa: SLF001
+    assert g.copied == 0 and g.pending == 64 << 16 and g._parts == []
     [ov] = g.feed(b"\n")
     assert isinstance(ov, Oversized) and ov.length == 64 << 16 and len(ov.tail) == 64 << 10
 

@@ -94,12 +94,12 @@ def bad_line(draw: st.DrawFn) -> bytes:
     usage = (
         b"{"
         + b",".join(
-            b'"' + k + b'":' + draw(st.sampled_from(ODD_VALUES + [b"7", b"0"]))
+            b'"' + k + b'":' + draw(st.sampled_from([*ODD_VALUES, b"7", b"0"]))
             for k in draw(st.lists(st.sampled_from(KEYS), max_size=4))
         )
         + b"}"
     )
-    ts = draw(st.sampled_from(ODD_TIMES + [b'"2026-01-02T00:00:00.000Z"']))
+    ts = draw(st.sampled_from([*ODD_TIMES, b'"2026-01-02T00:00:00.000Z"']))
     line = (
         b'{"type":"'
         + kind.encode()

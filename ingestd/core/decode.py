@@ -55,7 +55,7 @@ def _pua(m: re.Match[str]) -> str:
 
 
 def _fix(s: str) -> str:
-    return _SURROGATE.sub(_pua, s) if s.isascii() is False and _SURROGATE.search(s) else s
+    return s if s.isascii() else _SURROGATE.sub(_pua, s)
 
 
 def _scrub(value: Any) -> Any:

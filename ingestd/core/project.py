@@ -32,11 +32,9 @@ from ingestd.core.validate import (
     INFER,
     MAX_TOKENS,
     STORAGE_MARKER,
-    TIMESTAMP,
     TOKENS,
     Quarantined,
-    record_ts,
-    shorten,
+    note_time,
     storage_quarantine,
     usage_problems,
     valid_time,
@@ -290,7 +288,7 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         return
     if etype == "queue-operation":
         _queue(state, obj, t)
-    ts = _time(state, row, obj, t)
+    ts = note_time(state, row, obj, t)
     if etype not in ACTIVITY_TYPES:
         return
     # Which agent: the record's agentId (2.0.60+ sidechain files); a 1.0.x in-file sidechain
@@ -369,44 +367,6 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
     t.agents.add(agent)
 
 
-def _time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> str:
-    """The record's time, with the bookkeeping of refused timestamps (``ingestd.core.validate``).
-
-    Returns the canonical timestamp, else the read time. A timestamp that is present but not an
-    instant quarantines the record (``t.bad_at`` is set for its usage). The valid timestamps of
-    a file holding such a record are indexed (offset order) so its inferred time is the nearest
-    one; a file folded before it was known to need the index asks for a refold.
-    """
-    t.bad_at = None
-    raw = obj.get("timestamp")
-    vt = valid_time(raw) if raw is not None else None
-    off = row.origin_offset
-    if row.source != "jsonl" or off is None:
-        return vt if vt is not None else row.received_at
-    og = (row.origin, row.origin_gen)
-    if raw is not None and vt is None:
-        if og not in state.ts_origins:
-            state.ts_origins.add(og)
-            state.ts_index[og] = ([], [])
-            if og in state.seen_origins:
-                state.needs_refold = True
-        t.bad_at = (og, off, row.received_at)
-        state.bad_ts.setdefault(og, {}).setdefault(off, "")
-        detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
-        t.quarantined.append(Quarantined(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
-    elif vt is not None and og in state.ts_origins:
-        offsets, times = state.ts_index[og]
-        if record_ts(offsets, times, off, vt):
-            t.msgs.update(m for m in state.bad_ts.get(og, {}).values() if m)
-    state.seen_origins.add(og)
-    return vt if vt is not None else row.received_at
-
-
-def refold_state(state: SessionState) -> SessionState:
-    """The empty state to refold a session into when ``state.needs_refold`` (its files to index kept)."""
-    return SessionState(state.session_id, ts_origins=set(state.ts_origins))
-
-
 def _assistant_kind(obj: dict[str, Any], used_tool: bool) -> str:
     msg = obj.get("message")
     if isinstance(msg, dict) and msg.get("model") == SYNTHETIC:
@@ -452,7 +412,7 @@ def decode_row(row: LogRow) -> dict[str, Any] | None:
     if row.event_type == OVERSIZED and row.source == "jsonl":
         return salvage(row.payload)
     # an `invalid` row is decoded again: the decoder may accept it now (a BOM before the object,
-    # logged invalid before 0.x accepted it); still invalid, it stays skipped
+    # logged `invalid` before projection revision 5); still invalid, it stays skipped
     return decode_line(row.payload).obj
 
 

@@ -32,7 +32,10 @@ from typing import Any
 
 import orjson
 
+from ingestd.core.records import LogRow
+from ingestd.core.state import SessionState
 from ingestd.core.timefmt import canonical
+from ingestd.core.touch import Touched
 
 # The largest token count believed: no real message comes near it (contexts are ~1e6), and
 # millions of them still sum inside SQLite's 64-bit INTEGER (rollup, cost).
@@ -188,3 +191,41 @@ def infer_time(offsets: list[int], times: list[str], offset: int, received_at: s
     if i < len(offsets):
         return times[i]
     return received_at
+
+
+def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> str:
+    """The record's time, with the bookkeeping of refused timestamps (``ingestd.core.validate``).
+
+    Returns the canonical timestamp, else the read time. A timestamp that is present but not an
+    instant quarantines the record (``t.bad_at`` is set for its usage). The valid timestamps of
+    a file holding such a record are indexed (offset order) so its inferred time is the nearest
+    one; a file folded before it was known to need the index asks for a refold.
+    """
+    t.bad_at = None
+    raw = obj.get("timestamp")
+    vt = valid_time(raw) if raw is not None else None
+    off = row.origin_offset
+    if row.source != "jsonl" or off is None:
+        return vt if vt is not None else row.received_at
+    og = (row.origin, row.origin_gen)
+    if raw is not None and vt is None:
+        if og not in state.ts_origins:
+            state.ts_origins.add(og)
+            state.ts_index[og] = ([], [])
+            if og in state.seen_origins:
+                state.needs_refold = True
+        t.bad_at = (og, off, row.received_at)
+        state.bad_ts.setdefault(og, {}).setdefault(off, "")
+        detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
+        t.quarantined.append(Quarantined(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
+    elif vt is not None and og in state.ts_origins:
+        offsets, times = state.ts_index[og]
+        if record_ts(offsets, times, off, vt):
+            t.msgs.update(m for m in state.bad_ts.get(og, {}).values() if m)
+    state.seen_origins.add(og)
+    return vt if vt is not None else row.received_at
+
+
+def refold_state(state: SessionState) -> SessionState:
+    """The empty state to refold a session into when ``state.needs_refold`` (its files to index kept)."""
+    return SessionState(state.session_id, ts_origins=set(state.ts_origins))

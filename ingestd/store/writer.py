@@ -22,6 +22,7 @@ from ingestd.core.records import LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
+from ingestd.core.validate import refold_state
 from ingestd.logs import get_logger
 from ingestd.store.connection import write_txn
 
@@ -387,7 +388,7 @@ def fold_refolding(
     every one of its log rows (``load_all``); the changes of every pass, in order."""
     state, ch = project.fold(state, sid, rows, ctx)
     while state.needs_refold:
-        state, more = project.fold(project.refold_state(state), sid, load_all(), ctx)
+        state, more = project.fold(refold_state(state), sid, load_all(), ctx)
         ch.extend(more)
     return state, ch
 

@@ -140,7 +140,7 @@ def _occurred(rows: list[LogRow], batches: list[list[int]]) -> dict[str, str]:
     for b in batches:
         state, ch = fold(state, SID, [rows[i] for i in b], Ctx())
         if state.needs_refold:  # what the shell does: fold again from every row, files indexed
-            from ingestd.core.project import refold_state
+            from ingestd.core.validate import refold_state
 
             state, ch = fold(refold_state(state), SID, rows, Ctx())
         got.update({r[3]: r[8] for r in ch.token_usage})
@@ -394,3 +394,31 @@ def test_status_of_a_database_without_quarantine_rows_says_none(tmp_path: Path) 
     assert status_report(conn, now=datetime.now(UTC))["quarantine"] == {"records": 0, "by_reason": {}, "listed": []}
     conn.close()
     shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
+
+
+def test_hook_ids_with_lone_surrogates_stay_distinct(tmp_path: Path) -> None:
+    from ingestd.core import hookkeys
+    from ingestd.http.hooks import hook_row
+    from ingestd.store.writer import apply_batch
+
+    bodies = [
+        b'{"hook_event_name":"UserPromptSubmit","session_id":"s\\ud800x","prompt":"a"}',
+        b'{"hook_event_name":"UserPromptSubmit","session_id":"s\\ud801x","prompt":"b"}',
+        b'{"hook_event_name":"UserPromptSubmit","session_id":"s\\udc00x","prompt":"c"}',
+    ]
+    events = [hookkeys.parse_body(b) for b in bodies]
+    assert all(isinstance(e, hookkeys.HookEvent) for e in events)
+    sids = [e.session_id for e in events if isinstance(e, hookkeys.HookEvent)]
+    assert len(set(sids)) == 3  # once all three were "s?x": one session
+    db = tmp_path / "h.db"
+    conn = connect(db)
+    migrate(conn)
+    rows = [
+        hook_row(e, b, f"h:test:{i}", 1_767_225_600_000_000_000 + i)
+        for i, (e, b) in enumerate(zip(events, bodies, strict=True))
+        if isinstance(e, hookkeys.HookEvent)
+    ]
+    apply_batch(conn, rows)
+    conn.close()
+    assert sorted(r[0] for r in q(db, "SELECT id FROM sessions")) == sorted(sids)
+    assert_replay_ok(db, tmp_path)

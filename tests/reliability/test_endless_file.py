@@ -19,8 +19,12 @@ from bench.stats import percentile
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_2gb_file_without_newline_does_not_hold_the_daemon(tmp_path: Path) -> None:
-    d = daemon_on_endless_file(tmp_path, 2 << 30, hooks_s=8.0)
+    base = daemon_on_endless_file(tmp_path / "base", 0, hooks_s=8.0)
+    d = daemon_on_endless_file(tmp_path / "big", 2 << 30, hooks_s=8.0)
     assert d.hooks > 50 and d.failed == 0
-    assert percentile(d.latencies_ms, 99) < 50, sorted(d.latencies_ms)[-5:]
+    # 50 ms on a quiet machine; on a loaded one (shared CI) the same daemon with no file at all
+    # is the yardstick: the file may not make hooks more than twice as slow as that
+    limit = max(50.0, 2 * percentile(base.latencies_ms, 99))
+    assert percentile(d.latencies_ms, 99) < limit, (sorted(d.latencies_ms)[-5:], limit)
     assert d.peak_rss_mb < 300
     assert d.exit_code == 0 and d.sigterm_s < 2

@@ -22,10 +22,18 @@ from dataclasses import dataclass
 import apsw
 
 from ingestd.core.records import NewLogRow
+from ingestd.core.touch import Ctx
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store import stall
-from ingestd.store.writer import BatchResult, Checkpoint, apply_batch, quarantine_marker
+from ingestd.store.writer import (
+    WATCHDOG_WINDOW_S,
+    BatchResult,
+    Checkpoint,
+    FoldCache,
+    apply_batch,
+    quarantine_marker,
+)
 
 log = get_logger("ingestd.store.isolate")
 
@@ -107,12 +115,14 @@ def apply_isolating(
     checkpoints: Iterable[Checkpoint] = (),
     component: str = "ingest",
     backoff: Backoff | None = None,
-    **kwargs: object,
+    ctx: Ctx | None = None,
+    cache: FoldCache | None = None,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
     Args:
-        conn, rows, checkpoints: as ``apply_batch``; ``kwargs`` are passed on (ctx, cache, window).
+        conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
         component: str, the name a stall is reported under (``ingest``, ``tailer``, ``hooks``).
         backoff: retry policy (default ``Backoff()``).
 
@@ -130,7 +140,15 @@ def apply_isolating(
     def one(part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> BatchResult:
         return retrying(
             component,
-            lambda: apply_batch(conn, part, checkpoints=part_cps, isolated=isolated, **kwargs),  # type: ignore[arg-type]
+            lambda: apply_batch(
+                conn,
+                part,
+                checkpoints=part_cps,
+                ctx=ctx,
+                cache=cache,
+                watchdog_window_s=watchdog_window_s,
+                isolated=isolated,
+            ),
             policy,
         )
 

@@ -94,6 +94,16 @@ def _scrub(value: Any) -> Any:
 BOM = b"\xef\xbb\xbf"
 
 
+def repaired(value: Any) -> Any:
+    """``value`` (decoded JSON) with every lone surrogate mapped one-to-one (``_fix``), keys
+    included; None when nested deeper than ``MAX_LENIENT_DEPTH``. For objects decoded by other
+    means than ``decode_line`` (``ingestd.core.oversized.salvage``): text SQLite can bind."""
+    try:
+        return _scrub(value)
+    except _TooDeep:
+        return None
+
+
 def decode_line(data: bytes) -> Decoded:
     """Decode one line (no terminator) into a JSON object, leniently.
 

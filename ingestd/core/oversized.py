@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ingestd.core.decode import repaired
 from ingestd.core.framing import Oversized
 
 OVERSIZED = "oversized"  # the marker row's event_type
@@ -139,4 +140,7 @@ def salvage(payload: bytes) -> dict[str, Any] | None:
         if usage is not None:
             msg["usage"] = usage
         obj["message"] = msg
-    return obj
+    # escapes in the kept bytes can spell lone surrogates ("\\ud83d" cut from a pair): repaired like
+    # any leniently decoded line, so every value stays text SQLite can bind
+    fixed = repaired(obj)
+    return fixed if isinstance(fixed, dict) else None

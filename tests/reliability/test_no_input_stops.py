@@ -422,3 +422,18 @@ def test_hook_ids_with_lone_surrogates_stay_distinct(tmp_path: Path) -> None:
     conn.close()
     assert sorted(r[0] for r in q(db, "SELECT id FROM sessions")) == sorted(sids)
     assert_replay_ok(db, tmp_path)
+
+
+def test_salvaged_text_is_repaired_like_any_lenient_line() -> None:
+    # found by test_mutation_fuzz: "\ud83d" in an oversized line's kept bytes reached SQLite as a
+    # lone surrogate; the isolation caught it, the salvage now repairs it
+    from ingestd.core.framing import Oversized
+    from ingestd.core.oversized import marker_payload, salvage
+
+    head = b'{"type":"assistant","sessionId":"s\\ud800","message":{"model":"\\ud83d","id":"m1",'
+    tail = b'"usage":{"input_tokens":3}},"type":"assistant","uuid":"u","timestamp":"2026-01-01T00:00:00.000Z"}'
+    rec = salvage(marker_payload(Oversized(0, 10**9, "00" * 8, head, tail)))
+    assert rec is not None
+    assert rec["sessionId"] == "s\U000f0000" and rec["message"]["model"] == "\U000f003d"
+    assert rec["message"]["usage"] == {"input_tokens": 3} and rec["timestamp"] == "2026-01-01T00:00:00.000Z"
+    orjson.dumps(rec)  # every string encodes as UTF-8

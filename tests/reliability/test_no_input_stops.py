@@ -437,3 +437,26 @@ def test_salvaged_text_is_repaired_like_any_lenient_line() -> None:
     assert rec["sessionId"] == "s\U000f0000" and rec["message"]["model"] == "\U000f003d"
     assert rec["message"]["usage"] == {"input_tokens": 3} and rec["timestamp"] == "2026-01-01T00:00:00.000Z"
     orjson.dumps(rec)  # every string encodes as UTF-8
+
+
+def test_the_tailer_reads_a_growing_torn_line_once(tmp_path: Path) -> None:
+    # the daemon keeps a file's framer while its last line is torn: each call reads only the new
+    # bytes (one pass over an endless line), and the line is logged once it completes
+    root = tmp_path / "projects"
+    (root / "-p").mkdir(parents=True)
+    path = root / "-p" / f"{SID}.jsonl"
+    rec = asst(SID, "msg_1", {"input_tokens": 1, "output_tokens": 2}, "2026-01-01T00:00:00.000Z")
+    whole = jsonl(rec)
+    db = tmp_path / "g.db"
+    conn = connect(db)
+    migrate(conn)
+    framers: dict[Any, Any] = {}
+    read = []
+    for end in (10, 60, len(whole) - 1, len(whole)):
+        path.write_bytes(whole[:end])
+        s = ingest_roots(conn, [root], now=NOW, paths=[path], framers=framers, totals=False)
+        read.append(s.bytes)
+    assert read == [10, 50, len(whole) - 61, 1]  # every byte read once
+    assert framers == {}  # nothing torn is held any more
+    assert q(db, "SELECT count(*) FROM token_usage WHERE message_id = 'msg_1'") == [(5,)]
+    conn.close()

@@ -16,6 +16,7 @@ from ingestd.http import auth
 from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
 from ingestd.http.hooks import HookConfig
 from ingestd.logs import configure, forward_sqlite_log
+from ingestd.store import stall
 
 # The option defaults are the configuration's own, so the two cannot drift apart.
 _HOOKS = HookConfig()
@@ -115,4 +116,8 @@ def register(cli: click.Group) -> None:
         # The writer thread shares the GIL with the loop: a short switch interval keeps a
         # commit from waiting up to 5 ms (the default) for the loop to yield.
         sys.setswitchinterval(0.001)
-        asyncio.run(serve(cfg))
+        stall.mirror_to(cfg.db_path)  # so `ingestd status` can show a stalled writer
+        try:
+            asyncio.run(serve(cfg))
+        finally:
+            stall.mirror_to(None)

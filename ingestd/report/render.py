@@ -340,6 +340,11 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     p = doc["last_prune"]
     t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}")
     t.add_row("last backup", _ago(doc["backup"]["last_backup_at"], now))
+    for st in doc.get("stalls") or []:
+        t.add_row(
+            "stalled",
+            Text(f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"),
+        )
     console.print(t)
     render_quarantine(console, doc.get("quarantine"))
     rows = Table("table", "rows", title="rows per table", title_justify="left")

@@ -460,3 +460,30 @@ def test_the_tailer_reads_a_growing_torn_line_once(tmp_path: Path) -> None:
     assert framers == {}  # nothing torn is held any more
     assert q(db, "SELECT count(*) FROM token_usage WHERE message_id = 'msg_1'") == [(5,)]
     conn.close()
+
+
+def test_ingestd_status_shows_the_daemons_stall_from_its_mirror_file(tmp_path: Path) -> None:
+    from ingestd.store import stall
+
+    db = tmp_path / "m.db"
+    conn = connect(db)
+    migrate(conn)
+    conn.close()
+    stall.mirror_to(db)
+    try:
+        assert not stall.mirror_path(db).exists()  # nothing written until something stalls
+        stall.begin("tailer", "database error: database is locked")
+        st = run_cli("status", "--db", str(db), "--no-stat", "--json")
+        [got] = orjson.loads(st.stdout)["stalls"]
+        assert got["component"] == "tailer" and "locked" in got["reason"] and got["retries"] == 1
+        assert "stalled" in run_cli("status", "--db", str(db), "--no-stat").stdout
+        assert stall.mirror_path(db).stat().st_mode & 0o077 == 0  # private, like the database
+        stall.end("tailer")
+        assert not stall.mirror_path(db).exists()
+        assert orjson.loads(run_cli("status", "--db", str(db), "--no-stat", "--json").stdout)["stalls"] == []
+    finally:
+        stall.end("tailer")
+        stall.mirror_to(None)
+    # a file left by a daemon that is gone says nothing
+    stall.mirror_path(db).write_bytes(orjson.dumps({"pid": 2**22 + 12345, "stalls": [{"component": "x"}]}))
+    assert stall.read_mirror(db, 0.0) == []

@@ -35,6 +35,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run --full
+	$(BIN)/python -m bench.framing
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick

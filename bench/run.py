@@ -18,6 +18,7 @@ from bench import machine
 from bench.available import has_command
 from bench.corpus import ensure_corpus, orjson_floor, warm_page_cache
 from bench.daemon import daemon_cpu_s, running_daemon, temp_workdir
+from bench.framing import section_of as framing_section
 from bench.hookload import run_load
 from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
 from bench.live import measure_live
@@ -221,7 +222,8 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     res.elapsed_s = time.perf_counter() - t_start
     machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
     machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
-    out.write_text(render(res, machine_rows))
+    kept = framing_section(out.read_text()) if out.exists() else ""
+    out.write_text(render(res, machine_rows) + (f"\n{kept}" if kept else ""))
     say(f"wrote {out} ({res.elapsed_s:.0f} s)")
     bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]
     for cr in bad:

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from ingestd import __version__, commands
+from ingestd import __version__, commands, logs
 from ingestd.errors import IngestdError
 
 
@@ -60,6 +60,8 @@ def cli() -> None:
     Hooks and transcripts go into an append-only log; sessions, agents, edges,
     tokens and cost are projected from it.
     """
+    # before any command runs: structlog's default prints to stdout, which is the answer's
+    logs.configure()
 
 
 def main() -> None:

@@ -1,5 +1,9 @@
 """structlog, configured once: JSON lines (orjson) off a terminal, the console renderer on one.
 
+Every command configures it (the root group's callback, ``ingestd.cli``), and every line goes
+to **stderr**, whoever logs it and whenever: stdout is for the answer (``--json`` prints exactly
+one document there, SPEC §12). Each line carries ``logger`` (the module's logger name).
+
 One canonical line per unit of work: ``batch_committed rows=... elapsed_ms=...`` per
 committed batch, ``hook_rejected status=... reason=...`` per refused request. Secrets
 (the token) are never passed to a logger.
@@ -18,8 +22,39 @@ import structlog
 _configured = False
 
 
+class _Stderr:
+    """``sys.stderr`` looked up at every write (a test runner swaps it per invocation)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def _orjson_dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default).decode()
+
+
+class _NamedLogger(structlog.PrintLogger):
+    """A print logger that knows its name (``structlog.stdlib.add_logger_name`` reads ``.name``)."""
+
+    def __init__(self, file: Any, name: str) -> None:
+        super().__init__(file)
+        self.name = name
+
+
+class _NamedFactory:
+    """``get_logger(name)`` → a ``_NamedLogger`` writing to ``out``."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def __call__(self, *args: Any) -> _NamedLogger:
+        return _NamedLogger(self._out, str(args[0]) if args else "ingestd")
 
 
 def configure(*, level: str = "info", stream: TextIO | None = None, force: bool = False) -> None:
@@ -33,7 +68,7 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
     global _configured
     if _configured and not force:
         return
-    out = stream if stream is not None else sys.stderr
+    out: Any = stream if stream is not None else _Stderr()
     tty = hasattr(out, "isatty") and out.isatty()
     renderer: Any = (
         structlog.dev.ConsoleRenderer() if tty else structlog.processors.JSONRenderer(serializer=_orjson_dumps)
@@ -42,19 +77,20 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
+            structlog.stdlib.add_logger_name,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=_NamedFactory(out),
         cache_logger_on_first_use=True,
     )
     _configured = True
 
 
 def get_logger(name: str) -> Any:
-    """A bound logger carrying ``logger=name``."""
+    """A bound logger carrying ``logger=name`` (lazy: it follows ``configure`` whenever it runs)."""
     return structlog.get_logger(name)
 
 
@@ -78,3 +114,8 @@ def forward_sqlite_log() -> None:
 
     with contextlib.suppress(apsw.MisuseError):
         apsw.config(apsw.SQLITE_CONFIG_LOG, handler)
+
+
+# Configured on import, before anything can log: structlog's own default prints to stdout, and a
+# line there breaks a `--json` answer (SPEC §12). `serve` reconfigures with its --log-level.
+configure()

@@ -66,6 +66,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("backup_keep_newest", 7, "Always keep this many newest backups, whatever their age.", "int"),
     Setting("backup_dir", None, "Backup directory; default: a `backups/` folder next to the database.", "str"),
     Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int"),
+    Setting(
+        "max_line_bytes",
+        64 << 20,
+        "A transcript line longer than this many bytes is logged as an oversized marker (origin, offset, "
+        "length, hash, first 4 KiB, last 64 KiB), never held in memory whole.",
+        "int",
+    ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),
     Setting("schedule_prune_interval_s", 86400, "Seconds between scheduled prunes.", "int"),
     Setting("schedule_backup_interval_s", 86400, "Seconds between scheduled backups.", "int"),

@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 import click
 
+from ingestd import settings
 from ingestd.commands._common import db_option, default_projects, emit_json, json_option, open_db, projects_option
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
@@ -29,6 +30,11 @@ def _human(s: Summary) -> None:
     click.echo(f"sessions {d['sessions']}  agents {d['agents']}  messages {d['messages']}")
     skipped = ", ".join(f"{k} {v}" for k, v in d["skipped"].items()) or "none"
     click.echo(f"skipped lines: {skipped}  recovered {d['recovered']}  resets {d['resets']}")
+    quarantined = ", ".join(f"{k} {v}" for k, v in d["quarantined"].items())
+    if quarantined or d["oversized"]:
+        click.echo(
+            f"quarantined records: {quarantined or 'none'}  oversized lines {d['oversized']}  (see `ingestd status`)"
+        )
     click.echo(f"elapsed {d['elapsed_s']} s  {d['mb_per_s'] or 0} MB/s")
 
 
@@ -51,8 +57,9 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 
 
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
+    cap = settings.load({}, dict(os.environ)).get_int("max_line_bytes")
     if not show_progress:
-        return ingest_roots(conn, roots, now=now, ctx=ctx)
+        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
@@ -66,6 +73,7 @@ def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_p
             ctx=ctx,
             on_total=lambda n: bar.update(task, total=n),
             progress=lambda n: bar.advance(task, n),
+            max_line_bytes=cap,
         )
 
 

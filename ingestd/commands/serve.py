@@ -10,11 +10,13 @@ from pathlib import Path
 
 import click
 
+from ingestd import settings as settings_mod
 from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
 from ingestd.http import auth
 from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
 from ingestd.http.hooks import HookConfig
 from ingestd.logs import configure, forward_sqlite_log
+from ingestd.store import stall
 
 # The option defaults are the configuration's own, so the two cannot drift apart.
 _HOOKS = HookConfig()
@@ -94,7 +96,7 @@ def register(cli: click.Group) -> None:
 
         Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
         """
-        configure(level=log_level)
+        configure(level=log_level, force=True)  # the CLI configured the default level already
         forward_sqlite_log()
         env = dict(os.environ)
         token = auth.load_token(env_name=token_env, file=token_file, env=env)
@@ -109,8 +111,13 @@ def register(cli: click.Group) -> None:
             watchdog_interval_s=watchdog_interval_s,
             rescan_interval_s=rescan_interval_s,
             tail=not no_tail,
+            max_line_bytes=settings_mod.load({}, env).get_int("max_line_bytes"),
         )
         # The writer thread shares the GIL with the loop: a short switch interval keeps a
         # commit from waiting up to 5 ms (the default) for the loop to yield.
         sys.setswitchinterval(0.001)
-        asyncio.run(serve(cfg))
+        stall.mirror_to(cfg.db_path)  # so `ingestd status` can show a stalled writer
+        try:
+            asyncio.run(serve(cfg))
+        finally:
+            stall.mirror_to(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import click
 
 from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, resolve_db
 from ingestd.report.status import status_report
+from ingestd.store import stall
 
 
 def register(cli: click.Group) -> None:
@@ -21,6 +23,8 @@ def register(cli: click.Group) -> None:
         skipped lines, unpriced models, last prune and backup."""
         path = resolve_db(db_path)
         doc = status_report(open_read_db(db_path), now=datetime.now(UTC), db_path=path, stat_files=not no_stat)
+        # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
+        doc["stalls"] = stall.read_mirror(path, time.time())
         if as_json:
             emit_json(doc)
             return

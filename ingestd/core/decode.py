@@ -11,6 +11,7 @@ stay in the log either way.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +43,19 @@ class _TooDeep(Exception):
     pass
 
 
+# A lone surrogate U+D800+n becomes U+F0000+n (Supplementary Private Use Area-A): text SQLite
+# can store, one-to-one, so two ids that differ only in their damaged characters stay two ids
+# (a `?` for each once merged `\ud800x` and `\udc00x` into one session). SPEC §12.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+PUA_BASE = 0xF0000
+
+
+def _pua(m: re.Match[str]) -> str:
+    return chr(PUA_BASE + ord(m.group()) - 0xD800)
+
+
 def _fix(s: str) -> str:
-    return s.encode("utf-8", "replace").decode("utf-8")
+    return s if s.isascii() else _SURROGATE.sub(_pua, s)
 
 
 def _scrub(value: Any) -> Any:
@@ -79,8 +91,24 @@ def _scrub(value: Any) -> Any:
     return out[0]
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+def repaired(value: Any) -> Any:
+    """``value`` (decoded JSON) with every lone surrogate mapped one-to-one (``_fix``), keys
+    included; None when nested deeper than ``MAX_LENIENT_DEPTH``. For objects decoded by other
+    means than ``decode_line`` (``ingestd.core.oversized.salvage``): text SQLite can bind."""
+    try:
+        return _scrub(value)
+    except _TooDeep:
+        return None
+
+
 def decode_line(data: bytes) -> Decoded:
     """Decode one line (no terminator) into a JSON object, leniently.
+
+    A UTF-8 byte-order mark before the object is skipped (editors and sync tools write one at
+    the start of a file; orjson refuses it); the log keeps the bytes, offsets stay exact.
 
     Args:
         data: bytes of the line.
@@ -88,6 +116,8 @@ def decode_line(data: bytes) -> Decoded:
     Returns:
         ``Decoded``; never raises.
     """
+    if data[:3] == BOM:
+        data = data[3:]
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -13,6 +13,7 @@ from ingestd.core.keys import stable_id
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
 from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
+from ingestd.core.validate import INFER, occurred_of
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 LEGACY_AGENT = "sidechain-"  # id of a 1.0.x in-file sidechain agent: prefix + its root record's uuid
@@ -36,6 +37,7 @@ class Changes:
         tool_calls: (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)
         compactions: (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
         events: (raw_event_id, session_id, agent_id, event_type, occurred_at)
+        quarantine: (raw_event_id, reason, session_id, origin, origin_offset, detail)
     """
 
     sessions: list[tuple[Any, ...]] = field(default_factory=list)
@@ -45,6 +47,7 @@ class Changes:
     tool_calls: list[tuple[Any, ...]] = field(default_factory=list)
     compactions: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
+    quarantine: list[tuple[Any, ...]] = field(default_factory=list)
     retracted_agents: list[str] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
@@ -56,6 +59,7 @@ class Changes:
         self.tool_calls.extend(other.tool_calls)
         self.compactions.extend(other.compactions)
         self.events.extend(other.events)
+        self.quarantine.extend(other.quarantine)
         self.retracted_agents.extend(other.retracted_agents)
 
 
@@ -181,11 +185,13 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         agent = resolve(ev[7])
         comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
         model = ev[5][1]
+        # a message none of whose parts has a valid timestamp: the inferred time (validate.py)
+        occurred = ev[6] if ev[6] != INFER else occurred_of(state.inferred[mid], state.ts_index)
         for i, bucket in enumerate(BUCKETS):
             # id None: SQLite assigns the next rowid, so the table appends in arrival order
             # (a random id rewrote most of its pages at every commit); rows compare by
             # (message_id, bucket), their natural key.
-            ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
+            ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, occurred, rank))
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
     stopped = _Stopped(state, spawns, by_child, resolve, ctx, {r[0]: r[4] for r in ch.agents})
     if all_agents or names:

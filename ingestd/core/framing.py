@@ -10,6 +10,7 @@ a function of the byte stream only, never of how it was chunked (property-tested
 from __future__ import annotations
 
 from dataclasses import dataclass
+from hashlib import blake2b
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,28 +52,157 @@ def split_lines(buf: bytes, base_offset: int = 0) -> tuple[list[Line], int]:
     return lines, start
 
 
-class Framer:
-    """Incremental framer: feed chunks, get complete lines (chunk-invariant).
+# SPEC §12: a longer line is logged as an oversized marker (``Oversized``), never held whole.
+MAX_LINE_BYTES = 64 << 20
+HEAD_BYTES = 4 << 10
+TAIL_BYTES = 64 << 10
 
-    Holds at most one torn tail in memory. ``offset`` is the file offset just past
-    the last complete line, i.e. what may be committed as the checkpoint.
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A complete line longer than the framer's ``max_line_bytes``: what is kept of it.
+
+    Attributes:
+        offset: int, byte offset of the line's first byte.
+        length: int, bytes of the line up to its ``\\n`` (a ``\\r`` before it included).
+        digest: str, blake2b-8 hex of those bytes (the same hash a normal line's key uses).
+        head: bytes, the first ``HEAD_BYTES`` of the line.
+        tail: bytes, the last ``TAIL_BYTES`` of the line (overlapping ``head`` on a short line).
     """
 
-    __slots__ = ("_pending", "offset")
+    offset: int
+    length: int
+    digest: str
+    head: bytes
+    tail: bytes
 
-    def __init__(self, offset: int = 0) -> None:
+
+class _Long:
+    """A line being read past the cap: length, running hash, head and tail; nothing else kept."""
+
+    __slots__ = ("blank", "hasher", "head", "length", "tail")
+
+    def __init__(self) -> None:
+        self.blank = True  # whitespace only so far (a blank line is skipped, however long)
+        self.length = 0
+        self.hasher = blake2b(digest_size=8)
+        self.head = b""
+        self.tail = bytearray()
+
+    def add(self, data: bytes | memoryview) -> None:
+        if self.blank and len(data):
+            self.blank = bytes(data[:4096]).isspace() and bytes(data).isspace()
+        self.hasher.update(data)
+        if len(self.head) < HEAD_BYTES:
+            self.head += bytes(data[: HEAD_BYTES - len(self.head)])
+        self.length += len(data)
+        tail = self.tail
+        if len(data) >= TAIL_BYTES:
+            tail[:] = data[-TAIL_BYTES:]
+        else:
+            tail += data
+            if len(tail) > 2 * TAIL_BYTES:  # amortised: each byte is moved at most once more
+                del tail[: len(tail) - TAIL_BYTES]
+
+    def done(self, offset: int) -> Oversized:
+        return Oversized(offset, self.length, self.hasher.hexdigest(), self.head, bytes(self.tail[-TAIL_BYTES:]))
+
+
+class Framer:
+    """Incremental framer: feed chunks, get complete lines (chunk-invariant), in one pass.
+
+    Linear in the bytes fed however they are chunked: a torn tail is kept as a list of
+    chunks and joined once, when its newline arrives (``copied`` counts the bytes joined, so
+    a test can check the work per byte). A line longer than ``max_line_bytes`` is never held:
+    past the cap only its length, hash, head and tail are kept (``Oversized``), so a file of
+    zeros with no newline costs one pass and constant memory. ``offset`` is the file offset
+    just past the last complete line (what may be committed as the checkpoint); ``read`` is
+    the offset just past the bytes fed (a tailer resumes feeding there).
+
+    Args:
+        offset: int, file offset of the first byte fed.
+        max_line_bytes: int, longest line kept whole (default ``MAX_LINE_BYTES``).
+    """
+
+    __slots__ = ("_long", "_parts", "_pending", "copied", "max_line_bytes", "offset", "read")
+
+    def __init__(self, offset: int = 0, max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.offset = offset
-        self._pending = b""
+        self.read = offset
+        self.max_line_bytes = max_line_bytes
+        self.copied = 0
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._long: _Long | None = None
 
-    def feed(self, chunk: bytes) -> list[Line]:
+    def _line(self, out: list[Line | Oversized], data: bytes) -> None:
+        """Emit one complete line given whole (terminator excluded, ``\\r`` still on)."""
+        end = len(data) - 1 if data.endswith(b"\r") else len(data)
+        if end > self.max_line_bytes:
+            lg = _Long()
+            lg.add(data)
+            if not lg.blank:
+                out.append(lg.done(self.offset))
+        elif end > 0 and not data[:end].isspace():
+            out.append(Line(self.offset, data[:end]))
+        self.offset += len(data) + 1
+
+    def feed(self, chunk: bytes) -> list[Line | Oversized]:
         """Add ``chunk`` (the bytes following everything fed so far); return the lines it completes."""
-        buf = self._pending + chunk if self._pending else chunk
-        lines, consumed = split_lines(buf, self.offset)
+        out: list[Line | Oversized] = []
+        self.read += len(chunk)
+        pos = 0
+        if self._long is not None or self._parts:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._hold(chunk)
+                return out
+            if self._long is not None:
+                self._long.add(memoryview(chunk)[:nl])
+                if not self._long.blank:
+                    out.append(self._long.done(self.offset))
+                self.offset += self._long.length + 1
+                self._long = None
+            else:
+                head = chunk[:nl]
+                data = b"".join((*self._parts, head))
+                self.copied += len(data)
+                self._parts, self._pending = [], 0
+                self._line(out, data)
+            pos = nl + 1
+        lines, consumed = split_lines(chunk[pos:] if pos else chunk, self.offset)
+        cap = self.max_line_bytes
+        for ln in lines:
+            if len(ln.data) > cap:
+                # rare: re-take the line's bytes whole (terminator excluded) to keep its hash exact
+                rel = ln.offset - self.offset + pos
+                nl_at = chunk.find(b"\n", rel)
+                lg = _Long()
+                lg.add(memoryview(chunk)[rel:nl_at])
+                out.append(lg.done(ln.offset))
+            else:
+                out.append(ln)
         self.offset += consumed
-        self._pending = buf[consumed:]
-        return lines
+        rest = (len(chunk) - pos) - consumed
+        if rest:
+            self._hold(chunk[len(chunk) - rest :])
+        return out
+
+    def _hold(self, data: bytes) -> None:
+        """Keep a torn tail: as chunks while under the cap, as an ``Oversized`` in progress past it."""
+        if self._long is not None:
+            self._long.add(data)
+            return
+        self._parts.append(data)
+        self._pending += len(data)
+        if self._pending > self.max_line_bytes + 1:  # + 1: a "\r" before the "\n" is no part of the line
+            lg = _Long()
+            for p in self._parts:
+                lg.add(p)
+            self._long = lg
+            self._parts, self._pending = [], 0
 
     @property
     def pending(self) -> int:
-        """int, bytes of torn tail held back."""
-        return len(self._pending)
+        """int, bytes of torn tail held back (counted, not held, past the cap)."""
+        return self._long.length if self._long is not None else self._pending

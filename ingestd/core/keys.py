@@ -27,6 +27,12 @@ def jsonl_key(origin_hash: str, gen: int, offset: int, line: bytes) -> str:
     return f"j:{origin_hash}:{gen}:{offset:012x}:{blake2b(line, digest_size=8).hexdigest()}"
 
 
+def jsonl_key_of_digest(origin_hash: str, gen: int, offset: int, digest: str) -> str:
+    """``jsonl_key`` given the line's blake2b-8 hex instead of its bytes (an oversized line,
+    hashed while it streamed past: ``ingestd.core.framing.Oversized.digest``)."""
+    return f"j:{origin_hash}:{gen}:{offset:012x}:{digest}"
+
+
 def reset_key(origin_hash: str, gen: int) -> str:
     """The key of the ``file_reset`` row that opens generation ``gen`` of an origin."""
     return f"r:{origin_hash}:{gen}"

@@ -15,6 +15,7 @@ from typing import Any
 from ingestd.core import derive
 from ingestd.core.decode import decode_line
 from ingestd.core.hookfold import fold_hook
+from ingestd.core.oversized import OVERSIZED, salvage
 from ingestd.core.records import LogRow, path_info
 from ingestd.core.state import (
     LEGACY_PREFIX,
@@ -25,31 +26,33 @@ from ingestd.core.state import (
     SessionState,
     Spawn,
 )
-from ingestd.core.timefmt import canonical
 from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
 from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
+from ingestd.core.validate import (
+    INFER,
+    MAX_TOKENS,
+    STORAGE_MARKER,
+    TOKENS,
+    Quarantined,
+    note_time,
+    storage_quarantine,
+    usage_problems,
+    valid_time,
+)
 
 ACTIVITY_TYPES = frozenset(("user", "assistant", "system", "progress", "attachment"))
 SYNTHETIC = "<synthetic>"
 
 
 def ts_of(obj: dict[str, Any], fallback: str) -> str:
-    """The record's canonical timestamp, else ``fallback`` (the read time)."""
-    t = obj.get("timestamp")
-    if isinstance(t, str):
-        if len(t) == 24 and t[-1] == "Z" and t[10] == "T":
-            return t
-        c = canonical(t)
-        if c is not None:
-            return c
-    return fallback
+    """The record's canonical timestamp when it is an instant the guards admit, else ``fallback``."""
+    c = valid_time(obj.get("timestamp"))
+    return c if c is not None else fallback
 
 
-# The largest token count believed: no real message comes near it (contexts are ~1e6), and
-# millions of them still sum inside SQLite's 64-bit INTEGER (rollup, cost). A JSON number
-# beyond it (1e30, 400 digits) cannot be bound at all and once aborted the whole batch;
-# it counts like any other counter that is not a count (a string, negative, null): 0.
-MAX_TOKENS = 1 << 40
+# A counter beyond MAX_TOKENS (1e30, 400 digits) cannot be bound at all and once aborted the
+# whole batch; like any other counter that is not a count (a string, negative, null) it counts
+# 0, and a record holding one is quarantined (``validate.usage_problems``).
 
 
 def _int(v: Any) -> int:
@@ -86,10 +89,24 @@ def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
 def _merge_usage(
     state: SessionState, mid: str, rank: int, msg: dict[str, Any], ts: str, agent: str, t: Touched
 ) -> None:
-    """Fold one part of a message (SPEC §4.4): per-bucket maximum over streamed parts."""
+    """Fold one part of a message (SPEC §4.4): per-bucket maximum over streamed parts.
+
+    ``ts`` is ``validate.INFER`` for a part whose timestamp is refused (``t.bad_at`` says where
+    it is): the message's ``occurred_at`` is then inferred at derive time unless another part's
+    timestamp is valid (the earliest valid part wins, as always).
+    """
     usage = msg.get("usage")
     if not isinstance(usage, dict):
         return
+    row = t.row
+    probs = usage_problems(usage)
+    if probs and row is not None:
+        detail = "; ".join(probs) + " is not a token count: counted as 0"
+        t.quarantined.append(Quarantined(row.id, TOKENS, state.session_id, row.origin, row.origin_offset, detail[:400]))
+    if ts == INFER and t.bad_at is not None:
+        og, off, received_at = t.bad_at
+        state.inferred.setdefault(mid, {})[(og, off)] = received_at
+        state.bad_ts.setdefault(og, {})[off] = mid
     b = usage_buckets(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"
@@ -126,7 +143,11 @@ def _text_of(content: Any) -> str | None:
 
 
 def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
-    """Usage, spawns and tool starts of one assistant record; returns whether it used a tool."""
+    """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
+
+    ``ts`` may be ``validate.INFER`` (the record's timestamp is refused): usage takes it as is,
+    everything else the read time.
+    """
     msg = obj.get("message")
     if not isinstance(msg, dict):
         return False
@@ -135,6 +156,8 @@ def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ra
     # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
     if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
         _merge_usage(state, mid, rank, msg, ts, agent, t)
+    if ts == INFER and t.row is not None:
+        ts = t.row.received_at
     used_tool = False
     content = msg.get("content")
     if rank == RANK_COPY or not isinstance(content, list):
@@ -247,6 +270,11 @@ def _tag(text: str, name: str) -> str | None:
 
 def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
     etype = row.event_type
+    if etype in (OVERSIZED, "invalid"):
+        # what ``oversized.salvage`` recovered of a line past max_line_bytes; or a line logged
+        # invalid by an older decoder that decodes now (a leading BOM): its record type
+        v = obj.get("type")
+        etype = v if isinstance(v, str) and v else "untyped"
     pi = path_info(row.origin)
     if state.project_slug is None or (pi.project_slug and pi.project_slug < state.project_slug):
         state.project_slug = pi.project_slug or state.project_slug
@@ -260,7 +288,7 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         return
     if etype == "queue-operation":
         _queue(state, obj, t)
-    ts = ts_of(obj, row.received_at)
+    ts = note_time(state, row, obj, t)
     if etype not in ACTIVITY_TYPES:
         return
     # Which agent: the record's agentId (2.0.60+ sidechain files); a 1.0.x in-file sidechain
@@ -298,7 +326,7 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
     status = "working"
     kind: str | None = None
     if etype == "assistant":
-        used_tool = _assistant(state, obj, ts, agent, rank, t)
+        used_tool = _assistant(state, obj, INFER if t.bad_at is not None else ts, agent, rank, t)
         if not used_tool and main:
             # a main-thread reply that calls no tool ends the turn: the agent waits for the user
             status = "waiting"
@@ -377,9 +405,14 @@ def _sidecar(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) 
 
 
 def decode_row(row: LogRow) -> dict[str, Any] | None:
-    """The row's object: the one already decoded, else the payload decoded leniently (hooks too)."""
+    """The row's object: the one already decoded, else the payload decoded leniently (hooks too);
+    for an ``oversized`` marker, the record salvaged from its kept bytes."""
     if row.obj is not None:
         return row.obj
+    if row.event_type == OVERSIZED and row.source == "jsonl":
+        return salvage(row.payload)
+    # an `invalid` row is decoded again: the decoder may accept it now (a BOM before the object,
+    # logged `invalid` before projection revision 5); still invalid, it stays skipped
     return decode_line(row.payload).obj
 
 
@@ -402,13 +435,22 @@ def fold(
     if state is None:
         state = SessionState(session_id)
     t = Touched()
+    for og in state.ts_origins:
+        state.ts_index.setdefault(og, ([], []))
     events: list[tuple[Any, ...]] = []
     for row in rows:
-        if row.event_type == "invalid" or row.source == "ingestd":
+        if row.source == "ingestd" and row.event_type == STORAGE_MARKER:
+            q = storage_quarantine(row.id, session_id, row.origin, row.origin_offset, row.payload)
+            if q is not None:
+                t.quarantined.append(q)
+            continue
+        if row.source == "ingestd":
             continue
         obj = decode_row(row)
         if obj is None:
             continue
+        t.row = row
+        t.bad_at = None
         if row.source == "hook":
             ev_row = fold_hook(state, row, obj, t)
             events.append(ev_row)
@@ -418,4 +460,5 @@ def fold(
             _record(state, row, obj, t)
     changes = derive.derive(state, t, ctx)
     changes.events.extend(events)
+    changes.quarantine.extend(q.db_tuple() for q in t.quarantined)
     return state, changes

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.core.decode import decode_line
-from ingestd.core.framing import Line
-from ingestd.core.keys import jsonl_key
+from ingestd.core.framing import Line, Oversized
+from ingestd.core.keys import jsonl_key, jsonl_key_of_digest
+from ingestd.core.oversized import OVERSIZED, marker_payload, salvage
 
 INVALID = "invalid"
 FILE_RESET = "file_reset"
@@ -172,3 +173,26 @@ def line_row(
     return NewLogRow(
         key, "jsonl", etype, data, received_at, sid, origin, gen, line.offset, obj=obj, recovered=dec.recovered
     )
+
+
+def oversized_row(
+    ov: Oversized,
+    *,
+    origin: str,
+    origin_hash: str,
+    gen: int,
+    received_at: str,
+    path_session: str | None,
+) -> NewLogRow:
+    """The marker row of a line longer than ``max_line_bytes`` (``ingestd.core.oversized``).
+
+    Keyed like a line (origin, offset, the whole line's hash), so re-reading the file inserts
+    nothing; its session is the ``sessionId`` in the kept bytes, else the path's.
+    """
+    payload = marker_payload(ov)
+    rec = salvage(payload)
+    sid = rec.get("sessionId") if rec is not None else None
+    if not isinstance(sid, str) or not sid:
+        sid = path_session
+    key = jsonl_key_of_digest(origin_hash, gen, ov.offset, ov.digest)
+    return NewLogRow(key, "jsonl", OVERSIZED, payload, received_at, sid, origin, gen, ov.offset, obj=rec)

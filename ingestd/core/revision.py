@@ -14,6 +14,10 @@ History:
        session ended is ``interrupted`` (ended_at NULL), no longer ``running`` forever.
     4: agents.evidence_status (migration 0007); a working subagent keeps its ancestors from the
        watchdog.
+    5: validation before SQL (ingestd.core.validate): a refused timestamp or token count
+       quarantines the record (table `quarantine`, migration 0008) and its usage counts at an
+       inferred time; oversized marker rows are projected; a line logged `invalid` that now
+       decodes (a leading BOM) is projected; lone surrogates map one-to-one to U+F0000+n.
 """
 
-PROJECTION_REVISION = 4
+PROJECTION_REVISION = 5

@@ -122,3 +122,16 @@ class SessionState:
     # open calls last derived ``interrupted`` (their agent or session ended; ``derive``): which
     # rows must be re-derived when an agent's terminal state changes, never an input of a row
     interrupted: set[str] = field(default_factory=set)
+    # Inferred times (``ingestd.core.validate``): the files (origin, gen) holding a record whose
+    # timestamp is refused, each with its sorted index of valid timestamps ([offsets], [times]);
+    # only such files are indexed, so the state stays small. A refused timestamp met in a file
+    # already folded without its index sets ``needs_refold``: the shell folds the session again
+    # from its log into ``SessionState(sid, ts_origins=...)`` (``project.refold_state``).
+    ts_origins: set[tuple[str, int]] = field(default_factory=set)
+    ts_index: dict[tuple[str, int], tuple[list[int], list[str]]] = field(default_factory=dict)
+    seen_origins: set[tuple[str, int]] = field(default_factory=set)
+    # (origin, gen) -> offset -> message id of a record there whose timestamp is refused
+    bad_ts: dict[tuple[str, int], dict[int, str]] = field(default_factory=dict)
+    # message id -> {((origin, gen), offset): received_at} of its parts whose timestamp is refused
+    inferred: dict[str, dict[tuple[tuple[str, int], int], str]] = field(default_factory=dict)
+    needs_refold: bool = False

@@ -31,10 +31,10 @@ def parse(value: object) -> datetime | None:
     if m:
         text = f"{m.group(1)}.{(m.group(2) + '000000')[:6]}{m.group(3)}"
     try:
-        dt = datetime.fromisoformat(text)
-    except ValueError:
+        # an offset can carry an instant past year 9999 or before year 1 (OverflowError)
+        return datetime.fromisoformat(text).astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return dt.astimezone(UTC)
 
 
 def format_utc(dt: datetime) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState
 from ingestd.core.toolstatus import RUNNING
@@ -32,6 +33,9 @@ class Touched:
     tools: set[str] = field(default_factory=set)
     compactions: set[str] = field(default_factory=set)
     legacy: bool = False
+    quarantined: list[Any] = field(default_factory=list)  # ``validate.Quarantined`` rows of this call
+    row: Any = None  # the log row being folded (``records.LogRow``)
+    bad_at: Any = None  # ((origin, gen), offset, received_at) of that row when its timestamp is refused
 
 
 def agent_ev(state: SessionState, agent: str) -> AgentEv:

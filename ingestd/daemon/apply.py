@@ -17,11 +17,18 @@ from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
 from ingestd.daemon.writer import ApplyFn
 from ingestd.store.identity import identity_in_txn
+from ingestd.store.isolate import Backoff, apply_isolating
 from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache, apply_batch
+
+# Hooks are never retried here: a busy database must answer 503 within the hook timeout.
+HOOK_BACKOFF = Backoff(max_attempts=1)
 
 
 def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WINDOW_S) -> ApplyFn:
-    """An ``ApplyFn`` over ``apply_batch`` with its own ``FoldCache``; ``ctx`` defaults to the database's identity."""
+    """An ``ApplyFn`` over ``apply_isolating`` with its own ``FoldCache``.
+
+    ``ctx`` defaults to the database's identity.
+    """
     cache = FoldCache()
     chosen: list[Ctx] = [ctx] if ctx is not None else []
 
@@ -30,7 +37,16 @@ def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WIND
             # Called inside the writer's transaction: the database's identity, so edges
             # the daemon projects match what `ingest` and `replay` project.
             chosen.append(identity_in_txn(conn))
-        return apply_batch(conn, rows, ctx=chosen[0], cache=cache, watchdog_window_s=watchdog_window_s).inserted
+        # a delivery the database refuses is logged and quarantined, never a 500 for the group
+        return apply_isolating(
+            conn,
+            rows,
+            component="hooks",
+            backoff=HOOK_BACKOFF,
+            ctx=chosen[0],
+            cache=cache,
+            watchdog_window_s=watchdog_window_s,
+        ).inserted
 
     return store
 

@@ -2,7 +2,8 @@
 
 Routes (``add_api_routes``):
 
-- ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``
+- ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``; 503 ``{"status": "stalled", "reason",
+  "stalls"}`` while a writer or the tailer retries a transient refusal (``ingestd.store.stall``)
 - ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
 - ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
@@ -37,6 +38,7 @@ from ingestd.report.sessions import sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.tree import tree_report
 from ingestd.report.window import API_NAMES, make_window, resolve_zone
+from ingestd.store import stall
 from ingestd.store.connection import connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
@@ -103,7 +105,19 @@ async def health(request: web.Request) -> web.Response:
         version = scalar(conn, "SELECT max(id) FROM schema_version")
         return {"status": "ok", "schema_version": version, "now": format_utc(datetime.now(UTC))}
 
-    return await _run(request, build)
+    resp = await _run(request, build)
+    return _stalled(resp) if resp.status == 200 else resp
+
+
+def _stalled(resp: web.Response) -> web.Response:
+    """A writer or tailer retrying a transient refusal (``ingestd.store.stall``): 503 with the reason."""
+    stalls = stall.current()
+    if not stalls:
+        return resp
+    doc = orjson.loads(resp.body) if isinstance(resp.body, bytes) else {}
+    reasons = "; ".join(f"{s['component']}: {s['reason']}" for s in stalls)
+    doc.update(status="stalled", reason=f"stalled, retrying: {reasons}", stalls=stalls)
+    return web.Response(status=503, body=orjson.dumps(doc), content_type="application/json")
 
 
 async def sessions(request: web.Request) -> web.Response:
@@ -140,7 +154,12 @@ async def cost(request: web.Request) -> web.Response:
 async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
-    return await _run(request, lambda c: status_report(c, now=datetime.now(UTC), db_path=db_path))
+
+    def build(c: apsw.Connection) -> dict[str, Any]:
+        # in the daemon's process: its components retrying a transient refusal are listed too
+        return {**status_report(c, now=datetime.now(UTC), db_path=db_path), "stalls": stall.current()}
+
+    return await _run(request, build)
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 from aiohttp import web
 
+from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon import watchdog
@@ -63,6 +64,7 @@ class ServeConfig:
         rescan_interval_s: float, seconds between safety-net rescans of the roots.
         tail: bool, run the tailer (catch-up + follow).
         schedule: bool, run the scheduled prune and backup.
+        max_line_bytes: int, longer transcript lines are logged as oversized markers.
     """
 
     db_path: Path
@@ -76,6 +78,7 @@ class ServeConfig:
     rescan_interval_s: float = 60.0
     tail: bool = True
     schedule: bool = True
+    max_line_bytes: int = MAX_LINE_BYTES
 
 
 CONFIG = web.AppKey("config", ServeConfig)
@@ -196,6 +199,7 @@ def make_app(
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),
+                max_line_bytes=cfg.max_line_bytes,
             )
         else:
             run_ingest = ingest

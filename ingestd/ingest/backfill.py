@@ -21,14 +21,15 @@ import apsw
 import orjson
 
 from ingestd.core.decode import decode_line
-from ingestd.core.framing import Framer
+from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
-from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, path_info
+from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.touch import Ctx
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
-from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache, apply_batch
+from ingestd.store.isolate import Backoff, apply_isolating
+from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache
 
 log = get_logger("ingestd.ingest")
 
@@ -37,6 +38,9 @@ INGEST_REVISION = 1
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 BATCH_ROWS = 20000
+# A one-shot ingest retries a transient refusal briefly (busy past the 5 s busy timeout, a full
+# disk, an I/O error), then stops with the error; the daemon retries until it clears.
+CLI_BACKOFF = Backoff(first_s=0.1, max_s=1.0, max_attempts=4)
 
 Progress = Callable[[int], None]
 
@@ -51,8 +55,11 @@ class Summary:
             skipped this run with their offset kept, so a later run picks them up.
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
         resets: int, rewritten files re-read from 0.
+        oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
         skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
         recovered: int, lines decoded only leniently.
+        isolated: int, rows the database refused, logged without projection (quarantined).
+        quarantined: dict reason -> int, records in quarantine after the run (``ingestd status``).
         sessions / agents / messages: int, totals in the database after the run.
         elapsed_s: float, seconds.
     """
@@ -65,8 +72,11 @@ class Summary:
     bytes: int = 0
     rows_inserted: int = 0
     resets: int = 0
+    oversized: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     recovered: int = 0
+    isolated: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
     sessions: int = 0
     agents: int = 0
     messages: int = 0
@@ -84,8 +94,11 @@ class Summary:
             "bytes": self.bytes,
             "rows_inserted": self.rows_inserted,
             "resets": self.resets,
+            "oversized": self.oversized,
             "skipped": dict(sorted(self.skipped.items())),
             "recovered": self.recovered,
+            "isolated": self.isolated,
+            "quarantined": dict(sorted(self.quarantined.items())),
             "sessions": self.sessions,
             "agents": self.agents,
             "messages": self.messages,
@@ -112,8 +125,12 @@ class _Batcher:
         batch_rows: int,
         cache: FoldCache | None = None,
         watchdog_window_s: int = WATCHDOG_WINDOW_S,
+        backoff: Backoff | None = None,
+        component: str = "ingest",
     ) -> None:
         self.conn = conn
+        self.backoff = backoff
+        self.component = component
         self.ctx = ctx
         self.summary = summary
         self.batch_rows = batch_rows
@@ -122,19 +139,27 @@ class _Batcher:
         self.cps: list[Checkpoint] = []
         self.cache = cache if cache is not None else FoldCache()
         self.skipped: collections.Counter[str] = collections.Counter()
+        self.max_line_bytes = MAX_LINE_BYTES
+        # the tailer's framers of files whose last line is still torn, by (root, origin): the
+        # next read resumes where this one stopped (one pass over a growing or endless line)
+        self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
+        self.should_stop: Callable[[], bool] | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        res = apply_batch(
+        res = apply_isolating(
             self.conn,
             self.rows,
             checkpoints=self.cps,
+            component=self.component,
+            backoff=self.backoff,
             ctx=self.ctx,
             cache=self.cache,
             watchdog_window_s=self.watchdog_window_s,
         )
         self.summary.rows_inserted += res.inserted
+        self.summary.isolated += len(res.isolated)
         for r in self.rows:
             if r.idempotency_key in res.log_ids:
                 if r.reason:
@@ -195,10 +220,12 @@ def _read_file(
             )
         )
         return
-    framer = Framer(offset)
+    framer = _framer(b, root, f, gen, offset)
     with open(f.path, "rb") as fh:
-        fh.seek(offset)
+        fh.seek(framer.read)
         while True:
+            if b.should_stop is not None and b.should_stop():
+                return  # shutting down: what was framed commits, the rest is read next time
             chunk = fh.read(CHUNK_BYTES)
             if not chunk:
                 break
@@ -207,15 +234,43 @@ def _read_file(
                 progress(len(chunk))
             lines = framer.feed(chunk)
             b.summary.lines += len(lines)
-            b.rows.extend(
-                line_row(ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id)
-                for ln in lines
-            )
+            for ln in lines:
+                if isinstance(ln, Line):
+                    b.rows.append(
+                        line_row(
+                            ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id
+                        )
+                    )
+                else:
+                    b.summary.oversized += 1
+                    log.warning("line_oversized", origin=origin, offset=ln.offset, length=ln.length)
+                    b.rows.append(
+                        oversized_row(
+                            ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id
+                        )
+                    )
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now, size=-1))
                 b.flush()
+    if b.framers is not None:
+        if framer.pending:
+            b.framers[(root, origin)] = (gen, framer)
+        else:
+            b.framers.pop((root, origin), None)
     b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now))
+
+
+def _framer(b: _Batcher, root: str, f: Found, gen: int, offset: int) -> Framer:
+    """A framer for ``f`` from its committed ``offset``: the tailer's kept one when it stopped at
+    that same line of the same generation and the file still reaches where it read to."""
+    if b.framers is not None:
+        kept = b.framers.pop((root, f.origin), None)
+        if kept is not None:
+            kgen, fr = kept
+            if kgen == gen and fr.offset == offset and fr.read <= f.size and fr.max_line_bytes == b.max_line_bytes:
+                return fr
+    return Framer(offset, b.max_line_bytes)
 
 
 def _cp(root: str, f: Found, sid: str | None, gen: int, offset: int, now: str, size: int | None = None) -> Checkpoint:
@@ -247,6 +302,11 @@ def ingest_roots(
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     totals: bool = True,
+    backoff: Backoff | None = None,
+    component: str = "ingest",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    framers: dict[tuple[str, str], tuple[int, Framer]] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
@@ -268,6 +328,12 @@ def ingest_roots(
         cache: fold states reused across calls (a fresh one per call when None).
         watchdog_window_s: int, seconds of inactivity before ``unknown``.
         totals: fill ``sessions`` / ``agents`` / ``messages`` (three counts over the projections).
+        backoff: retries of transient refusals (``ingestd.store.isolate``; default a few, then
+            the error is raised; the daemon retries until they clear, reported as a stall).
+        component: str, the name a stall is reported under.
+        max_line_bytes: int, bytes; a longer line is logged as an oversized marker row.
+        framers: the tailer's torn-tail framers, kept across calls (``_framer``); None: none kept.
+        should_stop: polled between chunks; True stops reading (shutdown) after committing.
 
     Returns:
         ``Summary``.
@@ -278,7 +344,10 @@ def ingest_roots(
     """
     t0 = time.perf_counter()
     summary = Summary()
-    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s)
+    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s, backoff or CLI_BACKOFF, component)
+    b.max_line_bytes = max_line_bytes
+    b.framers = framers
+    b.should_stop = should_stop
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     distrusted: list[str] = []
     total = 0
@@ -329,6 +398,9 @@ def ingest_roots(
         summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
         summary.agents = _count(conn, "SELECT count(*) FROM agents")
         summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+        summary.quarantined = {
+            str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
+        }
     summary.elapsed_s = time.perf_counter() - t0
     return summary
 

@@ -7,20 +7,25 @@ order independence makes their projection tables byte-identical.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 
 import apsw
+import orjson
 
-from ingestd.core import derive, project
+from ingestd.core import derive
+from ingestd.core.records import LogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.store.connection import write_txn
 from ingestd.store.writer import (
     LOG_COLUMNS,
+    NOT_ISOLATED,
     WATCHDOG_WINDOW_S,
     FoldCache,
     effective_window,
+    fold_refolding,
     row_from_db,
     watchdog,
     window_of,
@@ -52,6 +57,22 @@ def logged_window(src: apsw.Connection) -> int | None:
         if w is not None:
             return w
     return None
+
+
+def isolated_ids(src: apsw.Connection) -> set[int]:
+    """Log ids of the rows the database refused to project live, from their ``quarantine``
+    marker rows (``ingestd.store.isolate``): a rebuild does not fold them either. Read-only."""
+    out: set[int] = set()
+    for (payload,) in src.execute(
+        "SELECT payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'quarantine'"
+    ):
+        try:
+            rid = orjson.loads(payload).get("raw_event_id")
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(rid, int) and not isinstance(rid, bool):
+            out.add(rid)
+    return out
 
 
 def rebuild_projections(
@@ -90,6 +111,7 @@ def rebuild_projections(
         )
     ]
     total = 0
+    skip = isolated_ids(src)
     pending = derive.Changes()
     pending_n = 0
 
@@ -108,7 +130,20 @@ def rebuild_projections(
         state: SessionState | None = None
         cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
         while batch := [row_from_db(r) for r in itertools.islice(cur, batch_size)]:
-            state, ch = project.fold(state, sid, batch, ctx)
+            if skip:
+                batch = [r for r in batch if r.id not in skip]
+
+            def load_all(sid: str = sid) -> list[LogRow]:
+                return [
+                    r
+                    for r in map(
+                        row_from_db,
+                        src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,)),
+                    )
+                    if r.id not in skip
+                ]
+
+            state, ch = fold_refolding(state, sid, batch, ctx, load_all)
             pending.extend(ch)
             pending_n += len(batch)
             total += len(batch)
@@ -164,13 +199,15 @@ def reproject_sessions(
         for sid in todo:
             rows = [
                 row_from_db(r)
-                for r in c.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,))
+                for r in c.execute(
+                    f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ?{NOT_ISOLATED} ORDER BY id", (sid,)
+                )
             ]
             if cache is not None:
                 cache.take(sid)
             if not rows:
                 continue
-            state, ch = project.fold(None, sid, rows, ctx)
+            state, ch = fold_refolding(None, sid, rows, ctx, functools.partial(list, rows))
             write_changes(c, ch)
             folded += len(rows)
             if cache is not None:

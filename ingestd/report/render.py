@@ -340,11 +340,37 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     p = doc["last_prune"]
     t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}")
     t.add_row("last backup", _ago(doc["backup"]["last_backup_at"], now))
+    for st in doc.get("stalls") or []:
+        t.add_row(
+            "stalled",
+            Text(f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"),
+        )
     console.print(t)
+    render_quarantine(console, doc.get("quarantine"))
     rows = Table("table", "rows", title="rows per table", title_justify="left")
     for name, n in doc["rows"].items():
         rows.add_row(name, f"{n:,}")
     console.print(rows)
+
+
+def render_quarantine(console: Console, q: dict[str, Any] | None) -> None:
+    """The quarantined records of ``status``: counts per reason, then the newest with where they are."""
+    if not q or not q["records"]:
+        console.print("quarantined records: none")
+        return
+    counts = ", ".join(f"{k} {v}" for k, v in q["by_reason"].items())
+    t = Table(
+        "reason",
+        "origin",
+        "offset",
+        "detail",
+        title=f"quarantined records: {q['records']} ({counts}); newest {len(q['listed'])}",
+        title_justify="left",
+    )
+    for r in q["listed"]:
+        off = r["origin_offset"]
+        t.add_row(r["reason"], Text(r["origin"]), "-" if off is None else str(off), Text(r["detail"]))
+    console.print(t)
 
 
 def _from_utc(instant: str) -> str:

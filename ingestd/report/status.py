@@ -81,6 +81,38 @@ def _tail(conn: apsw.Connection, now: datetime, last_ingest: str | None, stat_fi
     }
 
 
+QUARANTINE_LISTED = 20  # the newest records listed; the counts cover all of them
+
+
+def quarantine_section(conn: apsw.Connection, *, limit: int = QUARANTINE_LISTED) -> dict[str, Any]:
+    """The quarantined records (SPEC §12): counted per reason, the newest ``limit`` listed. Read-only.
+
+    Returns:
+        ``{"records": int, "by_reason": {reason: int}, "listed": [{"raw_event_id", "reason",
+        "session_id", "origin", "origin_offset", "detail"}, ...]}`` newest first. A database
+        without the table (before migration 0008) has none.
+    """
+    if not scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'"):
+        return {"records": 0, "by_reason": {}, "listed": []}
+    by_reason = _counts(conn, "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
+    listed = [
+        {
+            "raw_event_id": rid,
+            "reason": reason,
+            "session_id": sid,
+            "origin": origin,
+            "origin_offset": offset,
+            "detail": detail,
+        }
+        for rid, reason, sid, origin, offset, detail in conn.execute(
+            "SELECT raw_event_id, reason, session_id, origin, origin_offset, detail FROM quarantine"
+            " ORDER BY raw_event_id DESC, reason LIMIT ?",
+            (limit,),
+        )
+    ]
+    return {"records": sum(by_reason.values()), "by_reason": by_reason, "listed": listed}
+
+
 def status_report(
     conn: apsw.Connection, *, now: datetime, db_path: Path | None = None, stat_files: bool = False
 ) -> dict[str, Any]:
@@ -94,8 +126,9 @@ def status_report(
 
     Returns:
         ``{"now", "schema", "database", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
-        "tail", "skipped", "counters", "unpriced", "last_prune", "backup"}``; ``skipped`` is
-        ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down).
+        "tail", "skipped", "counters", "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped``
+        is ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down);
+        ``quarantine`` is ``quarantine_section``.
     """
     with storage_errors():
         tables = [
@@ -154,5 +187,6 @@ def status_report(
                 else {"ran_at": prune[0][0], "target": prune[0][1], "cutoff": prune[0][2], "rows": prune[0][3]}
             ),
             "backup": {"last_backup_at": backup_doc.get("last_backup_at"), **backup_doc},
+            "quarantine": quarantine_section(conn),
         }
     return doc

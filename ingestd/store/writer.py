@@ -9,7 +9,7 @@ projection rows, writes the tail checkpoints and runs the watchdog pass.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,6 +22,7 @@ from ingestd.core.records import LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
+from ingestd.core.validate import refold_state
 from ingestd.logs import get_logger
 from ingestd.store.connection import write_txn
 
@@ -83,7 +84,10 @@ UPSERT_TOKENS = (
     " agent_id=excluded.agent_id, model=excluded.model, tokens=excluded.tokens,"
     " is_compaction_baseline=excluded.is_compaction_baseline, occurred_at=excluded.occurred_at,"
     " claim_rank=excluded.claim_rank"
+    # a session's own claim is its fold's current best: it replaces its earlier one (an inferred
+    # occurred_at, ingestd.core.validate, can move either way as the file's timestamps arrive)
     " WHERE (excluded.claim_rank > token_usage.claim_rank"
+    "   OR (excluded.session_id = token_usage.session_id AND excluded.claim_rank = token_usage.claim_rank)"
     "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
     "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
     " AND (excluded.tokens IS NOT token_usage.tokens OR excluded.agent_id IS NOT token_usage.agent_id"
@@ -105,6 +109,10 @@ UPSERT_COMPACTION = (
 INSERT_EVENT = (
     "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at) VALUES (?,?,?,?,?)"
     " ON CONFLICT (raw_event_id) DO NOTHING"
+)
+UPSERT_QUARANTINE = (
+    "INSERT INTO quarantine (raw_event_id, reason, session_id, origin, origin_offset, detail)"
+    " VALUES (?,?,?,?,?,?) ON CONFLICT (raw_event_id, reason) DO UPDATE SET detail=excluded.detail"
 )
 UPSERT_CHECKPOINT = (
     "INSERT INTO ingest_checkpoints (root, origin, session_id, origin_gen, committed_offset, size, mtime_ns,"
@@ -157,11 +165,14 @@ class BatchResult:
         inserted: int, log rows appended (rows whose key already existed are not counted).
         log_ids: dict idempotency_key -> events_raw.id for the inserted rows.
         sessions: set of session ids whose projections were updated.
+        isolated: idempotency keys of rows the database refused, logged without their
+            projection and quarantined (``ingestd.store.isolate``).
     """
 
     inserted: int = 0
     log_ids: dict[str, int] = field(default_factory=dict)
     sessions: set[str] = field(default_factory=set)
+    isolated: list[str] = field(default_factory=list)
 
 
 class FoldCache:
@@ -242,6 +253,8 @@ def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
         conn.executemany(UPSERT_COMPACTION, ch.compactions)
     if ch.events:
         conn.executemany(INSERT_EVENT, ch.events)
+    if ch.quarantine:
+        conn.executemany(UPSERT_QUARANTINE, ch.quarantine)
 
 
 def window_of(payload: bytes | str) -> int | None:
@@ -348,14 +361,59 @@ def watchdog_cutoff(as_of: str, window_s: int) -> str | None:
     return None if t is None else format_utc(t - timedelta(seconds=window_s))
 
 
+# Rows the database refused to project (isolated by ``ingestd.store.isolate``) are never folded.
+NOT_ISOLATED = " AND id NOT IN (SELECT raw_event_id FROM quarantine WHERE reason = 'storage')"
+
+
 def _load(conn: apsw.Connection, sid: str, after_id: int, before_id: int) -> list[LogRow]:
     return [
         row_from_db(r)
         for r in conn.execute(
-            f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ? AND id < ? ORDER BY id",
+            f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ? AND id < ?{NOT_ISOLATED}"
+            " ORDER BY id",
             (sid, after_id, before_id),
         )
     ]
+
+
+def fold_refolding(
+    state: SessionState | None,
+    sid: str,
+    rows: Sequence[LogRow],
+    ctx: Ctx,
+    load_all: Callable[[], Sequence[LogRow]],
+) -> tuple[SessionState, derive.Changes]:
+    """``project.fold``, then, while the state asks for it (``SessionState.needs_refold``: a
+    refused timestamp in a file folded before it was indexed), the session folded again from
+    every one of its log rows (``load_all``); the changes of every pass, in order."""
+    state, ch = project.fold(state, sid, rows, ctx)
+    while state.needs_refold:
+        state, more = project.fold(refold_state(state), sid, load_all(), ctx)
+        ch.extend(more)
+    return state, ch
+
+
+def quarantine_marker(row: NewLogRow, raw_event_id: int | None, detail: str) -> NewLogRow:
+    """The ``quarantine`` log row (source ``ingestd``) recording that ``row`` was isolated.
+
+    Its payload names the isolated row (``raw_event_id``; None when even the row could not be
+    logged) and the database's refusal; the projector turns it into a ``storage`` quarantine row
+    and the shell never folds the isolated row (``NOT_ISOLATED``), so a replay agrees.
+    """
+    payload = orjson.dumps(
+        {"raw_event_id": raw_event_id, "key": row.idempotency_key, "reason": "storage", "detail": detail[:400]}
+    )
+    return NewLogRow(
+        f"q:{row.idempotency_key}",
+        "ingestd",
+        "quarantine",
+        payload,
+        row.received_at,
+        row.session_id,
+        row.origin,
+        row.origin_gen,
+        row.origin_offset,
+    )
 
 
 def _max_log_id(conn: apsw.Connection) -> int:
@@ -390,6 +448,7 @@ def apply_batch(
     ctx: Ctx | None = None,
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
+    isolated: Mapping[str, str] | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -400,6 +459,9 @@ def apply_batch(
         ctx: instance / host ids for edges.
         cache: fold states to reuse across calls (a fresh one per call when None).
         watchdog_window_s: int, seconds of inactivity before ``unknown``.
+        isolated: idempotency key -> the database's refusal, for rows to append without
+            projecting them (``ingestd.store.isolate``): each inserted one gets its
+            ``quarantine_marker`` row, appended and folded in the same transaction.
 
     Returns:
         ``BatchResult``.
@@ -416,15 +478,29 @@ def apply_batch(
 
     def run(c: apsw.Connection) -> BatchResult:
         first_id = 0
+        rows_in: Sequence[NewLogRow] = new_rows
         if new_rows:
             result.log_ids, result.inserted = _append(c, new_rows)
             first_id = min(result.log_ids.values()) if result.inserted else 0
+            if isolated:
+                markers = [
+                    quarantine_marker(r, result.log_ids[r.idempotency_key], isolated[r.idempotency_key])
+                    for r in new_rows
+                    if r.idempotency_key in isolated and r.idempotency_key in result.log_ids
+                ]
+                if markers:
+                    ids, n = _append(c, markers)
+                    result.log_ids.update(ids)
+                    result.inserted += n
+                    if not first_id:
+                        first_id = min(ids.values())
+                rows_in = [*(r for r in new_rows if r.idempotency_key not in isolated), *markers]
         by_session: dict[str, list[LogRow]] = {}
         stats: collections.Counter[str] = collections.Counter()
         as_of = ""
         window: tuple[int, int] | None = None  # (log id, window_s) of the newest watchdog row
         ids = result.log_ids
-        for r in new_rows:
+        for r in rows_in:
             rid = ids.get(r.idempotency_key)
             if rid is None:
                 continue
@@ -460,7 +536,12 @@ def apply_batch(
                 gap = _load(c, sid, last_id, first_id)
             if gap:
                 state, _ = project.fold(state, sid, gap, ctx)
-            state, ch = project.fold(state, sid, rows, ctx)
+            last = rows[-1].id
+
+            def load_all(sid: str = sid, last: int = last) -> list[LogRow]:
+                return _load(c, sid, 0, last + 1)
+
+            state, ch = fold_refolding(state, sid, rows, ctx, load_all)
             changes.extend(ch)
             cache.put(sid, state, rows[-1].id)
         write_changes(c, changes)

@@ -36,7 +36,7 @@ def _nested_with_surrogate(depth: int) -> bytes:
 def test_lenient_depth_is_bounded_explicitly_not_by_the_callers_stack() -> None:
     # regression: a recursive repair pass raised RecursionError (a 500 on POST /hooks)
     shallow = decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH))
-    assert shallow.recovered and shallow.obj is not None and shallow.obj["x"] == "?"
+    assert shallow.recovered and shallow.obj is not None and shallow.obj["x"] == "\U000f0000"
 
     def at_depth(n: int) -> object:
         return decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)) if n == 0 else at_depth(n - 1)
@@ -45,9 +45,19 @@ def test_lenient_depth_is_bounded_explicitly_not_by_the_callers_stack() -> None:
     assert at_depth(300) == decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1))
 
 
-def test_repaired_keys_that_collide_keep_the_last_value() -> None:
+def test_repaired_keys_stay_distinct() -> None:
+    # a lone surrogate U+D800+n becomes U+F0000+n: two damaged keys (or ids) never become one
     d = decode_line(b'{"k\\ud800":1,"k\\ud801":[2,"\\udc00"],"z":{"a":"\\ud83d"}}')
-    assert d.recovered and d.obj == {"k?": [2, "?"], "z": {"a": "?"}}
+    assert d.recovered and d.obj == {
+        "k\U000f0000": 1,
+        "k\U000f0001": [2, "\U000f0400"],
+        "z": {"a": "\U000f003d"},
+    }
+
+
+def test_a_bom_before_the_object_is_skipped() -> None:
+    d = decode_line(b"\xef\xbb\xbf" + b'{"type":"user"}')
+    assert d.obj == {"type": "user"} and not d.recovered
 
 
 @given(st.binary(max_size=200))

@@ -82,8 +82,9 @@ def test_first_session_keeps_the_agent_in_every_ingest_order(tmp_path: Path, cap
             for r in ROWS[sid]:
                 apply_batch(conn, [r])
         assert conn.execute("SELECT session_id FROM agents WHERE id = ?", (AGENT,)).fetchall() == [(EARLY,)]
-        out = capfd.readouterr().out
-        assert "agent_id_collision" in out and f"kept_session={EARLY}" in out.replace('"', "")
+        out = capfd.readouterr().err  # logs go to stderr, never stdout
+        events = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+        assert any(e["event"] == "agent_id_collision" and e["kept_session"] == EARLY for e in events), out
         dumps.append(dump(conn))
         # replay from the log alone agrees, in both file orders
         for origin_order in ("origin", "reverse"):

@@ -130,9 +130,13 @@ def test_ingest_fault_is_a_clean_error_and_a_rerun_completes_exactly(
         monkeypatch.setattr(ingest_cmd, "open_db", faulty_open(lambda c: c.execute("PRAGMA query_only = 1")))
     failed = run_ingest(db, root)
     assert failed.exit_code != 0
-    err = failed.stderr.strip()
-    print(err)
-    assert err.startswith("ingestd: ") and "\n" not in err, err
+    lines = failed.stderr.strip().splitlines()
+    print(lines)
+    # the one-line error comes last; before it only log lines (JSON), e.g. the stall's retries
+    err = lines[-1]
+    assert err.startswith("ingestd: "), lines
+    assert all(orjson.loads(line)["event"] == "write_stalled" for line in lines[:-1]), lines
+    assert len(lines) == (4 if fault == "disk-full" else 1), lines  # a full disk is retried (transient)
     assert ("full" if fault == "disk-full" else "read") in err.lower()
     # whole batches only: with disk full the first batch (two files) is in, the second is not
     stored = q(db, "SELECT count(DISTINCT origin) FROM events_raw WHERE source = 'jsonl'")[0][0]

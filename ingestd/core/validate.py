@@ -1,0 +1,231 @@
+"""Validation before SQL: what the guards and constraints would refuse is caught here (SPEC §12). Pure.
+
+"No input stops the pipeline": a record whose projection the database would refuse (a
+timestamp that is not an instant, a token count that is not a count) must never abort its
+batch. The projector checks every such value with the functions below and, instead of
+letting a guard trigger fire, *quarantines* the record: its log row stays, a ``quarantine``
+projection row names the reason, origin and byte offset (``ingestd status`` lists them),
+and whatever of the record is sound is still projected:
+
+- ``timestamp``: the record's ``timestamp`` is present but not an admitted instant (e.g.
+  ``2026-13-45T25:61:61.999Z``). Its usage still counts; the message's ``occurred_at`` is
+  *inferred* (``infer_time``): the nearest valid timestamp before it in the same file (origin
+  and generation) by byte offset, else the nearest after it, else the row's ``received_at``.
+  Every other use of the record's time (activity, tool start) takes ``received_at``, as a
+  record with no timestamp always did. Both are functions of the log alone.
+- ``tokens``: a usage counter present with a value that is not a count (negative,
+  fractional, a string, ``1e400``, beyond ``MAX_TOKENS``): that bucket counts 0, the
+  message's other buckets count.
+- ``storage``: the database refused the row although it passed these checks (the shell
+  isolates it by splitting the batch, ``ingestd.store.isolate``); recorded by the shell.
+
+The guard triggers stay as the last line of defence; in normal operation they never fire.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ingestd.core.records import LogRow
+from ingestd.core.state import SessionState
+from ingestd.core.timefmt import canonical
+from ingestd.core.touch import Touched
+
+# The largest token count believed: no real message comes near it (contexts are ~1e6), and
+# millions of them still sum inside SQLite's 64-bit INTEGER (rollup, cost).
+MAX_TOKENS = 1 << 40
+
+TIMESTAMP = "timestamp"
+TOKENS = "tokens"
+STORAGE = "storage"
+REASONS = (TIMESTAMP, TOKENS, STORAGE)
+
+# The event_type of the log row (source ``ingestd``) the shell writes when it isolates a row.
+STORAGE_MARKER = "quarantine"
+
+# What a detail may quote of a bad value (the value itself can be megabytes).
+DETAIL_CHARS = 80
+
+_CANON = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+
+# The usage counters read into buckets (``project.usage_buckets``), by path.
+USAGE_FIELDS = (
+    ("input_tokens",),
+    ("output_tokens",),
+    ("cache_read_input_tokens",),
+    ("cache_creation_input_tokens",),
+    ("cache_creation", "ephemeral_5m_input_tokens"),
+    ("cache_creation", "ephemeral_1h_input_tokens"),
+)
+
+OriginGen = tuple[str, int]
+
+# The time a part of a message whose timestamp is refused folds with: above every canonical
+# instant, so the earliest valid part still wins the minimum; replaced at derive time.
+INFER = "~inferred"
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A record the projector did not project whole (one ``quarantine`` row).
+
+    Attributes:
+        raw_event_id: int, ``events_raw.id`` of the record's log row.
+        reason: str, one of ``REASONS``.
+        session_id: str, the session the row belongs to.
+        origin: str, transcript path relative to its root (``hook`` for hooks).
+        origin_offset: int | None, byte offset of the line.
+        detail: str, one sentence: the field, the refused value (shortened) and what was done.
+    """
+
+    raw_event_id: int
+    reason: str
+    session_id: str
+    origin: str
+    origin_offset: int | None
+    detail: str
+
+    def db_tuple(self) -> tuple[Any, ...]:
+        """Values in ``writer.UPSERT_QUARANTINE`` column order."""
+        return (self.raw_event_id, self.reason, self.session_id, self.origin, self.origin_offset, self.detail)
+
+
+def storage_quarantine(
+    marker_id: int, session_id: str, origin: str, offset: int | None, payload: bytes
+) -> Quarantined | None:
+    """The ``storage`` quarantine row a ``quarantine`` marker log row stands for, None if unreadable.
+
+    The marker's payload is ``{"raw_event_id": int | null, "key", "reason", "detail"}``
+    (``ingestd.store.writer.quarantine_marker``); a null id (the row itself could not be logged)
+    files the quarantine under the marker's own id.
+    """
+    try:
+        doc = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    rid = doc.get("raw_event_id")
+    rid = rid if isinstance(rid, int) and not isinstance(rid, bool) else marker_id
+    detail = doc.get("detail")
+    return Quarantined(rid, STORAGE, session_id, origin, offset, detail if isinstance(detail, str) else "")
+
+
+def shorten(value: Any) -> str:
+    """``repr`` of a refused value, cut to ``DETAIL_CHARS`` characters (bindable text)."""
+    text = repr(value)
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def valid_time(value: Any) -> str | None:
+    """The canonical spelling of ``value`` when it is an instant the guards admit, else None.
+
+    The spelling Claude Code writes (``YYYY-MM-DDTHH:MM:SS.sssZ``) is checked field by field
+    (a month 13 or hour 25 in that shape once reached the guard trigger and aborted the batch);
+    anything else goes through ``timefmt.canonical``.
+    """
+    if isinstance(value, str) and len(value) == 24 and _CANON.fullmatch(value):
+        try:
+            datetime.fromisoformat(value[:23])
+        except ValueError:
+            return None
+        return value
+    return canonical(value)
+
+
+def is_count(value: Any) -> bool:
+    """A token count: an int (not bool) in ``0..MAX_TOKENS``."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+
+
+def usage_problems(usage: dict[str, Any]) -> list[str]:
+    """The usage counters present with a value that is not a count (``null`` is absent), as
+    ``field = value`` texts; empty when the usage is sound."""
+    out: list[str] = []
+    for path in USAGE_FIELDS:
+        v: Any = usage
+        for k in path:
+            v = v.get(k) if isinstance(v, dict) else None
+        if v is not None and not is_count(v):
+            out.append(f"usage.{'.'.join(path)} = {shorten(v)}")
+    return out
+
+
+def record_ts(offsets: list[int], times: list[str], offset: int, ts: str) -> bool:
+    """Insert ``(offset, ts)`` into one file's sorted timestamp index; False when already there."""
+    i = bisect.bisect_left(offsets, offset)
+    if i < len(offsets) and offsets[i] == offset:
+        return False
+    offsets.insert(i, offset)
+    times.insert(i, ts)
+    return True
+
+
+def occurred_of(locs: dict[tuple[OriginGen, int], str], index: dict[OriginGen, tuple[list[int], list[str]]]) -> str:
+    """A message's inferred ``occurred_at``: the earliest ``infer_time`` over its refused parts.
+
+    Args:
+        locs: {((origin, gen), offset): received_at} of the parts (``SessionState.inferred``).
+        index: the per-file timestamp indexes (``SessionState.ts_index``).
+    """
+    empty: tuple[list[int], list[str]] = ([], [])
+    return min(infer_time(*index.get(og, empty), off, rec) for (og, off), rec in locs.items())
+
+
+def infer_time(offsets: list[int], times: list[str], offset: int, received_at: str) -> str:
+    """The inferred ``occurred_at`` of a record at ``offset`` whose timestamp is refused.
+
+    Rule (module docstring): the nearest valid timestamp before it in the same file by byte
+    offset, else the nearest after it, else its own ``received_at``. ``offsets`` / ``times``
+    is the file's sorted index of valid timestamps (every record of that file and generation).
+    """
+    i = bisect.bisect_left(offsets, offset)
+    if i > 0:
+        return times[i - 1]
+    if i < len(offsets):
+        return times[i]
+    return received_at
+
+
+def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> str:
+    """The record's time, with the bookkeeping of refused timestamps (``ingestd.core.validate``).
+
+    Returns the canonical timestamp, else the read time. A timestamp that is present but not an
+    instant quarantines the record (``t.bad_at`` is set for its usage). The valid timestamps of
+    a file holding such a record are indexed (offset order) so its inferred time is the nearest
+    one; a file folded before it was known to need the index asks for a refold.
+    """
+    t.bad_at = None
+    raw = obj.get("timestamp")
+    vt = valid_time(raw) if raw is not None else None
+    off = row.origin_offset
+    if row.source != "jsonl" or off is None:
+        return vt if vt is not None else row.received_at
+    og = (row.origin, row.origin_gen)
+    if raw is not None and vt is None:
+        if og not in state.ts_origins:
+            state.ts_origins.add(og)
+            state.ts_index[og] = ([], [])
+            if og in state.seen_origins:
+                state.needs_refold = True
+        t.bad_at = (og, off, row.received_at)
+        state.bad_ts.setdefault(og, {}).setdefault(off, "")
+        detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
+        t.quarantined.append(Quarantined(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
+    elif vt is not None and og in state.ts_origins:
+        offsets, times = state.ts_index[og]
+        if record_ts(offsets, times, off, vt):
+            t.msgs.update(m for m in state.bad_ts.get(og, {}).values() if m)
+    state.seen_origins.add(og)
+    return vt if vt is not None else row.received_at
+
+
+def refold_state(state: SessionState) -> SessionState:
+    """The empty state to refold a session into when ``state.needs_refold`` (its files to index kept)."""
+    return SessionState(state.session_id, ts_origins=set(state.ts_origins))

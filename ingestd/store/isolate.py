@@ -1,0 +1,190 @@
+"""A batch the database refuses never takes its neighbours down (SPEC §12 "No input stops the pipeline").
+
+``apply_isolating`` wraps ``ingestd.store.writer.apply_batch``:
+
+- a **transient** refusal (the database is busy or locked past the busy timeout, the disk is
+  full, an I/O error) is retried with exponential backoff; while it lasts the component is
+  *stalled* (``ingestd.store.stall``: ``ingestd status`` / ``/api/health`` show it);
+- any other refusal (a constraint or guard trigger, something the core's validation did not
+  foresee) splits the batch in halves until the failing row is alone; that row is then
+  appended *without its projection* and quarantined with the database's message
+  (``writer.quarantine_marker``), so every other row of the batch, file and root commits.
+  The checkpoints travel with the last part, so a crash in between re-reads (keys make it
+  harmless) instead of skipping lines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from ingestd.core.records import NewLogRow
+from ingestd.core.touch import Ctx
+from ingestd.errors import BusyError, StorageError
+from ingestd.logs import get_logger
+from ingestd.store import stall
+from ingestd.store.writer import (
+    WATCHDOG_WINDOW_S,
+    BatchResult,
+    Checkpoint,
+    FoldCache,
+    apply_batch,
+    quarantine_marker,
+)
+
+log = get_logger("ingestd.store.isolate")
+
+# apsw exception names (``StorageError.context["cause"]``) that say "try again later".
+TRANSIENT_CAUSES = frozenset({"BusyError", "LockedError", "FullError", "IOError"})
+# ... and those that are about the database, not about any row (read-only, corrupt, not a
+# database, no permission): splitting the batch cannot help, the error is raised as it is.
+DATABASE_CAUSES = frozenset(
+    {"ReadOnlyError", "CorruptError", "NotADBError", "PermissionsError", "CantOpenError", "AuthError", "NoLFSError"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Retry policy for transient refusals.
+
+    Attributes:
+        first_s: float, seconds before the first retry; doubled per retry.
+        max_s: float, the longest wait between two retries.
+        max_attempts: int | None, attempts before the error is raised (None: retry until it
+            clears, the daemon's policy; the CLI gives up and says why).
+        wait: waits the given seconds between retries (the daemon passes an event's ``wait``
+            so a shutdown cuts it short; tests pass a fake).
+        stop: when it returns True, the next retry is not made (shutdown): the error is raised.
+    """
+
+    first_s: float = 0.1
+    max_s: float = 30.0
+    max_attempts: int | None = 8
+    wait: Callable[[float], object] = time.sleep
+    stop: Callable[[], bool] | None = None
+
+
+def is_transient(e: StorageError) -> bool:
+    """Whether a refusal may clear by itself (busy, locked, full, I/O)."""
+    return isinstance(e, BusyError) or e.context.get("cause") in TRANSIENT_CAUSES
+
+
+def about_rows(e: BaseException) -> bool:
+    """Whether a failure may be one row's fault (a constraint, a guard, a value too big, a
+    projector bug), so isolating that row lets the rest commit."""
+    if not isinstance(e, StorageError):
+        return True
+    return not is_transient(e) and e.context.get("cause") not in DATABASE_CAUSES
+
+
+def retrying(component: str, fn: Callable[[], BatchResult], backoff: Backoff) -> BatchResult:
+    """``fn()``, retried on transient refusals with backoff; the component is stalled meanwhile.
+
+    Raises:
+        StorageError: a non-transient refusal at once, a transient one after ``max_attempts``.
+    """
+    attempt = 0
+    try:
+        while True:
+            try:
+                return fn()
+            except StorageError as e:
+                if not is_transient(e):
+                    raise
+                attempt += 1
+                if backoff.max_attempts is not None and attempt >= backoff.max_attempts:
+                    raise
+                if backoff.stop is not None and backoff.stop():
+                    raise
+                delay = min(backoff.max_s, backoff.first_s * 2 ** min(attempt - 1, 16))
+                stall.begin(component, str(e))
+                log.warning("write_stalled", component=component, error=str(e), attempt=attempt, retry_in_s=delay)
+                backoff.wait(delay)
+    finally:
+        if attempt:
+            stall.end(component)
+
+
+def apply_isolating(
+    conn: apsw.Connection,
+    rows: Sequence[NewLogRow],
+    *,
+    checkpoints: Iterable[Checkpoint] = (),
+    component: str = "ingest",
+    backoff: Backoff | None = None,
+    ctx: Ctx | None = None,
+    cache: FoldCache | None = None,
+    watchdog_window_s: int = WATCHDOG_WINDOW_S,
+) -> BatchResult:
+    """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
+
+    Args:
+        conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
+        component: str, the name a stall is reported under (``ingest``, ``tailer``, ``hooks``).
+        backoff: retry policy (default ``Backoff()``).
+
+    Returns:
+        ``BatchResult`` summed over the parts (``isolated`` lists the quarantined keys).
+
+    Raises:
+        StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
+            any row (the checkpoints or the transaction itself).
+    """
+    policy = backoff or Backoff()
+    cps = list(checkpoints)
+    total = BatchResult()
+
+    def one(part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> BatchResult:
+        return retrying(
+            component,
+            lambda: apply_batch(
+                conn,
+                part,
+                checkpoints=part_cps,
+                ctx=ctx,
+                cache=cache,
+                watchdog_window_s=watchdog_window_s,
+                isolated=isolated,
+            ),
+            policy,
+        )
+
+    def go(part: Sequence[NewLogRow], part_cps: list[Checkpoint]) -> None:
+        try:
+            _add(total, one(part, part_cps, None))
+            return
+        except Exception as e:
+            # a projector bug (any exception) is isolated like a refusal: one record, not the batch
+            if not about_rows(e) or not part:
+                raise
+            err = e
+        if len(part) > 1:
+            mid = len(part) // 2
+            go(part[:mid], [])
+            go(part[mid:], part_cps)
+            return
+        row = part[0]
+        log.warning("row_quarantined", reason="storage", origin=row.origin, offset=row.origin_offset, error=repr(err))
+        why = str(err) if isinstance(err, StorageError) else f"projection failed: {err!r}"
+        try:
+            _add(total, one(part, part_cps, {row.idempotency_key: why}))
+        except StorageError as e2:
+            if not about_rows(e2):
+                raise
+            # not even the bare row can be stored: its marker alone records what was lost, and where
+            log.error("row_unstorable", origin=row.origin, offset=row.origin_offset, error=str(e2))
+            marker = quarantine_marker(row, None, f"{why}; the row itself could not be logged: {e2}")
+            _add(total, one([marker], part_cps, None))
+        total.isolated.append(row.idempotency_key)
+
+    go(list(rows), cps)
+    return total
+
+
+def _add(total: BatchResult, part: BatchResult) -> None:
+    total.inserted += part.inserted
+    total.log_ids.update(part.log_ids)
+    total.sessions |= part.sessions

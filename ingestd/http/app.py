@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -23,16 +24,20 @@ from typing import Any
 import apsw
 from aiohttp import web
 
+from ingestd import filecheck
 from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import health as health_mod
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon import watchdog
 from ingestd.daemon.checkpointer import Checkpointer
+from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
-from ingestd.errors import DaemonError, IngestdError
-from ingestd.http import auth
-from ingestd.http.api import add_api_routes
+from ingestd.errors import DaemonError, IngestdError, StorageError
+from ingestd.http import auth, guard
+from ingestd.http.api import HEALTH, add_api_routes
+from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
 from ingestd.ingest.revision import ensure_current
 from ingestd.logs import get_logger
@@ -63,6 +68,11 @@ class ServeConfig:
         rescan_interval_s: float, seconds between safety-net rescans of the roots.
         tail: bool, run the tailer (catch-up + follow).
         schedule: bool, run the scheduled prune and backup.
+        allowed_hosts: tuple of str, extra names accepted in ``Host`` (setting ``allowed_hosts``).
+        allowed_origins: tuple of str, extra origins accepted in ``Origin`` (setting ``allowed_origins``).
+        conns: ConnLimits, header / keep-alive timeouts and the connection cap.
+        stall_after_s: float, a writer or tailer stuck this long makes ``/api/health`` 503.
+        backup_dir: Path | None, where backups go (checked with the database's files; None: the default).
     """
 
     db_path: Path
@@ -76,6 +86,11 @@ class ServeConfig:
     rescan_interval_s: float = 60.0
     tail: bool = True
     schedule: bool = True
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    conns: ConnLimits = field(default_factory=ConnLimits)
+    stall_after_s: float = 5.0
+    backup_dir: Path | None = None
 
 
 CONFIG = web.AppKey("config", ServeConfig)
@@ -104,6 +119,44 @@ def _open_write_conn(db_path: Path) -> apsw.Connection:
     conn = connect(db_path)
     migrate(conn)
     return conn
+
+
+def quick_check(conn: apsw.Connection) -> str | None:
+    """``PRAGMA quick_check`` on ``conn``: None when it says ok, else its first findings (one line).
+
+    Raises:
+        apsw.Error: the check could not run (interrupted at shutdown, unreadable file).
+    """
+    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(10)")]
+    return None if found == ["ok"] else "; ".join(found)
+
+
+async def _check_at_start(db_path: Path, health: Health, stop: asyncio.Event) -> None:
+    """Run ``quick_check`` once, off the loop, reporting to ``health``; interrupted at shutdown."""
+    try:
+        conn = connect(db_path, readonly=True)
+    except StorageError as e:
+        health.set_problem("quick_check", f"could not open the database to check it: {e}")
+        return
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.run_in_executor(None, quick_check, conn)
+    waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([fut, waiter], return_when=asyncio.FIRST_COMPLETED)
+        if not fut.done():
+            conn.interrupt()
+        try:
+            found = await fut
+        except apsw.Error as e:
+            if stop.is_set():
+                return
+            found = f"could not run: {e}"
+        if found is not None:
+            log.error("quick_check_failed", db=str(db_path), found=found)
+            health.set_problem("quick_check", f"PRAGMA quick_check failed at start: {found}")
+    finally:
+        waiter.cancel()
+        conn.close()
 
 
 def _auth_middleware(token: str) -> Any:
@@ -141,8 +194,13 @@ def make_app(
     clock: Callable[[], int] = time.time_ns,
     changes: ChangeSource = watch_changes,
     ingest: IngestFn | None = None,
+    conns: ConnectionGuard | None = None,
 ) -> web.Application:
     """The application; background work starts when it starts (``cleanup_ctx``).
+
+    Middlewares, outermost first: the one error shape; the connection guard's request tracking
+    (when ``conns`` is given: ``serve``); the Host and Origin rules (``ingestd.http.guard``, every
+    route); the token (when one is configured).
 
     Args:
         cfg: the configuration.
@@ -150,19 +208,28 @@ def make_app(
         clock: ns since the epoch, for the watchdog.
         changes: the tailer's change source.
         ingest: override the tailer's ingest function (tests); default the ingest code.
+        conns: the connection guard ``serve`` wraps the listening socket's connections in.
+
+    Raises:
+        ConfigError: an ``allowed_origins`` item is not an origin.
     """
+    policy = guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins)
     middlewares: list[Any] = [_error_shape]
+    if conns is not None:
+        middlewares.append(conns.middleware())
+    middlewares.append(guard.middleware(policy))
     if cfg.token is not None:
         middlewares.append(_auth_middleware(cfg.token))
     # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
     app = web.Application(middlewares=middlewares, client_max_size=cfg.hooks.max_body_bytes + 1)
     app[CONFIG] = cfg
     app[STOP] = asyncio.Event()
+    health = app[HEALTH] = Health(cfg.stall_after_s)
     if apply is None:
         apply = apply_mod.make_store(watchdog_window_s=int(cfg.watchdog_window_s))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = Checkpointer(lambda: connect(cfg.db_path))
-    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply)
+    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply, health=health)
     app[WRITER] = writer
     handler = make_handler(writer, cfg.hooks, Receipts())
     for path in HOOK_PATHS:
@@ -176,8 +243,10 @@ def make_app(
             checkpointer.stop()
             raise
         log.info("writer_started", db=str(cfg.db_path))
+        check = asyncio.create_task(_check_at_start(cfg.db_path, health, app[STOP]))
         yield
         app[STOP].set()
+        await check
         await asyncio.get_running_loop().run_in_executor(None, writer.stop)
         await asyncio.get_running_loop().run_in_executor(None, checkpointer.stop)
         log.info(
@@ -192,14 +261,16 @@ def make_app(
         run_ingest: IngestFn
         if ingest is None:
             run_ingest = runner = IngestRunner(
-                lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
+                lambda: _reporting(checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER),
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),
             )
         else:
             run_ingest = ingest
-        tailer = Tailer(cfg.projects, run_ingest, changes=changes, rescan_interval_s=cfg.rescan_interval_s)
+        tailer = Tailer(
+            cfg.projects, run_ingest, changes=changes, rescan_interval_s=cfg.rescan_interval_s, health=health
+        )
         app[TAILER] = tailer
         task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
         yield
@@ -233,6 +304,17 @@ def make_app(
     return app
 
 
+def _reporting(conn: apsw.Connection, health: Health, part: str) -> apsw.Connection:
+    """``conn`` with a commit hook telling ``health`` that ``part`` made progress (a long pass is not a stall)."""
+
+    def committed() -> bool:
+        health.progress(part)
+        return False  # False: let the commit go ahead
+
+    conn.set_commit_hook(committed)
+    return conn
+
+
 async def _cancel(task: asyncio.Task[None] | None) -> None:
     """Cancel a background task (None: it was never started) and wait until it has ended."""
     if task is None:
@@ -258,42 +340,87 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
+def check_files(cfg: ServeConfig) -> None:
+    """The ssh-like file checks (``ingestd.filecheck``) on the files the daemon will write.
+
+    The database, its ``-wal``, ``-shm`` and ``.lock``, the backups directory and its backups (the
+    token file is checked where it is read, ``auth.load_token``). Reads only.
+
+    Raises:
+        ConfigError: naming each unsafe file and the command that fixes it.
+    """
+    from ingestd.retention.backup import default_backup_dir
+
+    found = filecheck.problems(filecheck.database_files(cfg.db_path))
+    backups = cfg.backup_dir or default_backup_dir(Path(os.path.realpath(cfg.db_path)))
+    if backups.is_dir():
+        found += filecheck.problems([backups / n for n in sorted(os.listdir(backups)) if n.endswith(".db")])
+        found += filecheck.file_problems(backups)
+    filecheck.require_safe(found)
+
+
+def connection_cap(wanted: int, nofile_soft: int) -> int:
+    """The connection cap: ``wanted``, kept 64 descriptors below the open-file limit (database, WAL, logs)."""
+    return max(8, min(wanted, nofile_soft - 64))
+
+
 async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
     """Run the daemon until SIGINT/SIGTERM.
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
-        ConfigError: a non-loopback bind without a token.
+        ConfigError: a non-loopback bind without a token; an unsafe file (``check_files``).
     """
+    import resource
+
     auth.check_bind(cfg.host, cfg.token)
+    check_files(cfg)
     held = lock_mod.acquire(cfg.db_path)
     try:
         await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
-        app = make_app(cfg)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        limits = cfg.conns
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        cap = connection_cap(limits.max_connections, soft if soft != resource.RLIM_INFINITY else 1 << 20)
+        if cap != limits.max_connections:
+            log.warning("max_connections_lowered", wanted=limits.max_connections, used=cap, open_files_limit=soft)
+            limits = dataclasses.replace(limits, max_connections=cap)
+        conns = ConnectionGuard(limits)
+        app = make_app(cfg, conns=conns)
+        # aiohttp's own keep-alive timer is a backstop behind the guard's.
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1
+        )
         await runner.setup()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(conns.exception_handler)
+        server: asyncio.Server | None = None
+        stop = asyncio.Event()
+        sweeper = asyncio.create_task(conns.run(stop))
         try:
-            site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True)
+            assert runner.server is not None
             try:
-                await site.start()
+                server = await loop.create_server(
+                    conns.protocol_factory(runner.server), cfg.host, cfg.port, reuse_address=True
+                )
             except OSError as e:
                 raise DaemonError(
                     f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}; "
                     "is another program using that port? pass --port",
                     port=cfg.port,
                 ) from None
-            server = getattr(site, "_server", None)
-            port = server.sockets[0].getsockname()[1] if server and server.sockets else cfg.port
+            port = server.sockets[0].getsockname()[1] if server.sockets else cfg.port
             log.info("serving", host=cfg.host, port=port, db=str(cfg.db_path), projects=[str(p) for p in cfg.projects])
             if ready is not None:
                 ready(port)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
             log.info("shutting_down")
         finally:
+            stop.set()
+            await _cancel(sweeper)
+            if server is not None:
+                server.close()
             await runner.cleanup()
     finally:
         held.release()

@@ -360,8 +360,10 @@ def check_files(cfg: ServeConfig) -> None:
 
 
 def connection_cap(wanted: int, nofile_soft: int) -> int:
-    """The connection cap: ``wanted``, kept 64 descriptors below the open-file limit (database, WAL, logs)."""
-    return max(8, min(wanted, nofile_soft - 64))
+    """The connection cap: ``wanted``, kept below the open-file limit with room for the database, its
+    WAL, the logs (64) and the connections one turn of accepts can take past the cap (the listen
+    backlog, ``ConnLimits.backlog``)."""
+    return max(8, min(wanted, nofile_soft - 64 - min(128, wanted)))
 
 
 async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
@@ -400,7 +402,11 @@ async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None)
             assert runner.server is not None
             try:
                 server = await loop.create_server(
-                    conns.protocol_factory(runner.server), cfg.host, cfg.port, reuse_address=True
+                    conns.protocol_factory(runner.server),
+                    cfg.host,
+                    cfg.port,
+                    reuse_address=True,
+                    backlog=limits.backlog,
                 )
             except OSError as e:
                 raise DaemonError(

@@ -13,8 +13,9 @@ each one is doing:
   the body has its own timeout in the receiver (408).
 
 Past ``max_connections`` open connections, the ones that made progress (a finished request, or
-the connection itself) least recently and are not ``busy`` are closed, so a new, well-behaved
-client always gets in. Every closing is counted and reported in one rate-limited
+the connection itself) least recently and are not ``busy`` are closed; connections younger than
+``young_s`` that have sent nothing yet go last (newest first), so a new, well-behaved client gets
+in and is served. Every closing is counted and reported in one rate-limited
 ``connections_closed`` warning (at most one per ``warn_interval_s``, with counts by reason); a
 failed ``accept`` for lack of descriptors becomes part of that warning too, instead of a
 traceback each.
@@ -49,12 +50,21 @@ class ConnLimits:
         keepalive_timeout_s: float, a connection with no request in progress is closed after this.
         max_connections: int, open connections held at most.
         warn_interval_s: float, at most one ``connections_closed`` warning per this many seconds.
+        young_s: float, a connection opened this recently that has sent nothing yet is closed for
+            the cap only when no other can be, and then the newest first: a client's fresh
+            connection, accepted but not yet read, must not be closed by the accepts that follow it.
     """
 
     header_timeout_s: float = 10.0
     keepalive_timeout_s: float = 15.0
     max_connections: int = 512
     warn_interval_s: float = 10.0
+    young_s: float = 0.1
+
+    @property
+    def backlog(self) -> int:
+        """The listen backlog: at most this many connections are accepted in one turn of the loop."""
+        return min(128, self.max_connections)
 
 
 @dataclass(slots=True)
@@ -63,6 +73,8 @@ class _Conn:
     phase: str
     since: float  # when the phase began
     progress: float  # the last finished request, or the connection itself
+    opened: float
+    tail: bytes = b""  # the last bytes of a head still arriving (its end may span two reads)
 
 
 class _Guarded(asyncio.Protocol):
@@ -80,7 +92,7 @@ class _Guarded(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._transport is not None:
-            self._guard.received(self._transport)
+            self._guard.received(self._transport, data)
         self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
@@ -127,18 +139,47 @@ class ConnectionGuard:
     def opened(self, transport: asyncio.BaseTransport) -> None:
         """A connection was accepted; past the cap, the least recently useful ones are closed."""
         now = self._clock()
-        self._conns[transport] = _Conn(transport, IDLE, now, now)
-        excess = len(self._conns) - self.limits.max_connections
-        if excess > 0:
-            victims = sorted((c for c in self._conns.values() if c.phase != BUSY), key=lambda c: c.progress)
-            for c in victims[:excess]:
-                self._close(c, "over_max_connections")
+        self._conns[transport] = _Conn(transport, IDLE, now, now, now)
+        self._enforce_cap(now, settle=True)
 
-    def received(self, transport: asyncio.BaseTransport) -> None:
-        """Bytes arrived: an idle connection starts a request (its header clock starts)."""
+    def _enforce_cap(self, now: float, *, settle: bool) -> None:
+        """Close connections past the cap: not ``busy`` ones, least recent progress first.
+
+        Fresh connections (younger than ``young_s``, nothing read yet) go last, newest first. One
+        accept (``settle``) closes them only past the cap plus the listen backlog: that many
+        connections can be accepted in one turn of the loop, before any of them is read, and a
+        client's among them must not be closed for the ones accepted after it; the sweep, once
+        they have been read, brings the count back to the cap.
+        """
+        excess = len(self._conns) - self.limits.max_connections
+        if excess <= 0:
+            return
+        young = now - self.limits.young_s
+        idle = [c for c in self._conns.values() if c.phase != BUSY]
+        fresh = [c for c in idle if c.opened > young and c.phase == IDLE]
+        settled = sorted((c for c in idle if c.opened <= young or c.phase != IDLE), key=lambda c: c.progress)
+        for c in settled[:excess]:
+            self._close(c, "over_max_connections")
+        excess -= min(excess, len(settled))
+        if settle:
+            excess -= self.limits.backlog
+        for c in sorted(fresh, key=lambda c: -c.opened)[: max(0, excess)]:
+            self._close(c, "over_max_connections")
+
+    def received(self, transport: asyncio.BaseTransport, data: bytes) -> None:
+        """Bytes arrived: an idle connection starts a request (its header clock starts); the blank
+        line ending the head makes it ``busy`` at once (the app takes it on the loop's next turn,
+        and a burst of accepts in between must not close it)."""
         c = self._conns.get(transport)
-        if c is not None and c.phase == IDLE:
-            c.phase, c.since = HEAD, self._clock()
+        if c is None or c.phase == BUSY:
+            return
+        if c.phase == IDLE:
+            c.phase, c.since, c.tail = HEAD, self._clock(), b""
+        seen = c.tail + data
+        if b"\r\n\r\n" in seen:
+            c.phase, c.since, c.tail = BUSY, self._clock(), b""
+        else:
+            c.tail = seen[-3:]
 
     def lost(self, transport: asyncio.BaseTransport) -> None:
         """The connection is gone."""
@@ -184,6 +225,7 @@ class ConnectionGuard:
                 self._close(c, "header_timeout")
             elif c.phase == IDLE and now - c.since > self.limits.keepalive_timeout_s:
                 self._close(c, "keepalive_timeout")
+        self._enforce_cap(now, settle=False)
         self._maybe_warn()
 
     async def run(self, stop: asyncio.Event) -> None:

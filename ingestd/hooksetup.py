@@ -10,7 +10,13 @@ whatever happens, the token read from the environment, never on the command line
 The merge is non-destructive: the user's own hooks and every other key stay as they are; our
 entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
 ``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
-Before a write the old file is copied to ``settings.json.bak-<UTC stamp>``. An empty (or
+Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
+mode (settings may hold secrets in ``env``; a 0600 file must not leave a 0644 copy), and only the
+newest ``KEEP_BACKUPS`` such copies are kept. A symlinked ``settings.json`` (a dotfiles repository)
+is written through the link: the link stays, its target changes. The file keeps the user's
+formatting where the change allows it: the indent (spaces or tabs, any width, or one line), the
+space after colons and a final newline are detected and reused, so on a file in such a regular
+style an install only adds lines and the ``--dry-run`` diff shows only those. An empty (or
 whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
 or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matcher"?,
 "hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
@@ -22,10 +28,12 @@ from __future__ import annotations
 
 import copy
 import difflib
+import glob
 import json
 import os
 import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +65,8 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 MARKER = "ingestd.forward"
+KEEP_BACKUPS = 5
+BACKUP_NAME = re.compile(r"\.bak-(\d{8}T\d{6}Z)(?:-(\d+))?$")
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -244,9 +254,53 @@ def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
     return out
 
 
-def render(settings: dict[str, Any]) -> str:
-    """Settings as Claude Code writes them: 2-space indent, key order kept, trailing newline."""
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How a settings file is laid out.
+
+    Attributes:
+        indent: str | None, one level of indentation (``"  "``, ``"\\t"``, ...); None: all on one line.
+        key_sep: str, between a key and its value (``": "`` or ``":"``).
+        item_sep: str, between items on one line (``", "`` or ``","``; with an indent, ``","``).
+        ascii: bool, non-ASCII characters written as ``\\u`` escapes.
+        newline: bool, a final newline.
+    """
+
+    indent: str | None = "  "
+    key_sep: str = ": "
+    item_sep: str = ","
+    ascii: bool = False
+    newline: bool = True
+
+
+CLAUDE_STYLE = Style()  # as Claude Code writes the file (JSON.stringify(settings, null, 2))
+
+
+def detect_style(text: str | None) -> Style:
+    """The layout of ``text`` (``CLAUDE_STYLE`` for a missing or blank file). Pure."""
+    if text is None or not text.strip():
+        return CLAUDE_STYLE
+    body = text.strip()
+    indent = None
+    for line in body.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            indent = line[: len(line) - len(stripped)]
+            break
+    m = re.search(r'"\s*:(\s?)', body)
+    key_sep = ":" + (m.group(1) if m else " ")
+    item_sep = ","
+    if indent is None and "\n" not in body:
+        item_sep = ", " if ", " in body else ","
+    return Style(indent, key_sep, item_sep, "\\u" in body and body.isascii(), text.endswith("\n"))
+
+
+def render(settings: dict[str, Any], style: Style = CLAUDE_STYLE) -> str:
+    """Settings laid out in ``style`` (default: as Claude Code writes them), key order kept."""
+    out = json.dumps(
+        settings, indent=style.indent, separators=(style.item_sep, style.key_sep), ensure_ascii=style.ascii
+    )
+    return out + ("\n" if style.newline else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,11 +362,45 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     """
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
-    return Plan(path, old_text, render(new))
+    return Plan(path, old_text, render(new, detect_style(old_text)))
+
+
+def _write_new(path: Path, data: str, mode: int) -> None:
+    """Create ``path`` (it must not exist, and is never a symlink followed) with exactly ``mode``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), mode)  # exactly the mode, whatever the umask
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def backups_of(path: Path) -> list[Path]:
+    """The backups ``apply_plan`` made of ``path`` (``<name>.bak-<stamp>[-n]``), oldest first. Reads only."""
+    found = []
+    for b in path.parent.glob(f"{glob.escape(path.name)}.bak-*"):
+        m = BACKUP_NAME.search(b.name)
+        if m and b.name == f"{path.name}{m.group(0)}":
+            found.append((m.group(1), int(m.group(2) or 0), b))
+    return [b for _, _, b in sorted(found)]
+
+
+def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
+    """Delete all but the newest ``keep`` backups of ``path``; returns the deleted ones (other files never)."""
+    found = backups_of(path)
+    old = found[: max(0, len(found) - keep)]
+    for b in old:
+        b.unlink(missing_ok=True)
+    return old
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:
     """Write ``p`` (backup first, atomic replace). Returns the backup path, if one was made.
+
+    A symlinked settings file is written through the link (the target is replaced atomically;
+    the link stays). The backup sits beside the path as given, with the old file's mode, and only
+    the newest ``KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
+    when there was none).
 
     Args:
         p: the plan; nothing is written when it changes nothing.
@@ -322,21 +410,20 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
         return None
     # Only the ``.claude`` folder is ever created: a missing home or project is an error.
     p.path.parent.mkdir(exist_ok=True)
+    target = Path(os.path.realpath(p.path))
     backup = None
     mode = 0o600
     if p.old_text is not None:
+        mode = stat.S_IMODE(target.stat().st_mode)
         backup = p.path.with_name(f"{p.path.name}.bak-{stamp}")
         n = 1
-        while backup.exists():
+        while backup.exists() or backup.is_symlink():
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
             n += 1
-        backup.write_text(p.old_text, encoding="utf-8")
-        mode = p.path.stat().st_mode & 0o777
-    tmp = p.path.with_name(f".{p.path.name}.ingestd-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(p.new_text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p.path)
+        _write_new(backup, p.old_text, mode)
+        prune_backups(p.path)
+    tmp = target.with_name(f".{target.name}.ingestd-tmp")
+    tmp.unlink(missing_ok=True)
+    _write_new(tmp, p.new_text, mode)
+    os.replace(tmp, target)
     return backup

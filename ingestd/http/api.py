@@ -15,8 +15,8 @@ Routes (``add_api_routes``):
 Reads never touch the writer's connection: each request opens its own read-only connection in a
 worker thread (``run_in_executor``), so the event loop never waits on SQLite. Errors use the one JSON
 shape ``{"error": {"status", "code", "message"}}``: 400 for a bad parameter or an ambiguous session
-prefix, 404 for no such session, 503 when the database cannot be read. The token rule is the app's
-middleware (``ingestd.http.app``), not this module's.
+prefix, 404 for no such session, 503 when the database cannot be read. The Host/Origin rules and the
+token rule are the app's middlewares (``ingestd.http.guard``, ``ingestd.http.app``), not this module's.
 """
 
 from __future__ import annotations

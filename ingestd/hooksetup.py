@@ -11,13 +11,12 @@ The merge is non-destructive: the user's own hooks and every other key stay as t
 entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
 ``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
 Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
-mode (settings may hold secrets in ``env``; a 0600 file must not leave a 0644 copy), and only the
-newest ``KEEP_BACKUPS`` such copies are kept. A symlinked ``settings.json`` (a dotfiles repository)
-is written through the link: the link stays, its target changes. The file keeps the user's
-formatting where the change allows it: the indent (spaces or tabs, any width, or one line), the
-space after colons and a final newline are detected and reused, so on a file in such a regular
-style an install only adds lines and the ``--dry-run`` diff shows only those. An empty (or
-whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
+mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a dotfiles
+repository) is written through the link (``ingestd.settingsfile``). An install is spliced into the
+text (``splice_install``): every byte of the user's own layout stays and the ``--dry-run`` diff
+shows only the lines that gain something; an uninstall, or an install that replaces older hooks of
+ours, re-renders the document in the file's detected layout (indent, colon spacing, final
+newline). An empty (or whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
 or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matcher"?,
 "hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
 understand would either drop the user's data or write a file Claude Code rejects. The planning
@@ -28,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import glob
 import json
 import os
 import re
@@ -40,6 +38,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ingestd import settingsfile
+from ingestd.core import jsonedit
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
 
@@ -65,8 +65,7 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 MARKER = "ingestd.forward"
-KEEP_BACKUPS = 5
-BACKUP_NAME = re.compile(r"\.bak-(\d{8}T\d{6}Z)(?:-(\d+))?$")
+render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -255,55 +254,6 @@ def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Style:
-    """How a settings file is laid out.
-
-    Attributes:
-        indent: str | None, one level of indentation (``"  "``, ``"\\t"``, ...); None: all on one line.
-        key_sep: str, between a key and its value (``": "`` or ``":"``).
-        item_sep: str, between items on one line (``", "`` or ``","``; with an indent, ``","``).
-        ascii: bool, non-ASCII characters written as ``\\u`` escapes.
-        newline: bool, a final newline.
-    """
-
-    indent: str | None = "  "
-    key_sep: str = ": "
-    item_sep: str = ","
-    ascii: bool = False
-    newline: bool = True
-
-
-CLAUDE_STYLE = Style()  # as Claude Code writes the file (JSON.stringify(settings, null, 2))
-
-
-def detect_style(text: str | None) -> Style:
-    """The layout of ``text`` (``CLAUDE_STYLE`` for a missing or blank file). Pure."""
-    if text is None or not text.strip():
-        return CLAUDE_STYLE
-    body = text.strip()
-    indent = None
-    for line in body.splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            indent = line[: len(line) - len(stripped)]
-            break
-    m = re.search(r'"\s*:(\s?)', body)
-    key_sep = ":" + (m.group(1) if m else " ")
-    item_sep = ","
-    if indent is None and "\n" not in body:
-        item_sep = ", " if ", " in body else ","
-    return Style(indent, key_sep, item_sep, "\\u" in body and body.isascii(), text.endswith("\n"))
-
-
-def render(settings: dict[str, Any], style: Style = CLAUDE_STYLE) -> str:
-    """Settings laid out in ``style`` (default: as Claude Code writes them), key order kept."""
-    out = json.dumps(
-        settings, indent=style.indent, separators=(style.item_sep, style.key_sep), ensure_ascii=style.ascii
-    )
-    return out + ("\n" if style.newline else "")
-
-
-@dataclass(frozen=True, slots=True)
 class Plan:
     """What ``install`` / ``uninstall`` would do to one file.
 
@@ -362,36 +312,51 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     """
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
-    return Plan(path, old_text, render(new, detect_style(old_text)))
+    style = settingsfile.detect_style(old_text)
+    spliced = splice_install(old_text, doc, new, style) if action == "install" else None
+    return Plan(path, old_text, spliced if spliced is not None else settingsfile.render(new, style))
 
 
-def _write_new(path: Path, data: str, mode: int) -> None:
-    """Create ``path`` (it must not exist, and is never a symlink followed) with exactly ``mode``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fh.fileno(), mode)  # exactly the mode, whatever the umask
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+def splice_install(
+    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsfile.Style
+) -> str | None:
+    """``old_text`` with ingestd's hooks inserted in place (``ingestd.core.jsonedit``), or None.
 
-
-def backups_of(path: Path) -> list[Path]:
-    """The backups ``apply_plan`` made of ``path`` (``<name>.bak-<stamp>[-n]``), oldest first. Reads only."""
-    found = []
-    for b in path.parent.glob(f"{glob.escape(path.name)}.bak-*"):
-        m = BACKUP_NAME.search(b.name)
-        if m and b.name == f"{path.name}{m.group(0)}":
-            found.append((m.group(1), int(m.group(2) or 0), b))
-    return [b for _, _, b in sorted(found)]
-
-
-def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
-    """Delete all but the newest ``keep`` backups of ``path``; returns the deleted ones (other files never)."""
-    found = backups_of(path)
-    old = found[: max(0, len(found) - keep)]
-    for b in old:
-        b.unlink(missing_ok=True)
-    return old
+    Every byte of the user's text stays where it was; only our members and groups are added (at the
+    end of ``hooks``, of an event's list, or a new ``hooks`` member), indented in the file's style.
+    None when the change is not a pure insertion (older hooks of ours to replace), the text is
+    empty, or the spliced text would not parse back to ``new`` (the caller re-renders instead).
+    """
+    if not old_text or not old_text.strip() or remove_ours(old) != old:
+        return None
+    layout = jsonedit.Layout(style.indent, style.key_sep, style.item_sep, style.ascii)
+    try:
+        root = jsonedit.parse(old_text)
+    except ValueError:
+        return None
+    edits: list[tuple[int, str]] = []
+    hooks_span = root.members.get("hooks")
+    if hooks_span is None:
+        edits.append(jsonedit.insertion(old_text, root, [jsonedit.member("hooks", new["hooks"], layout, 0)], 0, layout))
+    else:
+        added_events = []
+        for ev, groups in new["hooks"].items():
+            ev_span = hooks_span.members.get(ev)
+            if ev_span is None:
+                added_events.append(jsonedit.member(ev, groups, layout, 1))
+                continue
+            extra = groups[len(old["hooks"][ev]) :]
+            if extra:
+                pieces = [jsonedit.element(g, layout, 2) for g in extra]
+                edits.append(jsonedit.insertion(old_text, ev_span, pieces, 2, layout))
+        if added_events:
+            edits.append(jsonedit.insertion(old_text, hooks_span, added_events, 1, layout))
+    text = jsonedit.apply(old_text, edits)
+    try:
+        ok = json.loads(text) == new
+    except ValueError:
+        ok = False
+    return text if ok else None
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:
@@ -399,7 +364,7 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
 
     A symlinked settings file is written through the link (the target is replaced atomically;
     the link stays). The backup sits beside the path as given, with the old file's mode, and only
-    the newest ``KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
+    the newest ``settingsfile.KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
     when there was none).
 
     Args:
@@ -420,10 +385,10 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
         while backup.exists() or backup.is_symlink():
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
             n += 1
-        _write_new(backup, p.old_text, mode)
-        prune_backups(p.path)
+        settingsfile.write_new(backup, p.old_text, mode)
+        settingsfile.prune_backups(p.path)
     tmp = target.with_name(f".{target.name}.ingestd-tmp")
     tmp.unlink(missing_ok=True)
-    _write_new(tmp, p.new_text, mode)
+    settingsfile.write_new(tmp, p.new_text, mode)
     os.replace(tmp, target)
     return backup

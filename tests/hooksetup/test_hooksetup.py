@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hooksetup
+from ingestd import hooksetup, settingsfile
 from ingestd.cli import cli
 from ingestd.errors import InputError
 
@@ -327,7 +327,7 @@ def test_only_the_newest_five_backups_are_kept(home: Path) -> None:
     assert mine in kept
     ours = [b for b in kept if b != mine]
     assert len(ours) == 5
-    assert [b.read_text() for b in hooksetup.backups_of(path)] == contents[-5:]  # the newest five, in order
+    assert [b.read_text() for b in settingsfile.backups_of(path)] == contents[-5:]  # the newest five, in order
     assert mine.read_text() == "x"
 
 
@@ -377,3 +377,38 @@ def test_the_users_formatting_is_kept_and_the_dry_run_diff_only_adds(home: Path,
     assert run(home, "install").exit_code == 0
     assert run(home, "uninstall").exit_code == 0
     assert path.read_text() == original  # install then uninstall: byte for byte the user's file
+
+
+HAND_WRITTEN = """{
+  "model": "opus",
+  "permissions": { "allow": ["Bash(npm test:*)", "Read(~/src/**)"], "deny": [] },
+  "env":   {"A": "1",   "B": "2"},
+  "hooks": {
+    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}
+    ]
+  }
+}
+"""
+
+
+def test_hand_laid_out_lines_are_left_alone_by_an_install(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(HAND_WRITTEN)
+    r = run(home, "install", "--dry-run")
+    assert r.exit_code == 0
+    removed = [ln[1:] for ln in r.output.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    # only the lines that themselves gain something: the one-line Stop list and the last PreToolUse group
+    assert removed == [
+        '    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],',
+        '      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}',
+    ]
+    assert run(home, "install").exit_code == 0
+    text = path.read_text()
+    for line in HAND_WRITTEN.splitlines()[:4]:
+        assert line in text.splitlines()
+    doc = json.loads(text)
+    assert doc["hooks"]["Stop"][0]["hooks"][0]["command"] == "say done"
+    assert any(hooksetup.is_ours(h) for g in doc["hooks"]["Stop"] for h in g["hooks"])
+    assert any(hooksetup.is_ours(h) for g in doc["hooks"]["SessionEnd"] for h in g["hooks"])

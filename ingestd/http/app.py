@@ -24,17 +24,16 @@ from typing import Any
 import apsw
 from aiohttp import web
 
-from ingestd import filecheck
 from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import checks, watchdog
 from ingestd.daemon import health as health_mod
 from ingestd.daemon import lock as lock_mod
-from ingestd.daemon import watchdog
 from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
-from ingestd.errors import DaemonError, IngestdError, StorageError
+from ingestd.errors import DaemonError, IngestdError
 from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
 from ingestd.http.conns import ConnectionGuard, ConnLimits
@@ -121,44 +120,6 @@ def _open_write_conn(db_path: Path) -> apsw.Connection:
     return conn
 
 
-def quick_check(conn: apsw.Connection) -> str | None:
-    """``PRAGMA quick_check`` on ``conn``: None when it says ok, else its first findings (one line).
-
-    Raises:
-        apsw.Error: the check could not run (interrupted at shutdown, unreadable file).
-    """
-    found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(10)")]
-    return None if found == ["ok"] else "; ".join(found)
-
-
-async def _check_at_start(db_path: Path, health: Health, stop: asyncio.Event) -> None:
-    """Run ``quick_check`` once, off the loop, reporting to ``health``; interrupted at shutdown."""
-    try:
-        conn = connect(db_path, readonly=True)
-    except StorageError as e:
-        health.set_problem("quick_check", f"could not open the database to check it: {e}")
-        return
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.run_in_executor(None, quick_check, conn)
-    waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait([fut, waiter], return_when=asyncio.FIRST_COMPLETED)
-        if not fut.done():
-            conn.interrupt()
-        try:
-            found = await fut
-        except apsw.Error as e:
-            if stop.is_set():
-                return
-            found = f"could not run: {e}"
-        if found is not None:
-            log.error("quick_check_failed", db=str(db_path), found=found)
-            health.set_problem("quick_check", f"PRAGMA quick_check failed at start: {found}")
-    finally:
-        waiter.cancel()
-        conn.close()
-
-
 def _auth_middleware(token: str) -> Any:
     @web.middleware
     async def check(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
@@ -243,7 +204,7 @@ def make_app(
             checkpointer.stop()
             raise
         log.info("writer_started", db=str(cfg.db_path))
-        check = asyncio.create_task(_check_at_start(cfg.db_path, health, app[STOP]))
+        check = asyncio.create_task(checks.check_at_start(cfg.db_path, health, app[STOP]))
         yield
         app[STOP].set()
         await check
@@ -261,7 +222,9 @@ def make_app(
         run_ingest: IngestFn
         if ingest is None:
             run_ingest = runner = IngestRunner(
-                lambda: _reporting(checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER),
+                lambda: checks.report_commits(
+                    checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER
+                ),
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),
@@ -304,17 +267,6 @@ def make_app(
     return app
 
 
-def _reporting(conn: apsw.Connection, health: Health, part: str) -> apsw.Connection:
-    """``conn`` with a commit hook telling ``health`` that ``part`` made progress (a long pass is not a stall)."""
-
-    def committed() -> bool:
-        health.progress(part)
-        return False  # False: let the commit go ahead
-
-    conn.set_commit_hook(committed)
-    return conn
-
-
 async def _cancel(task: asyncio.Task[None] | None) -> None:
     """Cancel a background task (None: it was never started) and wait until it has ended."""
     if task is None:
@@ -340,25 +292,6 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
-def check_files(cfg: ServeConfig) -> None:
-    """The ssh-like file checks (``ingestd.filecheck``) on the files the daemon will write.
-
-    The database, its ``-wal``, ``-shm`` and ``.lock``, the backups directory and its backups (the
-    token file is checked where it is read, ``auth.load_token``). Reads only.
-
-    Raises:
-        ConfigError: naming each unsafe file and the command that fixes it.
-    """
-    from ingestd.retention.backup import default_backup_dir
-
-    found = filecheck.problems(filecheck.database_files(cfg.db_path))
-    backups = cfg.backup_dir or default_backup_dir(Path(os.path.realpath(cfg.db_path)))
-    if backups.is_dir():
-        found += filecheck.problems([backups / n for n in sorted(os.listdir(backups)) if n.endswith(".db")])
-        found += filecheck.file_problems(backups)
-    filecheck.require_safe(found)
-
-
 def connection_cap(wanted: int, nofile_soft: int) -> int:
     """The connection cap: ``wanted``, kept below the open-file limit with room for the database, its
     WAL, the logs (64) and the connections one turn of accepts can take past the cap (the listen
@@ -376,7 +309,7 @@ async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None)
     import resource
 
     auth.check_bind(cfg.host, cfg.token)
-    check_files(cfg)
+    checks.check_files(cfg.db_path, cfg.backup_dir)
     held = lock_mod.acquire(cfg.db_path)
     try:
         await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)

@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import checks
 from ingestd.daemon.health import Health
 from ingestd.errors import BusyError
 from ingestd.http.app import WRITER, ServeConfig, make_app
@@ -170,3 +171,18 @@ def test_health_state_rules() -> None:
     h.clear_problem("quick_check")
     h.ok("writer")
     assert h.problems() == []
+
+
+def test_a_commit_on_the_tailers_connection_counts_as_progress(tmp_path: Path) -> None:
+    # a long catch-up commits batch after batch: that is work going on, not a stall
+    now = [0.0]
+    h = Health(stall_after_s=5, clock=lambda: now[0])
+    conn = checks.report_commits(connect(tmp_path / "t.db"), h, "tailer")
+    h.busy("tailer")
+    now[0] = 6.0
+    assert h.problems() == ["tailer stalled: one unit of work has run for 6.0 s"]
+    conn.execute("CREATE TABLE t(x)")  # autocommit: one commit
+    assert h.problems() == []
+    now[0] = 11.5
+    assert h.problems() == ["tailer stalled: one unit of work has run for 5.5 s"]
+    conn.close()

@@ -155,6 +155,7 @@ def test_slow_headers_cannot_starve_real_hooks(tmp_path: Path) -> None:
     proc = start_daemon(db, port, log)
     attack = Attack(port)
     try:
+        before = [post_hook(port, 1000 + i) for i in range(30)]
         attack.start()
         wait_for("the attack to open its connections", attack.opened.is_set, 60)
         results = [post_hook(port, i) for i in range(100)]
@@ -170,12 +171,15 @@ def test_slow_headers_cannot_starve_real_hooks(tmp_path: Path) -> None:
         assert proc.wait(30) == 0, log.read_text()[-3000:]
     statuses = [s for s, _ in results]
     assert statuses == [200] * 100, statuses
+    assert [s for s, _ in before] == [200] * 30
     latencies = sorted(t for _, t in results)
+    quiet = sorted(t for _, t in before)
     print(
-        f"\nhooks during the attack: p50 {statistics.median(latencies) * 1000:.1f} ms, "
+        f"\nhooks before the attack: p50 {statistics.median(quiet) * 1000:.1f} ms, max {quiet[-1] * 1000:.1f} ms; "
+        f"during it: p50 {statistics.median(latencies) * 1000:.1f} ms, "
         f"p99 {latencies[98] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
     )
-    assert q(db, "SELECT count(*) FROM events_raw WHERE source = 'hook'") == [(100,)]
+    assert q(db, "SELECT count(*) FROM events_raw WHERE source = 'hook'") == [(130,)]
     text = log.read_text()
     assert "Traceback" not in text and "Too many open files" not in text
     warnings = [orjson.loads(line) for line in text.splitlines() if '"connections_closed"' in line]

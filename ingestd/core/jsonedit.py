@@ -30,6 +30,7 @@ class Span:
         members: dict of str to Span, an object's values by key (the last of duplicate keys wins).
         items: list of Span, an array's elements.
         kind: str, ``"object"``, ``"array"`` or ``"scalar"``.
+        key_start: int, for an object's member, the offset of its key (-1 otherwise).
     """
 
     start: int
@@ -37,6 +38,15 @@ class Span:
     kind: str
     members: dict[str, Span] = field(default_factory=dict)
     items: list[Span] = field(default_factory=list)
+    key_start: int = -1
+
+    def children(self) -> list[Span]:
+        """An object's members or an array's elements, in text order."""
+        return sorted(self.members.values(), key=lambda c: c.start) if self.kind == "object" else self.items
+
+    def first(self) -> int:
+        """Where this value begins as a child: its key for a member, else the value itself."""
+        return self.key_start if self.key_start >= 0 else self.start
 
 
 def _skip(text: str, i: int) -> int:
@@ -75,12 +85,13 @@ def _value(text: str, i: int, depth: int) -> Span:
             j = _skip(text, j)
             if j >= len(text) or text[j] != '"':
                 raise ValueError(f"expected a key at {j}")
-            kend = _string_end(text, j)
+            kstart, kend = j, _string_end(text, j)
             key = json.loads(text[j:kend])
             j = _skip(text, kend)
             if j >= len(text) or text[j] != ":":
                 raise ValueError(f"expected ':' at {j}")
             child = _value(text, j + 1, depth + 1)
+            child.key_start = kstart
             span.members[key] = child
             j = _skip(text, child.end)
             if j < len(text) and text[j] == ",":
@@ -192,6 +203,35 @@ def member(key: str, value: Any, layout: Layout, depth: int) -> str:
 def element(value: Any, layout: Layout, depth: int) -> str:
     """``value`` as text for an array at ``depth`` (the element sits at ``depth + 1``)."""
     return _dump(value, layout, depth + 1)
+
+
+def removals(container: Span, gone: list[Span]) -> list[tuple[int, int]]:
+    """The text ranges that remove ``gone`` (some of ``container``'s children) with their commas.
+
+    A child after a kept one goes with the separator before it (``,`` and the line break), so a
+    laid-out list loses exactly its lines; leading children go up to the first kept one. Ranges
+    never overlap. Removing every child empties the container to its brackets.
+    """
+    kids = container.children()
+    ids = {id(g) for g in gone}
+    kept = [k for k in kids if id(k) not in ids]
+    if not kept:
+        return [(container.start + 1, container.end - 1)] if kids else []
+    out = []
+    first_kept = kids.index(kept[0])
+    if first_kept > 0:
+        out.append((kids[0].first(), kept[0].first()))
+    for i in range(first_kept + 1, len(kids)):
+        if id(kids[i]) in ids:
+            out.append((kids[i - 1].end, kids[i].end))
+    return out
+
+
+def remove(text: str, ranges: list[tuple[int, int]]) -> str:
+    """``text`` without the (non-overlapping) ``ranges``."""
+    for start, end in sorted(ranges, reverse=True):
+        text = text[:start] + text[end:]
+    return text
 
 
 def apply(text: str, edits: list[tuple[int, str]]) -> str:

@@ -67,3 +67,21 @@ def test_appending_a_member_anywhere_round_trips(doc: dict[str, object], new: ob
     out = jsonedit.apply(text, [jsonedit.insertion(text, root, [jsonedit.member(key, new, lay, 0)], 0, lay)])
     assert json.loads(out) == {**doc, key: new}
     assert out.startswith(text[: root.end - 1].rstrip())  # everything before the insertion kept
+
+
+@given(
+    items=st.lists(json_values, max_size=6),
+    drop=st.sets(st.integers(0, 5)),
+    indent=st.sampled_from([None, 2, 4]),
+)
+def test_removing_any_children_round_trips(items: list[object], drop: set[int], indent: int | None) -> None:
+    text = json.dumps({"keep": 1, "list": items, "tail": [0]}, indent=indent)
+    root = jsonedit.parse(text)
+    lst = root.members["list"]
+    gone = [c for i, c in enumerate(lst.items) if i in drop]
+    out = jsonedit.remove(text, jsonedit.removals(lst, gone))
+    want = [x for i, x in enumerate(items) if i not in drop]
+    assert json.loads(out) == {"keep": 1, "list": want, "tail": [0]}
+    # members too: drop "keep" and "tail" around the list
+    out2 = jsonedit.remove(text, jsonedit.removals(root, [root.members["keep"], root.members["tail"]]))
+    assert json.loads(out2) == {"list": items}

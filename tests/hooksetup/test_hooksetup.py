@@ -412,3 +412,27 @@ def test_hand_laid_out_lines_are_left_alone_by_an_install(home: Path) -> None:
     assert doc["hooks"]["Stop"][0]["hooks"][0]["command"] == "say done"
     assert any(hooksetup.is_ours(h) for g in doc["hooks"]["Stop"] for h in g["hooks"])
     assert any(hooksetup.is_ours(h) for g in doc["hooks"]["SessionEnd"] for h in g["hooks"])
+    # and an uninstall cuts exactly what the install added: the user's file, byte for byte
+    r = run(home, "uninstall", "--dry-run")
+    assert [ln[1:] for ln in r.output.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == [
+        '    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],',
+        '      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}',
+    ]
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == HAND_WRITTEN
+
+
+def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    ours = {"type": "http", "url": "http://localhost:7391/hooks"}
+    text = (
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}, '
+        + json.dumps(ours)
+        + "]}],\n"
+        + '  "Notification": [{"hooks": ['
+        + json.dumps(ours)
+        + "]}]}}\n"
+    )
+    path.write_text(text)
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'

@@ -13,11 +13,12 @@ entries are recognised (an http hook to a loopback ``/hooks`` URL, a command run
 Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
 mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a dotfiles
 repository) is written through the link (``ingestd.settingsfile``). An install is spliced into the
-text (``splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
+text (``settingsfile.splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
 the user's own layout stays, the ``--dry-run`` diff shows only the lines that change, and install
 then uninstall gives the file back byte for byte. When splicing cannot be done (an install that
 replaces older hooks of ours, a text the splice would not reproduce), the document is re-rendered
-in the file's detected layout (indent, colon spacing, final newline). An empty (or whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
+in the file's detected layout (indent, colon spacing, final newline). An empty (or
+whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
 or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matcher"?,
 "hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
 understand would either drop the user's data or write a file Claude Code rejects. The planning
@@ -40,7 +41,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ingestd import settingsfile
-from ingestd.core import jsonedit
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
 
@@ -314,101 +314,18 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
     style = settingsfile.detect_style(old_text)
-    spliced = splice_install(old_text, doc, new, style) if action == "install" else splice_uninstall(old_text, new)
+    spliced = _splice(old_text, doc, new, style, action)
     return Plan(path, old_text, spliced if spliced is not None else settingsfile.render(new, style))
 
 
-def splice_uninstall(old_text: str | None, new: dict[str, Any]) -> str | None:
-    """``old_text`` with ingestd's hooks cut out in place, or None (then the caller re-renders).
-
-    Our hooks go with their separators; a matcher group left without hooks goes, an event left
-    without groups goes, and ``hooks`` left empty goes, as ``remove_ours`` decides. The rest of the
-    text is untouched; the result must parse back to ``new``.
-    """
-    if not old_text or not old_text.strip():
-        return None
-    try:
-        root = jsonedit.parse(old_text)
-        doc = json.loads(old_text)
-    except ValueError:
-        return None
-    hooks_span = root.members.get("hooks")
-    if hooks_span is None or not isinstance(doc.get("hooks"), dict):
-        return None
-    ranges: list[tuple[int, int]] = []
-    gone_events = []
-    for ev, ev_span in hooks_span.members.items():
-        groups = doc["hooks"].get(ev)
-        if ev_span.kind != "array" or not isinstance(groups, list) or len(groups) != len(ev_span.items):
-            continue
-        gone_groups = []
-        for group, g_span in zip(groups, ev_span.items, strict=True):
-            h_span = g_span.members.get("hooks") if g_span.kind == "object" else None
-            if not isinstance(group, dict) or h_span is None or not isinstance(group.get("hooks"), list):
-                continue
-            ours = [s for h, s in zip(group["hooks"], h_span.items, strict=False) if is_ours(h)]
-            if not ours:
-                continue
-            if len(ours) == len(h_span.items):
-                gone_groups.append(g_span)
-            else:
-                ranges += jsonedit.removals(h_span, ours)
-        if gone_groups and len(gone_groups) == len(ev_span.items):
-            gone_events.append(ev_span)
-        elif gone_groups:
-            ranges += jsonedit.removals(ev_span, gone_groups)
-    if gone_events and len(gone_events) == len(hooks_span.members) and "hooks" not in new:
-        ranges += jsonedit.removals(root, [hooks_span])
-    elif gone_events:
-        ranges += jsonedit.removals(hooks_span, gone_events)
-    text = jsonedit.remove(old_text, ranges)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
-
-
-def splice_install(
-    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsfile.Style
+def _splice(
+    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsfile.Style, action: str
 ) -> str | None:
-    """``old_text`` with ingestd's hooks inserted in place (``ingestd.core.jsonedit``), or None.
-
-    Every byte of the user's text stays where it was; only our members and groups are added (at the
-    end of ``hooks``, of an event's list, or a new ``hooks`` member), indented in the file's style.
-    None when the change is not a pure insertion (older hooks of ours to replace), the text is
-    empty, or the spliced text would not parse back to ``new`` (the caller re-renders instead).
-    """
-    if not old_text or not old_text.strip() or remove_ours(old) != old:
-        return None
-    layout = jsonedit.Layout(style.indent, style.key_sep, style.item_sep, style.ascii)
-    try:
-        root = jsonedit.parse(old_text)
-    except ValueError:
-        return None
-    edits: list[tuple[int, str]] = []
-    hooks_span = root.members.get("hooks")
-    if hooks_span is None:
-        edits.append(jsonedit.insertion(old_text, root, [jsonedit.member("hooks", new["hooks"], layout, 0)], 0, layout))
-    else:
-        added_events = []
-        for ev, groups in new["hooks"].items():
-            ev_span = hooks_span.members.get(ev)
-            if ev_span is None:
-                added_events.append(jsonedit.member(ev, groups, layout, 1))
-                continue
-            extra = groups[len(old["hooks"][ev]) :]
-            if extra:
-                pieces = [jsonedit.element(g, layout, 2) for g in extra]
-                edits.append(jsonedit.insertion(old_text, ev_span, pieces, 2, layout))
-        if added_events:
-            edits.append(jsonedit.insertion(old_text, hooks_span, added_events, 1, layout))
-    text = jsonedit.apply(old_text, edits)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
+    """The change made in place in the user's text (``settingsfile.splice_*``), or None to re-render."""
+    if action == "install":
+        # a pure insertion only: replacing older hooks of ours is a re-render
+        return settingsfile.splice_install(old_text, old, new, style) if remove_ours(old) == old else None
+    return settingsfile.splice_uninstall(old_text, new, is_ours)
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:

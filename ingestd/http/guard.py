@@ -124,14 +124,21 @@ def host_ok(policy: WebPolicy, header: str | None) -> bool:
     return name is not None and name in policy.hosts
 
 
-def origin_ok(policy: WebPolicy, origin: str | None, port: int) -> bool:
-    """True when there is no ``Origin``, it is the daemon's own (on ``port``), or it is allowlisted."""
+def origin_ok(policy: WebPolicy, origin: str | None, port: int, host: str | None = None) -> bool:
+    """True when there is no ``Origin``, it is the daemon's own, or it is allowlisted.
+
+    The daemon's own: ``http://`` + one of its names + the port the request came in on, or exactly
+    ``http://`` + the request's (already checked) ``Host``: a page the daemon served through a
+    forwarded port (``ssh -L 9999:127.0.0.1:7391``) is same-origin with it as the browser sees it.
+    """
     if origin is None:
         return True
     norm = normalize_origin(origin)
     if norm is None:  # "null", garbage
         return False
     if norm in policy.origins:
+        return True
+    if host is not None and norm == normalize_origin("http://" + host):
         return True
     u = urlsplit(norm)
     return u.scheme == "http" and (u.hostname or "") in policy.hosts and (u.port or 80) == port
@@ -159,7 +166,7 @@ def middleware(policy: WebPolicy) -> Any:
                 "(or add the name to the allowed_hosts setting)",
             )
         origin = request.headers.get("Origin")
-        if not origin_ok(policy, origin, _local_port(request, policy.port)):
+        if not origin_ok(policy, origin, _local_port(request, policy.port), host):
             log.warning("request_rejected", status=403, reason="foreign_origin", path=request.path, origin=origin)
             return error_response(
                 403,

@@ -199,6 +199,10 @@ def test_policy_parsing_is_exact() -> None:
     assert guard.origin_ok(p, "http://tool.example", 7391)
     assert not guard.origin_ok(p, "http://tool.example:8080", 7391)
     assert guard.origin_ok(p, "http://box.lan:7391", 7391)
+    # through a forwarded port the page and the API share the browser's host:port
+    assert guard.origin_ok(p, "http://localhost:9999", 7391, "localhost:9999")
+    assert not guard.origin_ok(p, "http://localhost:9999", 7391, "localhost:7391")
+    assert not guard.origin_ok(p, "https://localhost:9999", 7391, "localhost:9999")
     with pytest.raises(guard.ConfigError, match="allowed_origins"):
         guard.make_policy("127.0.0.1", 1, [], ["tool.example"])
 

@@ -10,7 +10,14 @@ whatever happens, the token read from the environment, never on the command line
 The merge is non-destructive: the user's own hooks and every other key stay as they are; our
 entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
 ``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
-Before a write the old file is copied to ``settings.json.bak-<UTC stamp>``. An empty (or
+Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
+mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a dotfiles
+repository) is written through the link (``ingestd.settingsfile``). An install is spliced into the
+text (``settingsfile.splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
+the user's own layout stays, the ``--dry-run`` diff shows only the lines that change, and install
+then uninstall gives the file back byte for byte. When splicing cannot be done (an install that
+replaces older hooks of ours, a text the splice would not reproduce), the document is re-rendered
+in the file's detected layout (indent, colon spacing, final newline). An empty (or
 whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
 or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matcher"?,
 "hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
@@ -26,12 +33,14 @@ import json
 import os
 import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ingestd import settingsfile
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
 
@@ -57,6 +66,7 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 MARKER = "ingestd.forward"
+render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -244,11 +254,6 @@ def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
     return out
 
 
-def render(settings: dict[str, Any]) -> str:
-    """Settings as Claude Code writes them: 2-space indent, key order kept, trailing newline."""
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-
-
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What ``install`` / ``uninstall`` would do to one file.
@@ -308,11 +313,28 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     """
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
-    return Plan(path, old_text, render(new))
+    style = settingsfile.detect_style(old_text)
+    spliced = _splice(old_text, doc, new, style, action)
+    return Plan(path, old_text, spliced if spliced is not None else settingsfile.render(new, style))
+
+
+def _splice(
+    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsfile.Style, action: str
+) -> str | None:
+    """The change made in place in the user's text (``settingsfile.splice_*``), or None to re-render."""
+    if action == "install":
+        # a pure insertion only: replacing older hooks of ours is a re-render
+        return settingsfile.splice_install(old_text, old, new, style) if remove_ours(old) == old else None
+    return settingsfile.splice_uninstall(old_text, new, is_ours)
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:
     """Write ``p`` (backup first, atomic replace). Returns the backup path, if one was made.
+
+    A symlinked settings file is written through the link (the target is replaced atomically;
+    the link stays). The backup sits beside the path as given, with the old file's mode, and only
+    the newest ``settingsfile.KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
+    when there was none).
 
     Args:
         p: the plan; nothing is written when it changes nothing.
@@ -322,21 +344,20 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
         return None
     # Only the ``.claude`` folder is ever created: a missing home or project is an error.
     p.path.parent.mkdir(exist_ok=True)
+    target = Path(os.path.realpath(p.path))
     backup = None
     mode = 0o600
     if p.old_text is not None:
+        mode = stat.S_IMODE(target.stat().st_mode)
         backup = p.path.with_name(f"{p.path.name}.bak-{stamp}")
         n = 1
-        while backup.exists():
+        while backup.exists() or backup.is_symlink():
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
             n += 1
-        backup.write_text(p.old_text, encoding="utf-8")
-        mode = p.path.stat().st_mode & 0o777
-    tmp = p.path.with_name(f".{p.path.name}.ingestd-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(p.new_text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p.path)
+        settingsfile.write_new(backup, p.old_text, mode)
+        settingsfile.prune_backups(p.path)
+    tmp = target.with_name(f".{target.name}.ingestd-tmp")
+    tmp.unlink(missing_ok=True)
+    settingsfile.write_new(tmp, p.new_text, mode)
+    os.replace(tmp, target)
     return backup

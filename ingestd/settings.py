@@ -76,6 +76,36 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),
     Setting("schedule_prune_interval_s", 86400, "Seconds between scheduled prunes.", "int"),
     Setting("schedule_backup_interval_s", 86400, "Seconds between scheduled backups.", "int"),
+    Setting(
+        "allowed_origins",
+        None,
+        "Comma-separated origins (scheme://host[:port]) whose web pages may call the daemon, besides its own "
+        "(http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT). Every other Origin gets 403.",
+        "str",
+    ),
+    Setting(
+        "allowed_hosts",
+        None,
+        "Comma-separated host names the daemon answers to in the Host header, besides 127.0.0.1, localhost, "
+        "[::1] and the bound address (a name a client uses when bound beyond loopback). Others get 421.",
+        "str",
+    ),
+    Setting("header_timeout_ms", 10000, "Close a connection whose request headers take longer than this.", "int"),
+    Setting("body_timeout_ms", 10000, "Answer 408 when a request body takes longer than this to arrive.", "int"),
+    Setting("keepalive_timeout_ms", 15000, "Close a keep-alive connection idle (no request) for this long.", "int"),
+    Setting(
+        "max_connections",
+        512,
+        "Open connections the daemon holds at most; past it the longest-idle ones are closed "
+        "(also kept below the process's open-file limit).",
+        "int",
+    ),
+    Setting(
+        "stall_after_ms",
+        5000,
+        "/api/health answers 503 when the writer or tailer has been stuck (busy or failing) this long.",
+        "int",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

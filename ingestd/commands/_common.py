@@ -12,6 +12,7 @@ import apsw
 import click
 import orjson
 
+from ingestd import filecheck
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
 from ingestd.store.migrate import migrate, status
@@ -67,12 +68,14 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
         create: False for a command that must not create a database (it then has to exist).
 
     Raises:
-        ConfigError: ``create`` is False and the database does not exist.
+        ConfigError: ``create`` is False and the database does not exist; the database or a file
+            beside it is not the user's own or is writable by others (``ingestd.filecheck``).
         MigrationError: the ledger refuses (see ``ingestd migrate --status``).
     """
     path = resolve_db(db_path)
     if not create and not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+    filecheck.require_safe(filecheck.problems(filecheck.database_files(path)))
     conn = connect(path)
     migrate(conn)
     # Imported here: only writers pay for the projector's import.
@@ -91,6 +94,8 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
 
 def open_read_db(db_path: Path | None) -> apsw.Connection:
     """Open an existing, fully migrated database for a command that only reads. Changes nothing.
+
+    On read-only media the database is opened read-only as it is (``connect``), not refused.
 
     Raises:
         ConfigError: no database at the path, or migrations are pending (run ``ingestd migrate``).

@@ -12,8 +12,9 @@ import click
 
 from ingestd import settings as settings_mod
 from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
-from ingestd.http import auth
+from ingestd.http import auth, guard
 from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
+from ingestd.http.conns import ConnLimits
 from ingestd.http.hooks import HookConfig
 from ingestd.logs import configure, forward_sqlite_log
 from ingestd.store import stall
@@ -100,18 +101,32 @@ def register(cli: click.Group) -> None:
         forward_sqlite_log()
         env = dict(os.environ)
         token = auth.load_token(env_name=token_env, file=token_file, env=env)
+        settings = settings_mod.load({}, env)
         cfg = ServeConfig(
             db_path=resolve_db(db_path),
             projects=tuple(projects) if projects else tuple(default_projects(env)),
             host=host,
             port=port,
             token=token,
-            hooks=HookConfig(max_body_bytes=max_body_bytes, hook_timeout_ms=hook_timeout_ms),
+            hooks=HookConfig(
+                max_body_bytes=max_body_bytes,
+                hook_timeout_ms=hook_timeout_ms,
+                body_timeout_ms=max(1, settings.get_int("body_timeout_ms")),
+            ),
             watchdog_window_s=watchdog_window_s,
             watchdog_interval_s=watchdog_interval_s,
             rescan_interval_s=rescan_interval_s,
             tail=not no_tail,
-            max_line_bytes=settings_mod.load({}, env).get_int("max_line_bytes"),
+            max_line_bytes=settings.get_int("max_line_bytes"),
+            allowed_hosts=tuple(guard.split_list(settings.get_opt_str("allowed_hosts"))),
+            allowed_origins=tuple(guard.split_list(settings.get_opt_str("allowed_origins"))),
+            conns=ConnLimits(
+                header_timeout_s=max(1, settings.get_int("header_timeout_ms")) / 1000,
+                keepalive_timeout_s=max(1, settings.get_int("keepalive_timeout_ms")) / 1000,
+                max_connections=max(1, settings.get_int("max_connections")),
+            ),
+            stall_after_s=max(1, settings.get_int("stall_after_ms")) / 1000,
+            backup_dir=Path(b) if (b := settings.get_opt_str("backup_dir")) else None,
         )
         # The writer thread shares the GIL with the loop: a short switch interval keeps a
         # commit from waiting up to 5 ms (the default) for the loop to yield.

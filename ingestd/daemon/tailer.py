@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ingestd.daemon.health import TAILER, Health
 from ingestd.errors import IngestdError
 from ingestd.logs import get_logger
 
@@ -63,6 +64,7 @@ class Tailer:
         ingest: see ``IngestFn``; runs the ingest code (``IngestRunner``: its own thread and connection).
         changes: the change source (default ``watch_changes``).
         rescan_interval_s: float, seconds between safety-net rescans.
+        health: told when an ingest starts, ends or fails (part ``"tailer"``).
     """
 
     def __init__(
@@ -72,11 +74,13 @@ class Tailer:
         *,
         changes: ChangeSource = watch_changes,
         rescan_interval_s: float = 60.0,
+        health: Health | None = None,
     ) -> None:
         self.roots = list(roots)
         self._ingest = ingest
         self._changes = changes
         self._rescan_interval_s = rescan_interval_s
+        self._health = health if health is not None else Health()
         self._lock = asyncio.Lock()
         self.caught_up = asyncio.Event()
         self.batches_seen = 0  # change batches handled (tests wait on it instead of sleeping)
@@ -94,13 +98,17 @@ class Tailer:
         """
         files = None if paths is None else len(paths)
         async with self._lock:
+            self._health.busy(TAILER)
             try:
                 await self._ingest(paths)
             except (IngestdError, OSError) as e:
+                self._health.failed(TAILER, f"ingest failed: {e}")
                 log.error("ingest_failed", error=str(e), files=files)
             except Exception as e:
+                self._health.failed(TAILER, f"ingest crashed: {e!r}")
                 log.exception("ingest_crashed", error=repr(e), files=files)
             else:
+                self._health.ok(TAILER)
                 self._failures = 0
                 return
         self._failures += 1

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 
 from ingestd.core.records import NewLogRow
+from ingestd.daemon.health import WRITER, Health
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors
@@ -74,6 +75,8 @@ class Writer:
         apply: the ``ApplyFn`` run inside each grouped transaction.
         max_group_rows: int, stop draining the queue past this many rows per transaction.
         max_pending: int, queued items beyond which ``submit`` refuses (503).
+        health: told when a grouped transaction starts, commits or fails (part ``"writer"``),
+            so ``/api/health`` can say the database refuses writes or a commit is stuck.
     """
 
     def __init__(
@@ -83,11 +86,13 @@ class Writer:
         *,
         max_group_rows: int = 4000,
         max_pending: int = 20000,
+        health: Health | None = None,
     ) -> None:
         self._open_conn = open_conn
         self._apply = apply
         self._max_group_rows = max_group_rows
         self._max_pending = max_pending
+        self._health = health if health is not None else Health()
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending = 0
         self._thread: threading.Thread | None = None
@@ -237,15 +242,18 @@ class Writer:
     ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
         t0 = time.perf_counter()
         rows = [r for b in batches for r in b.rows]
+        self._health.busy(WRITER)
         try:
             inserted = self._apply(conn, rows)
         except Exception as e:
             if len(batches) > 1:
                 return [d for b in batches for d in self._commit_group(conn, [b])]
             storage = isinstance(e, StorageError)
+            self._health.failed(WRITER, f"the last write failed: {e}")
             log.error("batch_failed", rows=len(rows), error=str(e) if storage else repr(e))
             err = e if storage else StorageError(f"projection failed: {e}", cause=type(e).__name__)
             return [(batches[0].fut, None, err)]
+        self._health.ok(WRITER)
         self.committed_rows += inserted
         self.committed_batches += 1
         self.committed_deliveries += len(batches)

@@ -2,8 +2,12 @@
 
 Routes (``add_api_routes``):
 
-- ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``; 503 ``{"status": "stalled", "reason",
-  "stalls"}`` while a writer or the tailer retries a transient refusal (``ingestd.store.stall``)
+- ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``, or 503 in the error shape with
+  every reason (``ingestd.daemon.health``): the database not writable (read-only file, directory or
+  file system; the last write refused), ``PRAGMA quick_check`` failed at start, the writer or
+  tailer stalled or failing
+  (503 ``unhealthy``), or a writer or the tailer retrying a transient refusal (``ingestd.store.stall``:
+  503 ``{"status": "stalled", "reason", "stalls"}``)
 - ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
 - ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
@@ -13,8 +17,8 @@ Routes (``add_api_routes``):
 Reads never touch the writer's connection: each request opens its own read-only connection in a
 worker thread (``run_in_executor``), so the event loop never waits on SQLite. Errors use the one JSON
 shape ``{"error": {"status", "code", "message"}}``: 400 for a bad parameter or an ambiguous session
-prefix, 404 for no such session, 503 when the database cannot be read. The token rule is the app's
-middleware (``ingestd.http.app``), not this module's.
+prefix, 404 for no such session, 503 when the database cannot be read. The Host/Origin rules and the
+token rule are the app's middlewares (``ingestd.http.guard``, ``ingestd.http.app``), not this module's.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core.timefmt import format_utc
+from ingestd.daemon.health import Health
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
 from ingestd.http.hooks import error_response
 from ingestd.report.cost import GROUPINGS, cost_report
@@ -43,6 +48,7 @@ from ingestd.store.connection import connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
 READ_DB = web.AppKey("read_db_path", Path)
+HEALTH = web.AppKey("health", Health)
 
 
 def _read(db_path: Path, fn: Callable[[apsw.Connection], dict[str, Any]]) -> dict[str, Any]:
@@ -98,8 +104,33 @@ def _window_and_zone(q: Mapping[str, str]) -> tuple[Any, Any]:
     return window, zone
 
 
+def not_writable(db_path: Path) -> str | None:
+    """Why the database cannot be written (the file, its directory or the file system), or None. Reads only.
+
+    ``os.access`` answers for the effective user; the file system's read-only flag answers for root too.
+    """
+    real = Path(os.path.realpath(db_path))
+    try:
+        if os.statvfs(real.parent).f_flag & os.ST_RDONLY:
+            return f"{real.parent} is on a read-only file system"
+    except OSError as e:
+        return f"{real.parent}: {e.strerror}"
+    for p in (real, real.parent):
+        if p.exists() and not os.access(p, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+            return f"{p} is not writable"
+    return None
+
+
 async def health(request: web.Request) -> web.Response:
-    """``GET /api/health``."""
+    """``GET /api/health``: 200 ``{"status": "ok", ...}``, or 503 naming every problem."""
+    state = request.app.get(HEALTH)
+    db_path = request.app[READ_DB]
+    reasons = [] if state is None else state.problems()
+    unwritable = await asyncio.get_running_loop().run_in_executor(None, not_writable, db_path)
+    if unwritable is not None:
+        reasons.insert(0, f"database not writable: {unwritable}")
+    if reasons:
+        return error_response(503, "unhealthy", "; ".join(reasons))
 
     def build(conn: apsw.Connection) -> dict[str, Any]:
         version = scalar(conn, "SELECT max(id) FROM schema_version")

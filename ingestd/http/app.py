@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -25,15 +26,18 @@ from aiohttp import web
 
 from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import checks, watchdog
+from ingestd.daemon import health as health_mod
 from ingestd.daemon import lock as lock_mod
-from ingestd.daemon import watchdog
 from ingestd.daemon.checkpointer import Checkpointer
+from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
 from ingestd.errors import DaemonError, IngestdError
-from ingestd.http import auth
-from ingestd.http.api import add_api_routes
+from ingestd.http import auth, guard
+from ingestd.http.api import HEALTH, add_api_routes
+from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
 from ingestd.ingest.revision import ensure_current
 from ingestd.logs import get_logger
@@ -65,6 +69,11 @@ class ServeConfig:
         tail: bool, run the tailer (catch-up + follow).
         schedule: bool, run the scheduled prune and backup.
         max_line_bytes: int, longer transcript lines are logged as oversized markers.
+        allowed_hosts: tuple of str, extra names accepted in ``Host`` (setting ``allowed_hosts``).
+        allowed_origins: tuple of str, extra origins accepted in ``Origin`` (setting ``allowed_origins``).
+        conns: ConnLimits, header / keep-alive timeouts and the connection cap.
+        stall_after_s: float, a writer or tailer stuck this long makes ``/api/health`` 503.
+        backup_dir: Path | None, where backups go (checked with the database's files; None: the default).
     """
 
     db_path: Path
@@ -79,6 +88,11 @@ class ServeConfig:
     tail: bool = True
     schedule: bool = True
     max_line_bytes: int = MAX_LINE_BYTES
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    conns: ConnLimits = field(default_factory=ConnLimits)
+    stall_after_s: float = 5.0
+    backup_dir: Path | None = None
 
 
 CONFIG = web.AppKey("config", ServeConfig)
@@ -144,8 +158,13 @@ def make_app(
     clock: Callable[[], int] = time.time_ns,
     changes: ChangeSource = watch_changes,
     ingest: IngestFn | None = None,
+    conns: ConnectionGuard | None = None,
 ) -> web.Application:
     """The application; background work starts when it starts (``cleanup_ctx``).
+
+    Middlewares, outermost first: the one error shape; the connection guard's request tracking
+    (when ``conns`` is given: ``serve``); the Host and Origin rules (``ingestd.http.guard``, every
+    route); the token (when one is configured).
 
     Args:
         cfg: the configuration.
@@ -153,19 +172,28 @@ def make_app(
         clock: ns since the epoch, for the watchdog.
         changes: the tailer's change source.
         ingest: override the tailer's ingest function (tests); default the ingest code.
+        conns: the connection guard ``serve`` wraps the listening socket's connections in.
+
+    Raises:
+        ConfigError: an ``allowed_origins`` item is not an origin.
     """
+    policy = guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins)
     middlewares: list[Any] = [_error_shape]
+    if conns is not None:
+        middlewares.append(conns.middleware())
+    middlewares.append(guard.middleware(policy))
     if cfg.token is not None:
         middlewares.append(_auth_middleware(cfg.token))
     # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
     app = web.Application(middlewares=middlewares, client_max_size=cfg.hooks.max_body_bytes + 1)
     app[CONFIG] = cfg
     app[STOP] = asyncio.Event()
+    health = app[HEALTH] = Health(cfg.stall_after_s)
     if apply is None:
         apply = apply_mod.make_store(watchdog_window_s=int(cfg.watchdog_window_s))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = Checkpointer(lambda: connect(cfg.db_path))
-    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply)
+    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply, health=health)
     app[WRITER] = writer
     handler = make_handler(writer, cfg.hooks, Receipts())
     for path in HOOK_PATHS:
@@ -179,8 +207,10 @@ def make_app(
             checkpointer.stop()
             raise
         log.info("writer_started", db=str(cfg.db_path))
+        check = asyncio.create_task(checks.check_at_start(cfg.db_path, health, app[STOP]))
         yield
         app[STOP].set()
+        await check
         await asyncio.get_running_loop().run_in_executor(None, writer.stop)
         await asyncio.get_running_loop().run_in_executor(None, checkpointer.stop)
         log.info(
@@ -195,7 +225,9 @@ def make_app(
         run_ingest: IngestFn
         if ingest is None:
             run_ingest = runner = IngestRunner(
-                lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
+                lambda: checks.report_commits(
+                    checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER
+                ),
                 cfg.projects,
                 clock=clock,
                 watchdog_window_s=int(cfg.watchdog_window_s),
@@ -203,7 +235,9 @@ def make_app(
             )
         else:
             run_ingest = ingest
-        tailer = Tailer(cfg.projects, run_ingest, changes=changes, rescan_interval_s=cfg.rescan_interval_s)
+        tailer = Tailer(
+            cfg.projects, run_ingest, changes=changes, rescan_interval_s=cfg.rescan_interval_s, health=health
+        )
         app[TAILER] = tailer
         task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
         yield
@@ -262,42 +296,74 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
+def connection_cap(wanted: int, nofile_soft: int) -> int:
+    """The connection cap: ``wanted``, kept below the open-file limit with room for the database, its
+    WAL, the logs (64) and the connections one turn of accepts can take past the cap (the listen
+    backlog, ``ConnLimits.backlog``)."""
+    return max(8, min(wanted, nofile_soft - 64 - min(128, wanted)))
+
+
 async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
     """Run the daemon until SIGINT/SIGTERM.
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
-        ConfigError: a non-loopback bind without a token.
+        ConfigError: a non-loopback bind without a token; an unsafe file (``check_files``).
     """
+    import resource
+
     auth.check_bind(cfg.host, cfg.token)
+    checks.check_files(cfg.db_path, cfg.backup_dir)
     held = lock_mod.acquire(cfg.db_path)
     try:
         await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
-        app = make_app(cfg)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        limits = cfg.conns
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        cap = connection_cap(limits.max_connections, soft if soft != resource.RLIM_INFINITY else 1 << 20)
+        if cap != limits.max_connections:
+            log.warning("max_connections_lowered", wanted=limits.max_connections, used=cap, open_files_limit=soft)
+            limits = dataclasses.replace(limits, max_connections=cap)
+        conns = ConnectionGuard(limits)
+        app = make_app(cfg, conns=conns)
+        # aiohttp's own keep-alive timer is a backstop behind the guard's.
+        runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1
+        )
         await runner.setup()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(conns.exception_handler)
+        server: asyncio.Server | None = None
+        stop = asyncio.Event()
+        sweeper = asyncio.create_task(conns.run(stop))
         try:
-            site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True)
+            assert runner.server is not None
             try:
-                await site.start()
+                server = await loop.create_server(
+                    conns.protocol_factory(runner.server),
+                    cfg.host,
+                    cfg.port,
+                    reuse_address=True,
+                    backlog=limits.backlog,
+                )
             except OSError as e:
                 raise DaemonError(
                     f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}; "
                     "is another program using that port? pass --port",
                     port=cfg.port,
                 ) from None
-            server = getattr(site, "_server", None)
-            port = server.sockets[0].getsockname()[1] if server and server.sockets else cfg.port
+            port = server.sockets[0].getsockname()[1] if server.sockets else cfg.port
             log.info("serving", host=cfg.host, port=port, db=str(cfg.db_path), projects=[str(p) for p in cfg.projects])
             if ready is not None:
                 ready(port)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
             log.info("shutting_down")
         finally:
+            stop.set()
+            await _cancel(sweeper)
+            if server is not None:
+                server.close()
             await runner.cleanup()
     finally:
         held.release()

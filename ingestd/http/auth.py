@@ -11,6 +11,7 @@ import hmac
 from collections.abc import Mapping
 from pathlib import Path
 
+from ingestd import filecheck
 from ingestd.errors import ConfigError
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -20,7 +21,8 @@ def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str
     """The configured token, or None when neither source is given.
 
     Raises:
-        ConfigError: a source is given but empty, unreadable or both are given.
+        ConfigError: a source is given but empty, unreadable or both are given; the file is not
+            the user's own or is readable or writable by group or others (``ingestd.filecheck``).
     """
     if env_name and file:
         raise ConfigError("give either --token-env or --token-file, not both")
@@ -30,6 +32,8 @@ def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str
             raise ConfigError(f"--token-env {env_name}: that environment variable is unset or empty")
         return value
     if file:
+        # Checked like ssh checks a key: a token others can read (or replace) is no secret.
+        filecheck.require_safe(filecheck.problems([file], secret=True))
         try:
             value = file.read_text().strip()
         except OSError as e:
@@ -61,8 +65,22 @@ def presented_token(headers: Mapping[str, str]) -> str | None:
     return headers.get("X-Ingestd-Token")
 
 
+def _header_bytes(value: str) -> bytes:
+    """A header value's bytes as they came off the wire.
+
+    aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so a byte such as ``\\xff``
+    arrives as a lone surrogate that a plain ``.encode()`` refuses (it used to raise: a 500 and a
+    traceback per request). Encoding back with the same handler gives the original bytes.
+    """
+    return value.encode("utf-8", "surrogateescape")
+
+
 def token_ok(expected: str, presented: str | None) -> bool:
-    """Constant-time comparison (``hmac.compare_digest``)."""
+    """Constant-time comparison (``hmac.compare_digest``) of the bytes; any bytes are a value, never an error."""
     if presented is None:
         return False
-    return hmac.compare_digest(expected.encode(), presented.encode())
+    try:
+        got = _header_bytes(presented)
+    except UnicodeEncodeError:  # a surrogate that was not an escaped byte: cannot be the token
+        return False
+    return hmac.compare_digest(expected.encode(), got)

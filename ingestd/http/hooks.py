@@ -7,7 +7,11 @@ Replies:
 - ``400`` ``{"error": {"status": 400, "code": <reason>, "message": ...}}`` for a body
   that cannot be an event (reasons in ``ingestd.core.hookkeys.Rejected``);
 - ``401`` missing or wrong token (only when one is configured; see ``auth``);
+- ``408`` the body did not arrive within ``body_timeout_ms``;
 - ``413`` body over ``max_body_bytes``;
+- ``415`` a ``Content-Type`` other than ``application/json`` (a browser's cross-origin "simple"
+  request can only send ``text/plain``, form or multipart bodies without a preflight; Claude Code
+  and ``ingestd.forward`` send ``application/json``; SPEC §10);
 - ``500`` fixed body when the database refuses (the transaction rolled back: nothing stored);
 - ``503`` when the writer does not commit within ``hook_timeout_ms`` or is overloaded:
   a slow database must never hold Claude Code (the row may still commit later; a
@@ -18,6 +22,7 @@ A rejected request writes nothing and logs one ``hook_rejected`` line with the r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import time
@@ -46,10 +51,12 @@ class HookConfig:
     Attributes:
         max_body_bytes: int, larger bodies get 413 (default 1 MiB).
         hook_timeout_ms: int, answer 503 if the commit takes longer.
+        body_timeout_ms: int, answer 408 if the body has not arrived in this time.
     """
 
     max_body_bytes: int = 1 << 20
     hook_timeout_ms: int = 2000
+    body_timeout_ms: int = 10000
 
 
 @dataclass(slots=True)
@@ -71,6 +78,7 @@ def _reject(request: web.Request, status: int, code: str, message: str) -> web.R
     return error_response(status, code, message)
 
 
+UNSUPPORTED_TYPE = (415, "unsupported_media_type", "POST /hooks takes Content-Type: application/json only")
 STORAGE_FAILED = (500, "storage_error", "the database refused the event; nothing was stored")
 
 
@@ -91,17 +99,26 @@ def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int)
 def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits."""
     timeout_s = cfg.hook_timeout_ms / 1000
+    body_timeout_s = cfg.body_timeout_ms / 1000
     too_large = (413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
 
     async def post_hook(request: web.Request) -> web.Response:
         received_ns = time.time_ns()
+        # The raw header: aiohttp reports a missing one as application/octet-stream.
+        if "Content-Type" not in request.headers or request.content_type != JSON:
+            return _reject(request, *UNSUPPORTED_TYPE)
         clen = request.content_length
         if clen is not None and clen > cfg.max_body_bytes:
             return _reject(request, *too_large)
         try:
-            body = await request.read()
+            async with asyncio.timeout(body_timeout_s):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reject(request, *too_large)
+        except TimeoutError:
+            resp = _reject(request, 408, "body_timeout", f"the body did not arrive within {cfg.body_timeout_ms} ms")
+            resp.force_close()  # what is left of the body must not be read as the next request
+            return resp
         # aiohttp's own cap (max + 1) lets a body of exactly max + 1 bytes through.
         if len(body) > cfg.max_body_bytes:
             return _reject(request, *too_large)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -112,7 +113,8 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
     Args:
         path: database file; created private (0600, directory 0700) when missing,
             unless ``readonly``. ``":memory:"`` is allowed for tests.
-        readonly: open read-only (reports); the file must exist.
+        readonly: open read-only (reports); the file must exist. On read-only media it is
+            opened ``immutable`` (``_open_immutable``) instead of failing.
 
     Raises:
         StorageError: the file cannot be opened or is not a database.
@@ -125,6 +127,36 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         conn = apsw.Connection(p, flags=flags)
         apply_policy(conn, readonly=readonly or p == ":memory:")
+    except apsw.CantOpenError as e:
+        if not (readonly and on_read_only_media(Path(p))):
+            raise translate(e) from e
+        return _open_immutable(Path(p))
+    except apsw.Error as e:
+        raise translate(e) from e
+    return conn
+
+
+def on_read_only_media(path: Path) -> bool:
+    """True when the directory holding ``path`` is on a read-only file system. Reads only."""
+    try:
+        return bool(os.statvfs(Path(os.path.realpath(path)).parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _open_immutable(path: Path) -> apsw.Connection:
+    """A read-only connection to a database on read-only media.
+
+    A WAL database needs its ``-shm`` file even to be read; on read-only media (a mounted
+    backup, a read-only bind mount) that file cannot be created, and the open fails with
+    "unable to open database file". Nothing can change the file there, so SQLite may read it as
+    ``immutable`` (no locks, no shared memory). A ``-wal`` file left beside it would be ignored:
+    a cleanly closed database has none.
+    """
+    uri = "file:" + urllib.parse.quote(os.path.realpath(path)) + "?mode=ro&immutable=1"
+    try:
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        apply_policy(conn, readonly=True)
     except apsw.Error as e:
         raise translate(e) from e
     return conn

@@ -1,7 +1,10 @@
-"""One daemon per database."""
+"""One daemon per database, however its path is spelt: the lock is on the file (SPEC §12)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,54 @@ def test_another_spelling_of_the_same_database_finds_the_same_lock(tmp_path: Pat
         with pytest.raises(DaemonError, match="already running"):
             lock.acquire(other)
     held.release()
+
+
+def test_a_hard_link_and_a_relative_path_find_the_same_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # regression (issue 11): the lock file sat beside the path, so a hard link let a second
+    # daemon start, each with its own WAL, and the database was corrupted within seconds
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    db = tmp_path / "a" / "x.db"
+    held = lock.acquire(db)
+    os.link(db, tmp_path / "b" / "hard.sqlite")
+    monkeypatch.chdir(tmp_path / "b")
+    for other in (Path("hard.sqlite"), Path("../a/x.db")):
+        with pytest.raises(DaemonError, match=f"pid {os.getpid()}"):
+            lock.acquire(other)
+    held.release()
+    lock.acquire(Path("hard.sqlite")).release()
+
+
+def test_the_holders_pid_comes_from_the_kernels_lock_table(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "held"
+            (tmp_path / "x.db.lock").write_text("")  # the pid file says nothing: the kernel's table does
+            os.link(db, tmp_path / "hard.db")
+            with pytest.raises(DaemonError, match=f"pid {child.pid}\\)") as e:
+                lock.acquire(tmp_path / "hard.db")
+            assert e.value.context["pid"] == str(child.pid)
+        finally:
+            child.kill()
+    lock.acquire(tmp_path / "hard.db").release()  # the kernel dropped the dead holder's lock
+
+
+CHILD = "import sys; from pathlib import Path; from ingestd.daemon import lock\n" + (
+    "h = lock.acquire(Path(sys.argv[1])); print('held', flush=True); sys.stdin.read()"
+)
+
+
+def test_proc_locks_parsing() -> None:
+    dev = os.makedev(0xFE, 0)
+    text = (
+        "1: POSIX  ADVISORY  WRITE 11 fe:00:77 1073741824 1073741824\n"
+        "2: FLOCK  ADVISORY  WRITE 4242 fe:00:77 0 EOF\n"
+        "2: -> FLOCK  ADVISORY  WRITE 5151 fe:00:77 0 EOF\n"
+        "3: FLOCK  ADVISORY  WRITE 99 fe:01:77 0 EOF\n"
+    )
+    assert lock.holder_from_proc_locks(dev, 77, text) == 4242
+    assert lock.holder_from_proc_locks(dev, 78, text) is None
+    assert lock.holder_from_proc_locks(os.makedev(0xFE, 1), 77, text) == 99

@@ -10,6 +10,7 @@ from typing import Any
 
 from ingestd.http.app import TAILER, ServeConfig, make_app
 from tests.daemon.support import user_line
+from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import q
 
 SID = "11111111-2222-3333-4444-555555555555"
@@ -42,7 +43,7 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     f.write_bytes(line(1))  # present before start: the catch-up reads it
     db = tmp_path / "t.db"
     cfg = ServeConfig(db_path=db, projects=(root,), schedule=False, watchdog_interval_s=3600, rescan_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg))
+    client = await aiohttp_client(make_app(cfg), headers=JSON_HEADERS)
     await until(lambda: len(offsets(db)) == 1, "catch-up")
 
     # append: projected promptly

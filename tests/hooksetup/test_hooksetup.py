@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 import threading
@@ -13,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hooksetup
+from ingestd import hooksetup, settingsfile
 from ingestd.cli import cli
 from ingestd.errors import InputError
 
@@ -295,3 +297,142 @@ def test_a_missing_home_is_not_created(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(gone)})
     assert r.exit_code == 2
     assert not gone.exists()
+
+
+# -- files ingestd writes beside the user's (issue 11) ----------------------------------------
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o644])
+def test_the_backup_keeps_the_originals_mode(home: Path, mode: int) -> None:
+    # regression: a 0600 settings.json (secrets in `env`) left a 0644 backup beside it
+    path = home / ".claude" / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    os.chmod(path, mode)
+    assert run(home, "install").exit_code == 0
+    [bak] = backups(home)
+    assert stat.S_IMODE(bak.stat().st_mode) == mode
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+def test_only_the_newest_five_backups_are_kept(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text("{}\n")
+    mine = home / ".claude" / "settings.json.bak-mine"  # not ours: never touched
+    mine.write_text("x")
+    contents = []
+    for i in range(8):
+        contents.append(path.read_text())
+        assert run(home, "install" if i % 2 == 0 else "uninstall").exit_code == 0
+    kept = backups(home)
+    assert mine in kept
+    ours = [b for b in kept if b != mine]
+    assert len(ours) == 5
+    assert [b.read_text() for b in settingsfile.backups_of(path)] == contents[-5:]  # the newest five, in order
+    assert mine.read_text() == "x"
+
+
+def test_a_symlinked_settings_file_is_written_through_the_link(home: Path, tmp_path: Path) -> None:
+    # regression: a dotfiles repository's link was replaced by a regular file
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "claude-settings.json"
+    real.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    os.chmod(real, 0o600)
+    link = home / ".claude" / "settings.json"
+    link.symlink_to(real)
+    assert run(home, "install").exit_code == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert any(hooksetup.is_ours(h) for g in json.loads(real.read_text())["hooks"]["Stop"] for h in g["hooks"])
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    [bak] = backups(home)  # beside the link, as the user knows the file
+    assert json.loads(bak.read_text()) == USER_SETTINGS
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude-settings.json"]  # nothing left in the repo
+    assert run(home, "uninstall").exit_code == 0
+    assert link.is_symlink() and json.loads(real.read_text()) == USER_SETTINGS
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        lambda d: json.dumps(d, indent=4) + "\n",
+        lambda d: json.dumps(d, indent="\t"),
+        lambda d: json.dumps(d, indent=2, separators=(",", ":")) + "\n",
+        lambda d: json.dumps(d) + "\n",
+        lambda d: json.dumps(d, ensure_ascii=True, indent=3) + "\n",
+    ],
+    ids=["4-spaces", "tabs-no-final-newline", "no-space-after-colon", "one-line", "ascii-escapes"],
+)
+def test_the_users_formatting_is_kept_and_the_dry_run_diff_only_adds(home: Path, dump: Any) -> None:
+    doc = {**USER_SETTINGS, "env": {"GREETING": "héllo"}}
+    path = home / ".claude" / "settings.json"
+    original = dump(doc)
+    path.write_text(original)
+    r = run(home, "install", "--dry-run")
+    assert r.exit_code == 0
+    changed = [ln for ln in r.output.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    if "\n" in original.strip():
+        assert changed and all(ln.startswith("+") for ln in changed), changed[:5]
+    else:  # a one-line file: that line is the change, still one line, still in its style
+        assert len(changed) == 2 and changed[0] == "-" + original.strip() and changed[1].startswith('+{"model": ')
+    assert run(home, "install").exit_code == 0
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == original  # install then uninstall: byte for byte the user's file
+
+
+HAND_WRITTEN = """{
+  "model": "opus",
+  "permissions": { "allow": ["Bash(npm test:*)", "Read(~/src/**)"], "deny": [] },
+  "env":   {"A": "1",   "B": "2"},
+  "hooks": {
+    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}
+    ]
+  }
+}
+"""
+
+
+def test_hand_laid_out_lines_are_left_alone_by_an_install(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(HAND_WRITTEN)
+    r = run(home, "install", "--dry-run")
+    assert r.exit_code == 0
+    removed = [ln[1:] for ln in r.output.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    # only the lines that themselves gain something: the one-line Stop list and the last PreToolUse group
+    assert removed == [
+        '    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],',
+        '      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}',
+    ]
+    assert run(home, "install").exit_code == 0
+    text = path.read_text()
+    for line in HAND_WRITTEN.splitlines()[:4]:
+        assert line in text.splitlines()
+    doc = json.loads(text)
+    assert doc["hooks"]["Stop"][0]["hooks"][0]["command"] == "say done"
+    assert any(hooksetup.is_ours(h) for g in doc["hooks"]["Stop"] for h in g["hooks"])
+    assert any(hooksetup.is_ours(h) for g in doc["hooks"]["SessionEnd"] for h in g["hooks"])
+    # and an uninstall cuts exactly what the install added: the user's file, byte for byte
+    r = run(home, "uninstall", "--dry-run")
+    assert [ln[1:] for ln in r.output.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == [
+        '    "Stop": [ { "hooks": [ { "type": "command", "command": "say done" } ] } ],',
+        '      {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}',
+    ]
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == HAND_WRITTEN
+
+
+def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Path) -> None:
+    path = home / ".claude" / "settings.json"
+    ours = {"type": "http", "url": "http://localhost:7391/hooks"}
+    text = (
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}, '
+        + json.dumps(ours)
+        + "]}],\n"
+        + '  "Notification": [{"hooks": ['
+        + json.dumps(ours)
+        + "]}]}}\n"
+    )
+    path.write_text(text)
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'

@@ -19,6 +19,7 @@ from ingestd.daemon import apply as apply_mod
 from ingestd.http.app import ServeConfig, make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
+from tests.hookclient import JSON_HEADERS
 
 Client = TestClient[Any, Any]
 MakeClient = Callable[..., Awaitable[Client]]
@@ -37,7 +38,7 @@ def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     async def make(**kw: Any) -> Client:
         apply = kw.pop("apply", apply_mod.store_rows)
         cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
-        client: Client = await aiohttp_client(make_app(cfg, apply=apply))
+        client: Client = await aiohttp_client(make_app(cfg, apply=apply), headers=JSON_HEADERS)
         return client
 
     return make

@@ -19,6 +19,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from ingestd.http.app import ServeConfig, make_app
+from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import SID, assert_kept, q, snapshot
 
 Client = TestClient[Any, Any]
@@ -171,13 +172,28 @@ CASES = [
     ),
     # a byte-order mark before the object is skipped by the one decoder (SPEC §12: accepted everywhere)
     Case("bom-prefixed", b"\xef\xbb\xbf" + ev(), 200, event_type="Stop"),
-    Case("text-plain-content-type", ev(), 200, event_type="Stop", headers=(("Content-Type", "text/plain"),)),
+    # A browser's cross-origin "simple" POSTs (no preflight) carry only these types (SPEC §10).
+    Case("text-plain-content-type", ev(), 415, "unsupported_media_type", headers=(("Content-Type", "text/plain"),)),
     Case(
         "form-content-type",
         ev(),
+        415,
+        "unsupported_media_type",
+        headers=(("Content-Type", "application/x-www-form-urlencoded"),),
+    ),
+    Case(
+        "multipart-content-type",
+        ev(),
+        415,
+        "unsupported_media_type",
+        headers=(("Content-Type", "multipart/form-data; boundary=x"),),
+    ),
+    Case(
+        "json-with-charset",
+        ev(),
         200,
         event_type="Stop",
-        headers=(("Content-Type", "application/x-www-form-urlencoded"),),
+        headers=(("Content-Type", "application/json; charset=utf-8"),),
     ),
     Case("idempotency-key-too-long", ev(), 400, "bad_idempotency_key", headers=(("Idempotency-Key", "k" * 201),)),
     Case("idempotency-key-tab", ev(), 400, "bad_idempotency_key", headers=(("Idempotency-Key", "a\tb"),)),
@@ -189,7 +205,7 @@ CASES = [
 @pytest.fixture
 async def client(aiohttp_client: Callable[..., Awaitable[Client]], tmp_path: Path) -> AsyncIterator[Client]:
     cfg = ServeConfig(db_path=tmp_path / "h.db", tail=False, schedule=False, watchdog_interval_s=3600)
-    c = await aiohttp_client(make_app(cfg))
+    c = await aiohttp_client(make_app(cfg), headers=JSON_HEADERS)
     # the baseline: one good delivery stored before every bad one
     resp = await c.post("/hooks", data=ev(name="UserPromptSubmit", sid=SID, prompt="hello"))
     assert resp.status == 200

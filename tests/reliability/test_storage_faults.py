@@ -24,6 +24,7 @@ from ingestd.cli import cli
 from ingestd.commands import ingest as ingest_cmd
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import SID, assert_replay_ok, q, snapshot
 
 SLUG = "-tmp-faults"
@@ -181,7 +182,7 @@ async def test_hook_receiver_disk_full_answers_500_then_recovers(aiohttp_client:
 
     db = tmp_path / "h.db"
     cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg, apply=apply))
+    client = await aiohttp_client(make_app(cfg, apply=apply), headers=JSON_HEADERS)
     statuses: dict[str, int] = {}
     for i in range(40):
         key = f"k-{i}"

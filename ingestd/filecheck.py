@@ -1,0 +1,142 @@
+"""Files checked the way ssh's ``StrictModes`` checks keys (SPEC §10).
+
+The database, its ``-wal`` and ``-shm``, the daemon's ``.lock``, the backups and the token file
+must be owned by the user running ingestd and not writable by group or others (the token file
+not readable by them either), and the directory holding each must not be writable by others
+unless it has the sticky bit (``/tmp`` is 1777: others can create files there but not replace
+yours). Why: a database someone else can write can be given forged history (or be swapped for
+another one), and SQLite creates the WAL and shared-memory files with the database's mode and
+owner, so one loose file makes the next ones loose too. A token readable by others is no secret.
+
+A file that does not exist yet passes (ingestd creates its own files 0600 in a 0700 directory);
+only its directory is checked. Symlinks are followed (the file that is used is the one checked).
+
+``problems`` is read-only and returns every finding; ``require_safe`` raises on the first ones
+with the file's name and the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestd.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One unsafe file or directory.
+
+    Attributes:
+        path: str, the file or directory.
+        problem: str, what is wrong, e.g. ``mode 0666: writable by group and others``.
+        fix: str, the shell command that fixes it.
+    """
+
+    path: str
+    problem: str
+    fix: str
+
+
+def user_name(uid: int) -> str:
+    """The login name of ``uid`` (its number when it has none)."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _who(bits: int) -> str:
+    parts = [w for w, m in (("group", 0o070), ("others", 0o007)) if bits & m]
+    return " and ".join(parts)
+
+
+def file_problems(path: Path, *, secret: bool = False, uid: int | None = None) -> list[Finding]:
+    """What is unsafe about the file at ``path`` itself (nothing when it does not exist).
+
+    Args:
+        path: the file (symlinks followed).
+        secret: True for the token file: not readable by group or others either.
+        uid: the user who must own it (default: the effective uid).
+    """
+    me = os.geteuid() if uid is None else uid
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        return [Finding(str(path), f"cannot be checked ({e.strerror})", f"ls -l {shlex.quote(str(path))}")]
+    q = shlex.quote(str(path))
+    out = []
+    if st.st_uid != me:
+        out.append(
+            Finding(
+                str(path),
+                f"owned by {user_name(st.st_uid)}, not by {user_name(me)} (who runs ingestd)",
+                f"chown {shlex.quote(user_name(me))} {q}",
+            )
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    loose = mode & (0o077 if secret else 0o022)
+    if loose:
+        what = "readable or writable" if secret and loose & 0o044 else "writable"
+        out.append(Finding(str(path), f"mode {mode:04o}: {what} by {_who(loose)}", f"chmod 600 {q}"))
+    return out
+
+
+def dir_problems(directory: Path) -> list[Finding]:
+    """What is unsafe about a directory holding ingestd's files: writable by others without the sticky bit."""
+    try:
+        st = directory.stat()
+    except OSError:
+        return []  # a missing directory is created private by whoever creates the file
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o002 and not mode & stat.S_ISVTX:
+        return [
+            Finding(
+                str(directory),
+                f"directory mode {mode:04o}: others can replace the files in it (writable, no sticky bit)",
+                f"chmod o-w {shlex.quote(str(directory))}",
+            )
+        ]
+    return []
+
+
+def problems(files: Iterable[Path], *, secret: bool = False, uid: int | None = None) -> list[Finding]:
+    """Findings for each file and, once each, the directory holding it (the symlink's target's)."""
+    out: list[Finding] = []
+    seen: set[Path] = set()
+    for f in files:
+        out.extend(file_problems(f, secret=secret, uid=uid))
+        parent = Path(os.path.realpath(f)).parent
+        if parent not in seen:
+            seen.add(parent)
+            out.extend(dir_problems(parent))
+    return out
+
+
+def database_files(db_path: Path) -> list[Path]:
+    """The database and the files beside it that SQLite and the daemon use: ``-wal``, ``-shm``, ``.lock``."""
+    real = Path(os.path.realpath(db_path))
+    return [real, *(real.with_name(real.name + s) for s in ("-wal", "-shm", ".lock"))]
+
+
+def require_safe(findings: list[Finding]) -> None:
+    """Raise when there is any finding, naming each file, what is wrong and the command that fixes it.
+
+    Raises:
+        ConfigError: with ``path`` and ``fix`` of the first finding in its context.
+    """
+    if not findings:
+        return
+    lines = [f"{f.path}: {f.problem}; fix: {f.fix}" for f in findings]
+    raise ConfigError(
+        "refusing to use files others can change or read: " + " | ".join(lines),
+        path=findings[0].path,
+        fix=findings[0].fix,
+    )

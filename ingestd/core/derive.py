@@ -11,7 +11,7 @@ from typing import Any
 
 from ingestd.core.keys import stable_id
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
-from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES, ending
+from ingestd.core.toolstatus import END, INTERRUPTED, RUNNING, STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
@@ -24,18 +24,28 @@ _TERMINAL = frozenset(("completed", "error"))
 class Changes:
     """Full rows of touched entities, each a tuple in ``ingestd.store.writer`` column order.
 
+    The change output of one fold is keyed by session: every row names its ``session_id``, and an
+    agent is the pair ``(session_id, id)`` (SPEC §4.2, migration 0009): ``parent_agent_id``,
+    an edge's endpoints and a usage / tool row's ``agent_id`` are agents of that row's session.
+    A store upserts each row by its key below, later rows of one key winning (token_usage: the
+    better claim wins, DESIGN.md "token_usage across sessions").
+
     Attributes:
-        sessions: (id, project_slug, project_path, started_at, last_activity_at, status,
+        sessions (key id): (id, project_slug, project_path, started_at, last_activity_at, status,
             git_branch, cc_version, title, slug, entrypoint, end_reason)
-        agents: (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
+        agents (key session_id, id): (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
             last_seen_at, outcome_cause, is_compaction, description)
-        edges: (id, session_id, parent_agent_id, child_agent_id, source, instance, host_id,
+        edges (key session_id, child_agent_id; id = stable_id(session_id, child)): (id, session_id,
+            parent_agent_id, child_agent_id, source, instance, host_id,
             created_at, tool_use_id)
-        token_usage: (id, session_id, agent_id, message_id, model, bucket, tokens,
+        token_usage (key message_id, bucket; id None): (id, session_id, agent_id, message_id, model, bucket, tokens,
             is_compaction_baseline, occurred_at, claim_rank)
-        tool_calls: (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)
-        compactions: (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
-        events: (raw_event_id, session_id, agent_id, event_type, occurred_at)
+        tool_calls (key session_id, tool_use_id): (session_id, tool_use_id, agent_id, tool_name,
+            started_at, ended_at, status)
+        compactions (key session_id, boundary_id): (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
+        events (key raw_event_id): (raw_event_id, session_id, agent_id, event_type, occurred_at)
+        retracted_agents: (session_id, id) of provisional 1.0.x sidechain agents to delete, with
+            the edge to them.
     """
 
     sessions: list[tuple[Any, ...]] = field(default_factory=list)
@@ -45,7 +55,7 @@ class Changes:
     tool_calls: list[tuple[Any, ...]] = field(default_factory=list)
     compactions: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
-    retracted_agents: list[str] = field(default_factory=list)
+    retracted_agents: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
         """Append ``other``'s rows (later rows of the same key win at upsert time)."""
@@ -160,7 +170,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     ch.sessions.append(
         (
             sid,
-            state.project_slug,
+            state.project_slug[1] if state.project_slug else None,
             state.cwd[2] if state.cwd else None,
             state.first_ts,
             state.last_ts,
@@ -272,6 +282,21 @@ def _main_status(state: SessionState, ev: AgentEv) -> str:
     return "completed" if state.ended else (ev.latest[1] if ev.latest else "working")
 
 
+def _ended_without_stop(ev: AgentEv | None) -> tuple[str, str | None]:
+    """A subagent's status once its session ended (SessionEnd) with no stop evidence for it.
+
+    Stop evidence is a SubagentStop, a spawn ``tool_result``, a task-notification, or a compaction
+    call that returned; callers apply those first, whatever order they were logged in (SPEC §4.2:
+    status is a function of the evidence set). Without any, the subagent did not finish: ``error``
+    with ``terminated_early`` (SubagentStart then SessionEnd and nothing else: it was killed, and
+    calling it completed hides exactly that), unless its own transcript's newest turn is a final
+    reply (``toolstatus.END``: the run returned its answer; only the stop hook is missing).
+    """
+    if ev is not None and ev.last_turn is not None and ev.last_turn[1] == END:
+        return "completed", None
+    return "error", "terminated_early"
+
+
 def _edge(
     state: SessionState,
     spawns: dict[str, Spawn],
@@ -345,10 +370,12 @@ def _agent_row(
         failed = ending(ev.last_turn, state.ended and not ev.completed)
         if failed is not None:
             status, cause = "error", failed
-    if status is None and (state.ended or (ev is not None and ev.completed)):
-        status = "completed"
+    if status is None and ev is not None and ev.completed:
+        status = "completed"  # SubagentStop, whenever it was logged (before or after SessionEnd)
     if status is None and comp and ev is not None and ev.has_assistant:
         status = "completed"  # the compaction call returned (it is the sidechain's last record)
+    if status is None and state.ended:
+        status, cause = _ended_without_stop(ev)
     if status is None:
         status = ev.latest[1] if ev is not None and ev.latest else "working"
     res = state.results.get(tuid) if tuid else None
@@ -383,7 +410,7 @@ def _legacy_agents(
     sid = state.session_id
     # A root seen before its chain was complete named a provisional agent: retract it.
     current = {LEGACY_AGENT + r for r in groups}
-    ch.retracted_agents.extend(sorted(state.legacy_emitted - current))
+    ch.retracted_agents.extend((state.session_id, a) for a in sorted(state.legacy_emitted - current))
     state.legacy_emitted = current
     for root in sorted(groups):
         first, last = groups[root]
@@ -394,7 +421,7 @@ def _legacy_agents(
         parent = _edge(state, spawns, aid, tuid, "legacy_explore", resolve, ctx, ch) if tuid else None
         status, cause = _spawn_status(state, tuid)
         if status is None:
-            status = "completed" if state.ended else "working"
+            status, cause = _ended_without_stop(None) if state.ended else ("working", None)
         res = state.results.get(tuid) if tuid else None
         if res is not None and res[2] > last:
             last = res[2]

@@ -37,10 +37,11 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     if cwd and (state.cwd is None or (2, ts, cwd) < state.cwd):
         state.cwd = (2, ts, cwd)
     tp = _s(obj, "transcript_path")
-    if tp and state.project_slug is None:
+    if tp:
         parts = tp.replace("\\", "/").rstrip("/").split("/")
-        if len(parts) >= 2:
-            state.project_slug = parts[-2]
+        # the transcript's folder; a transcript record's own path (rank 0) beats it (state.project_slug)
+        if len(parts) >= 2 and parts[-2] and (state.project_slug is None or (1, parts[-2]) < state.project_slug):
+            state.project_slug = (1, parts[-2])
     # `session_title` (SessionStart per DOC; seen on UserPromptSubmit ≈2.1.119, corpus/hooks/
     # ice-hockey-game/UserPromptSubmit.jsonl session 6c5a3ad0…): the session's current name, so the
     # newest receipt wins over an older name and over a transcript summary

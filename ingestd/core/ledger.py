@@ -38,6 +38,7 @@ PINS: tuple[Pin, ...] = (
     Pin(5, "sessions_status_index", "f12c4af58925a856e8b763fbb73c6ae1895ede2a0ee27e82ebe2ebfb41cdd4fd"),
     Pin(6, "token_usage_write_cost", "e53cceef715218b459539c29372abb563e820b266cb0579f7fe0be0b235f0586"),
     Pin(7, "agents_evidence_status", "41aec9bb4b19ae2a8f9d85d519d0bfd042f6c77fbf2d60d91bbce7f61d2ff80b"),
+    Pin(9, "agents_session_key", "d8e8f796231ef4fa2b5424117982150366aaf7ddb8073754914ee47378578626"),
 )
 
 

@@ -157,9 +157,21 @@ def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ra
                 v = inp.get(k)
                 return v if isinstance(v, str) and v else None
 
-            state.spawns[tuid] = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            cur = state.spawns.get(tuid)
+            # one tool_use id read twice (a record repeated in two files): the earliest record wins
+            if cur is None or _spawn_key(sp) < _spawn_key(cur):
+                state.spawns[tuid] = sp
             t.all_agents = True
     return used_tool
+
+
+def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str]:
+    return (sp.ts, sp.agent, sp.subagent_type or "", sp.description or "", sp.prompt or "")
+
+
+def _compaction_key(c: tuple[Any, ...]) -> tuple[str, str, str, int]:
+    return (c[1], c[0], c[2] or "", -1 if c[3] is None else c[3])
 
 
 def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:
@@ -248,8 +260,8 @@ def _tag(text: str, name: str) -> str | None:
 def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
     etype = row.event_type
     pi = path_info(row.origin)
-    if state.project_slug is None or (pi.project_slug and pi.project_slug < state.project_slug):
-        state.project_slug = pi.project_slug or state.project_slug
+    if pi.project_slug and (state.project_slug is None or (0, pi.project_slug) < state.project_slug):
+        state.project_slug = (0, pi.project_slug)
     if etype == "summary":
         s = obj.get("summary")
         # 1.0.x: `{"type":"summary","summary":…,"leafUuid":…}` (no timestamp), e.g.
@@ -314,7 +326,11 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         pre_v = cm.get("preTokens")
         pre = pre_v if isinstance(pre_v, int) and not isinstance(pre_v, bool) and 0 <= pre_v <= MAX_TOKENS else None
         if isinstance(uuid, str):
-            state.compactions[uuid] = (agent, ts, trig, pre)
+            comp = (agent, ts, trig, pre)
+            cur = state.compactions.get(uuid)
+            # the same boundary record read twice: a join (the smaller description), not the last read
+            if cur is None or _compaction_key(comp) < _compaction_key(cur):
+                state.compactions[uuid] = comp
             t.compactions.add(uuid)
     if agent.startswith(LEGACY_PREFIX):
         return

@@ -14,6 +14,9 @@ History:
        session ended is ``interrupted`` (ended_at NULL), no longer ``running`` forever.
     4: agents.evidence_status (migration 0007); a working subagent keeps its ancestors from the
        watchdog.
+    5: agents keyed by (session_id, id) (migration 0009), no cross-session agent claim; a subagent
+       with no stop evidence when its session ends is ``error`` / ``terminated_early``;
+       ``project_slug`` is a join of every source.
 """
 
-PROJECTION_REVISION = 4
+PROJECTION_REVISION = 5

@@ -87,7 +87,9 @@ class SessionState:
     first_ts: str | None = None
     last_ts: str | None = None
     cwd: tuple[int, str, str] | None = None  # (rank, ts, cwd) min: a record's cwd beats a hook's
-    project_slug: str | None = None
+    # (rank, slug) min: a transcript path's folder (rank 0) beats a hook's transcript_path (rank 1);
+    # among equals the smaller name. A join, so the slug does not depend on arrival order.
+    project_slug: tuple[int, str] | None = None
     git_branch: tuple[str, str] | None = None  # (ts, value) max
     version: tuple[str, str] | None = None
     slug: tuple[str, str] | None = None

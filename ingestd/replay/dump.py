@@ -19,7 +19,7 @@ from ingestd.store.connection import storage_errors
 # (table, primary key columns): every projection, checkpoints excluded (SPEC §9).
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("id",)),
-    ("agents", ("id",)),
+    ("agents", ("session_id", "id")),
     ("orchestration_edges", ("id",)),
     ("token_usage", ("message_id", "bucket")),
     ("tool_calls", ("session_id", "tool_use_id")),

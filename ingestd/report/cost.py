@@ -69,11 +69,14 @@ def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, t
     return out
 
 
-def _describe_agents(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
-    out: dict[str, tuple[str, str | None]] = {}
-    for aid in ids:
-        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE id = ?", (aid,)):
-            out[aid] = (r[0], r[1])
+def _describe_agents(
+    conn: apsw.Connection, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(type, subagent_type) of each agent, keyed by (session_id, agent_id) (SPEC §4.2)."""
+    out: dict[tuple[str, str], tuple[str, str | None]] = {}
+    for sid, aid in keys:
+        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE session_id = ? AND id = ?", (sid, aid)):
+            out[(sid, aid)] = (r[0], r[1])
     return out
 
 
@@ -132,7 +135,8 @@ def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> lis
     order = sorted(groups) if by == "day" else sorted(groups, key=lambda k: (-groups[k].cost_usd, -groups[k].tokens, k))
     out: list[dict[str, Any]] = []
     sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups}) if by in ("session", "agent") else {}
-    agents = _describe_agents(conn, {k.split("\x1f")[1] for k in groups if k.split("\x1f")[1]}) if by == "agent" else {}
+    agent_keys = {(k.split("\x1f")[0], k.split("\x1f")[1]) for k in groups} if by == "agent" else set()
+    agents = _describe_agents(conn, {k for k in agent_keys if k[1]})
     for k in order:
         row: dict[str, Any] = {"key": k}
         if by == "day":
@@ -150,7 +154,7 @@ def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> lis
             row["session_id"] = sid
             row["agent_id"] = aid or None
             row["project_path"] = sessions.get(sid, (None, None))[0]
-            row["agent_type"], row["subagent_type"] = agents.get(aid, (None, None))
+            row["agent_type"], row["subagent_type"] = agents.get((sid, aid), (None, None))
         row.update(groups[k].to_json())
         out.append(row)
     return out

@@ -33,7 +33,6 @@ pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not fo
 COPIES = 20
 NOW = "2026-12-01T00:00:00.000Z"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-MSG = re.compile(r'"id":"msg_')
 UTC = resolve_zone("UTC", {})
 
 
@@ -55,7 +54,12 @@ IDS = _ids() if CORPUS.is_dir() else set()
 BACK = {k: {_uuid(u, k): u for u in IDS} for k in range(COPIES)}
 
 
+UUID_B = re.compile(UUID.pattern.encode())
+FORWARD = {k: {u.encode(): _uuid(u, k).encode() for u in IDS} for k in range(1, COPIES)}
+
+
 def _copy(src: Path, dst: Path, k: int) -> None:
+    fwd = FORWARD.get(k, {})
     for path in sorted(src.rglob("*")):
         if path.is_dir():
             continue
@@ -64,10 +68,7 @@ def _copy(src: Path, dst: Path, k: int) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         data = path.read_bytes()
         if k:
-            text = data.decode("utf-8", "surrogateescape")
-            text = UUID.sub(lambda m: _uuid(m.group(0), k), text)
-            text = MSG.sub(f'"id":"msg_c{k:02d}_', text)
-            data = text.encode("utf-8", "surrogateescape")
+            data = UUID_B.sub(lambda m: fwd[m.group(0)], data).replace(b'"id":"msg_', b'"id":"msg_c%02d_' % k)
         out.write_bytes(data)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.core.keys import stable_id
-from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, TITLE_KINDS, AgentEv, SessionState, Spawn
 from ingestd.core.toolstatus import END, INTERRUPTED, RUNNING, STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
 
@@ -32,7 +32,9 @@ class Changes:
 
     Attributes:
         sessions (key id): (id, project_slug, project_path, started_at, last_activity_at, status,
-            git_branch, cc_version, title, slug, entrypoint, end_reason)
+            git_branch, cc_version, title, slug, entrypoint, end_reason, title_source); title and
+            title_source (``state.TITLE_KINDS``) are None when no record of the session names one (a
+            ``summary`` title is joined in by the store, ``ingestd.store.titles``)
         agents (key session_id, id): (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
             last_seen_at, outcome_cause, is_compaction, description)
         edges (key session_id, child_agent_id; id = stable_id(session_id, child)): (id, session_id,
@@ -44,6 +46,9 @@ class Changes:
             started_at, ended_at, status)
         compactions (key session_id, boundary_id): (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
         events (key raw_event_id): (raw_event_id, session_id, agent_id, event_type, occurred_at)
+        summaries (key origin, origin_gen, origin_offset): (origin, origin_gen, origin_offset,
+            file_session, leaf_uuid, summary): the session's files' ``summary`` records, whose
+            session is the one of the record ``leaf_uuid`` names (``ingestd.store.titles``)
         retracted_agents: (session_id, id) of provisional 1.0.x sidechain agents to delete, with
             the edge to them.
     """
@@ -55,6 +60,7 @@ class Changes:
     tool_calls: list[tuple[Any, ...]] = field(default_factory=list)
     compactions: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
+    summaries: list[tuple[Any, ...]] = field(default_factory=list)
     retracted_agents: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
@@ -66,6 +72,7 @@ class Changes:
         self.tool_calls.extend(other.tool_calls)
         self.compactions.extend(other.compactions)
         self.events.extend(other.events)
+        self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)
 
 
@@ -167,6 +174,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     mev = state.agents.get(sid)
     idle = "completed" if state.ended else "unknown"  # the main agent never ran
     main_status = _main_status(state, mev) if mev is not None and mev.ran else idle
+    title = next(((k, state.titles[k][1]) for k in TITLE_KINDS if k in state.titles), None)
     ch.sessions.append(
         (
             sid,
@@ -177,12 +185,16 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
             main_status,
             state.git_branch[1] if state.git_branch else None,
             state.version[1] if state.version else None,
-            state.title[2] if state.title else None,
+            title[1] if title else None,
             state.slug[1] if state.slug else None,
             state.entrypoint[1] if state.entrypoint else None,
             state.end_reason[1] if state.end_reason else None,
+            title[0] if title else None,
         )
     )
+    for where in sorted(t.summaries):
+        leaf, text = state.summaries[where]
+        ch.summaries.append((*where, sid, leaf, text))
     msgs = t.msgs | state.legacy_msgs if t.legacy else t.msgs
     for mid in sorted(msgs):
         by_rank = state.msgs[mid]

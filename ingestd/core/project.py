@@ -27,7 +27,7 @@ from ingestd.core.state import (
 )
 from ingestd.core.timefmt import canonical
 from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
-from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
+from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_title, note_tool
 
 ACTIVITY_TYPES = frozenset(("user", "assistant", "system", "progress", "attachment"))
 SYNTHETIC = "<synthetic>"
@@ -264,10 +264,23 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         state.project_slug = (0, pi.project_slug)
     if etype == "summary":
         s = obj.get("summary")
+        leaf = obj.get("leafUuid")
         # 1.0.x: `{"type":"summary","summary":…,"leafUuid":…}` (no timestamp), e.g.
-        # corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1
-        if isinstance(s, str) and s and (state.title is None or (0, "", s) > state.title):
-            state.title = (0, "", s)
+        # corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1, whose leaf (line
+        # 141) is a record of the previous session 998db3cd-…: the summary is that session's title,
+        # not this file's. Kept by its place in the log; ``ingestd.store.titles`` finds the leaf.
+        if isinstance(s, str) and s and isinstance(leaf, str) and leaf:
+            where = (row.origin, row.origin_gen, row.origin_offset if row.origin_offset is not None else -1)
+            state.summaries[where] = (leaf, s)
+            t.summaries.add(where)
+        t.session = True
+        return
+    if etype in ("custom-title", "ai-title"):
+        # `{"type":"custom-title","customTitle":…,"sessionId":…}` (`/rename`) and
+        # `{"type":"ai-title","aiTitle":…,"sessionId":…}`, no timestamp: the latest by place in the log
+        v = obj.get("customTitle" if etype == "custom-title" else "aiTitle")
+        if isinstance(v, str) and v:
+            note_title(state, etype, (row.origin_gen, row.origin_offset or 0, row.origin), v)
         t.session = True
         return
     if etype == "queue-operation":

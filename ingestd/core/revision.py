@@ -17,6 +17,8 @@ History:
     5: agents keyed by (session_id, id) (migration 0009), no cross-session agent claim; a subagent
        with no stop evidence when its session ends is ``error`` / ``terminated_early``;
        ``project_slug`` is a join of every source.
+    6: titles by precedence (custom-title > hook session_title > ai-title > summary, migration
+       0010); a summary titles the session of its leafUuid's record, not its file's.
 """
 
-PROJECTION_REVISION = 5
+PROJECTION_REVISION = 6

@@ -30,6 +30,11 @@ EDGE_RANK = {
 # tool_use name in transcripts and by `tool_name` in PreToolUse / PostToolUse hooks.
 SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
 
+# Title kinds, best first (SPEC §4.1): a user-set `custom-title` record, the hook's `session_title`
+# (Claude Code's current name for the session, custom or generated), an `ai-title` record; a
+# `summary` (resolved through its leafUuid, ``ingestd.store.titles``) comes after all three.
+TITLE_KINDS = ("custom-title", "session_title", "ai-title")
+
 LEGACY_PREFIX = "~"  # placeholder agent of a 1.0.x in-file sidechain record: "~" + record uuid
 
 
@@ -94,9 +99,14 @@ class SessionState:
     version: tuple[str, str] | None = None
     slug: tuple[str, str] | None = None
     entrypoint: tuple[str, str] | None = None
-    # (rank, key, title) max: a hook's `session_title` (rank 1, key = receipt time: the newest name
-    # wins) beats a 1.0.x `summary` record (rank 0, no time of its own: the largest text)
-    title: tuple[int, str, str] | None = None
+    # title kind -> (key, text) max, the latest candidate of each kind (SPEC §4.1): a `custom-title`
+    # record, a hook's `session_title`, an `ai-title` record (``TITLE_KINDS``, best first). Records
+    # carry no timestamp: their key is their place in the log (generation, byte offset, origin); a
+    # hook's is its receipt time. `summary` records are not here: a summary belongs to the session of
+    # the record its leafUuid names, another session's fold (``summaries``, ``ingestd.store.titles``).
+    titles: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    # (origin, origin_gen, origin_offset) -> (leafUuid, summary) of this session's files' summary records
+    summaries: dict[tuple[str, int, int], tuple[str, str]] = field(default_factory=dict)
     end_reason: tuple[str, str] | None = None
     ended: bool = False
     agents: dict[str, AgentEv] = field(default_factory=dict)

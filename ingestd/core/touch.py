@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState
 from ingestd.core.toolstatus import RUNNING
@@ -31,6 +32,7 @@ class Touched:
     msgs: set[str] = field(default_factory=set)
     tools: set[str] = field(default_factory=set)
     compactions: set[str] = field(default_factory=set)
+    summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
 
 
@@ -107,3 +109,10 @@ def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | Non
     prev = state.results.get(tuid)
     if prev is None or (cand[0], cand[1] or "", cand[2]) > (prev[0], prev[1] or "", prev[2]):
         state.results[tuid] = cand
+
+
+def note_title(state: SessionState, kind: str, key: tuple[Any, ...], text: str) -> None:
+    """Merge one title candidate of ``kind`` (``state.TITLE_KINDS``): the largest ``(key, text)`` wins."""
+    cur = state.titles.get(kind)
+    if cur is None or (key, text) > cur:
+        state.titles[kind] = (key, text)

@@ -25,6 +25,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
+    ("summaries", ("origin", "origin_gen", "origin_offset")),
     ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ

@@ -114,6 +114,11 @@ def _path_col(head: str, cells: list[Cell], footer: Cell = "", min_width: int = 
     return Col(head, cells, footer=footer, elide=lambda p, w: short_path(p, None, w), min_width=min_width)
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, an ellipsis marking a cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
 def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
     console.print(Text(title, style="italic"))
     table, hidden = build(console.width, cols, steps)
@@ -154,7 +159,10 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
         Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", key=True),
         Col("cost", [usd(r) for r in rows], justify="right", key=True),
     ]
-    steps = ["started", "last activity", "agents", "started", "status", "last activity", "project"]
+    if any(r.get("title") for r in rows):
+        # SPEC §4.1 title (custom-title > session_title > ai-title > summary); the first to give way
+        cols.insert(5, Col("title", [r.get("title") or "" for r in rows], elide=_cut, min_width=8))
+    steps = ["title", "started", "last activity", "agents", "started", "status", "last activity", "project"]
     _print_table(console, f"{plural(doc['count'], 'session')} (times in {zone.name})", cols, steps)
     _unpriced_note(console, {"unpriced": unpriced})
 

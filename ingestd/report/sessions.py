@@ -17,7 +17,7 @@ from ingestd.store.connection import storage_errors
 
 _COLUMNS = (
     "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
-    " s.git_branch, s.cc_version, s.title, s.slug, s.end_reason"
+    " s.git_branch, s.cc_version, s.title, s.slug, s.end_reason, s.title_source"
 )
 
 
@@ -48,6 +48,7 @@ def session_row(conn: apsw.Connection, r: tuple[Any, ...], rates: RateTable) -> 
         "project_path": r[2],
         "project_slug": r[1],
         "title": r[8],
+        "title_source": r[11],
         "slug": r[9],
         "git_branch": r[6],
         "cc_version": r[7],

@@ -23,6 +23,7 @@ from ingestd.core.state import SessionState
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
 from ingestd.logs import get_logger
+from ingestd.store import titles
 from ingestd.store.connection import write_txn
 
 log = get_logger("ingestd.store.writer")
@@ -37,11 +38,12 @@ INSERT_LOG = (
 )
 UPSERT_SESSION = (
     "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
-    " cc_version, title, slug, entrypoint, end_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cc_version, title, slug, entrypoint, end_reason, title_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (id) DO UPDATE SET project_slug=excluded.project_slug, project_path=excluded.project_path,"
     " started_at=excluded.started_at, last_activity_at=excluded.last_activity_at, status=excluded.status,"
     " git_branch=excluded.git_branch, cc_version=excluded.cc_version, title=excluded.title,"
-    " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason"
+    " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason,"
+    " title_source=excluded.title_source"
 )
 # An agent is identified by (session_id, id) (SPEC §4.2, migration 0009): each session's fold
 # owns its agents' rows, so a later row of the same session simply replaces the earlier one.
@@ -192,10 +194,23 @@ def row_from_db(r: Sequence[Any]) -> LogRow:
     return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
 
 
-def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
-    """Upsert projection rows (inside the caller's transaction)."""
+def write_changes(conn: apsw.Connection, ch: derive.Changes, log: apsw.Connection | None = None) -> None:
+    """Upsert projection rows (inside the caller's transaction).
+
+    Args:
+        conn: the connection written.
+        ch: the projector's rows.
+        log: the connection whose ``events_raw`` holds the log, when it is not ``conn`` (a rebuild);
+            summaries look their leaf up in it (``ingestd.store.titles``). Read-only.
+    """
+    retitle: set[str] = set()
     if ch.sessions:
         conn.executemany(UPSERT_SESSION, ch.sessions)
+        # a session row without a title of its own gets its summary title back (titles.refresh)
+        retitle.update(str(r[0]) for r in ch.sessions if r[8] is None)
+    if ch.summaries:
+        retitle |= titles.resolve_summaries(log if log is not None else conn, conn, ch.summaries)
+    titles.refresh(conn, retitle)
     if ch.retracted_agents:
         conn.executemany(
             "DELETE FROM orchestration_edges WHERE session_id = ? AND child_agent_id = ?", ch.retracted_agents
@@ -440,6 +455,8 @@ def apply_batch(
             changes.extend(ch)
             cache.put(sid, state, rows[-1].id)
         write_changes(c, changes)
+        # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
+        titles.refresh(c, titles.resolve_leaves(c, [r for rows in by_session.values() for r in rows]))
         result.sessions = set(by_session)
         cps = [
             (

@@ -54,7 +54,7 @@ class Model:
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[Any, tuple[Any, ...]]] = {
-            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events")
+            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events", "summaries")
         }
 
     def apply(self, ch: Changes) -> None:
@@ -79,6 +79,8 @@ class Model:
             t["compactions"][(r[0], r[1])] = r
         for r in ch.events:
             t["events"].setdefault(r[0], r)
+        for r in ch.summaries:
+            t["summaries"][(r[0], r[1], r[2])] = r
 
     def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:
         """The agent row ``aid`` (of session ``sid``; without one, the only session having that id)."""

@@ -116,7 +116,10 @@ def test_sessions_real_cwd_and_metadata(model: Model) -> None:
     s = model.tables["sessions"]
     assert s[S1][1:3] == ("-home-u-proj", "/home/u/proj") and s[S1][7] == "2.1.39"
     assert s[S2][2] == "/home/u/old"
-    assert s[S3][8] == "Legacy work" and s[S3][7] == "1.0.65"
+    # a summary titles the session of its leafUuid's record (the store joins it, SPEC §4.1); no
+    # record of this fixture has uuid "l9", so the fold keeps the summary and titles nothing
+    assert s[S3][8] is None and s[S3][7] == "1.0.65"
+    assert [r[3:] for r in model.tables["summaries"].values()] == [(S3, "l9", "Legacy work")]
 
 
 def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:

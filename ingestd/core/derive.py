@@ -41,7 +41,8 @@ class Changes:
             parent_agent_id, child_agent_id, source, instance, host_id,
             created_at, tool_use_id)
         token_usage (key message_id, bucket; id None): (id, session_id, agent_id, message_id, model, bucket, tokens,
-            is_compaction_baseline, occurred_at, claim_rank)
+            is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests):
+            the last three are per message facts (migration 0011), searches on the ``output`` row only
         tool_calls (key session_id, tool_use_id): (session_id, tool_use_id, agent_id, tool_name,
             started_at, ended_at, status)
         compactions (key session_id, boundary_id): (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
@@ -203,11 +204,15 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         agent = resolve(ev[7])
         comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
         model = ev[5][1]
+        prompt = ev[0] + ev[2] + ev[3] + ev[4]  # the long-context tier's measure (SPEC §5.1)
         for i, bucket in enumerate(BUCKETS):
             # id None: SQLite assigns the next rowid, so the table appends in arrival order
             # (a random id rewrote most of its pages at every commit); rows compare by
-            # (message_id, bucket), their natural key.
-            ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank))
+            # (message_id, bucket), their natural key. Searches sit on the output row only: once per message.
+            searches = ev[9] if i == 1 else 0
+            ch.token_usage.append(
+                (None, sid, agent, mid, model, bucket, ev[i], comp, ev[6], rank, prompt, ev[8], searches)
+            )
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
     stopped = _Stopped(state, spawns, by_child, resolve, ctx, {r[0]: r[4] for r in ch.agents})
     if all_agents or names:

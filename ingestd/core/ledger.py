@@ -40,6 +40,7 @@ PINS: tuple[Pin, ...] = (
     Pin(7, "agents_evidence_status", "41aec9bb4b19ae2a8f9d85d519d0bfd042f6c77fbf2d60d91bbce7f61d2ff80b"),
     Pin(9, "agents_session_key", "d8e8f796231ef4fa2b5424117982150366aaf7ddb8073754914ee47378578626"),
     Pin(10, "session_titles", "8867a57913e28df75648f2fe549375cf78279603679eea6e9f32ef72e70d9a84"),
+    Pin(11, "price_dimensions", "d79ebcf2e9ef46b27aa3ff09e9255826f5e66053afaa71299c4314958eb3fa0b"),
 )
 
 

@@ -93,13 +93,23 @@ def _merge_usage(
     b = usage_buckets(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"
+    # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), and the web search server
+    # tool's request count, which streamed parts repeat: the maximum over parts, once per message
+    sp = usage.get("speed")
+    speed = sp if isinstance(sp, str) else ""
+    stu = usage.get("server_tool_use")
+    searches = _int(stu.get("web_search_requests")) if isinstance(stu, dict) else 0
     by_rank = state.msgs.get(mid)
     if by_rank is None:
         by_rank = state.msgs[mid] = {}
     ev = by_rank.get(rank)
     if ev is None:
-        by_rank[rank] = [b[0], b[1], b[2], b[3], b[4], (b[1], model), ts, agent]
+        by_rank[rank] = [b[0], b[1], b[2], b[3], b[4], (b[1], model), ts, agent, speed, searches]
     else:
+        if speed > ev[8]:
+            ev[8] = speed
+        if searches > ev[9]:
+            ev[9] = searches
         for i in range(5):
             if b[i] > ev[i]:
                 ev[i] = b[i]

@@ -19,6 +19,7 @@ History:
        ``project_slug`` is a join of every source.
     6: titles by precedence (custom-title > hook session_title > ai-title > summary, migration
        0010); a summary titles the session of its leafUuid's record, not its file's.
+    7: per message price facts on token_usage (prompt_tokens, speed, web_search_requests; 0011).
 """
 
-PROJECTION_REVISION = 6
+PROJECTION_REVISION = 7

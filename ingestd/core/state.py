@@ -110,7 +110,8 @@ class SessionState:
     end_reason: tuple[str, str] | None = None
     ended: bool = False
     agents: dict[str, AgentEv] = field(default_factory=dict)
-    # message id -> rank -> [input, output, cache_read, w5m, w1h, best_output, model, occurred, agent]
+    # message id -> rank -> [input, output, cache_read, w5m, w1h, (best_output, model), occurred, agent, speed,
+    # web_search_requests], each a join over the message's streamed parts
     msgs: dict[str, dict[int, list[Any]]] = field(default_factory=dict)
     spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
     # from PreToolUse / PostToolUse hooks of a spawn tool (every field a join); a transcript spawn of

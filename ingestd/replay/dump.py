@@ -26,7 +26,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
-    ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from")),
+    ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from", "tier", "speed")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ
 # between rebuilds by design; the table's natural key identifies its rows.

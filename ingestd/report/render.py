@@ -371,4 +371,18 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
         Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
         Col("source", [r["source"] for r in rows], elide=lambda s, w: s[: max(1, w - 1)] + "…", min_width=12),
     ]
-    _print_table(console, plural(len(rows), "price row"), cols, ["source", "from (UTC)"])
+    extra: list[Cell] = [_dimensions(r) for r in rows]
+    if any(extra):
+        # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee); first to give way
+        cols.insert(3, Col("also", extra, elide=_cut, min_width=8))
+    _print_table(console, plural(len(rows), "price row"), cols, ["also", "source", "from (UTC)"])
+
+
+def _dimensions(r: dict[str, Any]) -> str:
+    parts = []
+    if r.get("long_context_threshold") is not None:
+        parts.append(f">{r['long_context_threshold']}: {r['long_context_usd_per_mtok']}")
+    parts += [f"{k} x{v}" for k, v in (r.get("speed_multipliers") or {}).items()]
+    if r.get("web_search_usd_per_request") is not None:
+        parts.append(f"search ${r['web_search_usd_per_request']}")
+    return ", ".join(parts)

@@ -71,18 +71,22 @@ UPSERT_EDGE = (
 # claims only improve in that order, so its later rows replace its earlier ones.
 UPSERT_TOKENS = (
     "INSERT INTO token_usage (id, session_id, agent_id, message_id, model, bucket, tokens,"
-    " is_compaction_baseline, occurred_at, claim_rank) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    " is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (message_id, bucket) DO UPDATE SET session_id=excluded.session_id,"
     " agent_id=excluded.agent_id, model=excluded.model, tokens=excluded.tokens,"
     " is_compaction_baseline=excluded.is_compaction_baseline, occurred_at=excluded.occurred_at,"
-    " claim_rank=excluded.claim_rank"
+    " claim_rank=excluded.claim_rank, prompt_tokens=excluded.prompt_tokens, speed=excluded.speed,"
+    " web_search_requests=excluded.web_search_requests"
     " WHERE (excluded.claim_rank > token_usage.claim_rank"
     "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
     "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
     " AND (excluded.tokens IS NOT token_usage.tokens OR excluded.agent_id IS NOT token_usage.agent_id"
     "   OR excluded.model IS NOT token_usage.model OR excluded.occurred_at IS NOT token_usage.occurred_at"
     "   OR excluded.session_id IS NOT token_usage.session_id OR excluded.claim_rank IS NOT token_usage.claim_rank"
-    "   OR excluded.is_compaction_baseline IS NOT token_usage.is_compaction_baseline)"
+    "   OR excluded.is_compaction_baseline IS NOT token_usage.is_compaction_baseline"
+    "   OR excluded.prompt_tokens IS NOT token_usage.prompt_tokens OR excluded.speed IS NOT token_usage.speed"
+    "   OR excluded.web_search_requests IS NOT token_usage.web_search_requests)"
 )
 UPSERT_TOOL = (
     "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"

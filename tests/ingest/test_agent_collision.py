@@ -19,6 +19,7 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 
+from ingestd.core.records import NewLogRow
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.report.tree import tree_report
@@ -149,11 +150,36 @@ def test_interleaved_rows_of_both_sessions_converge(tmp_path: Path) -> None:
             " origin_offset FROM events_raw ORDER BY id"
         )
     ]
-    from ingestd.core.records import NewLogRow
-
     per = {S1: [r for r in rows if r[5] == S1], S2: [r for r in rows if r[5] == S2]}
     inter = new_db(tmp_path / "inter.db")
     for a, b in itertools.zip_longest(per[S2][::-1], per[S1]):
         apply_batch(inter, [NewLogRow(*r) for r in (a, b) if r is not None])
     _check(inter)
     assert dump(inter) == dump(whole)
+
+
+def _hook(sid: str, name: str, at: str, **body: Any) -> NewLogRow:
+    payload = orjson.dumps({"session_id": sid, "hook_event_name": name, **body})
+    return NewLogRow(f"h:{sid}:{name}:{at}", "hook", name, payload, at, sid, "hook")
+
+
+def test_hooks_join_the_agent_of_their_own_session(tmp_path: Path) -> None:
+    """Both sessions run a subagent ``a1b2c3d``; only 1111…'s stops. Hooks carry ``session_id`` with
+    ``agent_id`` (SPEC §4.2), so the stop completes that session's agent and no other, in any order."""
+    agent = "a1b2c3d"
+    rows = [
+        _hook(S1, "SubagentStart", "2026-02-11T10:00:00.000Z", agent_id=agent, agent_type="Explore"),
+        _hook(S2, "SubagentStart", "2026-02-11T10:00:01.000Z", agent_id=agent, agent_type="Plan"),
+        _hook(S1, "SubagentStop", "2026-02-11T10:00:02.000Z", agent_id=agent, agent_type="Explore"),
+        _hook(S1, "SessionEnd", "2026-02-11T10:00:03.000Z", reason="other"),
+        _hook(S2, "SessionEnd", "2026-02-11T10:00:04.000Z", reason="other"),
+    ]
+    for n, order in enumerate((rows, rows[::-1], rows[2:] + rows[:2])):
+        conn = new_db(tmp_path / f"h{n}.db")
+        for r in order:
+            apply_batch(conn, [r])
+        got = conn.execute(
+            "SELECT session_id, subagent_type, status, outcome_cause FROM agents WHERE id = ? ORDER BY session_id",
+            (agent,),
+        ).fetchall()
+        assert got == [(S1, "Explore", "completed", None), (S2, "Plan", "error", "terminated_early")]

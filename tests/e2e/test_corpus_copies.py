@@ -28,7 +28,11 @@ from ingestd.report.window import Window, resolve_zone
 from tests.ingest.support import new_db
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "claude-projects"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not found at {CORPUS}")
+pytestmark = [
+    pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not found at {CORPUS}"),
+    # the module's archive (20 copies, ~300 MB of log) is built in the first test's setup
+    pytest.mark.timeout(900),
+]
 
 COPIES = 20
 NOW = "2026-12-01T00:00:00.000Z"

@@ -46,6 +46,21 @@ def register(cli: click.Group) -> None:
     @click.option("--cache-read", type=str, default=None)
     @click.option("--cache-write-5m", type=str, default=None)
     @click.option("--cache-write-1h", type=str, default=None)
+    @click.option(
+        "--long-context-threshold",
+        type=int,
+        default=None,
+        help="Prompt tokens above which a request is priced at the --long-context rates (at it: standard).",
+    )
+    @click.option(
+        "--long-context",
+        "long_context",
+        multiple=True,
+        metavar="BUCKET=USD",
+        help="Tier rate of one bucket (USD per MTok), one per bucket given; repeatable.",
+    )
+    @click.option("--speed", "speeds", multiple=True, metavar="SPEED=X", help="Rate multiplier of usage.speed SPEED.")
+    @click.option("--web-search-fee", type=str, default=None, help="USD per web search request (with --output).")
     @json_option
     def set_cmd(
         db_path: Path | None,
@@ -57,6 +72,10 @@ def register(cli: click.Group) -> None:
         cache_read: str | None,
         cache_write_5m: str | None,
         cache_write_1h: str | None,
+        long_context_threshold: int | None,
+        long_context: tuple[str, ...],
+        speeds: tuple[str, ...],
+        web_search_fee: str | None,
         as_json: bool,
     ) -> None:
         """Add rates for MODEL from --effective-from on (stored usage is re-priced, no re-ingest)."""
@@ -72,10 +91,17 @@ def register(cli: click.Group) -> None:
             raise InputError(
                 "give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)"
             )
-        rows = pricing.parse_rows(
-            [{"model": model, "effective_from": effective_from, "rates": rates, "source": source}],
-            default_source=source,
-        )
+        item: dict[str, object] = {"model": model, "effective_from": effective_from, "rates": rates, "source": source}
+        if long_context_threshold is not None or long_context:
+            item["long_context"] = {
+                "threshold": long_context_threshold,
+                "rates": _pairs("--long-context", long_context),
+            }
+        if speeds:
+            item["speed_multipliers"] = _pairs("--speed", speeds)
+        if web_search_fee is not None:
+            item["server_tool_fees"] = {"web_search_requests": web_search_fee}
+        rows = pricing.parse_rows([item], default_source=source)
         n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
         if as_json:
             emit_json({"written": n, "rows": [r.to_json() for r in rows]})
@@ -98,3 +124,14 @@ def register(cli: click.Group) -> None:
             emit_json({"written": n})
         else:
             click.echo(f"wrote {plural(n, 'price row')} from {file}")
+
+
+def _pairs(option: str, values: tuple[str, ...]) -> dict[str, str]:
+    """``("a=1", "b=2")`` as ``{"a": "1", "b": "2"}``; InputError naming ``option`` otherwise."""
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, val = v.partition("=")
+        if not sep or not key or not val:
+            raise InputError(f"{option} takes NAME=VALUE, got {v!r}")
+        out[key] = val
+    return out

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.core.keys import stable_id
-from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, Spawn
-from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES, ending
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, TITLE_KINDS, AgentEv, SessionState, Spawn
+from ingestd.core.toolstatus import END, INTERRUPTED, RUNNING, STATUSES, ending
 from ingestd.core.touch import Ctx, Touched
 from ingestd.core.validate import INFER, occurred_of
 
@@ -25,19 +25,35 @@ _TERMINAL = frozenset(("completed", "error"))
 class Changes:
     """Full rows of touched entities, each a tuple in ``ingestd.store.writer`` column order.
 
+    The change output of one fold is keyed by session: every row names its ``session_id``, and an
+    agent is the pair ``(session_id, id)`` (SPEC §4.2, migration 0009): ``parent_agent_id``,
+    an edge's endpoints and a usage / tool row's ``agent_id`` are agents of that row's session.
+    A store upserts each row by its key below, later rows of one key winning (token_usage: the
+    better claim wins, DESIGN.md "token_usage across sessions").
+
     Attributes:
-        sessions: (id, project_slug, project_path, started_at, last_activity_at, status,
-            git_branch, cc_version, title, slug, entrypoint, end_reason)
-        agents: (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
+        sessions (key id): (id, project_slug, project_path, started_at, last_activity_at, status,
+            git_branch, cc_version, title, slug, entrypoint, end_reason, title_source); title and
+            title_source (``state.TITLE_KINDS``) are None when no record of the session names one (a
+            ``summary`` title is joined in by the store, ``ingestd.store.titles``)
+        agents (key session_id, id): (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,
             last_seen_at, outcome_cause, is_compaction, description)
-        edges: (id, session_id, parent_agent_id, child_agent_id, source, instance, host_id,
+        edges (key session_id, child_agent_id; id = stable_id(session_id, child)): (id, session_id,
+            parent_agent_id, child_agent_id, source, instance, host_id,
             created_at, tool_use_id)
-        token_usage: (id, session_id, agent_id, message_id, model, bucket, tokens,
-            is_compaction_baseline, occurred_at, claim_rank)
-        tool_calls: (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)
-        compactions: (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
-        events: (raw_event_id, session_id, agent_id, event_type, occurred_at)
-        quarantine: (raw_event_id, reason, session_id, origin, origin_offset, detail)
+        token_usage (key message_id, bucket; id None): (id, session_id, agent_id, message_id, model, bucket, tokens,
+            is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests):
+            the last three are per message facts (migration 0011), searches on the ``output`` row only
+        tool_calls (key session_id, tool_use_id): (session_id, tool_use_id, agent_id, tool_name,
+            started_at, ended_at, status)
+        compactions (key session_id, boundary_id): (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)
+        events (key raw_event_id): (raw_event_id, session_id, agent_id, event_type, occurred_at)
+        summaries (key origin, origin_gen, origin_offset): (origin, origin_gen, origin_offset,
+            file_session, leaf_uuid, summary): the session's files' ``summary`` records, whose
+            session is the one of the record ``leaf_uuid`` names (``ingestd.store.titles``)
+        retracted_agents: (session_id, id) of provisional 1.0.x sidechain agents to delete, with
+            the edge to them.
+        quarantine (key raw_event_id, reason): (raw_event_id, reason, session_id, origin, origin_offset, detail)
     """
 
     sessions: list[tuple[Any, ...]] = field(default_factory=list)
@@ -48,7 +64,8 @@ class Changes:
     compactions: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
     quarantine: list[tuple[Any, ...]] = field(default_factory=list)
-    retracted_agents: list[str] = field(default_factory=list)
+    summaries: list[tuple[Any, ...]] = field(default_factory=list)
+    retracted_agents: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
         """Append ``other``'s rows (later rows of the same key win at upsert time)."""
@@ -60,6 +77,7 @@ class Changes:
         self.compactions.extend(other.compactions)
         self.events.extend(other.events)
         self.quarantine.extend(other.quarantine)
+        self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)
 
 
@@ -161,22 +179,27 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     mev = state.agents.get(sid)
     idle = "completed" if state.ended else "unknown"  # the main agent never ran
     main_status = _main_status(state, mev) if mev is not None and mev.ran else idle
+    title = next(((k, state.titles[k][1]) for k in TITLE_KINDS if k in state.titles), None)
     ch.sessions.append(
         (
             sid,
-            state.project_slug,
+            state.project_slug[1] if state.project_slug else None,
             state.cwd[2] if state.cwd else None,
             state.first_ts,
             state.last_ts,
             main_status,
             state.git_branch[1] if state.git_branch else None,
             state.version[1] if state.version else None,
-            state.title[2] if state.title else None,
+            title[1] if title else None,
             state.slug[1] if state.slug else None,
             state.entrypoint[1] if state.entrypoint else None,
             state.end_reason[1] if state.end_reason else None,
+            title[0] if title else None,
         )
     )
+    for where in sorted(t.summaries):
+        leaf, text = state.summaries[where]
+        ch.summaries.append((*where, sid, leaf, text))
     msgs = t.msgs | state.legacy_msgs if t.legacy else t.msgs
     for mid in sorted(msgs):
         by_rank = state.msgs[mid]
@@ -187,11 +210,15 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         model = ev[5][1]
         # a message none of whose parts has a valid timestamp: the inferred time (validate.py)
         occurred = ev[6] if ev[6] != INFER else occurred_of(state.inferred[mid], state.ts_index)
+        prompt = ev[0] + ev[2] + ev[3] + ev[4]  # the long-context tier's measure (SPEC §5.1)
         for i, bucket in enumerate(BUCKETS):
             # id None: SQLite assigns the next rowid, so the table appends in arrival order
             # (a random id rewrote most of its pages at every commit); rows compare by
-            # (message_id, bucket), their natural key.
-            ch.token_usage.append((None, sid, agent, mid, model, bucket, ev[i], comp, occurred, rank))
+            # (message_id, bucket), their natural key. Searches sit on the output row only: once per message.
+            searches = ev[9] if i == 1 else 0
+            ch.token_usage.append(
+                (None, sid, agent, mid, model, bucket, ev[i], comp, occurred, rank, prompt, ev[8], searches)
+            )
     tools = t.tools | state.legacy_tools if t.legacy else t.tools
     stopped = _Stopped(state, spawns, by_child, resolve, ctx, {r[0]: r[4] for r in ch.agents})
     if all_agents or names:
@@ -278,6 +305,21 @@ def _main_status(state: SessionState, ev: AgentEv) -> str:
     return "completed" if state.ended else (ev.latest[1] if ev.latest else "working")
 
 
+def _ended_without_stop(ev: AgentEv | None) -> tuple[str, str | None]:
+    """A subagent's status once its session ended (SessionEnd) with no stop evidence for it.
+
+    Stop evidence is a SubagentStop, a spawn ``tool_result``, a task-notification, or a compaction
+    call that returned; callers apply those first, whatever order they were logged in (SPEC §4.2:
+    status is a function of the evidence set). Without any, the subagent did not finish: ``error``
+    with ``terminated_early`` (SubagentStart then SessionEnd and nothing else: it was killed, and
+    calling it completed hides exactly that), unless its own transcript's newest turn is a final
+    reply (``toolstatus.END``: the run returned its answer; only the stop hook is missing).
+    """
+    if ev is not None and ev.last_turn is not None and ev.last_turn[1] == END:
+        return "completed", None
+    return "error", "terminated_early"
+
+
 def _edge(
     state: SessionState,
     spawns: dict[str, Spawn],
@@ -351,10 +393,12 @@ def _agent_row(
         failed = ending(ev.last_turn, state.ended and not ev.completed)
         if failed is not None:
             status, cause = "error", failed
-    if status is None and (state.ended or (ev is not None and ev.completed)):
-        status = "completed"
+    if status is None and ev is not None and ev.completed:
+        status = "completed"  # SubagentStop, whenever it was logged (before or after SessionEnd)
     if status is None and comp and ev is not None and ev.has_assistant:
         status = "completed"  # the compaction call returned (it is the sidechain's last record)
+    if status is None and state.ended:
+        status, cause = _ended_without_stop(ev)
     if status is None:
         status = ev.latest[1] if ev is not None and ev.latest else "working"
     res = state.results.get(tuid) if tuid else None
@@ -389,7 +433,7 @@ def _legacy_agents(
     sid = state.session_id
     # A root seen before its chain was complete named a provisional agent: retract it.
     current = {LEGACY_AGENT + r for r in groups}
-    ch.retracted_agents.extend(sorted(state.legacy_emitted - current))
+    ch.retracted_agents.extend((state.session_id, a) for a in sorted(state.legacy_emitted - current))
     state.legacy_emitted = current
     for root in sorted(groups):
         first, last = groups[root]
@@ -400,7 +444,7 @@ def _legacy_agents(
         parent = _edge(state, spawns, aid, tuid, "legacy_explore", resolve, ctx, ch) if tuid else None
         status, cause = _spawn_status(state, tuid)
         if status is None:
-            status = "completed" if state.ended else "working"
+            status, cause = _ended_without_stop(None) if state.ended else ("working", None)
         res = state.results.get(tuid) if tuid else None
         if res is not None and res[2] > last:
             last = res[2]

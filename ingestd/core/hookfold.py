@@ -14,7 +14,7 @@ from typing import Any
 from ingestd.core.records import LogRow
 from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
-from ingestd.core.touch import Touched, agent_ev, link, note_result, note_tool
+from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
 
 _TOOL_EVENTS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
 _WAITING = frozenset(("Stop", "Notification", "StopFailure"))
@@ -37,16 +37,17 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     if cwd and (state.cwd is None or (2, ts, cwd) < state.cwd):
         state.cwd = (2, ts, cwd)
     tp = _s(obj, "transcript_path")
-    if tp and state.project_slug is None:
+    if tp:
         parts = tp.replace("\\", "/").rstrip("/").split("/")
-        if len(parts) >= 2:
-            state.project_slug = parts[-2]
+        # the transcript's folder; a transcript record's own path (rank 0) beats it (state.project_slug)
+        if len(parts) >= 2 and parts[-2] and (state.project_slug is None or (1, parts[-2]) < state.project_slug):
+            state.project_slug = (1, parts[-2])
     # `session_title` (SessionStart per DOC; seen on UserPromptSubmit ≈2.1.119, corpus/hooks/
     # ice-hockey-game/UserPromptSubmit.jsonl session 6c5a3ad0…): the session's current name, so the
     # newest receipt wins over an older name and over a transcript summary
     title = _s(obj, "session_title")
-    if title and (state.title is None or (1, ts, title) > state.title):
-        state.title = (1, ts, title)
+    if title:
+        note_title(state, "session_title", (ts,), title)
     if state.first_ts is None or ts < state.first_ts:
         state.first_ts = ts
     if state.last_ts is None or ts > state.last_ts:

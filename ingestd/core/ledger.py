@@ -39,6 +39,10 @@ PINS: tuple[Pin, ...] = (
     Pin(6, "token_usage_write_cost", "e53cceef715218b459539c29372abb563e820b266cb0579f7fe0be0b235f0586"),
     Pin(7, "agents_evidence_status", "41aec9bb4b19ae2a8f9d85d519d0bfd042f6c77fbf2d60d91bbce7f61d2ff80b"),
     Pin(8, "quarantine", "fbc509327a6aa52a5694bf3af476002c79681dd332f4794d97488757d623c2f5"),
+    Pin(9, "agents_session_key", "d8e8f796231ef4fa2b5424117982150366aaf7ddb8073754914ee47378578626"),
+    Pin(10, "session_titles", "8867a57913e28df75648f2fe549375cf78279603679eea6e9f32ef72e70d9a84"),
+    Pin(11, "price_dimensions", "d79ebcf2e9ef46b27aa3ff09e9255826f5e66053afaa71299c4314958eb3fa0b"),
+    Pin(12, "price_dimensions_seed", "2b780a30954d02c39336ddfc5012c346b6223789e4bef83747ff2507ae012069"),
 )
 
 

@@ -27,7 +27,7 @@ from ingestd.core.state import (
     Spawn,
 )
 from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
-from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_tool
+from ingestd.core.touch import Ctx, Touched, agent_ev, link, note_result, note_title, note_tool
 from ingestd.core.validate import (
     INFER,
     MAX_TOKENS,
@@ -110,13 +110,23 @@ def _merge_usage(
     b = usage_buckets(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"
+    # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), and the web search server
+    # tool's request count, which streamed parts repeat: the maximum over parts, once per message
+    sp = usage.get("speed")
+    speed = sp if isinstance(sp, str) else ""
+    stu = usage.get("server_tool_use")
+    searches = _int(stu.get("web_search_requests")) if isinstance(stu, dict) else 0
     by_rank = state.msgs.get(mid)
     if by_rank is None:
         by_rank = state.msgs[mid] = {}
     ev = by_rank.get(rank)
     if ev is None:
-        by_rank[rank] = [b[0], b[1], b[2], b[3], b[4], (b[1], model), ts, agent]
+        by_rank[rank] = [b[0], b[1], b[2], b[3], b[4], (b[1], model), ts, agent, speed, searches]
     else:
+        if speed > ev[8]:
+            ev[8] = speed
+        if searches > ev[9]:
+            ev[9] = searches
         for i in range(5):
             if b[i] > ev[i]:
                 ev[i] = b[i]
@@ -180,9 +190,21 @@ def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ra
                 v = inp.get(k)
                 return v if isinstance(v, str) and v else None
 
-            state.spawns[tuid] = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            cur = state.spawns.get(tuid)
+            # one tool_use id read twice (a record repeated in two files): the earliest record wins
+            if cur is None or _spawn_key(sp) < _spawn_key(cur):
+                state.spawns[tuid] = sp
             t.all_agents = True
     return used_tool
+
+
+def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str]:
+    return (sp.ts, sp.agent, sp.subagent_type or "", sp.description or "", sp.prompt or "")
+
+
+def _compaction_key(c: tuple[Any, ...]) -> tuple[str, str, str, int]:
+    return (c[1], c[0], c[2] or "", -1 if c[3] is None else c[3])
 
 
 def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:
@@ -276,14 +298,27 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         v = obj.get("type")
         etype = v if isinstance(v, str) and v else "untyped"
     pi = path_info(row.origin)
-    if state.project_slug is None or (pi.project_slug and pi.project_slug < state.project_slug):
-        state.project_slug = pi.project_slug or state.project_slug
+    if pi.project_slug and (state.project_slug is None or (0, pi.project_slug) < state.project_slug):
+        state.project_slug = (0, pi.project_slug)
     if etype == "summary":
         s = obj.get("summary")
+        leaf = obj.get("leafUuid")
         # 1.0.x: `{"type":"summary","summary":…,"leafUuid":…}` (no timestamp), e.g.
-        # corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1
-        if isinstance(s, str) and s and (state.title is None or (0, "", s) > state.title):
-            state.title = (0, "", s)
+        # corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1, whose leaf (line
+        # 141) is a record of the previous session 998db3cd-…: the summary is that session's title,
+        # not this file's. Kept by its place in the log; ``ingestd.store.titles`` finds the leaf.
+        if isinstance(s, str) and s and isinstance(leaf, str) and leaf:
+            where = (row.origin, row.origin_gen, row.origin_offset if row.origin_offset is not None else -1)
+            state.summaries[where] = (leaf, s)
+            t.summaries.add(where)
+        t.session = True
+        return
+    if etype in ("custom-title", "ai-title"):
+        # `{"type":"custom-title","customTitle":…,"sessionId":…}` (`/rename`) and
+        # `{"type":"ai-title","aiTitle":…,"sessionId":…}`, no timestamp: the latest by place in the log
+        v = obj.get("customTitle" if etype == "custom-title" else "aiTitle")
+        if isinstance(v, str) and v:
+            note_title(state, etype, (row.origin_gen, row.origin_offset or 0, row.origin), v)
         t.session = True
         return
     if etype == "queue-operation":
@@ -342,7 +377,11 @@ def _record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -
         pre_v = cm.get("preTokens")
         pre = pre_v if isinstance(pre_v, int) and not isinstance(pre_v, bool) and 0 <= pre_v <= MAX_TOKENS else None
         if isinstance(uuid, str):
-            state.compactions[uuid] = (agent, ts, trig, pre)
+            comp = (agent, ts, trig, pre)
+            cur = state.compactions.get(uuid)
+            # the same boundary record read twice: a join (the smaller description), not the last read
+            if cur is None or _compaction_key(comp) < _compaction_key(cur):
+                state.compactions[uuid] = comp
             t.compactions.add(uuid)
     if agent.startswith(LEGACY_PREFIX):
         return

@@ -18,6 +18,12 @@ History:
        quarantines the record (table `quarantine`, migration 0008) and its usage counts at an
        inferred time; oversized marker rows are projected; a line logged `invalid` that now
        decodes (a leading BOM) is projected; lone surrogates map one-to-one to U+F0000+n.
+    6: agents keyed by (session_id, id) (migration 0009), no cross-session agent claim; a subagent
+       with no stop evidence when its session ends is ``error`` / ``terminated_early``;
+       ``project_slug`` is a join of every source.
+    7: titles by precedence (custom-title > hook session_title > ai-title > summary, migration
+       0010); a summary titles the session of its leafUuid's record, not its file's.
+    8: per message price facts on token_usage (prompt_tokens, speed, web_search_requests; 0011).
 """
 
-PROJECTION_REVISION = 5
+PROJECTION_REVISION = 8

@@ -30,6 +30,11 @@ EDGE_RANK = {
 # tool_use name in transcripts and by `tool_name` in PreToolUse / PostToolUse hooks.
 SPAWN_TOOLS = frozenset(("Task", "Agent", "Workflow"))
 
+# Title kinds, best first (SPEC §4.1): a user-set `custom-title` record, the hook's `session_title`
+# (Claude Code's current name for the session, custom or generated), an `ai-title` record; a
+# `summary` (resolved through its leafUuid, ``ingestd.store.titles``) comes after all three.
+TITLE_KINDS = ("custom-title", "session_title", "ai-title")
+
 LEGACY_PREFIX = "~"  # placeholder agent of a 1.0.x in-file sidechain record: "~" + record uuid
 
 
@@ -87,18 +92,26 @@ class SessionState:
     first_ts: str | None = None
     last_ts: str | None = None
     cwd: tuple[int, str, str] | None = None  # (rank, ts, cwd) min: a record's cwd beats a hook's
-    project_slug: str | None = None
+    # (rank, slug) min: a transcript path's folder (rank 0) beats a hook's transcript_path (rank 1);
+    # among equals the smaller name. A join, so the slug does not depend on arrival order.
+    project_slug: tuple[int, str] | None = None
     git_branch: tuple[str, str] | None = None  # (ts, value) max
     version: tuple[str, str] | None = None
     slug: tuple[str, str] | None = None
     entrypoint: tuple[str, str] | None = None
-    # (rank, key, title) max: a hook's `session_title` (rank 1, key = receipt time: the newest name
-    # wins) beats a 1.0.x `summary` record (rank 0, no time of its own: the largest text)
-    title: tuple[int, str, str] | None = None
+    # title kind -> (key, text) max, the latest candidate of each kind (SPEC §4.1): a `custom-title`
+    # record, a hook's `session_title`, an `ai-title` record (``TITLE_KINDS``, best first). Records
+    # carry no timestamp: their key is their place in the log (generation, byte offset, origin); a
+    # hook's is its receipt time. `summary` records are not here: a summary belongs to the session of
+    # the record its leafUuid names, another session's fold (``summaries``, ``ingestd.store.titles``).
+    titles: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    # (origin, origin_gen, origin_offset) -> (leafUuid, summary) of this session's files' summary records
+    summaries: dict[tuple[str, int, int], tuple[str, str]] = field(default_factory=dict)
     end_reason: tuple[str, str] | None = None
     ended: bool = False
     agents: dict[str, AgentEv] = field(default_factory=dict)
-    # message id -> rank -> [input, output, cache_read, w5m, w1h, best_output, model, occurred, agent]
+    # message id -> rank -> [input, output, cache_read, w5m, w1h, (best_output, model), occurred, agent, speed,
+    # web_search_requests], each a join over the message's streamed parts
     msgs: dict[str, dict[int, list[Any]]] = field(default_factory=dict)
     spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
     # from PreToolUse / PostToolUse hooks of a spawn tool (every field a join); a transcript spawn of

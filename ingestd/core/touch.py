@@ -32,6 +32,7 @@ class Touched:
     msgs: set[str] = field(default_factory=set)
     tools: set[str] = field(default_factory=set)
     compactions: set[str] = field(default_factory=set)
+    summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
     quarantined: list[Any] = field(default_factory=list)  # ``validate.Quarantined`` rows of this call
     row: Any = None  # the log row being folded (``records.LogRow``)
@@ -111,3 +112,10 @@ def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | Non
     prev = state.results.get(tuid)
     if prev is None or (cand[0], cand[1] or "", cand[2]) > (prev[0], prev[1] or "", prev[2]):
         state.results[tuid] = cand
+
+
+def note_title(state: SessionState, kind: str, key: tuple[Any, ...], text: str) -> None:
+    """Merge one title candidate of ``kind`` (``state.TITLE_KINDS``): the largest ``(key, text)`` wins."""
+    cur = state.titles.get(kind)
+    if cur is None or (key, text) > cur:
+        state.titles[kind] = (key, text)

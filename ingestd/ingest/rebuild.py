@@ -120,7 +120,7 @@ def rebuild_projections(
         ch = pending
 
         def run(c: apsw.Connection) -> None:
-            write_changes(c, ch)
+            write_changes(c, ch, log=src)
 
         write_txn(dst, run)
         pending = derive.Changes()

@@ -23,7 +23,16 @@ from ingestd.store.connection import connect, write_txn
 from ingestd.store.writer import WATCHDOG_WINDOW_S
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
-PROJECTION_TABLES = ("events", "compactions", "tool_calls", "orchestration_edges", "token_usage", "agents", "sessions")
+PROJECTION_TABLES = (
+    "events",
+    "compactions",
+    "tool_calls",
+    "orchestration_edges",
+    "token_usage",
+    "agents",
+    "summaries",
+    "sessions",
+)
 
 
 def stored_revision(conn: apsw.Connection) -> str | None:

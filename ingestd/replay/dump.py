@@ -19,14 +19,15 @@ from ingestd.store.connection import storage_errors
 # (table, primary key columns): every projection, checkpoints excluded (SPEC §9).
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("id",)),
-    ("agents", ("id",)),
+    ("agents", ("session_id", "id")),
     ("orchestration_edges", ("id",)),
     ("token_usage", ("message_id", "bucket")),
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
     ("quarantine", ("raw_event_id", "reason")),
-    ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from")),
+    ("summaries", ("origin", "origin_gen", "origin_offset")),
+    ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from", "tier", "speed")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ
 # between rebuilds by design; the table's natural key identifies its rows.

@@ -19,7 +19,7 @@ import apsw
 from ingestd.report.usage import Usage, load_rates
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import storage_errors
-from ingestd.store.rollup import RATE_SQL
+from ingestd.store.rollup import RATE_SQL, TIER_SQL
 
 GROUPINGS = ("day", "model", "session", "project", "agent")
 
@@ -40,9 +40,10 @@ _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
 def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Iterable[tuple[Any, ...]]:
     key, source = _ROLLUP_KEYS[by]
     where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
-    cols = "r.model, r.bucket, r.rate_effective_from"
+    cols = "r.model, r.bucket, r.rate_effective_from, r.tier, r.speed"
     sql = (
-        f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count) FROM {source}"
+        f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count), sum(r.web_search_requests)"
+        f" FROM {source}"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f" GROUP BY {key + ', ' if key else ''}{cols}"
     )
@@ -54,9 +55,9 @@ def _agent_rows(conn: apsw.Connection, window: Window) -> Iterable[tuple[Any, ..
     where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
     sql = (
         f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
-        " sum(t.tokens), count(*) FROM token_usage t"
+        f" {TIER_SQL}, t.speed, sum(t.tokens), count(*), sum(t.web_search_requests) FROM token_usage t"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " GROUP BY 1, 2, 3, 4"
+        + " GROUP BY 1, 2, 3, 4, 5, 6"
     )
     return conn.execute(sql, tuple(params))
 
@@ -69,11 +70,14 @@ def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, t
     return out
 
 
-def _describe_agents(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
-    out: dict[str, tuple[str, str | None]] = {}
-    for aid in ids:
-        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE id = ?", (aid,)):
-            out[aid] = (r[0], r[1])
+def _describe_agents(
+    conn: apsw.Connection, keys: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(type, subagent_type) of each agent, keyed by (session_id, agent_id) (SPEC §4.2)."""
+    out: dict[tuple[str, str], tuple[str, str | None]] = {}
+    for sid, aid in keys:
+        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE session_id = ? AND id = ?", (sid, aid)):
+            out[(sid, aid)] = (r[0], r[1])
     return out
 
 
@@ -103,17 +107,18 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
         day_cache: dict[str, str] = {}
         to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
         # Sum integers first (cheap), price each (group, model, bucket, rate) once.
-        sums: dict[tuple[str, str, str, str], list[int]] = {}
-        for key, model, bucket, rate_key, tokens, rows in raw:
-            acc = sums.setdefault((to_key(key), model, bucket, rate_key), [0, 0])
+        sums: dict[tuple[str, str, str, str, int, str], list[int]] = {}
+        for key, model, bucket, rate_key, tier, speed, tokens, rows, searches in raw:
+            acc = sums.setdefault((to_key(key), model, bucket, rate_key, int(tier), str(speed)), [0, 0, 0])
             acc[0] += tokens
             acc[1] += rows
+            acc[2] += searches
         groups: dict[str, Usage] = {}
-        for (k, model, bucket, rate_key), (tokens, rows) in sums.items():
+        for (k, model, bucket, rate_key, tier, speed), (tokens, rows, searches) in sums.items():
             u = groups.get(k)
             if u is None:
                 u = groups[k] = Usage()
-            u.add(model, bucket, rate_key, int(tokens), int(rows), rates)
+            u.add(model, bucket, rate_key, int(tokens), int(rows), rates, tier, speed, int(searches))
         total = Usage()
         for u in groups.values():
             total.merge(u)
@@ -132,7 +137,8 @@ def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> lis
     order = sorted(groups) if by == "day" else sorted(groups, key=lambda k: (-groups[k].cost_usd, -groups[k].tokens, k))
     out: list[dict[str, Any]] = []
     sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups}) if by in ("session", "agent") else {}
-    agents = _describe_agents(conn, {k.split("\x1f")[1] for k in groups if k.split("\x1f")[1]}) if by == "agent" else {}
+    agent_keys = {(k.split("\x1f")[0], k.split("\x1f")[1]) for k in groups} if by == "agent" else set()
+    agents = _describe_agents(conn, {k for k in agent_keys if k[1]})
     for k in order:
         row: dict[str, Any] = {"key": k}
         if by == "day":
@@ -150,7 +156,7 @@ def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> lis
             row["session_id"] = sid
             row["agent_id"] = aid or None
             row["project_path"] = sessions.get(sid, (None, None))[0]
-            row["agent_type"], row["subagent_type"] = agents.get(aid, (None, None))
+            row["agent_type"], row["subagent_type"] = agents.get((sid, aid), (None, None))
         row.update(groups[k].to_json())
         out.append(row)
     return out

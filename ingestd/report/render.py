@@ -114,6 +114,11 @@ def _path_col(head: str, cells: list[Cell], footer: Cell = "", min_width: int = 
     return Col(head, cells, footer=footer, elide=lambda p, w: short_path(p, None, w), min_width=min_width)
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, an ellipsis marking a cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
 def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
     console.print(Text(title, style="italic"))
     table, hidden = build(console.width, cols, steps)
@@ -154,7 +159,10 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
         Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", key=True),
         Col("cost", [usd(r) for r in rows], justify="right", key=True),
     ]
-    steps = ["started", "last activity", "agents", "started", "status", "last activity", "project"]
+    if any(r.get("title") for r in rows):
+        # SPEC §4.1 title (custom-title > session_title > ai-title > summary); the first to give way
+        cols.insert(5, Col("title", [r.get("title") or "" for r in rows], elide=_cut, min_width=8))
+    steps = ["title", "started", "last activity", "agents", "started", "status", "last activity", "project"]
     _print_table(console, f"{plural(doc['count'], 'session')} (times in {zone.name})", cols, steps)
     _unpriced_note(console, {"unpriced": unpriced})
 
@@ -389,4 +397,18 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
         Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
         Col("source", [r["source"] for r in rows], elide=lambda s, w: s[: max(1, w - 1)] + "…", min_width=12),
     ]
-    _print_table(console, plural(len(rows), "price row"), cols, ["source", "from (UTC)"])
+    extra: list[Cell] = [_dimensions(r) for r in rows]
+    if any(extra):
+        # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee); first to give way
+        cols.insert(3, Col("also", extra, elide=_cut, min_width=8))
+    _print_table(console, plural(len(rows), "price row"), cols, ["also", "source", "from (UTC)"])
+
+
+def _dimensions(r: dict[str, Any]) -> str:
+    parts = []
+    if r.get("long_context_threshold") is not None:
+        parts.append(f">{r['long_context_threshold']}: {r['long_context_usd_per_mtok']}")
+    parts += [f"{k} x{v}" for k, v in (r.get("speed_multipliers") or {}).items()]
+    if r.get("web_search_usd_per_request") is not None:
+        parts.append(f"search ${r['web_search_usd_per_request']}")
+    return ", ".join(parts)

@@ -17,7 +17,7 @@ from ingestd.store.connection import storage_errors
 
 _COLUMNS = (
     "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
-    " s.git_branch, s.cc_version, s.title, s.slug, s.end_reason"
+    " s.git_branch, s.cc_version, s.title, s.slug, s.end_reason, s.title_source"
 )
 
 
@@ -27,12 +27,12 @@ SQLITE_MAX_INT = (1 << 63) - 1
 def session_usage(conn: apsw.Connection, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
     u = Usage()
-    for model, bucket, rate_key, tokens, rows in conn.execute(
-        "SELECT model, bucket, rate_effective_from, sum(tokens), sum(row_count) FROM token_usage_rollup"
-        " WHERE session_id = ? GROUP BY 1, 2, 3",
+    for model, bucket, rate_key, tier, speed, tokens, rows, searches in conn.execute(
+        "SELECT model, bucket, rate_effective_from, tier, speed, sum(tokens), sum(row_count),"
+        " sum(web_search_requests) FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4, 5",
         (session_id,),
     ):
-        u.add(model, bucket, rate_key, int(tokens), int(rows), rates)
+        u.add(model, bucket, rate_key, int(tokens), int(rows), rates, int(tier), str(speed), int(searches))
     return u
 
 
@@ -48,6 +48,7 @@ def session_row(conn: apsw.Connection, r: tuple[Any, ...], rates: RateTable) -> 
         "project_path": r[2],
         "project_slug": r[1],
         "title": r[8],
+        "title_source": r[11],
         "slug": r[9],
         "git_branch": r[6],
         "cc_version": r[7],

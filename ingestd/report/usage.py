@@ -13,19 +13,66 @@ from decimal import Decimal
 from typing import Any
 
 import apsw
+import orjson
 
 from ingestd.store.pricing import BUCKETS, rate_decimal
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
+STANDARD_SPEEDS = frozenset(("", "standard"))  # usage.speed absent or named standard: multiplier 1
 
-RateTable = dict[tuple[str, str, str], Decimal]
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """One price row as the reports use it (SPEC §5.1, migration 0011).
+
+    Attributes:
+        usd_per_mtok: Decimal, the standard rate.
+        long_context_usd_per_mtok: Decimal | None, the rate of a request whose prompt exceeds the
+            row's threshold (the rollup's ``tier`` 1), None when the row has no tier.
+        speed_multipliers: dict speed -> Decimal multiplier of every bucket's rate (standard: 1).
+        web_search_usd_per_request: Decimal | None, the fee per web search request (read from the
+            ``output`` row, where a message's requests are counted), None when the row has none.
+    """
+
+    usd_per_mtok: Decimal
+    long_context_usd_per_mtok: Decimal | None = None
+    speed_multipliers: dict[str, Decimal] = field(default_factory=dict)
+    web_search_usd_per_request: Decimal | None = None
+
+
+RateTable = dict[tuple[str, str, str], Price]
+
+
+def speeds_of(text: str | None) -> dict[str, Decimal]:
+    """A stored ``speed_multipliers`` JSON object as ``{speed: Decimal}`` (bad entries left out)."""
+    if not text:
+        return {}
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {
+        str(k): Decimal(str(v))
+        for k, v in doc.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+    }
 
 
 def load_rates(conn: apsw.Connection) -> RateTable:
-    """Every price row as ``(model, bucket, effective_from) -> USD per MTok``. Read-only."""
+    """Every price row as ``(model, bucket, effective_from) -> Price``. Read-only."""
     return {
-        (r[0], r[1], r[2]): rate_decimal(r[3])
-        for r in conn.execute("SELECT model, bucket, effective_from, usd_per_mtok FROM model_pricing")
+        (r[0], r[1], r[2]): Price(
+            rate_decimal(r[3]),
+            rate_decimal(r[4]) if r[4] is not None else None,
+            speeds_of(r[5]),
+            rate_decimal(r[6]) if r[6] is not None else None,
+        )
+        for r in conn.execute(
+            "SELECT model, bucket, effective_from, usd_per_mtok, long_context_usd_per_mtok, speed_multipliers,"
+            " web_search_usd_per_request FROM model_pricing"
+        )
     }
 
 
@@ -45,30 +92,78 @@ class Usage:
         totals: tokens per bucket (all five buckets, priced or not).
         cost_usd: Decimal, US dollars of the priced part.
         billed_messages: messages (the ``output`` bucket's row count: five rows per message).
-        unpriced: model -> bucket -> [tokens, rows] for usage with no effective rate.
+        unpriced: model -> bucket -> [tokens, rows] for usage no price row can price: no effective
+            rate, or a dimension the rate row has no price for (SPEC §5.1: never the standard rate).
+        reasons: model -> why its usage is unpriced (``no_rate``, ``long_context``, ``speed:<s>``,
+            ``web_search``).
+        web_search_requests: int, server tool requests counted (priced or not).
+        unpriced_requests: model -> web search requests with no fee.
     """
 
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
     cost_usd: Decimal = field(default_factory=Decimal)
     billed_messages: int = 0
     unpriced: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    reasons: dict[str, set[str]] = field(default_factory=dict)
+    web_search_requests: int = 0
+    unpriced_requests: dict[str, int] = field(default_factory=dict)
 
-    def add(self, model: str, bucket: str, rate_key: str, tokens: int, rows: int, rates: RateTable) -> None:
+    def add(
+        self,
+        model: str,
+        bucket: str,
+        rate_key: str,
+        tokens: int,
+        rows: int,
+        rates: RateTable,
+        tier: int = 0,
+        speed: str = "",
+        searches: int = 0,
+    ) -> None:
         """Add one grouped row (tokens and row count of ``model``/``bucket`` at ``rate_key``).
 
-        A rate key with no matching price row (only possible if a price row vanished without the
-        rollup following) counts as unpriced, never as $0.
+        Args:
+            tier: 1 when these messages' prompts exceed the rate row's long-context threshold.
+            speed: ``usage.speed`` of these messages ('' for standard).
+            searches: web search requests of these messages (on ``output`` rows only).
+
+        Price per token: the tier rate when ``tier`` (else the standard rate) times the speed's
+        multiplier; plus ``searches`` times the row's fee. A rate key with no matching price row (only
+        possible if a price row vanished without the rollup following), a tier with no tier rate, a
+        speed with no multiplier or searches with no fee count as unpriced, never as standard or $0.
         """
         self.totals[bucket] = self.totals.get(bucket, 0) + tokens
         if bucket == "output":
             self.billed_messages += rows
-        rate = rates.get((model, bucket, rate_key)) if rate_key != UNPRICED else None
+        self.web_search_requests += searches
+        price = rates.get((model, bucket, rate_key)) if rate_key != UNPRICED else None
+        reason = None
+        rate: Decimal | None = None
+        if price is None:
+            reason = "no_rate"
+        else:
+            rate = price.long_context_usd_per_mtok if tier else price.usd_per_mtok
+            mult = Decimal(1) if speed in STANDARD_SPEEDS else price.speed_multipliers.get(speed)
+            if rate is None:
+                reason = "long_context"
+            elif mult is None:
+                reason, rate = f"speed:{speed}", None
+            else:
+                rate *= mult
         if rate is None:
             slot = self.unpriced.setdefault(model, {}).setdefault(bucket, [0, 0])
             slot[0] += tokens
             slot[1] += rows
+            self.reasons.setdefault(model, set()).add(reason or "no_rate")
         else:
             self.cost_usd += (rate * tokens).scaleb(-6)
+        if searches:
+            fee = price.web_search_usd_per_request if price is not None else None
+            if fee is None:
+                self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + searches
+                self.reasons.setdefault(model, set()).add("web_search")
+            else:
+                self.cost_usd += fee * searches
 
     def merge(self, other: Usage) -> None:
         """Add ``other`` into this one."""
@@ -76,6 +171,11 @@ class Usage:
             self.totals[b] = self.totals.get(b, 0) + n
         self.cost_usd += other.cost_usd
         self.billed_messages += other.billed_messages
+        self.web_search_requests += other.web_search_requests
+        for model, n in other.unpriced_requests.items():
+            self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + n
+        for model, why in other.reasons.items():
+            self.reasons.setdefault(model, set()).update(why)
         for model, buckets in other.unpriced.items():
             mine = self.unpriced.setdefault(model, {})
             for b, (t, r) in buckets.items():
@@ -88,14 +188,17 @@ class Usage:
         """All tokens, every bucket."""
         return sum(self.totals.values())
 
-    def unpriced_json(self) -> dict[str, dict[str, int]]:
-        """``{model: {"tokens", "messages"}}``; messages = the largest unpriced bucket row count."""
+    def unpriced_json(self) -> dict[str, dict[str, Any]]:
+        """``{model: {"tokens", "messages", "web_search_requests", "reasons"}}``; messages = the largest
+        unpriced bucket row count; reasons as in ``Usage.reasons``."""
         return {
             model: {
-                "tokens": sum(t for t, _ in buckets.values()),
-                "messages": max((r for _, r in buckets.values()), default=0),
+                "tokens": sum(t for t, _ in self.unpriced.get(model, {}).values()),
+                "messages": max((r for _, r in self.unpriced.get(model, {}).values()), default=0),
+                "web_search_requests": self.unpriced_requests.get(model, 0),
+                "reasons": sorted(self.reasons.get(model, ())),
             }
-            for model, buckets in sorted(self.unpriced.items())
+            for model in sorted(set(self.unpriced) | set(self.unpriced_requests))
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -104,7 +207,8 @@ class Usage:
             "totals": {b: self.totals.get(b, 0) for b in BUCKETS},
             "tokens": self.tokens,
             "cost_usd": money(self.cost_usd),
-            "cost_complete": not self.unpriced,
+            "cost_complete": not self.unpriced and not self.unpriced_requests,
             "unpriced": self.unpriced_json(),
             "billed_messages": self.billed_messages,
+            "web_search_requests": self.web_search_requests,
         }

@@ -5,11 +5,12 @@ Adding a row re-prices stored usage through the rollup triggers: no re-ingest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import apsw
+import orjson
 
 from ingestd.core.timefmt import canonical
 from ingestd.errors import InputError
@@ -24,15 +25,23 @@ BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
 @dataclass(frozen=True, slots=True)
 class PriceRow:
-    """One rate.
+    """One rate, with the optional price dimensions of SPEC §5.1 (migration 0011).
 
     Attributes:
         model: exact model id as Claude Code writes it.
         bucket: one of ``BUCKETS``.
-        usd_per_mtok: Decimal, US dollars per million tokens.
+        usd_per_mtok: Decimal, US dollars per million tokens (standard tier, standard speed).
         effective_from: canonical UTC; the rate applies to usage at or after it.
         source: where the rate came from.
         verified_at: canonical UTC or None.
+        long_context_threshold: int | None, tokens; a request whose prompt (input + cache read +
+            both cache writes) exceeds it is priced at ``long_context_usd_per_mtok`` (exactly at it:
+            standard). None: no long-context tier.
+        long_context_usd_per_mtok: Decimal | None, this bucket's tier rate (set with the threshold).
+        speed_multipliers: dict speed -> Decimal, multiplies the rate for ``usage.speed`` (standard
+            speed needs no entry; a speed with none is unpriced).
+        web_search_usd_per_request: Decimal | None, US dollars per web search request; only on the
+            ``output`` row (a message's requests are counted there, once per message).
     """
 
     model: str
@@ -41,6 +50,10 @@ class PriceRow:
     effective_from: str
     source: str
     verified_at: str | None
+    long_context_threshold: int | None = None
+    long_context_usd_per_mtok: Decimal | None = None
+    speed_multipliers: dict[str, Decimal] = field(default_factory=dict)
+    web_search_usd_per_request: Decimal | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,7 +63,15 @@ class PriceRow:
             "effective_from": self.effective_from,
             "source": self.source,
             "verified_at": self.verified_at,
+            "long_context_threshold": self.long_context_threshold,
+            "long_context_usd_per_mtok": _str(self.long_context_usd_per_mtok),
+            "speed_multipliers": {k: str(v) for k, v in sorted(self.speed_multipliers.items())},
+            "web_search_usd_per_request": _str(self.web_search_usd_per_request),
         }
+
+
+def _str(v: Decimal | None) -> str | None:
+    return None if v is None else str(v)
 
 
 def rate_decimal(value: float | int | str) -> Decimal:
@@ -58,15 +79,97 @@ def rate_decimal(value: float | int | str) -> Decimal:
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
 
 
+_COLUMNS = (
+    "model, bucket, usd_per_mtok, effective_from, source, verified_at, long_context_threshold,"
+    " long_context_usd_per_mtok, speed_multipliers, web_search_usd_per_request"
+)
+
+
+def _speeds(text: Any) -> dict[str, Decimal]:
+    if not isinstance(text, str) or not text:
+        return {}
+    doc = orjson.loads(text)
+    return {str(k): rate_decimal(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
 def list_prices(conn: apsw.Connection, model: str | None = None) -> list[PriceRow]:
     """Every price row (optionally for one model), ordered by model, bucket, effective_from. Read-only."""
-    sql = "SELECT model, bucket, usd_per_mtok, effective_from, source, verified_at FROM model_pricing"
+    sql = f"SELECT {_COLUMNS} FROM model_pricing"
     params: tuple[Any, ...] = ()
     if model is not None:
         sql += " WHERE model = ?"
         params = (model,)
     sql += " ORDER BY model, bucket, effective_from"
-    return [PriceRow(r[0], r[1], rate_decimal(r[2]), r[3], r[4], r[5]) for r in conn.execute(sql, params)]
+    return [
+        PriceRow(
+            r[0],
+            r[1],
+            rate_decimal(r[2]),
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            rate_decimal(r[7]) if r[7] is not None else None,
+            _speeds(r[8]),
+            rate_decimal(r[9]) if r[9] is not None else None,
+        )
+        for r in conn.execute(sql, params)
+    ]
+
+
+def _usd(i: int, what: str, rate: Any) -> Decimal:
+    """A price given in JSON as an exact Decimal from 0 to ``MAX_USD_PER_MTOK``, else InputError."""
+    if isinstance(rate, bool) or not isinstance(rate, int | float | str):
+        raise InputError(f"price row {i}: {what} must be a number")
+    try:
+        value = Decimal(str(rate))
+    except ArithmeticError as e:
+        raise InputError(f"price row {i}: {what} is not a number: {rate!r}") from e
+    if not value.is_finite() or value < 0 or value > MAX_USD_PER_MTOK:
+        raise InputError(f"price row {i}: {what} must be a number from 0 to {MAX_USD_PER_MTOK}")
+    return value
+
+
+def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any], Any]:
+    """(threshold, tier rates by bucket, speed multipliers, web search fee) of one JSON price row."""
+    threshold: int | None = None
+    tier: dict[str, Any] = {}
+    lc = item.get("long_context")
+    if lc is None and item.get("long_context_threshold") is not None:  # the flat shape `pricing list --json` prints
+        lc = {
+            "threshold": item.get("long_context_threshold"),
+            "rates": {buckets[0]: item.get("long_context_usd_per_mtok")},
+        }
+    if lc is not None:
+        if not isinstance(lc, dict):
+            raise InputError(
+                f'price row {i}: \'long_context\' must be {{"threshold": tokens, "rates": {{bucket: usd}}}}'
+            )
+        t = lc.get("threshold")
+        if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+            raise InputError(f"price row {i}: long_context threshold must be a whole number of tokens >= 0")
+        threshold = t
+        rates = lc.get("rates")
+        if not isinstance(rates, dict) or set(rates) != set(buckets):
+            raise InputError(
+                f"price row {i}: long_context rates must name exactly the buckets of the row ({', '.join(buckets)})"
+            )
+        tier = {b: _usd(i, f"long_context rate for {b}", v) for b, v in rates.items()}
+    sm = item.get("speed_multipliers") or {}
+    if not isinstance(sm, dict):
+        raise InputError(f"price row {i}: 'speed_multipliers' must be {{speed: multiplier}}")
+    speeds = {str(k): _usd(i, f"speed multiplier for {k!r}", v) for k, v in sm.items()}
+    fee_doc = item.get("server_tool_fees")
+    fee: Any = item.get("web_search_usd_per_request")
+    if fee_doc is not None:
+        if not isinstance(fee_doc, dict) or set(fee_doc) - {"web_search_requests"}:
+            raise InputError(f"price row {i}: 'server_tool_fees' must be {{\"web_search_requests\": usd_per_request}}")
+        fee = fee_doc.get("web_search_requests")
+    if fee is not None:
+        if "output" not in buckets:
+            raise InputError(f"price row {i}: a server tool fee goes on the row's output rate (give 'output' too)")
+        fee = _usd(i, "web search fee", fee)
+    return threshold, tier, speeds, fee
 
 
 def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
@@ -109,20 +212,26 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
             rates = {item["bucket"]: item.get("usd_per_mtok")}
         if not isinstance(rates, dict) or not rates:
             raise InputError(f"price row {i}: give 'rates' as {{bucket: usd_per_mtok}}")
-        for bucket, rate in rates.items():
+        for bucket in rates:
             if bucket not in BUCKETS:
                 raise InputError(f"price row {i}: unknown bucket {bucket!r} (one of {', '.join(BUCKETS)})")
-            if isinstance(rate, bool) or not isinstance(rate, int | float | str):
-                raise InputError(f"price row {i}: rate for {bucket} must be a number")
-            try:
-                value = Decimal(str(rate))
-            except ArithmeticError as e:
-                raise InputError(f"price row {i}: rate for {bucket} is not a number: {rate!r}") from e
-            if not value.is_finite() or value < 0 or value > MAX_USD_PER_MTOK:
-                raise InputError(
-                    f"price row {i}: rate for {bucket} must be a number from 0 to {MAX_USD_PER_MTOK} (USD per MTok)"
+        threshold, tier, speeds, fee = _dimensions(i, item, list(rates))
+        for bucket, rate in rates.items():
+            value = _usd(i, f"rate for {bucket} (USD per MTok)", rate)
+            out.append(
+                PriceRow(
+                    model,
+                    bucket,
+                    value,
+                    eff,
+                    str(source),
+                    None,
+                    threshold,
+                    tier.get(bucket),
+                    speeds,
+                    fee if bucket == "output" else None,
                 )
-            out.append(PriceRow(model, bucket, value, eff, str(source), None))
+            )
     return out
 
 
@@ -136,10 +245,13 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
     def run(c: apsw.Connection) -> int:
         for r in rows:
             c.execute(
-                "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source, verified_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO model_pricing ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (model, bucket, effective_from) DO UPDATE SET"
-                " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at",
+                " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at,"
+                " long_context_threshold = excluded.long_context_threshold,"
+                " long_context_usd_per_mtok = excluded.long_context_usd_per_mtok,"
+                " speed_multipliers = excluded.speed_multipliers,"
+                " web_search_usd_per_request = excluded.web_search_usd_per_request",
                 (
                     r.model,
                     r.bucket,
@@ -147,6 +259,12 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
                     r.effective_from,
                     r.source,
                     r.verified_at or verified_at,
+                    r.long_context_threshold,
+                    float(r.long_context_usd_per_mtok) if r.long_context_usd_per_mtok is not None else None,
+                    orjson.dumps({k: float(v) for k, v in r.speed_multipliers.items()}).decode()
+                    if r.speed_multipliers
+                    else None,
+                    float(r.web_search_usd_per_request) if r.web_search_usd_per_request is not None else None,
                 ),
             )
         return len(rows)

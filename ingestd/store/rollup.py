@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import apsw
 
-RollupKey = tuple[str, str, str, str, str]
+RollupKey = tuple[str, str, str, str, str, int, str]  # session, model, bucket, slot, rate, tier, speed
 
 SLOT_SQL = (
     "substr(t.occurred_at, 1, 14) || printf('%02d', CAST(substr(t.occurred_at, 15, 2) AS INTEGER) / 15 * 15) || 'Z'"
@@ -18,24 +18,32 @@ RATE_SQL = (
     "COALESCE((SELECT max(p.effective_from) FROM model_pricing p"
     " WHERE p.model = t.model AND p.bucket = t.bucket AND p.effective_from <= t.occurred_at), '')"
 )
+# 1 when the message's prompt exceeds the long-context threshold of its resolved rate row (SPEC §5.1:
+# a prompt of exactly the threshold is standard); 0 without a threshold or a rate row (migration 0011).
+TIER_SQL = (
+    "COALESCE((SELECT t.prompt_tokens > q.long_context_threshold FROM model_pricing q"
+    f" WHERE q.model = t.model AND q.bucket = t.bucket AND q.effective_from = {RATE_SQL}), 0)"
+)
 SCAN_SQL = (
-    f"SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, sum(t.tokens), count(*)"
-    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5"
+    f"SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed,"
+    " sum(t.tokens), count(*), sum(t.web_search_requests)"
+    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6, 7"
+)
+ROLLUP_COLUMNS = (
+    "session_id, model, bucket, slot, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
 )
 
 
-def scan(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int]]:
-    """The rollup as a grouped scan of token_usage: key → (tokens, row_count). Read-only."""
-    return {(r[0], r[1], r[2], r[3], r[4]): (r[5], r[6]) for r in conn.execute(SCAN_SQL)}
+def scan(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int, int]]:
+    """The rollup as a grouped scan of token_usage: key → (tokens, row_count, web_search_requests). Read-only."""
+    return {(r[0], r[1], r[2], r[3], r[4], r[5], r[6]): (r[7], r[8], r[9]) for r in conn.execute(SCAN_SQL)}
 
 
-def stored(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int]]:
-    """The rollup table as it is: key → (tokens, row_count). Read-only."""
+def stored(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int, int]]:
+    """The rollup table as it is: key → (tokens, row_count, web_search_requests). Read-only."""
     return {
-        (r[0], r[1], r[2], r[3], r[4]): (r[5], r[6])
-        for r in conn.execute(
-            "SELECT session_id, model, bucket, slot, rate_effective_from, tokens, row_count FROM token_usage_rollup"
-        )
+        (r[0], r[1], r[2], r[3], r[4], r[5], r[6]): (r[7], r[8], r[9])
+        for r in conn.execute(f"SELECT {ROLLUP_COLUMNS} FROM token_usage_rollup")
     }
 
 
@@ -54,7 +62,4 @@ def differences(conn: apsw.Connection, limit: int = 20) -> list[str]:
 def rebuild(conn: apsw.Connection) -> None:
     """Replace the rollup with the scan. Call inside a write transaction."""
     conn.execute("DELETE FROM token_usage_rollup")
-    conn.execute(
-        "INSERT INTO token_usage_rollup (session_id, model, bucket, slot, rate_effective_from, tokens, row_count) "
-        + SCAN_SQL
-    )
+    conn.execute(f"INSERT INTO token_usage_rollup ({ROLLUP_COLUMNS}) " + SCAN_SQL)

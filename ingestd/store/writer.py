@@ -24,6 +24,7 @@ from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
 from ingestd.core.validate import refold_state
 from ingestd.logs import get_logger
+from ingestd.store import titles
 from ingestd.store.connection import write_txn
 
 log = get_logger("ingestd.store.writer")
@@ -38,34 +39,26 @@ INSERT_LOG = (
 )
 UPSERT_SESSION = (
     "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
-    " cc_version, title, slug, entrypoint, end_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    " cc_version, title, slug, entrypoint, end_reason, title_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (id) DO UPDATE SET project_slug=excluded.project_slug, project_path=excluded.project_path,"
     " started_at=excluded.started_at, last_activity_at=excluded.last_activity_at, status=excluded.status,"
     " git_branch=excluded.git_branch, cc_version=excluded.cc_version, title=excluded.title,"
-    " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason"
+    " slug=excluded.slug, entrypoint=excluded.entrypoint, end_reason=excluded.end_reason,"
+    " title_source=excluded.title_source"
 )
-# One agent id, two sessions (``agents.id`` is the key, and 2.0.76-2.1.42 agent ids are 7 hex
-# characters, FORMATS.md §0; a subagent file under one session's folder can also carry records
-# naming another session): the session that saw the agent first keeps it, whatever the fold order
-# (DESIGN.md "Agent ids in two sessions"). Claim = (first_seen_at, session_id), smaller wins; a
-# session's own claim only gets better as its rows arrive (first_seen_at is a minimum), so its
-# later rows replace its earlier ones and the final row is the winner's final row.
+# An agent is identified by (session_id, id) (SPEC §4.2, migration 0009): each session's fold
+# owns its agents' rows, so a later row of the same session simply replaces the earlier one.
 UPSERT_AGENT = (
     "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
     " last_seen_at, outcome_cause, is_compaction, description, evidence_status)"
     " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?5)"
-    " ON CONFLICT (id) DO UPDATE SET session_id=excluded.session_id, type=excluded.type,"
+    " ON CONFLICT (session_id, id) DO UPDATE SET type=excluded.type,"
     " subagent_type=excluded.subagent_type, status=excluded.status, evidence_status=excluded.evidence_status,"
     " parent_agent_id=excluded.parent_agent_id,"
     " first_seen_at=excluded.first_seen_at, last_seen_at=excluded.last_seen_at,"
     " outcome_cause=excluded.outcome_cause, is_compaction=excluded.is_compaction,"
     " description=excluded.description"
-    " WHERE excluded.session_id = agents.session_id"
-    "   OR (coalesce(excluded.first_seen_at, '~'), excluded.session_id)"
-    "    < (coalesce(agents.first_seen_at, '~'), agents.session_id)"
 )
-# The stored owner of each agent id (a collision between sessions is logged, never silent).
-AGENT_OWNERS = "SELECT id, session_id FROM agents WHERE id IN (SELECT value FROM json_each(?))"
 # One current edge per child: better evidence corrects the parent in place (SPEC §4.3).
 UPSERT_EDGE = (
     "INSERT INTO orchestration_edges (id, session_id, parent_agent_id, child_agent_id, source, instance,"
@@ -79,11 +72,13 @@ UPSERT_EDGE = (
 # claims only improve in that order, so its later rows replace its earlier ones.
 UPSERT_TOKENS = (
     "INSERT INTO token_usage (id, session_id, agent_id, message_id, model, bucket, tokens,"
-    " is_compaction_baseline, occurred_at, claim_rank) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    " is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (message_id, bucket) DO UPDATE SET session_id=excluded.session_id,"
     " agent_id=excluded.agent_id, model=excluded.model, tokens=excluded.tokens,"
     " is_compaction_baseline=excluded.is_compaction_baseline, occurred_at=excluded.occurred_at,"
-    " claim_rank=excluded.claim_rank"
+    " claim_rank=excluded.claim_rank, prompt_tokens=excluded.prompt_tokens, speed=excluded.speed,"
+    " web_search_requests=excluded.web_search_requests"
     # a session's own claim is its fold's current best: it replaces its earlier one (an inferred
     # occurred_at, ingestd.core.validate, can move either way as the file's timestamps arrive)
     " WHERE (excluded.claim_rank > token_usage.claim_rank"
@@ -93,7 +88,9 @@ UPSERT_TOKENS = (
     " AND (excluded.tokens IS NOT token_usage.tokens OR excluded.agent_id IS NOT token_usage.agent_id"
     "   OR excluded.model IS NOT token_usage.model OR excluded.occurred_at IS NOT token_usage.occurred_at"
     "   OR excluded.session_id IS NOT token_usage.session_id OR excluded.claim_rank IS NOT token_usage.claim_rank"
-    "   OR excluded.is_compaction_baseline IS NOT token_usage.is_compaction_baseline)"
+    "   OR excluded.is_compaction_baseline IS NOT token_usage.is_compaction_baseline"
+    "   OR excluded.prompt_tokens IS NOT token_usage.prompt_tokens OR excluded.speed IS NOT token_usage.speed"
+    "   OR excluded.web_search_requests IS NOT token_usage.web_search_requests)"
 )
 UPSERT_TOOL = (
     "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"
@@ -212,37 +209,30 @@ def row_from_db(r: Sequence[Any]) -> LogRow:
     return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
 
 
-def _agent_claimants(conn: apsw.Connection, rows: Sequence[tuple[Any, ...]]) -> dict[str, set[str]]:
-    """agent id -> the sessions claiming it (this batch's rows and the stored owner), ids with two or more."""
-    claims: dict[str, set[str]] = {}
-    for r in rows:
-        claims.setdefault(str(r[0]), set()).add(str(r[1]))
-    for aid, owner in conn.execute(AGENT_OWNERS, (orjson.dumps(list(claims)).decode(),)):
-        claims[str(aid)].add(str(owner))
-    return {a: s for a, s in claims.items() if len(s) > 1}
+def write_changes(conn: apsw.Connection, ch: derive.Changes, log: apsw.Connection | None = None) -> None:
+    """Upsert projection rows (inside the caller's transaction).
 
-
-def _log_agent_collisions(conn: apsw.Connection, claims: dict[str, set[str]]) -> None:
-    """Log each agent id two sessions claim, with the session ``UPSERT_AGENT`` kept."""
-    for aid, owner in conn.execute(AGENT_OWNERS, (orjson.dumps(list(claims)).decode(),)):
-        others = sorted(claims[str(aid)] - {str(owner)})
-        log.warning("agent_id_collision", agent_id=aid, kept_session=owner, other_sessions=others)
-
-
-def write_changes(conn: apsw.Connection, ch: derive.Changes) -> None:
-    """Upsert projection rows (inside the caller's transaction)."""
+    Args:
+        conn: the connection written.
+        ch: the projector's rows.
+        log: the connection whose ``events_raw`` holds the log, when it is not ``conn`` (a rebuild);
+            summaries look their leaf up in it (``ingestd.store.titles``). Read-only.
+    """
+    retitle: set[str] = set()
     if ch.sessions:
         conn.executemany(UPSERT_SESSION, ch.sessions)
+        # a session row without a title of its own gets its summary title back (titles.refresh)
+        retitle.update(str(r[0]) for r in ch.sessions if r[8] is None)
+    if ch.summaries:
+        retitle |= titles.resolve_summaries(log if log is not None else conn, conn, ch.summaries)
+    titles.refresh(conn, retitle)
     if ch.retracted_agents:
         conn.executemany(
-            "DELETE FROM orchestration_edges WHERE child_agent_id = ?", [(a,) for a in ch.retracted_agents]
+            "DELETE FROM orchestration_edges WHERE session_id = ? AND child_agent_id = ?", ch.retracted_agents
         )
-        conn.executemany("DELETE FROM agents WHERE id = ?", [(a,) for a in ch.retracted_agents])
+        conn.executemany("DELETE FROM agents WHERE session_id = ? AND id = ?", ch.retracted_agents)
     if ch.agents:
-        claims = _agent_claimants(conn, ch.agents)
         conn.executemany(UPSERT_AGENT, ch.agents)
-        if claims:
-            _log_agent_collisions(conn, claims)
     if ch.edges:
         conn.executemany(UPSERT_EDGE, ch.edges)
     if ch.token_usage:
@@ -283,19 +273,24 @@ def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) 
 # An agent is not idle while any agent below it is working: a main agent blocked on a long
 # Task is busy (found live: the parent showed `unknown` while its Explore subagent worked).
 # `alive`: every non-terminal agent active inside the window, and all of its ancestors.
+# Agents are (session_id, id) pairs (migration 0009); an ancestor is always in its child's session.
 _ALIVE = (
-    "WITH RECURSIVE alive(id) AS ("
-    " SELECT id FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at >= ?1"
-    " UNION SELECT a.parent_agent_id FROM agents a JOIN alive ON a.id = alive.id"
+    "WITH RECURSIVE alive(session_id, id) AS ("
+    " SELECT session_id, id FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at >= ?1"
+    " UNION SELECT a.session_id, a.parent_agent_id FROM agents a"
+    " JOIN alive ON a.session_id = alive.session_id AND a.id = alive.id"
     " WHERE a.parent_agent_id IS NOT NULL) "
 )
-_IDLE_AGENTS = "status IN ('working', 'waiting') AND last_seen_at < ?1 AND id NOT IN (SELECT id FROM alive)"
+_IDLE_AGENTS = (
+    "status IN ('working', 'waiting') AND last_seen_at < ?1"
+    " AND (session_id, id) NOT IN (SELECT session_id, id FROM alive)"
+)
 _IDLE_SESSIONS = "status IN ('working', 'waiting') AND last_activity_at < ?1"
 # An agent the pass moved to `unknown` earlier gets its evidence status back once a descendant
 # works again (that activity does not touch the ancestor's own row).
 _BACK_FROM_UNKNOWN = (
     "UPDATE agents SET status = evidence_status WHERE status = 'unknown'"
-    " AND evidence_status IN ('working', 'waiting') AND id IN (SELECT id FROM alive)"
+    " AND evidence_status IN ('working', 'waiting') AND (session_id, id) IN (SELECT session_id, id FROM alive)"
 )
 
 
@@ -545,6 +540,8 @@ def apply_batch(
             changes.extend(ch)
             cache.put(sid, state, rows[-1].id)
         write_changes(c, changes)
+        # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
+        titles.refresh(c, titles.resolve_leaves(c, [r for rows in by_session.values() for r in rows]))
         result.sessions = set(by_session)
         cps = [
             (

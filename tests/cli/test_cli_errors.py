@@ -56,4 +56,4 @@ def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) ->
     conn.execute("DELETE FROM schema_version WHERE id = ?", (last,))
     code, out = run("sessions", "--db", str(db_path))
     assert code == 2 and "needs migrations" in out and "ingestd migrate" in out
-    assert conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0] == last - 1
+    assert conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0] < last  # nothing re-applied

@@ -54,21 +54,18 @@ class Model:
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[Any, tuple[Any, ...]]] = {
-            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events")
+            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events", "summaries")
         }
 
     def apply(self, ch: Changes) -> None:
         t = self.tables
         for r in ch.sessions:
             t["sessions"][r[0]] = r
-        for a in ch.retracted_agents:
-            t["agents"].pop(a, None)
-            for k in [k for k in t["edges"] if k[1] == a]:
-                del t["edges"][k]
+        for key in ch.retracted_agents:
+            t["agents"].pop(key, None)
+            t["edges"].pop(key, None)
         for r in ch.agents:
-            old_a = t["agents"].get(r[0])
-            if old_a is None or old_a[1] == r[1] or _agent_claim(r) < _agent_claim(old_a):
-                t["agents"][r[0]] = r
+            t["agents"][(r[1], r[0])] = r  # an agent is (session_id, id): SPEC §4.2
         for r in ch.edges:
             t["edges"][(r[1], r[3])] = r
         for r in ch.token_usage:
@@ -82,6 +79,20 @@ class Model:
             t["compactions"][(r[0], r[1])] = r
         for r in ch.events:
             t["events"].setdefault(r[0], r)
+        for r in ch.summaries:
+            t["summaries"][(r[0], r[1], r[2])] = r
+
+    def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:
+        """The agent row ``aid`` (of session ``sid``; without one, the only session having that id)."""
+        rows = [r for (s, a), r in self.tables["agents"].items() if a == aid and (sid is None or s == sid)]
+        assert len(rows) == 1, f"agent {aid!r}: {len(rows)} rows"
+        return rows[0]
+
+    def agents_by_id(self) -> dict[str, tuple[Any, ...]]:
+        """Agent rows by id, for inputs where no two sessions share an agent id (asserted)."""
+        out = {a: r for (_, a), r in self.tables["agents"].items()}
+        assert len(out) == len(self.tables["agents"]), "two sessions share an agent id"
+        return out
 
     def totals(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -96,8 +107,3 @@ def _better(new: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
     if new[8] != old[8]:
         return bool(new[8] < old[8])
     return bool(new[1] <= old[1])
-
-
-def _agent_claim(r: tuple[Any, ...]) -> tuple[str, str]:
-    """``writer.UPSERT_AGENT``: the session that saw the agent first keeps it."""
-    return (r[6] if r[6] is not None else "~", r[1])

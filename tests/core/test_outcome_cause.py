@@ -62,7 +62,7 @@ def outcome(rows: list[LogRow], agent: str = AG) -> tuple[str, str | None]:
     for order in (rows, rows[::-1]):
         m = Model()
         m.apply(fold(None, SID, order, Ctx())[1])
-        a = m.tables["agents"][agent]
+        a = m.agent(agent)
         got.add((a[4], a[8]))
     assert len(got) == 1, got  # order independent
     return got.pop()
@@ -184,4 +184,4 @@ def test_real_rate_limited_subagent() -> None:
     assert sid is not None
     m = Model()
     m.apply(fold(None, sid, rows, Ctx())[1])
-    assert m.tables["agents"]["4ed9b522"][4] == "error" and m.tables["agents"]["4ed9b522"][8] == "concurrency_limit"
+    assert m.agent("4ed9b522")[4] == "error" and m.agent("4ed9b522")[8] == "concurrency_limit"

@@ -40,13 +40,13 @@ def test_permission_request_is_an_event_and_leaves_tool_calls_alone() -> None:
         m = _project(order)
         assert {k[1]: v[6] for k, v in m.tables["tools"].items()} == {"t1": "running", "t2": "completed"}
         assert m.tables["events"][2][3] == "PermissionRequest" and m.tables["events"][2][2] == SID
-        assert m.tables["agents"][SID][7] == "2026-01-01T00:00:04.000Z"
+        assert m.agent(SID)[7] == "2026-01-01T00:00:04.000Z"
 
 
 def test_permission_request_alone_creates_no_tool_call() -> None:
     m = _project([hook(1, "PermissionRequest", "1", tool_name="Bash", tool_input=CMD)])
     assert m.tables["tools"] == {}
-    assert len(m.tables["events"]) == 1 and m.tables["agents"][SID][4] == "working"
+    assert len(m.tables["events"]) == 1 and m.agent(SID)[4] == "working"
 
 
 @pytest.mark.skipif(not REAL.is_file(), reason=f"real corpus not found at {REAL}")

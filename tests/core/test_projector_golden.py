@@ -75,7 +75,7 @@ def test_no_breakdown_goes_to_5m(model: Model) -> None:
 def test_compaction_usage_flagged_and_agent_without_edge(model: Model) -> None:
     r = model.tables["tokens"][("msg_K", "cache_write_1h")]
     assert r[2] == "acompact-abc123" and r[7] == 1 and r[6] == 90
-    a = model.tables["agents"]["acompact-abc123"]
+    a = model.agent("acompact-abc123")
     assert a[9] == 1 and a[5] is None and a[4] == "completed"
     assert not any(k[1] == "acompact-abc123" for k in model.tables["edges"])
 
@@ -95,7 +95,7 @@ def test_edges_with_provenance_and_depth_two(model: Model) -> None:
 
 
 def test_agents_types_and_status(model: Model) -> None:
-    a = model.tables["agents"]
+    a = model.agents_by_id()
     assert a["a1111111"][3] == "Explore" and a["a1111111"][4] == "completed"
     assert a["a2222222"][3] == "Plan"  # spawn input beats the .meta.json sidecar
     assert a["c4444444"][10] == "Warmup" and a["c4444444"][5] is None
@@ -116,7 +116,10 @@ def test_sessions_real_cwd_and_metadata(model: Model) -> None:
     s = model.tables["sessions"]
     assert s[S1][1:3] == ("-home-u-proj", "/home/u/proj") and s[S1][7] == "2.1.39"
     assert s[S2][2] == "/home/u/old"
-    assert s[S3][8] == "Legacy work" and s[S3][7] == "1.0.65"
+    # a summary titles the session of its leafUuid's record (the store joins it, SPEC §4.1); no
+    # record of this fixture has uuid "l9", so the fold keeps the summary and titles nothing
+    assert s[S3][8] is None and s[S3][7] == "1.0.65"
+    assert [r[3:] for r in model.tables["summaries"].values()] == [(S3, "l9", "Legacy work")]
 
 
 def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
@@ -152,7 +155,7 @@ def test_hook_rows_fold() -> None:
     ]
     m = Model()
     m.apply(fold(None, sid, rows, Ctx())[1])
-    a = m.tables["agents"]
+    a = m.agents_by_id()
     assert a[sid][4] == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
     assert a["ag1"][4] == "completed" and a["ag1"][3] == "Explore"
     assert "never-started" not in a

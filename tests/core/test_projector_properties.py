@@ -56,8 +56,55 @@ def open_calls_session() -> list[LogRow]:
     ]
 
 
+MIXED = "77777777-7777-4777-8777-777777777777"
+
+
+def mixed_session() -> list[LogRow]:
+    """Hooks and transcript lines of one session that both say where it lives (SPEC §4.1 joins):
+    the transcript folder is ``-w-zeta``, the hooks' ``transcript_path`` names ``-w-alpha`` (a moved
+    project), plus subagent hooks, tool hooks, a session title and SessionEnd."""
+    main = f"-w-zeta/{MIXED}.jsonl"
+    sub = f"-w-zeta/{MIXED}/subagents/agent-a7a7a7a.jsonl"
+
+    def rec(i: int, origin: str, obj: dict[str, object]) -> LogRow:
+        full = {"sessionId": MIXED, "uuid": f"m{i}", "timestamp": f"2026-01-01T00:00:{i:02}.000Z", "cwd": "/w/zeta"}
+        full.update(obj)
+        return LogRow(
+            i, "jsonl", str(full["type"]), orjson.dumps(full), "2026-03-01T00:00:00.000Z", MIXED, origin, 0, i
+        )
+
+    def hook(i: int, name: str, **body: object) -> LogRow:
+        tp = f"/h/.claude/projects/-w-alpha/{MIXED}.jsonl"
+        payload = orjson.dumps(
+            {"session_id": MIXED, "hook_event_name": name, "cwd": "/w/alpha", "transcript_path": tp, **body}
+        )
+        return LogRow(200 + i, "hook", name, payload, f"2026-01-01T00:00:{30 + i:02}.000Z", MIXED, "hook")
+
+    spawn = {"type": "tool_use", "id": "tuS", "name": "Task", "input": {"prompt": "p", "subagent_type": "Explore"}}
+    return [
+        rec(1, main, {"type": "user", "message": {"role": "user", "content": "go"}}),
+        rec(2, main, {"type": "assistant", "message": {"id": "mm1", "model": "m", "content": [spawn],
+                                                        "usage": {"input_tokens": 5, "output_tokens": 2}}}),
+        rec(3, sub, {"type": "user", "agentId": "a7a7a7a", "isSidechain": True, "parentUuid": None,
+                     "message": {"role": "user", "content": "p"}}),
+        rec(4, sub, {"type": "assistant", "agentId": "a7a7a7a", "isSidechain": True,
+                     "message": {"id": "ms1", "model": "m",
+                                 "content": [{"type": "tool_use", "id": "tuB", "name": "Bash"}],
+                                 "usage": {"input_tokens": 7, "output_tokens": 3}}}),
+        hook(1, "UserPromptSubmit", prompt="go", session_title="Mixed work"),
+        hook(2, "SubagentStart", agent_id="a7a7a7a", agent_type="Explore"),
+        hook(3, "PreToolUse", agent_id="a7a7a7a", tool_name="Bash", tool_use_id="tuB"),
+        hook(4, "PostToolUse", agent_id="a7a7a7a", tool_name="Bash", tool_use_id="tuB"),
+        hook(5, "SubagentStart", agent_id="a8a8a8a", agent_type="Plan"),
+        hook(6, "SubagentStop", agent_id="a7a7a7a", agent_type="Explore"),
+        hook(7, "Stop"),
+        hook(8, "SessionEnd", reason="prompt_input_exit"),
+    ]  # fmt: skip
+
+
 ROWS = by_session(tree_rows())
 ROWS[OPEN] = open_calls_session()
+ROWS[MIXED] = mixed_session()
 SESSIONS = sorted(ROWS)
 
 
@@ -142,3 +189,17 @@ def test_incremental_equals_scratch_and_touches_only_new_rows() -> None:
     assert len(ch.token_usage) <= 5 and len(ch.tool_calls) <= 1
     m, _ = folded(sid, rows, [len(rows) - 1])
     assert m.tables == SCRATCH[sid]
+
+
+def test_mixed_session_joins_every_source() -> None:
+    t = SCRATCH[MIXED]
+    s = t["sessions"][MIXED]
+    # the transcript's own folder beats a hook's transcript_path, and a record's cwd beats a hook's
+    assert s[1:3] == ("-w-zeta", "/w/zeta")
+    assert s[5] == "completed" and s[8] == "Mixed work"
+    a = {k[1]: (r[4], r[8]) for k, r in t["agents"].items()}
+    assert a == {
+        MIXED: ("completed", None),
+        "a7a7a7a": ("completed", None),  # SubagentStop
+        "a8a8a8a": ("error", "terminated_early"),  # started, never stopped, the session ended
+    }

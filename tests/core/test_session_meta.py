@@ -39,11 +39,13 @@ def rec(i: int, ts: str, **kw: object) -> LogRow:
     return line(i, {**body, "message": {"role": "user", "content": "hi"}})
 
 
-def test_summary_names_a_session_without_a_hook_title() -> None:
+def test_a_summary_is_not_its_files_title() -> None:
+    """A summary belongs to the session of its leafUuid's record, joined by the store
+    (``ingestd.store.titles``, tests/store/test_titles.py): the fold alone titles nothing."""
     s = session(
         [line(1, {"type": "summary", "summary": "Old name", "leafUuid": "x"}), rec(2, "2026-01-01T00:00:00.000Z")]
     )
-    assert s[8] == "Old name"
+    assert s[8] is None and s[12] is None
 
 
 def test_newest_hook_session_title_beats_older_titles_and_the_summary() -> None:
@@ -52,7 +54,7 @@ def test_newest_hook_session_title_beats_older_titles_and_the_summary() -> None:
         hook(2, "SessionStart", 1, session_title="Zeta first name", source="startup"),
         hook(3, "UserPromptSubmit", 5, session_title="Alpha renamed", prompt="go"),
     ]
-    assert session(rows)[8] == "Alpha renamed"
+    assert session(rows)[8] == "Alpha renamed" and session(rows)[12] == "session_title"
 
 
 def test_git_branch_and_version_are_the_newest_records() -> None:

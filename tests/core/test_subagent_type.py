@@ -105,6 +105,6 @@ def test_spawn_input_then_hook_then_sidecar_in_any_order() -> None:
         for r in order:
             state, ch = fold(state, SID, [r], Ctx())
             m.apply(ch)
-        a = m.tables["agents"]
+        a = m.agents_by_id()
         seen.add((a["aspawned"][3], a["ahooked"][3], a["asidecar"][3]))
     assert seen == {("Plan", "Explore", "sidecar-type")}

@@ -118,7 +118,7 @@ def test_sessions_agents_edges(db: tuple[Path, dict[str, Any], dict[str, Any]]) 
         (r[0][:8], r[1], r[2], r[3], r[4])
         for r in conn.execute(
             "SELECT e.session_id, e.parent_agent_id, e.child_agent_id, e.source, a.subagent_type"
-            " FROM orchestration_edges e JOIN agents a ON a.id = e.child_agent_id"
+            " FROM orchestration_edges e JOIN agents a ON a.session_id = e.session_id AND a.id = e.child_agent_id"
         )
     }
     assert edges == EDGES
@@ -169,3 +169,15 @@ def test_independent_recount_of_distinct_messages(db: tuple[Path, dict[str, Any]
     assert recount == [got[b] for b in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")]
     n = conn.execute("SELECT count(DISTINCT message_id) FROM token_usage").fetchall()[0][0]
     assert n == len(merged) == 992
+
+
+def test_summary_titles_follow_their_leaf(db: tuple[Path, dict[str, Any], dict[str, Any]]) -> None:
+    """SPEC §4.1: 263940d8's file opens with a summary whose leafUuid (17f6d41e…, line 141) is a
+    record of 998db3cd (its history copied in): the summary is 998db3cd's title, not 263940d8's.
+    5e17e9ad's summary names its own line 133; c44afee0's names a record no file here holds."""
+    conn = connect(db[0])
+    got = {r[0][:8]: (r[1], r[2]) for r in conn.execute("SELECT id, title, title_source FROM sessions")}
+    assert got["998db3cd"] == ("Linear SDK CLI Tool: MVP Planning & Architecture", "summary")
+    assert got["263940d8"] == (None, None)
+    assert got["5e17e9ad"] == ("GitHub Submodule Checkout Token Permission Fix", "summary")
+    assert got["c44afee0"] == (None, None)

@@ -79,7 +79,9 @@ async def test_health_and_status(client: Any) -> None:
     assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == PINS[-1].id
     resp = await client.get("/api/status")
     doc = await resp.json()
-    assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}
+    assert doc["unpriced"] == {
+        "claude-mystery-9": {"tokens": 330, "messages": 2, "web_search_requests": 0, "reasons": ["no_rate"]}
+    }
     assert doc["rows"]["sessions"] == 3
 
 

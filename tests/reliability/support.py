@@ -13,13 +13,14 @@ SID = "11111111-2222-4333-8444-555555555555"
 TABLES = {
     "events_raw": "id",
     "sessions": "id",
-    "agents": "id",
+    "agents": "session_id, id",
     "orchestration_edges": "id",
     "token_usage": "id",
     "tool_calls": "session_id, tool_use_id",
     "compactions": "session_id, boundary_id",
     "events": "raw_event_id",
-    "token_usage_rollup": "session_id, model, bucket, slot, rate_effective_from",
+    "token_usage_rollup": "session_id, model, bucket, slot, rate_effective_from, tier, speed",
+    "summaries": "origin, origin_gen, origin_offset",
 }
 
 

@@ -365,7 +365,7 @@ def test_subagent_file_naming_two_sessions_projects_in_any_order(tmp_path: Path)
             apply_batch(conn, [r])
         got.append(conn.execute("SELECT id, session_id FROM agents ORDER BY id").fetchall())
         conn.close()
-    assert got[0] == got[1] == [("a1", "s-2")]
+    assert got[0] == got[1] == [("a1", "s-2"), ("a1", "s-3")]
 
 
 def reference_lines(data: bytes) -> list[tuple[int, bytes]]:

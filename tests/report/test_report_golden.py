@@ -69,4 +69,6 @@ def test_status_cli_runs(report_db: Path) -> None:
     doc = run_json(report_db, "status")
     assert doc["schema"]["version"] == PINS[-1].id
     assert doc["database"]["path"] == str(report_db)
-    assert doc["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}
+    assert doc["unpriced"] == {
+        "claude-mystery-9": {"tokens": 330, "messages": 2, "web_search_requests": 0, "reasons": ["no_rate"]}
+    }

@@ -56,7 +56,9 @@ def test_groupings_agree_on_totals(report_db: Path) -> None:
         assert {k: d[k] for k in keys} == {k: docs[0][k] for k in keys}
         assert sum(Decimal(r["cost_usd"]) for r in d["rows"]) == Decimal(d["cost_usd"])
     assert docs[0]["billed_messages"] == 12
-    assert docs[0]["unpriced"] == {"claude-mystery-9": {"tokens": 330, "messages": 2}}
+    assert docs[0]["unpriced"] == {
+        "claude-mystery-9": {"tokens": 330, "messages": 2, "web_search_requests": 0, "reasons": ["no_rate"]}
+    }
 
 
 def test_local_days_follow_dst() -> None:

@@ -87,7 +87,8 @@ def test_sessions_keep_prefix_tokens_cost_and_four_digit_years(report_db: Path, 
         for head in ("project", "started", "activity", "status", "agents", "tokens", "cost"):
             assert head in text
         assert "2025-03-09" in text and "04:40" in text and "completed" in text
-        assert "hidden" not in text
+        # the session title is the first column to give way (SPEC §4.1; shown on a wider terminal)
+        assert "hidden to fit 80 columns: title;" in text and text.count("hidden") == 1
     else:
         assert "hidden to fit 40 columns" in text and "started" in text
 
@@ -112,3 +113,14 @@ def test_short_path_keeps_the_start_of_a_long_last_name() -> None:
 def test_no_sessions_still_renders() -> None:
     doc = {"window": {"since": None, "until": None}, "count": 0, "rows": []}
     assert "0 sessions" in _render(80, lambda c: render_sessions(c, doc, UTCZ, None))
+
+
+def test_sessions_show_titles_when_there_is_room(report_db: Path) -> None:
+    doc = sessions_report(connect(report_db, readonly=True), window=ALL)
+    titled = [r for r in doc["rows"] if r["title"]]
+    assert titled
+    text = _render(160, lambda c: render_sessions(c, doc, UTCZ, "/home/dev"))
+    assert "hidden" not in text and "title" in text
+    for r in titled:
+        [row] = [line for line in text.splitlines() if r["session_id"][:8] in line]
+        assert r["title"][:20] in row

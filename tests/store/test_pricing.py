@@ -89,6 +89,10 @@ def test_cli_set_then_list_json(db_path: Path) -> None:
             "effective_from": "2025-01-01T00:00:00.000Z",
             "source": "operator",
             "verified_at": doc["rows"][0]["verified_at"],
+            "long_context_threshold": None,
+            "long_context_usd_per_mtok": None,
+            "speed_multipliers": {},
+            "web_search_usd_per_request": None,
         }
     ]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["rows"][0]["verified_at"])

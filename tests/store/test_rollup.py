@@ -23,6 +23,7 @@ TIMES = [
     "2025-09-30T23:59:59.999Z",
 ]
 PRICE_TIMES = ["2025-03-01T10:15:00.000Z", "2025-06-01", "2026-01-01T00:00:00Z"]
+PROMPTS = [0, 199_999, 200_000, 200_001, 10**6]
 
 op = st.one_of(
     st.tuples(
@@ -49,6 +50,11 @@ op = st.one_of(
     st.tuples(st.just("price_update"), st.sampled_from(MODELS), st.integers(0, 100)),
     st.tuples(st.just("price_move"), st.sampled_from(MODELS), st.sampled_from(PRICE_TIMES)),
     st.tuples(st.just("price_delete"), st.sampled_from(MODELS)),
+    # the price dimensions of migration 0011: per message facts and a price row's threshold
+    st.tuples(st.just("update_prompt"), st.integers(0, 7), st.sampled_from(PROMPTS)),
+    st.tuples(st.just("update_speed"), st.integers(0, 7), st.sampled_from(["", "standard", "fast", "turbo"])),
+    st.tuples(st.just("update_searches"), st.integers(0, 7), st.integers(0, 5)),
+    st.tuples(st.just("price_threshold"), st.sampled_from(MODELS), st.sampled_from([None, *PROMPTS])),
 )
 
 
@@ -87,6 +93,15 @@ def apply(conn: apsw.Connection, o: tuple[object, ...]) -> None:
                 "UPDATE model_pricing SET effective_from = ? WHERE rowid = (SELECT min(rowid) FROM model_pricing"
                 " WHERE model = ?)",
                 (o[2], o[1]),
+            )
+        elif kind in ("update_prompt", "update_speed", "update_searches"):
+            col = {"update_prompt": "prompt_tokens", "update_speed": "speed", "update_searches": "web_search_requests"}
+            conn.execute(f"UPDATE token_usage SET {col[str(kind)]} = ? WHERE message_id = ?", (o[2], f"msg{o[1]}"))
+        elif kind == "price_threshold":
+            conn.execute(
+                "UPDATE model_pricing SET long_context_threshold = ?2, long_context_usd_per_mtok = usd_per_mtok * 2"
+                " WHERE rowid = (SELECT max(rowid) FROM model_pricing WHERE model = ?1)",
+                (o[1], o[2]),
             )
         elif kind == "price_delete":
             conn.execute(

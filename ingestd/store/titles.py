@@ -1,0 +1,144 @@
+"""Summary titles joined to the session they describe (SPEC §4.1, migration 0010).
+
+A session's own title candidates (``custom-title``, a hook's ``session_title``, ``ai-title``) are
+folded by the projector; a ``summary`` record cannot be: it sits in one file but belongs to the
+session of the record its ``leafUuid`` names, which is another session's fold (1.0.x writes the
+summary of the previous session at the top of the file that continues it, with that session's
+history copied in: ``corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl`` line 1
+names line 141, a record of ``998db3cd-…``). The join is done here, in both directions, so its
+result does not depend on which arrived first:
+
+- a summary row written by the projector looks its leaf up among the log rows of its own file
+  (``resolve_summaries``; the ``events_raw_origin`` index bounds it to that file);
+- a log row appended later whose ``uuid`` is the leaf of a summary of the same file sets it
+  (``resolve_leaves``).
+
+The leaf's session is the smallest session id among the records with that uuid in that file
+(one, in practice), ``leaf_at`` that record's timestamp. A session with no title of its own then
+shows the summary whose leaf is the latest (``refresh``). A summary whose leaf is in no record of
+its file titles no session: it describes a conversation this log does not hold (c44afee0-… in the
+corpus), and naming the file's session after it was the bug this replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+import orjson
+
+from ingestd.core.project import decode_row, ts_of
+from ingestd.core.records import LogRow
+
+UPSERT_SUMMARY = (
+    "INSERT INTO summaries (origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"
+    " VALUES (?,?,?,?,?,?) ON CONFLICT (origin, origin_gen, origin_offset) DO NOTHING"
+)
+_SET_LEAF = (
+    "UPDATE summaries SET leaf_session = ?4, leaf_at = ?5"
+    " WHERE origin = ?1 AND origin_gen = ?2 AND origin_offset = ?3"
+    " AND (leaf_session IS NULL OR (?4, ?5) < (leaf_session, leaf_at))"
+    " RETURNING (SELECT 1)"
+)
+# The title of a session with no title of its own: its latest summary (by the leaf's time, then
+# the summary's place in the log), marked as such; a session that has its own title keeps it.
+_REFRESH = (
+    "UPDATE sessions SET title = s.summary, title_source = CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END"
+    " FROM (SELECT j.value AS sid, (SELECT m.summary FROM summaries m WHERE m.leaf_session = j.value"
+    "   ORDER BY m.leaf_at DESC, m.origin DESC, m.origin_gen DESC, m.origin_offset DESC LIMIT 1) AS summary"
+    "   FROM json_each(?) j) AS s"
+    " WHERE sessions.id = s.sid AND (sessions.title_source IS NULL OR sessions.title_source = 'summary')"
+    " AND (sessions.title IS NOT s.summary OR sessions.title_source IS NOT"
+    "   CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END)"
+)
+
+
+def _needle(leaf: str) -> bytes:
+    return b'"uuid":' + orjson.dumps(leaf)
+
+
+def _set_leaf(conn: apsw.Connection, key: Sequence[Any], sid: str, at: str, old: str | None, out: set[str]) -> None:
+    if conn.execute(_SET_LEAF, (*key, sid, at)).fetchall():
+        out.add(sid)
+        if old is not None:
+            out.add(old)
+
+
+def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterable[tuple[Any, ...]]) -> set[str]:
+    """Store the projector's summary rows and find each one's leaf among its file's log rows.
+
+    Args:
+        log: the connection whose ``events_raw`` holds the log (the same as ``conn`` except in a
+            rebuild, which reads one database's log and writes another's projections). Read-only.
+        conn: the connection written, inside the caller's transaction.
+        rows: ``derive.Changes.summaries`` rows.
+
+    Returns:
+        set of session ids whose summary title may have changed.
+    """
+    out: set[str] = set()
+    for r in rows:
+        conn.execute(UPSERT_SUMMARY, r)
+        origin, gen, offset, _, leaf, _ = r
+        old: Any = conn.execute(
+            "SELECT leaf_session FROM summaries WHERE origin = ? AND origin_gen = ? AND origin_offset = ?",
+            (origin, gen, offset),
+        ).fetchall()[0][0]
+        best: tuple[str, str] | None = None
+        for sid, payload, received_at in log.execute(
+            "SELECT session_id, payload, received_at FROM events_raw"
+            " WHERE origin = ? AND source = 'jsonl' AND instr(payload, ?) > 0",
+            (origin, _needle(leaf)),
+        ):
+            data = payload if isinstance(payload, bytes) else str(payload).encode("utf-8", "surrogatepass")
+            obj = decode_row(LogRow(0, "jsonl", "", data, str(received_at), sid, origin))
+            if obj is None or obj.get("uuid") != leaf or sid is None:
+                continue
+            cand = (str(sid), ts_of(obj, str(received_at)))
+            if best is None or cand < best:
+                best = cand
+        if best is not None:
+            _set_leaf(conn, (origin, gen, offset), best[0], best[1], old, out)
+    return out
+
+
+def resolve_leaves(conn: apsw.Connection, rows: Sequence[LogRow]) -> set[str]:
+    """Set the leaf of every stored summary whose leaf record is among ``rows`` (just appended).
+
+    One indexed query per call for the files ``rows`` come from; nothing more when none of them
+    holds a summary. Written inside the caller's transaction.
+
+    Returns:
+        set of session ids whose summary title may have changed.
+    """
+    origins = sorted({r.origin for r in rows if r.source == "jsonl"})
+    if not origins:
+        return set()
+    pending: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+    for origin, gen, offset, leaf, leaf_session in conn.execute(
+        "SELECT origin, origin_gen, origin_offset, leaf_uuid, leaf_session FROM summaries"
+        " WHERE origin IN (SELECT value FROM json_each(?))",
+        (orjson.dumps(origins).decode(),),
+    ):
+        pending.setdefault((str(origin), str(leaf)), []).append((origin, gen, offset, leaf_session))
+    out: set[str] = set()
+    if not pending:
+        return out
+    for r in rows:
+        if r.source != "jsonl" or r.session_id is None:
+            continue
+        obj = decode_row(r)
+        uuid = obj.get("uuid") if obj is not None else None
+        if not isinstance(uuid, str) or obj is None:
+            continue
+        for origin, gen, offset, old in pending.get((r.origin, uuid), ()):
+            _set_leaf(conn, (origin, gen, offset), r.session_id, ts_of(obj, r.received_at), old, out)
+    return out
+
+
+def refresh(conn: apsw.Connection, sids: Iterable[str]) -> None:
+    """Give each of ``sids`` without a title of its own its latest summary (or none). In the caller's transaction."""
+    todo = sorted(set(sids))
+    if todo:
+        conn.execute(_REFRESH, (orjson.dumps(todo).decode(),))

@@ -30,6 +30,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core.timefmt import format_utc
+from ingestd.daemon import presence
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
 from ingestd.http.hooks import error_response
 from ingestd.report.cost import GROUPINGS, cost_report
@@ -140,7 +141,9 @@ async def cost(request: web.Request) -> web.Response:
 async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
-    return await _run(request, lambda c: status_report(c, now=datetime.now(UTC), db_path=db_path))
+    now = datetime.now(UTC)
+    daemon = presence.self_report(db_path, now).to_json()
+    return await _run(request, lambda c: status_report(c, now=now, db_path=db_path, daemon=daemon))
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -3,8 +3,10 @@
 ``make_app`` wires the hook receiver, the read API (``ingestd.http.api``)
 and the background work, each started and stopped in ``cleanup_ctx``: the writer
 thread first (so everything else can write), then the tailer (catch-up, then follow),
-the watchdog and the scheduled retention jobs. ``serve`` holds the single-instance lock,
-binds, and on SIGINT/SIGTERM stops accepting, drains the writer, commits and closes.
+the watchdog and the scheduled retention jobs (whose first run waits for the catch-up).
+``serve`` takes the single-instance lock and binds the port before any database work (so
+either failure is reported at once), and on SIGINT/SIGTERM stops accepting, drains the
+writer, commits and closes.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -25,6 +28,7 @@ from aiohttp import web
 
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import lock as lock_mod
+from ingestd.daemon import presence
 from ingestd.daemon import watchdog
 from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.ingestrun import IngestRunner
@@ -223,7 +227,10 @@ def make_app(
         await _cancel(task)
 
     async def schedule_ctx(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(_schedule_loop(cfg, app[STOP])) if cfg.schedule else None
+        # The first backup waits for the start-up backfill: taken before it, it would be a copy of
+        # an empty database, shown as "last backup" for a day.
+        backfilled = app[TAILER].caught_up if cfg.tail and cfg.projects else None
+        task = asyncio.create_task(_schedule_loop(cfg, app[STOP], backfilled)) if cfg.schedule else None
         yield
         app[STOP].set()
         await _cancel(task)
@@ -242,12 +249,24 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
         await task
 
 
-async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
-    """Daily prune and backup (``ingestd.retention.schedule``), blocking work off the loop."""
+async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: asyncio.Event | None = None) -> None:
+    """Daily prune and backup (``ingestd.retention.schedule``), blocking work off the loop.
+
+    Args:
+        backfilled: set when the start-up backfill has ended; the first run waits for it (None: no wait).
+    """
     from ingestd import settings as settings_mod
     from ingestd.retention import schedule
 
     loop = asyncio.get_running_loop()
+    if backfilled is not None and not backfilled.is_set():
+        log.info("schedule_waiting", reason="the start-up backfill runs first")
+        waits = [asyncio.ensure_future(backfilled.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
     while not stop.is_set():
         try:
             resolved = settings_mod.load({}, dict(os.environ))
@@ -258,8 +277,41 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind (not yet listen on) ``host:port``: the first thing ``serve`` does, so a taken port fails fast.
+
+    Bound but not listening, the port is ours while the database is prepared; connections are
+    refused (not queued) until the app listens, as when nothing was bound.
+
+    Raises:
+        DaemonError: the address cannot be resolved or bound (the port is taken, no permission).
+    """
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as e:
+        raise DaemonError(f"cannot listen on {host}:{port}: {e.strerror or e}; pass --host", port=port) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as e:
+        sock.close()
+        raise DaemonError(
+            f"cannot listen on {host}:{port}: {e.strerror or e}; is another program using that port? pass --port",
+            port=port,
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
 async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
     """Run the daemon until SIGINT/SIGTERM.
+
+    Start-up order: the single-instance lock and the port first (each fails in milliseconds),
+    only then the database work (migrations, re-projection), then the app. Once listening, the
+    state file ``<db>.serve.json`` (``ingestd.daemon.presence``) says so; a clean stop marks it.
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
@@ -268,33 +320,43 @@ async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None)
     auth.check_bind(cfg.host, cfg.token)
     held = lock_mod.acquire(cfg.db_path)
     try:
-        await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
-        app = make_app(cfg)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
+        sock = bind_socket(cfg.host, cfg.port)
         try:
-            site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True)
-            try:
-                await site.start()
-            except OSError as e:
-                raise DaemonError(
-                    f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}; "
-                    "is another program using that port? pass --port",
-                    port=cfg.port,
-                ) from None
-            server = getattr(site, "_server", None)
-            port = server.sockets[0].getsockname()[1] if server and server.sockets else cfg.port
-            log.info("serving", host=cfg.host, port=port, db=str(cfg.db_path), projects=[str(p) for p in cfg.projects])
-            if ready is not None:
-                ready(port)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            await stop.wait()
-            log.info("shutting_down")
+            await _serve_on(cfg, sock, ready)
         finally:
-            await runner.cleanup()
+            sock.close()
     finally:
         held.release()
     log.info("stopped")
+
+
+async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int], None] | None) -> None:
+    """Prepare the database, listen on the bound ``sock`` and serve until a signal."""
+    await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
+    app = make_app(cfg)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.SockSite(runner, sock)
+        await site.start()
+        port = int(sock.getsockname()[1])
+        state = presence.write_started(cfg.db_path, host=cfg.host, port=port, now=datetime.now(UTC))
+        log.info(
+            "serving",
+            host=cfg.host,
+            port=port,
+            db=str(cfg.db_path),
+            projects=[str(p) for p in cfg.projects],
+            state_file=str(state),
+        )
+        if ready is not None:
+            ready(port)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("shutting_down")
+    finally:
+        await runner.cleanup()
+        presence.write_stopped(cfg.db_path, now=datetime.now(UTC))

@@ -300,22 +300,64 @@ def _size(n: int | None) -> str:
     return str(n)
 
 
+def _uptime(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m {sec}s"
+
+
+def _daemon(doc: dict[str, Any] | None) -> Text:
+    """``running: pid 123 on 127.0.0.1:7391, up 2h 5m, ingestd 0.1.0`` or why it is not."""
+    if doc is None:
+        return Text("not checked")
+    if doc["running"]:
+        t = Text(doc["state"], style="green" if doc["state"] == "running" else "red")
+        t.append(f": pid {doc['pid']} on {doc['address']}, up {_uptime(doc['uptime_s'])}, ingestd {doc['version']}")
+        if doc["problem"]:
+            t.append(f"; {doc['problem']}", style="red")
+        return t
+    words = {"not_responding": "not responding", "stopped": "not running", "never_started": "not running"}
+    t = Text(words.get(doc["state"], doc["state"]), style="bold red")
+    if doc["problem"]:
+        t.append(f": {doc['problem']}")
+    if doc["state"] != "never_started":
+        t.append(f" (last started {doc['started_at']}" + (f", pid {doc['pid']})" if doc["pid"] else ")"))
+    t.append("; start it: `ingestd service install` or `ingestd serve`", style="dim")
+    return t
+
+
 def render_status(console: Console, doc: dict[str, Any]) -> None:
-    """Health as a two-column table, then row counts."""
+    """Health as a two-column table, then row counts. With the daemon down, the statuses are
+    labelled ``as of <time>, daemon not running``: nothing has updated them since."""
     now = parse(doc["now"]) or datetime.now(UTC)
     t = Table(show_header=False, title="ingestd status", title_justify="left")
     t.add_column(style="bold")
     t.add_column()
+    t.add_row("daemon", _daemon(doc.get("daemon")))
+    stale = "" if doc.get("live", True) else f" (as of {doc.get('as_of') or 'never'}, daemon not running)"
     sc = doc["schema"]
     t.add_row("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none")
     db = doc["database"]
     t.add_row("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})")
     sess = doc["sessions"]
+    active = "active now" if not stale else "active"
     t.add_row(
         "sessions",
-        f"{sess['active']} active now; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()),
+        Text(f"{sess['active']} {active}; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()))
+        + Text(stale, style="yellow"),
     )
-    t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+    t.add_row(
+        "agents",
+        Text(", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+        + Text(stale, style="yellow"),
+    )
+    if "watchdog" in doc:
+        t.add_row("watchdog", f"an agent idle {doc['watchdog']['window_s']} s becomes unknown")
+    t.add_row("last commit", _ago(doc.get("last_commit_at"), now))
     t.add_row("last ingest", _ago(doc["last_ingest_at"], now))
     t.add_row("last hook", _ago(doc["last_hook_at"], now))
     tail = doc["tail"]

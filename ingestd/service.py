@@ -67,7 +67,7 @@ def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int
 def _systemd_quote(arg: str) -> str:
     """One ``ExecStart=`` word (systemd.service(5) "Command lines"): quoted when needed, ``%`` doubled."""
     arg = arg.replace("%", "%%")
-    if arg and not any(c in arg for c in ' \t"\'\\;$'):
+    if arg and not any(c in arg for c in " \t\"'\\;$"):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$") + '"'
 
@@ -130,7 +130,9 @@ def service_file(platform: str, env: dict[str, str]) -> Path:
     if platform.startswith("linux"):
         base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
         return base / "systemd" / "user" / UNIT_NAME
-    raise ConfigError(f"ingestd service supports Linux (systemd) and macOS (launchd), not {platform}: run `ingestd serve`")
+    raise ConfigError(
+        f"ingestd service supports Linux (systemd) and macOS (launchd), not {platform}: run `ingestd serve`"
+    )
 
 
 def _manager(platform: str, path: Path, action: str) -> list[list[str]]:

@@ -176,8 +176,9 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
     if doc is None:
         return Presence("never_started", None, None, None, None, None, None, None, "no daemon has run", str(path))
     pid = doc.get("pid") if isinstance(doc.get("pid"), int) else None
-    host, port = doc.get("host"), doc.get("port")
-    address = f"{host}:{port}" if isinstance(host, str) and isinstance(port, int) else None
+    host = doc.get("host") if isinstance(doc.get("host"), str) else None
+    port = doc.get("port") if isinstance(doc.get("port"), int) else None
+    address = f"{host}:{port}" if host is not None and port is not None else None
     started, stopped = doc.get("started_at"), doc.get("stopped_at")
     version = doc.get("version") if isinstance(doc.get("version"), str) else None
 
@@ -188,9 +189,9 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
         return make("stopped", None, "stopped cleanly")
     if pid is None or not pid_alive(pid):
         return make("stopped", None, f"process {pid} is gone (killed, or the machine restarted)")
-    if address is None:
+    if host is None or port is None:
         return make("not_responding", None, "the state file names no address")
-    status, body = probe_health(str(host), int(port), timeout_s)
+    status, body = probe_health(host, port, timeout_s)
     if status is None:
         return make("not_responding", None, f"process {pid} is alive but {address} did not answer: {body}")
     begun = parse(started) if isinstance(started, str) else None

@@ -28,8 +28,7 @@ from aiohttp import web
 
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import lock as lock_mod
-from ingestd.daemon import presence
-from ingestd.daemon import watchdog
+from ingestd.daemon import presence, watchdog
 from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
@@ -287,9 +286,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
         DaemonError: the address cannot be resolved or bound (the port is taken, no permission).
     """
     try:
-        family, kind, proto, _, addr = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[
+            0
+        ]
         sock = socket.socket(family, kind, proto)
     except OSError as e:
         raise DaemonError(f"cannot listen on {host}:{port}: {e.strerror or e}; pass --host", port=port) from None

@@ -44,7 +44,9 @@ def test_systemd_unit_restarts_on_failure_logs_to_the_journal_and_quotes_paths(t
         assert want in lines
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (.ci/run installs it)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (.ci/run installs it)"
+)
 def test_systemd_analyze_verify_accepts_the_unit_and_refuses_a_broken_one(tmp_path: Path) -> None:
     unit = tmp_path / "units" / service.UNIT_NAME
     unit.parent.mkdir()

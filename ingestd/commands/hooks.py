@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from ingestd import hooksetup
-from ingestd.http.app import DEFAULT_PORT
+from ingestd.daemon.bind import DEFAULT_PORT
 from ingestd.installpath import find_installed
 
 F = TypeVar("F", bound=Callable[..., Any])

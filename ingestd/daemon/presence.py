@@ -174,7 +174,8 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
     path = state_path(db_path)
     doc = read_state(db_path)
     if doc is None:
-        return Presence("never_started", None, None, None, None, None, None, None, "no daemon has run", str(path))
+        never = "no daemon has served this database"
+        return Presence("never_started", None, None, None, None, None, None, None, never, str(path))
     pid = doc.get("pid") if isinstance(doc.get("pid"), int) else None
     host = doc.get("host") if isinstance(doc.get("host"), str) else None
     port = doc.get("port") if isinstance(doc.get("port"), int) else None

@@ -29,11 +29,12 @@ from aiohttp import web
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon import presence, watchdog
+from ingestd.daemon.bind import DEFAULT_PORT, bind_socket
 from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
-from ingestd.errors import DaemonError, IngestdError
+from ingestd.errors import IngestdError
 from ingestd.http import auth
 from ingestd.http.api import add_api_routes
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
@@ -46,7 +47,6 @@ from ingestd.store.writer import apply_batch, effective_window
 
 log = get_logger("ingestd.serve")
 
-DEFAULT_PORT = 7391
 HOOK_PATHS = ("/hooks", "/hook")
 
 
@@ -276,50 +276,31 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: asyn
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind (not yet listen on) ``host:port``: the first thing ``serve`` does, so a taken port fails fast.
-
-    Bound but not listening, the port is ours while the database is prepared; connections are
-    refused (not queued) until the app listens, as when nothing was bound.
-
-    Raises:
-        DaemonError: the address cannot be resolved or bound (the port is taken, no permission).
-    """
-    try:
-        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[
-            0
-        ]
-        sock = socket.socket(family, kind, proto)
-    except OSError as e:
-        raise DaemonError(f"cannot listen on {host}:{port}: {e.strerror or e}; pass --host", port=port) from None
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(addr)
-    except OSError as e:
-        sock.close()
-        raise DaemonError(
-            f"cannot listen on {host}:{port}: {e.strerror or e}; is another program using that port? pass --port",
-            port=port,
-        ) from None
-    sock.setblocking(False)
-    return sock
-
-
-async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
+async def serve(
+    cfg: ServeConfig,
+    *,
+    ready: Callable[[int], None] | None = None,
+    held: lock_mod.DaemonLock | None = None,
+    sock: socket.socket | None = None,
+) -> None:
     """Run the daemon until SIGINT/SIGTERM.
 
     Start-up order: the single-instance lock and the port first (each fails in milliseconds),
     only then the database work (migrations, re-projection), then the app. Once listening, the
     state file ``<db>.serve.json`` (``ingestd.daemon.presence``) says so; a clean stop marks it.
 
+    Args:
+        held: the lock, already taken (``ingestd serve`` takes it before importing this module).
+        sock: the bound socket (``ingestd.daemon.bind.bind_socket``), likewise.
+
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
         ConfigError: a non-loopback bind without a token.
     """
     auth.check_bind(cfg.host, cfg.token)
-    held = lock_mod.acquire(cfg.db_path)
+    held = held if held is not None else lock_mod.acquire(cfg.db_path)
     try:
-        sock = bind_socket(cfg.host, cfg.port)
+        sock = sock if sock is not None else bind_socket(cfg.host, cfg.port)
         try:
             await _serve_on(cfg, sock, ready)
         finally:

@@ -75,9 +75,11 @@ async def test_the_first_backup_waits_for_the_startup_backfill(
             await asyncio.sleep(0.01)
         assert not backups.exists() or not list(backups.iterdir()), "a backup was taken before the backfill"
         gate.set()
-        await until(lambda: backups.exists() and any(backups.glob("ingestd-*.db")), "the first backup")
+        await until(
+            lambda: q(db, "SELECT count(*) FROM meta WHERE key = 'last_backup_at'")[0][0] == 1, "the backup's stamp"
+        )
     assert done == ["backfill"]
-    assert q(db, "SELECT count(*) FROM meta WHERE key = 'last_backup_at'")[0][0] == 1
+    assert any(backups.glob("ingestd-*.db"))
 
 
 def test_backfill_progress_logs_start_progress_and_end() -> None:
@@ -128,3 +130,30 @@ def test_the_daemon_runner_shows_progress_for_the_startup_backfill_only(tmp_path
     assert names.count("backfill_started") == 1 and names.count("backfill_finished") == 1
     finished = next(e for e in logs if e["event"] == "backfill_finished")
     assert finished["bytes"] == finished["total_bytes"] > 0
+
+
+def test_serve_option_defaults_are_the_configurations_own() -> None:
+    # the command writes its defaults out (to check the port before importing the daemon)
+    import dataclasses
+
+    from ingestd.commands.serve import DEFAULTS
+    from ingestd.daemon.bind import DEFAULT_PORT
+    from ingestd.http.app import ServeConfig
+    from ingestd.http.hooks import HookConfig
+
+    serve_defaults = {f.name: f.default for f in dataclasses.fields(ServeConfig)}
+    hook_defaults = {f.name: f.default for f in dataclasses.fields(HookConfig)}
+    for name, value in DEFAULTS.items():
+        assert serve_defaults.get(name, hook_defaults.get(name)) == value, name
+    assert serve_defaults["port"] == DEFAULT_PORT
+
+
+def test_the_serve_command_checks_port_and_lock_before_importing_the_daemon() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ingestd.commands.serve as s\n"
+        "assert 'aiohttp' not in sys.modules and 'ingestd.http.app' not in sys.modules, sorted(sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

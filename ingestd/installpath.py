@@ -54,7 +54,8 @@ def _inside_repo(path: str) -> bool:
     """Whether ``path`` lies in a source checkout (an editable install's clone: ``make clean`` removes it)."""
     if not (REPO / "pyproject.toml").is_file():
         return False
-    return Path(os.path.realpath(path)).is_relative_to(REPO)
+    # Both spellings: a venv's python is a symlink out of the clone, a PATH entry may link into it.
+    return any(Path(p).is_relative_to(REPO) for p in (os.path.abspath(path), os.path.realpath(path)))
 
 
 def find_installed(env: dict[str, str]) -> Installed:

@@ -79,7 +79,8 @@ class BackfillProgress:
 
     def _fields(self) -> dict[str, Any]:
         total = self.total_bytes or 0
-        pct = round(100.0 * self.done_bytes / total, 1) if total else 100.0
+        # Files that grew during the backfill are read past the planned total: 100 %, not more.
+        pct = min(100.0, round(100.0 * self.done_bytes / total, 1)) if total else 100.0
         return {"bytes": self.done_bytes, "total_bytes": total, "percent": pct}
 
     def close(self) -> None:

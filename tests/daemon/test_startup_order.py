@@ -100,6 +100,13 @@ def test_backfill_progress_logs_start_progress_and_end() -> None:
         ("backfill_finished", 1000, 100.0),
     ]
     assert logs[0]["total_bytes"] == 1000 and logs[-1]["elapsed_s"] == 14.0
+    # a file that grew while it was read: the bytes say so, the percentage stops at 100
+    grown = BackfillProgress(clock=lambda: 0.0)
+    with capture_logs() as logs:
+        grown.on_total(100)
+        grown.advance(150)
+        grown.close()
+    assert (logs[-1]["bytes"], logs[-1]["percent"]) == (150, 100.0)
 
 
 def test_the_daemon_runner_shows_progress_for_the_startup_backfill_only(tmp_path: Path) -> None:

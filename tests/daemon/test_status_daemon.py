@@ -100,3 +100,20 @@ def test_state_file_round_trip_and_a_foreign_pid(tmp_path: Path) -> None:
     assert presence.detect(db, now).state == "stopped"
     path.write_text("not json")
     assert presence.detect(db, now).state == "never_started"
+
+
+async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_client: Any) -> None:
+    from ingestd.http.app import ServeConfig, make_app
+
+    db = tmp_path / "api.db"
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    presence.write_started(db, host="127.0.0.1", port=7391, now=started)
+    client = await aiohttp_client(make_app(ServeConfig(db_path=db, schedule=False, watchdog_interval_s=3600)))
+    resp = await client.get("/api/status")
+    doc = await resp.json()
+    assert resp.status == 200, doc
+    assert doc["live"] is True and doc["as_of"] is None
+    daemon = doc["daemon"]
+    assert daemon["running"] and daemon["pid"] == os.getpid() and daemon["address"] == "127.0.0.1:7391"
+    assert daemon["started_at"] == "2026-01-01T00:00:00.000Z" and daemon["uptime_s"] > 0
+    assert doc["watchdog"] == {"window_s": 600}

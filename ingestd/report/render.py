@@ -238,38 +238,55 @@ def _tools(tc: dict[str, Any]) -> list[str]:
     return [f"tools {tc['total']}: {shown}", statuses]
 
 
+def _flow_styled(phrases: list[tuple[str, str]], width: int, sep: str = "  ") -> Text:
+    """``(text, style)`` phrases packed into lines of ``width`` (``short.flow``), styles kept."""
+    lines = flow([p for p, _ in phrases], width, sep)
+    out = Text()
+    it = iter(phrases)
+    for n, line in enumerate(lines):
+        if n:
+            out.append("\n")
+        used = 0
+        while used < len(line):
+            text, style = next(it)
+            while not text:
+                text, style = next(it)
+            if used:
+                out.append(sep)
+                used += len(sep)
+            out.append(text, style=style)
+            used += len(text)
+    return out
+
+
 def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> Text:
     """An agent as short lines of whole phrases packed to ``width``: who (type, id, status, cause,
     provenance), the Task description it was given, when, tokens and cost, tool calls by status."""
-    t = Text()
     name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
-    t.append(name, style="bold")
-    t.append(f" {ids.get(node['agent_id'], node['agent_id'])} ", style="dim")
-    t.append_text(_status(node["status"]))
-    if node["outcome_cause"]:
-        t.append(f" ({node['outcome_cause']})", style="red")
-    extra = []
+    status = node["status"] or "-"
+    who = [
+        (name, "bold"),
+        (ids.get(node["agent_id"], node["agent_id"]), "dim"),
+        (status if not node["outcome_cause"] else f"{status} ({node['outcome_cause']})", STATUS_STYLE.get(status, "")),
+    ]
     if node["orphan_reason"]:
-        extra.append(f"ORPHAN: {node['orphan_reason'].replace('_', ' ')}")
+        who.append((f"ORPHAN: {node['orphan_reason'].replace('_', ' ')}", "bold magenta"))
     if node["edge"]:
-        extra.append(f"via {node['edge']['source']}")
-    for line in flow([t.plain, *extra], width):
-        if line.startswith(t.plain):
-            rest = line[len(t.plain) :]
-            out = t.copy()
-            out.append(rest, style="blue")
-        else:
-            out.append("\n" + line, style="blue")
+        who.append((f"via {node['edge']['source']}", "blue"))
+    out = _flow_styled(who, width, " ")
     if node.get("description"):
         out.append("\n")
-        out.append(f"“{node['description']}”", style="italic")
+        out.append_text(_flow_styled([(w, "italic") for w in f"“{node['description']}”".split()], width, " "))
     own, sub = node["own"], node["subtree"]
-    money = [f"own {tokens(own['tokens'])} tok {usd(own).plain}"]
+    first, last = when(node["first_seen_at"], zone), when(node["last_seen_at"], zone)
+    span = f"{first} → {last}"
+    seen = [(span, "dim")] if cell_len(span) <= width else [(f"{first} →", "dim"), (last, "dim")]
+    phrases = [*seen, (f"own {tokens(own['tokens'])} tok {usd(own).plain}", "")]
     if node["children"]:
-        money.append(f"subtree {tokens(sub['tokens'])} tok {usd(sub).plain}")
-    seen = f"{when(node['first_seen_at'], zone)} → {when(node['last_seen_at'], zone)}"
-    for line in flow([seen, *money, *_tools(node["tool_calls"])], width):
-        out.append("\n" + line, style="dim")
+        phrases.append((f"subtree {tokens(sub['tokens'])} tok {usd(sub).plain}", ""))
+    phrases += [(p, "dim") for p in _tools(node["tool_calls"])]
+    out.append("\n")
+    out.append_text(_flow_styled(phrases, width))
     return out
 
 

@@ -14,9 +14,10 @@ from rich.console import Console
 from ingestd.cli import cli
 from ingestd.errors import ConfigError, InputError
 from ingestd.report.cost import cost_report
-from ingestd.report.render import render_cost, render_sessions, render_tree, usd
+from ingestd.report.render import render_cost, render_sessions, usd
 from ingestd.report.sessions import sessions_report
 from ingestd.report.tree import resolve_session, tree_report
+from ingestd.report.treeview import render_tree
 from ingestd.report.window import Window, local_zone, make_window, resolve_zone
 from ingestd.store import rollup
 from ingestd.store.connection import connect, write_txn

@@ -13,9 +13,10 @@ import pytest
 from rich.console import Console
 
 from ingestd.report.cost import cost_report
-from ingestd.report.render import render_cost, render_prices, render_sessions, render_tree, short_path, tokens, usd
+from ingestd.report.render import render_cost, render_prices, render_sessions, short_path, tokens, usd
 from ingestd.report.sessions import sessions_report
 from ingestd.report.tree import tree_report
+from ingestd.report.treeview import render_tree
 from ingestd.report.window import Window, resolve_zone
 from ingestd.store import pricing
 from ingestd.store.connection import connect

@@ -3,7 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-CORPUS ?= ../shared/corpus/claude-projects
+# Empty: the demo picks ../shared/corpus/claude-projects when present, else fixtures/projects.
+CORPUS ?=
 
 .PHONY: install test lint fmt run demo bench bench-quick reliability clean
 

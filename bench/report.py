@@ -171,6 +171,17 @@ def _read_rows(res: Results) -> list[Row]:
         rows.append(
             _latency_row("`ingestd --version` (start-up only)", res.startup_s, None, "interpreter, CLI imports")
         )
+    if res.busy_port_s:
+        rows.append(
+            _latency_row(
+                f"`ingestd serve` on a taken port, {big}'s backfill waiting (to exit 2)",
+                res.busy_port_s,
+                1000.0,
+                "lock and port are checked before any database work (issue 15); start-up included",
+            )
+        )
+    elif res.busy_port_note:
+        rows.append(Row("`ingestd serve` on a taken port", res.busy_port_note, "< 1000 ms", "n/a"))
     for label, lat, target in (("cost --json", res.cost, 30.0), ("tree --json", res.tree, None)):
         what = f"`ingestd {label}` on {big}"
         if lat is None:

@@ -40,6 +40,8 @@ class Results:
         elapsed_s: float, how long the whole bench took.
         corpora: list[CorpusResults], smallest first.
         startup_s: list[float], ``ingestd --version`` walls.
+        busy_port_s: list[float], walls of ``ingestd serve`` failing on a taken port (the largest
+            corpus's backfill waiting); busy_port_note says why it is missing.
         cost: Latency | None, on the largest database.
         tree: Latency | None, on the largest database.
         tree_session: str, the session used for ``tree``.
@@ -59,6 +61,8 @@ class Results:
     elapsed_s: float = 0.0
     corpora: list[CorpusResults] = field(default_factory=list)
     startup_s: list[float] = field(default_factory=list)
+    busy_port_s: list[float] = field(default_factory=list)
+    busy_port_note: str = ""
     cost: Latency | None = None
     tree: Latency | None = None
     tree_session: str = ""

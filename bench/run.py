@@ -18,6 +18,7 @@ from bench import machine
 from bench.available import has_command
 from bench.corpus import ensure_corpus, orjson_floor, warm_page_cache
 from bench.daemon import daemon_cpu_s, running_daemon, temp_workdir
+from bench.failfast import measure_busy_port
 from bench.framing import section_of as framing_section
 from bench.hookload import run_load
 from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
@@ -152,6 +153,9 @@ def _live(res: Results, plan: Plan, source_projects: Path) -> None:
 
 def _reads(res: Results, plan: Plan, db: Path) -> None:
     res.startup_s = measure_startup(plan.read_runs)
+    if has_command("serve") and res.corpora:
+        say("serve on a busy port (fail fast)")
+        res.busy_port_s, res.busy_port_note = measure_busy_port(res.corpora[-1].corpus.projects, plan.read_runs)
     session = largest_session(db) if db.exists() else None
     if has_command("cost"):
         say("cost latency")

@@ -18,7 +18,8 @@ from ingestd.store.connection import connect
 
 
 def _corpus(argv: list[str]) -> Path:
-    if argv:
+    """The tree to ingest: the argument (when non-empty), else the real corpus beside the clone, else fixtures."""
+    if argv and argv[0]:
         return Path(argv[0])
     repo = Path(__file__).resolve().parent.parent
     shared = repo.parent / "shared" / "corpus" / "claude-projects"

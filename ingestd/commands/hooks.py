@@ -11,13 +11,26 @@ from typing import Any, TypeVar
 import click
 
 from ingestd import hooksetup
-from ingestd.http.app import DEFAULT_PORT
+from ingestd.daemon.bind import DEFAULT_PORT
+from ingestd.installpath import find_installed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _target(port: int, token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
-    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy)
+    """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``installpath``),
+    so ``make clean`` or moving the clone does not break them."""
+    python = find_installed(dict(os.environ)).python
+    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=python)
+
+
+def _say_which(legacy: bool) -> None:
+    """Which ingestd the command hooks run, and why that may break (on stderr)."""
+    found = find_installed(dict(os.environ))
+    events = "every event" if legacy else "SessionStart and Setup"
+    click.echo(f"command hooks ({events}) run {found.python} -m ingestd.forward: {found.source}", err=True)
+    if found.warning:
+        click.echo(f"warning: {found.warning}", err=True)
 
 
 def _path(project: Path | None) -> Path:
@@ -56,6 +69,7 @@ def register(cli: click.Group) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
         path = _path(project)
         p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(port, token_env, legacy))
+        _say_which(legacy)
         _run(p, dry_run)
 
     @hooks_group.command("uninstall")

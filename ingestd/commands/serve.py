@@ -1,9 +1,14 @@
-"""``ingestd serve``: the daemon (SPEC §9, §10)."""
+"""``ingestd serve``: the daemon (SPEC §9, §10).
+
+The lock and the port are taken before the daemon's modules (aiohttp, the writer, the projector)
+are even imported: a second daemon or a taken port is reported in the time Python takes to start
+(issue 15). The option defaults below are therefore written out, not read from ``ServeConfig`` /
+``HookConfig``; ``tests/daemon/test_startup_order.py`` pins them equal.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -12,16 +17,19 @@ import click
 
 from ingestd import settings as settings_mod
 from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
-from ingestd.http import auth, guard
-from ingestd.http.app import DEFAULT_PORT, ServeConfig, serve
-from ingestd.http.conns import ConnLimits
-from ingestd.http.hooks import HookConfig
-from ingestd.logs import configure, forward_sqlite_log
-from ingestd.store import stall
+from ingestd.daemon import lock
+from ingestd.daemon.bind import DEFAULT_PORT, bind_socket
+from ingestd.http import auth
 
-# The option defaults are the configuration's own, so the two cannot drift apart.
-_HOOKS = HookConfig()
-_SERVE = {f.name: f.default for f in dataclasses.fields(ServeConfig)}
+# Equal to ServeConfig's and HookConfig's defaults (pinned by a test).
+DEFAULTS = {
+    "host": "127.0.0.1",
+    "max_body_bytes": 1 << 20,
+    "hook_timeout_ms": 2000,
+    "watchdog_window_s": 600.0,
+    "watchdog_interval_s": 30.0,
+    "rescan_interval_s": 60.0,
+}
 
 
 def register(cli: click.Group) -> None:
@@ -29,7 +37,7 @@ def register(cli: click.Group) -> None:
     @db_option
     @projects_option
     @click.option(
-        "--host", default=_SERVE["host"], show_default=True, help="Bind address (non-loopback needs a token)."
+        "--host", default=DEFAULTS["host"], show_default=True, help="Bind address (non-loopback needs a token)."
     )
     @click.option(
         "--port",
@@ -49,32 +57,32 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--max-body-bytes",
         type=click.IntRange(min=1),
-        default=_HOOKS.max_body_bytes,
+        default=DEFAULTS["max_body_bytes"],
         show_default=True,
         help="Larger hook bodies get 413.",
     )
     @click.option(
         "--hook-timeout-ms",
         type=click.IntRange(min=1),
-        default=_HOOKS.hook_timeout_ms,
+        default=DEFAULTS["hook_timeout_ms"],
         show_default=True,
         help="Answer 503 past this.",
     )
     @click.option(
         "--watchdog-window-s",
         type=click.FloatRange(min=1),
-        default=_SERVE["watchdog_window_s"],
+        default=DEFAULTS["watchdog_window_s"],
         show_default=True,
         help="Idle time to unknown.",
     )
     @click.option(
         "--watchdog-interval-s",
         type=click.FloatRange(min=0.1),
-        default=_SERVE["watchdog_interval_s"],
+        default=DEFAULTS["watchdog_interval_s"],
         show_default=True,
     )
     @click.option(
-        "--rescan-interval-s", type=click.FloatRange(min=0.1), default=_SERVE["rescan_interval_s"], show_default=True
+        "--rescan-interval-s", type=click.FloatRange(min=0.1), default=DEFAULTS["rescan_interval_s"], show_default=True
     )
     @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts.")
     @click.option("--log-level", default="info", show_default=True)
@@ -97,13 +105,29 @@ def register(cli: click.Group) -> None:
 
         Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
         """
-        configure(level=log_level, force=True)  # the CLI configured the default level already
-        forward_sqlite_log()
         env = dict(os.environ)
         token = auth.load_token(env_name=token_env, file=token_file, env=env)
+        auth.check_bind(host, token)
         settings = settings_mod.load({}, env)
+        db = resolve_db(db_path)
+        held = lock.acquire(db)
+        try:
+            sock = bind_socket(host, port)
+        except BaseException:
+            held.release()
+            raise
+        # Only now the daemon itself (a second or more of imports on a loaded machine).
+        from ingestd.http import guard
+        from ingestd.http.app import ServeConfig, serve
+        from ingestd.http.conns import ConnLimits
+        from ingestd.http.hooks import HookConfig
+        from ingestd.logs import configure, forward_sqlite_log
+        from ingestd.store import stall
+
+        configure(level=log_level, force=True)  # the CLI configured the default level already
+        forward_sqlite_log()
         cfg = ServeConfig(
-            db_path=resolve_db(db_path),
+            db_path=db,
             projects=tuple(projects) if projects else tuple(default_projects(env)),
             host=host,
             port=port,
@@ -133,6 +157,6 @@ def register(cli: click.Group) -> None:
         sys.setswitchinterval(0.001)
         stall.mirror_to(cfg.db_path)  # so `ingestd status` can show a stalled writer
         try:
-            asyncio.run(serve(cfg))
+            asyncio.run(serve(cfg, held=held, sock=sock))
         finally:
             stall.mirror_to(None)

@@ -12,7 +12,10 @@ from ingestd.commands._common import db_option, emit_json, json_option, open_rea
 from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
-WINDOW_HELP = "YYYY-MM-DD (a local day, included), YYYY-MM-DDTHH:MM (local), a zoned instant, or 7d / 12h."
+DEFAULT_LIMIT = 20
+WINDOW_HELP = (
+    "today, yesterday, YYYY-MM-DD (a local day, included), YYYY-MM-DDTHH:MM (local), a zoned instant, or 7d / 12h."
+)
 
 
 def register(cli: click.Group) -> None:
@@ -21,7 +24,13 @@ def register(cli: click.Group) -> None:
     @click.option("--since", default=None, help=f"Active at or after. {WINDOW_HELP}")
     @click.option("--until", default=None, help=f"Started before. {WINDOW_HELP}")
     @click.option("--project", default=None, help="Only projects whose real path contains this text.")
-    @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")
+    @click.option(
+        "--limit",
+        type=click.IntRange(min=1),
+        default=None,
+        help=f"At most this many sessions, newest first [default: {DEFAULT_LIMIT}].",
+    )
+    @click.option("--all", "show_all", is_flag=True, help="Every session in the window (no limit).")
     @click.option("--tz", "tz_name", default=None, help="IANA time zone for dates [default: the machine's].")
     @json_option
     def sessions_cmd(
@@ -30,10 +39,15 @@ def register(cli: click.Group) -> None:
         until: str | None,
         project: str | None,
         limit: int | None,
+        show_all: bool,
         tz_name: str | None,
         as_json: bool,
     ) -> None:
-        """Sessions with project, times, status, agents, tokens and cost (+? marks unpriced usage)."""
+        """The newest sessions (20 unless --limit N or --all) with project, title, times, status, agents,
+        tokens and cost (+? marks unpriced usage)."""
+        if show_all and limit is not None:
+            raise click.UsageError("--all and --limit exclude each other")
+        limit = None if show_all else (limit or DEFAULT_LIMIT)
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))

@@ -33,6 +33,6 @@ def register(cli: click.Group) -> None:
             return
         from rich.console import Console
 
-        from ingestd.report.render import render_tree
+        from ingestd.report.treeview import render_tree
 
         render_tree(Console(), doc, zone, env.get("HOME"))

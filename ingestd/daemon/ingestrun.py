@@ -28,6 +28,7 @@ import apsw
 from ingestd.core.framing import MAX_LINE_BYTES, Framer
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
+from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
 from ingestd.store.identity import database_identity
@@ -99,6 +100,7 @@ class IngestRunner:
         )
         self._local = threading.local()
         self._ctx: Ctx | None = None  # the database's identity, read on the worker thread
+        self._first_full_scan = True  # the start-up backfill: its progress is shown (BackfillProgress)
 
     def _conn(self) -> apsw.Connection:
         conn: apsw.Connection | None = getattr(self._local, "conn", None)
@@ -124,22 +126,30 @@ class IngestRunner:
             return None
         t0 = time.perf_counter()
         conn = self._conn()
-        summary = ingest_roots(
-            conn,
-            roots,
-            now=from_epoch_ns(self._clock()),
-            ctx=self._ctx,
-            batch_rows=self._batch_rows,
-            paths=paths,
-            cache=self.cache,
-            watchdog_window_s=self._watchdog_window_s,
-            totals=False,
-            backoff=self._backoff,
-            component="tailer",
-            max_line_bytes=self._max_line_bytes,
-            framers=self.framers,
-            should_stop=self._stopping.is_set,
-        )
+        shown = BackfillProgress() if paths is None and self._first_full_scan else None
+        self._first_full_scan = self._first_full_scan and shown is None
+        try:
+            summary = ingest_roots(
+                conn,
+                roots,
+                now=from_epoch_ns(self._clock()),
+                ctx=self._ctx,
+                batch_rows=self._batch_rows,
+                paths=paths,
+                cache=self.cache,
+                watchdog_window_s=self._watchdog_window_s,
+                totals=False,
+                backoff=self._backoff,
+                component="tailer",
+                max_line_bytes=self._max_line_bytes,
+                framers=self.framers,
+                should_stop=self._stopping.is_set,
+                on_total=None if shown is None else shown.on_total,
+                progress=None if shown is None else shown.advance,
+            )
+        finally:
+            if shown is not None:
+                shown.close()
         if summary.rows_inserted or summary.resets:
             log.info(
                 "ingest_committed",

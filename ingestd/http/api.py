@@ -35,6 +35,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core.timefmt import format_utc
+from ingestd.daemon import presence
 from ingestd.daemon.health import Health
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
 from ingestd.http.hooks import error_response
@@ -185,10 +186,12 @@ async def cost(request: web.Request) -> web.Response:
 async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
+    now = datetime.now(UTC)
+    daemon = presence.self_report(db_path, now).to_json()
 
     def build(c: apsw.Connection) -> dict[str, Any]:
         # in the daemon's process: its components retrying a transient refusal are listed too
-        return {**status_report(c, now=datetime.now(UTC), db_path=db_path), "stalls": stall.current()}
+        return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stall.current()}
 
     return await _run(request, build)
 

@@ -3,8 +3,10 @@
 ``make_app`` wires the hook receiver, the read API (``ingestd.http.api``)
 and the background work, each started and stopped in ``cleanup_ctx``: the writer
 thread first (so everything else can write), then the tailer (catch-up, then follow),
-the watchdog and the scheduled retention jobs. ``serve`` holds the single-instance lock,
-binds, and on SIGINT/SIGTERM stops accepting, drains the writer, commits and closes.
+the watchdog and the scheduled retention jobs (whose first run waits for the catch-up).
+``serve`` takes the single-instance lock and binds the port before any database work (so
+either failure is reported at once), and on SIGINT/SIGTERM stops accepting, drains the
+writer, commits and closes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -26,15 +29,16 @@ from aiohttp import web
 
 from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.daemon import apply as apply_mod
-from ingestd.daemon import checks, watchdog
+from ingestd.daemon import checks, presence, watchdog
 from ingestd.daemon import health as health_mod
 from ingestd.daemon import lock as lock_mod
+from ingestd.daemon.bind import DEFAULT_PORT, bind_socket
 from ingestd.daemon.checkpointer import Checkpointer
 from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.writer import ApplyFn, Writer
-from ingestd.errors import DaemonError, IngestdError
+from ingestd.errors import IngestdError
 from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
 from ingestd.http.conns import ConnectionGuard, ConnLimits
@@ -48,7 +52,6 @@ from ingestd.store.writer import apply_batch, effective_window
 
 log = get_logger("ingestd.serve")
 
-DEFAULT_PORT = 7391
 HOOK_PATHS = ("/hooks", "/hook")
 
 
@@ -261,7 +264,10 @@ def make_app(
         await _cancel(task)
 
     async def schedule_ctx(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(_schedule_loop(cfg, app[STOP])) if cfg.schedule else None
+        # The first backup waits for the start-up backfill: taken before it, it would be a copy of
+        # an empty database, shown as "last backup" for a day.
+        backfilled = app[TAILER].caught_up if cfg.tail and cfg.projects else None
+        task = asyncio.create_task(_schedule_loop(cfg, app[STOP], backfilled)) if cfg.schedule else None
         yield
         app[STOP].set()
         await _cancel(task)
@@ -280,12 +286,24 @@ async def _cancel(task: asyncio.Task[None] | None) -> None:
         await task
 
 
-async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
-    """Daily prune and backup (``ingestd.retention.schedule``), blocking work off the loop."""
+async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: asyncio.Event | None = None) -> None:
+    """Daily prune and backup (``ingestd.retention.schedule``), blocking work off the loop.
+
+    Args:
+        backfilled: set when the start-up backfill has ended; the first run waits for it (None: no wait).
+    """
     from ingestd import settings as settings_mod
     from ingestd.retention import schedule
 
     loop = asyncio.get_running_loop()
+    if backfilled is not None and not backfilled.is_set():
+        log.info("schedule_waiting", reason="the start-up backfill runs first")
+        waits = [asyncio.ensure_future(backfilled.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
     while not stop.is_set():
         try:
             resolved = settings_mod.load({}, dict(os.environ))
@@ -303,68 +321,86 @@ def connection_cap(wanted: int, nofile_soft: int) -> int:
     return max(8, min(wanted, nofile_soft - 64 - min(128, wanted)))
 
 
-async def serve(cfg: ServeConfig, *, ready: Callable[[int], None] | None = None) -> None:
+async def serve(
+    cfg: ServeConfig,
+    *,
+    ready: Callable[[int], None] | None = None,
+    held: lock_mod.DaemonLock | None = None,
+    sock: socket.socket | None = None,
+) -> None:
     """Run the daemon until SIGINT/SIGTERM.
+
+    Start-up order: the single-instance lock and the port first (each fails in milliseconds),
+    only then the database work (migrations, re-projection), then the app. Once listening, the
+    state file ``<db>.serve.json`` (``ingestd.daemon.presence``) says so; a clean stop marks it.
+
+    Args:
+        held: the lock, already taken (``ingestd serve`` takes it before importing this module).
+        sock: the bound socket (``ingestd.daemon.bind.bind_socket``), likewise.
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
         ConfigError: a non-loopback bind without a token; an unsafe file (``check_files``).
     """
-    import resource
 
     auth.check_bind(cfg.host, cfg.token)
     checks.check_files(cfg.db_path, cfg.backup_dir)
-    held = lock_mod.acquire(cfg.db_path)
+    held = held if held is not None else lock_mod.acquire(cfg.db_path)
     try:
-        await asyncio.get_running_loop().run_in_executor(None, _prepare_db, cfg)
-        limits = cfg.conns
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        cap = connection_cap(limits.max_connections, soft if soft != resource.RLIM_INFINITY else 1 << 20)
-        if cap != limits.max_connections:
-            log.warning("max_connections_lowered", wanted=limits.max_connections, used=cap, open_files_limit=soft)
-            limits = dataclasses.replace(limits, max_connections=cap)
-        conns = ConnectionGuard(limits)
-        app = make_app(cfg, conns=conns)
-        # aiohttp's own keep-alive timer is a backstop behind the guard's.
-        runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1
-        )
-        await runner.setup()
-        loop = asyncio.get_running_loop()
-        loop.set_exception_handler(conns.exception_handler)
-        server: asyncio.Server | None = None
-        stop = asyncio.Event()
-        sweeper = asyncio.create_task(conns.run(stop))
+        sock = sock if sock is not None else bind_socket(cfg.host, cfg.port)
         try:
-            assert runner.server is not None
-            try:
-                server = await loop.create_server(
-                    conns.protocol_factory(runner.server),
-                    cfg.host,
-                    cfg.port,
-                    reuse_address=True,
-                    backlog=limits.backlog,
-                )
-            except OSError as e:
-                raise DaemonError(
-                    f"cannot listen on {cfg.host}:{cfg.port}: {e.strerror or e}; "
-                    "is another program using that port? pass --port",
-                    port=cfg.port,
-                ) from None
-            port = server.sockets[0].getsockname()[1] if server.sockets else cfg.port
-            log.info("serving", host=cfg.host, port=port, db=str(cfg.db_path), projects=[str(p) for p in cfg.projects])
-            if ready is not None:
-                ready(port)
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            await stop.wait()
-            log.info("shutting_down")
+            await _serve_on(cfg, sock, ready)
         finally:
-            stop.set()
-            await _cancel(sweeper)
-            if server is not None:
-                server.close()
-            await runner.cleanup()
+            sock.close()
     finally:
         held.release()
     log.info("stopped")
+
+
+async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int], None] | None) -> None:
+    """Prepare the database, listen on the bound ``sock`` through the connection guard, serve until a signal."""
+    import resource
+
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, _prepare_db, cfg)
+    limits = cfg.conns
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    cap = connection_cap(limits.max_connections, soft if soft != resource.RLIM_INFINITY else 1 << 20)
+    if cap != limits.max_connections:
+        log.warning("max_connections_lowered", wanted=limits.max_connections, used=cap, open_files_limit=soft)
+        limits = dataclasses.replace(limits, max_connections=cap)
+    conns = ConnectionGuard(limits)
+    app = make_app(cfg, conns=conns)
+    # aiohttp's own keep-alive timer is a backstop behind the guard's.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1)
+    await runner.setup()
+    loop.set_exception_handler(conns.exception_handler)
+    server: asyncio.Server | None = None
+    stop = asyncio.Event()
+    sweeper = asyncio.create_task(conns.run(stop))
+    try:
+        assert runner.server is not None
+        server = await loop.create_server(conns.protocol_factory(runner.server), sock=sock, backlog=limits.backlog)
+        port = int(sock.getsockname()[1])
+        state = presence.write_started(cfg.db_path, host=cfg.host, port=port, now=datetime.now(UTC))
+        log.info(
+            "serving",
+            host=cfg.host,
+            port=port,
+            db=str(cfg.db_path),
+            projects=[str(p) for p in cfg.projects],
+            state_file=str(state),
+        )
+        if ready is not None:
+            ready(port)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("shutting_down")
+    finally:
+        stop.set()
+        await _cancel(sweeper)
+        if server is not None:
+            server.close()
+        await runner.cleanup()
+        presence.write_stopped(cfg.db_path, now=datetime.now(UTC))

@@ -4,7 +4,10 @@ Each column says how it may give way. Key columns (model ids, session prefixes, 
 never dropped or cut: as a last resort they wrap. An elidable column (a project path) shrinks to
 the room left, down to its minimum, through its own shortening function. Then, in the table's
 order of importance, columns switch to a narrower form (a date over its time) or are dropped, and
-the table says which ones it hid. At 110 columns and more nothing gives way.
+the table says which ones it hid. At 110 columns and more nothing gives way. When even the key
+columns cannot share one line, each row is printed as a block instead (``stacked``): its first
+cell as a heading, then every other cell as ``head value`` pairs packed into lines, so nothing is
+dropped or cut at 40 columns either.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from rich.text import Text
 Cell = str | Text
 # Between two columns (collapsed padding, no edges): the cost of one more column.
 GAP = 2
+# box.SIMPLE_HEAD with a rule above the footer instead of an empty line (no empty rows).
+RULES = box.Box("    \n    \n ── \n    \n    \n ── \n    \n    \n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,69 @@ def fit(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[list[Col], l
     return cols, hidden
 
 
+def fits(width: int, cols: Sequence[Col]) -> bool:
+    """Whether ``cols`` fit ``width`` on one line per row without cutting a key column."""
+    return _need(cols) <= width
+
+
+def _plain(cell: Cell) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _pair(head: str, cell: Cell) -> Text:
+    t = Text(head.replace("\n", " ") + " ", style="dim")
+    t.append_text(cell if isinstance(cell, Text) else Text(cell))
+    return t
+
+
+def _block(width: int, heading: Cell, pairs: list[Text]) -> list[Text]:
+    out = [Text(_plain(heading), style="bold") if isinstance(heading, str) else heading]
+    line: Text | None = None
+    for p in pairs:
+        if line is not None and cell_len(line.plain) + GAP + cell_len(p.plain) <= width - 2:
+            line.append(" " * GAP)
+            line.append_text(p)
+            continue
+        if line is not None:
+            out.append(line)
+        line = Text("  ")
+        line.append_text(p)
+    if line is not None:
+        out.append(line)
+    return out
+
+
+def stacked(width: int, cols: Sequence[Col]) -> list[Text]:
+    """Every row as a block: the first column's cell as a heading, then ``head value`` pairs of the
+    other columns (empty cells left out) packed into lines of ``width``; the footers as a last block.
+    Nothing is dropped or cut (a single pair wider than ``width`` wraps)."""
+    if not cols:
+        return []
+    first, rest = cols[0], cols[1:]
+    lines: list[Text] = []
+    for r in range(len(first.cells)):
+        pairs = [_pair(c.head, c.cells[r]) for c in rest if _plain(c.cells[r]).strip()]
+        lines += _block(width, first.cells[r], pairs)
+    if any(_plain(c.footer) for c in cols):
+        pairs = [_pair(c.head, c.footer) for c in rest if _plain(c.footer).strip()]
+        lines += _block(width, first.footer or "total", pairs)
+    return lines
+
+
+def _elide_widths(cols: Sequence[Col], room: int) -> dict[str, int]:
+    """Column widths: natural for fixed columns; the ``room`` left shared among elidable ones, each
+    from its floor up to its natural width, the narrowest needs served first (water-filling)."""
+    widths = {c.head: natural(c) for c in cols if c.elide is None}
+    elidable = sorted((c for c in cols if c.elide is not None), key=natural)
+    left = room - sum(_floor(c) for c in elidable)
+    for i, c in enumerate(elidable):
+        share = max(0, left) // (len(elidable) - i)
+        w = min(natural(c), _floor(c) + share)
+        left -= w - _floor(c)
+        widths[c.head] = w
+    return widths
+
+
 def build(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[Table, list[str]]:
     """A rich table of ``cols`` fitted to ``width`` (see ``fit``) and the hidden heads."""
     kept, hidden = fit(width, cols, steps)
@@ -108,18 +176,15 @@ def build(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[Table, lis
     fixed = sum(natural(c) for c in kept if c.elide is None) + GAP * (len(kept) - 1)
     squeezed = fixed > width
     table = Table(
-        box=box.SIMPLE_HEAD,
+        box=RULES,
         show_edge=False,
         pad_edge=False,
         collapse_padding=True,
         show_footer=any(c.footer for c in kept),
     )
-    widths = {}
+    widths = _elide_widths(kept, width - fixed)
     for c in kept:
-        w = natural(c)
-        if c.elide is not None:
-            w = max(_floor(c), min(w, width - fixed))
-        widths[c.head] = w
+        w = widths[c.head]
         wraps = squeezed and c.key
         table.add_column(
             c.title,
@@ -135,8 +200,8 @@ def build(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[Table, lis
         for c in kept:
             cell = c.cells[r]
             w = widths[c.head]
-            if c.elide is not None and isinstance(cell, str) and cell_len(cell) > w:
-                cell = c.elide(cell, w)
+            if c.elide is not None and cell_len(cell.plain if isinstance(cell, Text) else cell) > w:
+                cell = c.elide(cell, w) if isinstance(cell, str) else Text(c.elide(cell.plain, w), style=cell.style)
             row.append(cell)
         table.add_row(*row)
     return table, hidden

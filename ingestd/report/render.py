@@ -12,13 +12,14 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from ingestd.core.timefmt import parse
-from ingestd.report.layout import Cell, Col, build, hidden_note
+from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
+from ingestd.report.short import short_ids, unique_suffixes
 from ingestd.report.window import Zone
 from ingestd.report.words import plural
 
@@ -59,12 +60,20 @@ def _skipped(doc: dict[str, Any]) -> str:
 
 
 def tokens(n: int) -> str:
-    """A token count for people: ``950``, ``12.3k``, ``4.56M``, ``1.20B``."""
+    """A token count for people, at most 5 cells: ``950``, ``7.4k``, ``251k``, ``4.56M``, ``63.7M``, ``1.20B``.
+
+    Three significant digits (two below 10k); ``--json`` has the exact counts.
+    """
     if n < 1000:
         return str(n)
-    for limit, suffix, div in ((10**6, "k", 10**3), (10**9, "M", 10**6), (10**30, "B", 10**9)):
-        if n < limit:
-            return f"{n / div:.1f}{suffix}" if suffix == "k" else f"{n / div:.2f}{suffix}"
+    for div, suffix in ((10**3, "k"), (10**6, "M"), (10**9, "B")):
+        v = n / div
+        if suffix == "k":
+            text = f"{v:.1f}" if round(v, 1) < 100 else f"{v:.0f}"
+        else:
+            text = f"{v:.2f}" if round(v, 2) < 10 else f"{v:.1f}" if round(v, 1) < 100 else f"{v:.0f}"
+        if float(text) < 1000 or suffix == "B":
+            return text + suffix
     return str(n)
 
 
@@ -97,7 +106,8 @@ def _status(status: str | None) -> Text:
     return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
 
 
-def _unpriced_note(console: Console, doc: dict[str, Any]) -> None:
+def unpriced_note(console: Console, doc: dict[str, Any]) -> None:
+    """One line per unpriced model of a usage document (``+? unpriced: model: N tokens in M messages``)."""
     for model, u in doc["unpriced"].items():
         console.print(
             Text(
@@ -109,18 +119,20 @@ def _unpriced_note(console: Console, doc: dict[str, Any]) -> None:
         )
 
 
-def _path_col(head: str, cells: list[Cell], footer: Cell = "", min_width: int = 10) -> Col:
-    """A project path column: elided (``…/last/two``) to the room left, down to ``min_width`` cells."""
-    return Col(head, cells, footer=footer, elide=lambda p, w: short_path(p, None, w), min_width=min_width)
-
-
 def _cut(text: str, width: int) -> str:
     """``text`` in at most ``width`` cells, an ellipsis marking a cut."""
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
+    """The table fitted to the console; when even its key columns cannot share a line, one block
+    per row (``layout.stacked``), which drops and cuts nothing."""
     console.print(Text(title, style="italic"))
+    kept, _ = fit(console.width, cols, steps)
+    if not fits(console.width, kept):
+        for line in stacked(console.width, cols):
+            console.print(line)
+        return
     table, hidden = build(console.width, cols, steps)
     console.print(table)
     note = hidden_note(hidden, console.width)
@@ -128,9 +140,48 @@ def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]
         console.print(note)
 
 
+def _times(values: list[str | None], zone: Zone) -> tuple[list[str], list[str], str]:
+    """Full ``YYYY-MM-DD HH:MM`` cells, a one-line compact form, and the year the compact form omits.
+
+    The compact form is ``MM-DD HH:MM`` when every time shown falls in one year (named in the
+    table's title), else the date alone.
+    """
+    full = [when(v, zone) for v in values]
+    years = {f[:4] for f in full if f != "-"}
+    if len(years) == 1:
+        return full, [f[5:] if f != "-" else f for f in full], years.pop()
+    return full, [when(v, zone, "%Y-%m-%d") for v in values], ""
+
+
+def _title(row: dict[str, Any]) -> Text:
+    """The session's title; else its slug (dim, as Claude Code names it); else ``-``."""
+    if row.get("title"):
+        return Text(str(row["title"]).replace("\n", " "))
+    if row.get("slug"):
+        return Text(str(row["slug"]), style="dim")
+    return Text("-", style="dim")
+
+
+def _elide_end(text: str, width: int) -> str:
+    return text if cell_len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _elide_start(text: str, width: int) -> str:
+    return text if cell_len(text) <= width else "…" + text[-max(1, width - 1) :]
+
+
+def _project_col(head: str, paths: list[str | None], footer: Cell = "", min_width: int = 8) -> Col:
+    """Project paths as their shortest unique suffix (``short.unique_suffixes``), elided at the start."""
+    names = unique_suffixes(paths)
+    cells: list[Cell] = [names.get(p, "-") if p else "-" for p in paths]
+    return Col(head, cells, footer=footer, elide=_elide_start, min_width=min_width)
+
+
 def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
-    """One table row per session; on a narrow terminal the times wrap (date over time), then
-    agents, started, status and last activity give way, never the id prefix, tokens or cost."""
+    """One line per session at 80 columns: project (shortest unique suffix), id prefix, title (elided
+    to the room left), last activity, status, agents, tokens, cost. Narrower, the times go to one-line
+    compact forms, then started, agents and status give way (named in a note); never the id prefix,
+    the title, tokens or cost. Below what those need, one block per session."""
     rows = doc["rows"]
     unpriced: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -138,120 +189,59 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
             acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0})
             acc["tokens"] += u["tokens"]
             acc["messages"] += u["messages"]
-    two_lines = "%Y-%m-%d\n%H:%M"
+    started, started_c, y1 = _times([r["started_at"] for r in rows], zone)
+    last, last_c, y2 = _times([r["last_activity_at"] for r in rows], zone)
+    titles: list[Cell] = [_title(r) for r in rows]
     cols = [
-        # The project gives way first (down to 8 cells) so that 80 columns keep every column.
-        _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows], min_width=8),
+        _project_col("project", [r["project_path"] for r in rows]),
         Col("session", [r["session_id"][:8] for r in rows], key=True),
-        Col(
-            "started",
-            [when(r["started_at"], zone) for r in rows],
-            compact=[when(r["started_at"], zone, two_lines) for r in rows],
-        ),
-        Col(
-            "last activity",
-            [when(r["last_activity_at"], zone) for r in rows],
-            compact=[when(r["last_activity_at"], zone, two_lines) for r in rows],
-            compact_head="last\nactivity",
-        ),
+        Col("title", titles, elide=_elide_end, min_width=16),
+        Col("started", started, compact=started_c),  # type: ignore[arg-type]
+        Col("last activity", last, compact=last_c, compact_head="last active"),  # type: ignore[arg-type]
         Col("status", [_status(r["status"]) for r in rows]),
         Col("agents", [str(r["agents"]) for r in rows], justify="right"),
         Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", key=True),
         Col("cost", [usd(r) for r in rows], justify="right", key=True),
     ]
-    if any(r.get("title") for r in rows):
-        # SPEC §4.1 title (custom-title > session_title > ai-title > summary); the first to give way
-        cols.insert(5, Col("title", [r.get("title") or "" for r in rows], elide=_cut, min_width=8))
-    steps = ["title", "started", "last activity", "agents", "started", "status", "last activity", "project"]
-    _print_table(console, f"{plural(doc['count'], 'session')} (times in {zone.name})", cols, steps)
-    _unpriced_note(console, {"unpriced": unpriced})
+    steps = ["started", "last activity", "started", "agents", "status", "last activity", "project"]
+    n, count = len(rows), doc.get("matched", doc["count"])
+    year = y1 if y1 and y1 == y2 else ""
+    what = plural(count, "session") if n == count else f"newest {n} of {plural(count, 'session')}"
+    more = "" if n == count else "; --all shows all"
+    _print_table(console, f"{what} (times in {zone.name}{', ' + year if year else ''}{more})", cols, steps)
+    unpriced_note(console, {"unpriced": unpriced})
 
 
-def _label(node: dict[str, Any], zone: Zone) -> Text:
-    t = Text()
-    name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
-    t.append(name, style="bold")
-    t.append(f" {node['agent_id']} ", style="dim")
-    t.append_text(_status(node["status"]))
-    if node["outcome_cause"]:
-        t.append(f" ({node['outcome_cause']})", style="red")
-    if node["orphan_reason"]:
-        t.append(f"  ORPHAN: {node['orphan_reason'].replace('_', ' ')}", style="bold magenta")
-    if node["edge"]:
-        t.append(f"  via {node['edge']['source']}", style="blue")
-    t.append(f"\n{when(node['first_seen_at'], zone)} → {when(node['last_seen_at'], zone)}", style="dim")
-    own, sub = node["own"], node["subtree"]
-    t.append(f"  own {tokens(own['tokens'])} tok ")
-    t.append_text(usd(own))
-    if node["children"]:
-        t.append(f"  subtree {tokens(sub['tokens'])} tok ")
-        t.append_text(usd(sub))
-    tc = node["tool_calls"]
-    if tc["total"]:
-        top = ", ".join(f"{k} {v}" for k, v in sorted(tc["by_tool"].items(), key=lambda kv: (-kv[1], kv[0]))[:4])
-        failed = sum(v for k, v in tc["by_status"].items() if k != "completed")
-        t.append(f"  tools {tc['total']} ({top})" + (f", {failed} not completed" if failed else ""), style="dim")
-    return t
-
-
-def _grow(branch: Tree, node: dict[str, Any], zone: Zone) -> None:
-    sub = branch.add(_label(node, zone))
-    for child in node["children"]:
-        _grow(sub, child, zone)
-
-
-def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
-    """The agent tree, then orphans and compaction sidechains under the session."""
-    s = doc["session"]
-    head = Text(f"session {s['session_id']}  ", style="bold")
-    head.append(short_path(s["project_path"], home, 60))
-    head.append("  ")
-    head.append_text(_status(s["status"]))
-    head.append(f"  {plural(doc['agents'], 'agent')}  {tokens(s['tokens'])} tok ")
-    head.append_text(usd(s))
-    root = Tree(head)
-    if doc["tree"] is not None:
-        _grow(root, doc["tree"], zone)
-    if doc["orphans"]:
-        o = root.add(Text("orphans (no parent evidence; a parent is never invented)", style="bold magenta"))
-        for node in doc["orphans"]:
-            _grow(o, node, zone)
-    if doc["compaction_agents"]:
-        c = root.add(Text("compaction sidechains (cost belongs to the session)", style="dim"))
-        for node in doc["compaction_agents"]:
-            _grow(c, node, zone)
-    if doc["unattributed"]:
-        u = Text(f"usage with no agent: {tokens(doc['unattributed']['tokens'])} tok ", style="dim")
-        u.append_text(usd(doc["unattributed"]))
-        root.add(u)
-    console.print(root)
-    _unpriced_note(console, s)
-
-
+# (JSON key, name in steps and notes, header as shown: two lines keep the columns narrow)
 _BUCKET_HEADS = (
-    ("input", "input"),
-    ("output", "output"),
-    ("cache_read", "c.read"),
-    ("cache_write_5m", "c.wr 5m"),
-    ("cache_write_1h", "c.wr 1h"),
+    ("input", "input", "input"),
+    ("output", "output", "output"),
+    ("cache_read", "c.read", "cache\nread"),
+    ("cache_write_5m", "c.wr 5m", "cache\nwr 5m"),
+    ("cache_write_1h", "c.wr 1h", "cache\nwr 1h"),
 )
 
 
-def _cost_label_cols(by: str | None, rows: list[dict[str, Any]], home: str | None) -> list[Col]:
+def _agent_ids(rows: list[dict[str, Any]]) -> list[str]:
+    """The id cells of ``cost --by agent``: ``main`` for a session's main agent (its session is
+    beside it), other ids as their shortest unique prefix (``short.short_ids``)."""
+    subs = short_ids(r["agent_id"] for r in rows if r["agent_id"] and r["agent_id"] != r["session_id"])
+    return ["main" if r["agent_id"] == r["session_id"] else subs.get(r["agent_id"] or "", "-") for r in rows]
+
+
+def _cost_label_cols(by: str | None, rows: list[dict[str, Any]]) -> list[Col]:
     """The columns that name a cost row (the key of the grouping), ``total`` in the footer."""
     if by == "project":
-        col = _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows], "total")
-        return [replace(col, key=True)]
+        return [replace(_project_col("project", [r["project_path"] for r in rows], "total"), key=True)]
     if by == "session":
         return [
             Col("session", [r["session_id"][:8] for r in rows], footer="total", key=True),
-            _path_col("project", [short_path(r["project_path"], home, 1000) for r in rows]),
+            _project_col("project", [r["project_path"] for r in rows]),
         ]
     if by == "agent":
-        ids = [(r["agent_id"] or "-") if r["agent_id"] != r["session_id"] else r["session_id"][:8] for r in rows]
         return [
             Col("agent", [r["subagent_type"] or r["agent_type"] or "(no agent)" for r in rows], footer="total"),
-            Col("id", ids, key=True),
+            Col("id", _agent_ids(rows), key=True),  # type: ignore[arg-type]
             Col("session", [r["session_id"][:8] for r in rows], key=True),
         ]
     return [Col(by or "", [r["key"] for r in rows], footer="total", key=True)]
@@ -260,28 +250,51 @@ def _cost_label_cols(by: str | None, rows: list[dict[str, Any]], home: str | Non
 def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None:
     """Grouped rows (when any) and the total, bucket by bucket, with unpriced usage beside it.
 
-    On a narrow terminal the message count, then the buckets (cache first) give way; the row's
-    name (model ids in full), the token total and the cost never do.
+    Every bucket with tokens is a column that never gives way (a bucket with none in the whole
+    answer is left out and named); on a narrow terminal the message count, the agent type and the
+    project give way first, and below what the rest needs each row becomes a block. Without
+    ``--by`` the total is the one row (no empty body).
     """
     by = doc["by"]
     w = doc["window"]
     span = f"{w['since'] or 'beginning'} → {w['until'] or 'now'}"
     title = f"cost by {by}" if by else "cost"
-    rows = doc["rows"]
-    cols = _cost_label_cols(by, rows, home)
-    for k, head in _BUCKET_HEADS:
+    grouped = by is not None
+    rows = doc["rows"] if grouped else [{**doc, "key": "total"}]
+    cols = _cost_label_cols(by, rows)
+    if not grouped:
+        cols[0] = replace(cols[0], footer="")
+    empty = [name for k, name, _ in _BUCKET_HEADS if not doc["totals"][k]]
+    for k, name, head in _BUCKET_HEADS:
+        if name in empty:
+            continue
         cells: list[Cell] = [tokens(r["totals"][k]) for r in rows]
-        cols.append(Col(head, cells, justify="right", footer=tokens(doc["totals"][k])))
+        footer = tokens(doc["totals"][k]) if grouped else ""
+        cols.append(Col(name, cells, justify="right", footer=footer, key=True, shown_head=head))
+    foot = grouped
     cols += [
-        Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", footer=tokens(doc["tokens"]), key=True),
-        Col("msgs", [str(r["billed_messages"]) for r in rows], justify="right", footer=str(doc["billed_messages"])),
-        Col("cost", [usd(r) for r in rows], justify="right", footer=usd(doc), key=True),
+        Col(
+            "tokens",
+            [tokens(r["tokens"]) for r in rows],
+            justify="right",
+            footer=tokens(doc["tokens"]) if foot else "",
+            key=True,
+        ),
+        Col(
+            "msgs",
+            [str(r["billed_messages"]) for r in rows],
+            justify="right",
+            footer=str(doc["billed_messages"]) if foot else "",
+        ),
+        Col("cost", [usd(r) for r in rows], justify="right", footer=usd(doc) if foot else "", key=True),
     ]
-    steps = ["msgs", *(h for _, h in reversed(_BUCKET_HEADS)), "project", "agent"]
+    steps = ["msgs", "agent", "project"]
     _print_table(console, f"{title}  ({span}; days in {doc['tz']})", cols, steps)
+    if empty:
+        console.print(Text(f"(no tokens in: {', '.join(empty)})", style="dim"))
     if doc["source"] != "token_usage_rollup":
         console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))
-    _unpriced_note(console, doc)
+    unpriced_note(console, doc)
 
 
 def _ago(value: str | None, now: datetime) -> str:
@@ -308,22 +321,64 @@ def _size(n: int | None) -> str:
     return str(n)
 
 
+def _uptime(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m {sec}s"
+
+
+def _daemon(doc: dict[str, Any] | None) -> Text:
+    """``running: pid 123 on 127.0.0.1:7391, up 2h 5m, ingestd 0.1.0`` or why it is not."""
+    if doc is None:
+        return Text("not checked")
+    if doc["running"]:
+        t = Text(doc["state"], style="green" if doc["state"] == "running" else "red")
+        t.append(f": pid {doc['pid']} on {doc['address']}, up {_uptime(doc['uptime_s'])}, ingestd {doc['version']}")
+        if doc["problem"]:
+            t.append(f"; {doc['problem']}", style="red")
+        return t
+    words = {"not_responding": "not responding", "stopped": "not running", "never_started": "not running"}
+    t = Text(words.get(doc["state"], doc["state"]), style="bold red")
+    if doc["problem"]:
+        t.append(f": {doc['problem']}")
+    if doc["state"] != "never_started":
+        t.append(f" (last started {doc['started_at']}" + (f", pid {doc['pid']})" if doc["pid"] else ")"))
+    t.append("; start it: `ingestd service install` or `ingestd serve`", style="dim")
+    return t
+
+
 def render_status(console: Console, doc: dict[str, Any]) -> None:
-    """Health as a two-column table, then row counts."""
+    """Health as a two-column table, then row counts. With the daemon down, the statuses are
+    labelled ``as of <time>, daemon not running``: nothing has updated them since."""
     now = parse(doc["now"]) or datetime.now(UTC)
     t = Table(show_header=False, title="ingestd status", title_justify="left")
     t.add_column(style="bold")
     t.add_column()
+    t.add_row("daemon", _daemon(doc.get("daemon")))
+    stale = "" if doc.get("live", True) else f" (as of {doc.get('as_of') or 'never'}, daemon not running)"
     sc = doc["schema"]
     t.add_row("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none")
     db = doc["database"]
     t.add_row("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})")
     sess = doc["sessions"]
+    active = "active now" if not stale else "active"
     t.add_row(
         "sessions",
-        f"{sess['active']} active now; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()),
+        Text(f"{sess['active']} {active}; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()))
+        + Text(stale, style="yellow"),
     )
-    t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+    t.add_row(
+        "agents",
+        Text(", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+        + Text(stale, style="yellow"),
+    )
+    if "watchdog" in doc:
+        t.add_row("watchdog", f"an agent idle {doc['watchdog']['window_s']} s becomes unknown")
+    t.add_row("last commit", _ago(doc.get("last_commit_at"), now))
     t.add_row("last ingest", _ago(doc["last_ingest_at"], now))
     t.add_row("last hook", _ago(doc["last_hook_at"], now))
     tail = doc["tail"]

@@ -13,7 +13,7 @@ import apsw
 from ingestd.errors import InputError
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.report.window import Window, range_clauses
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import scalar, storage_errors
 
 _COLUMNS = (
     "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
@@ -74,8 +74,9 @@ def sessions_report(
         limit: at most this many rows.
 
     Returns:
-        ``{"window", "count", "rows"}``; each row has the session's fields, ``agents``/``subagents``
-        and the cost keys of ``Usage.to_json`` over the whole session.
+        ``{"window", "count", "matched", "rows"}``: ``count`` rows shown of ``matched`` sessions in the
+        window (more when ``limit`` cut the list); each row has the session's fields,
+        ``agents``/``subagents`` and the cost keys of ``Usage.to_json`` over the whole session.
     """
     if limit is not None and limit < 1:
         raise InputError("limit must be at least 1")
@@ -95,9 +96,12 @@ def sessions_report(
         + " ORDER BY s.last_activity_at IS NULL, s.last_activity_at DESC, s.started_at DESC, s.id"
         + (" LIMIT ?" if limit is not None else "")
     )
+    count_sql = "SELECT count(*) FROM sessions s" + (f" WHERE {' AND '.join(where)}" if where else "")
+    count_params = tuple(params)
     if limit is not None:
         params.append(min(limit, SQLITE_MAX_INT))  # a larger limit means "all"; SQLite binds 64-bit only
     with storage_errors():
         rates = load_rates(conn)
         rows = [session_row(conn, r, rates) for r in conn.execute(sql, tuple(params)).fetchall()]
-    return {"window": window.to_json(), "count": len(rows), "rows": rows}
+        matched = len(rows) if limit is None else int(scalar(conn, count_sql, count_params) or 0)
+    return {"window": window.to_json(), "count": len(rows), "matched": matched, "rows": rows}

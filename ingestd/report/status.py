@@ -16,6 +16,7 @@ import apsw
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.report.usage import Usage
 from ingestd.store.connection import scalar, storage_errors
+from ingestd.store.writer import effective_window
 
 ACTIVE_STATUSES = ("working", "waiting")
 
@@ -113,22 +114,41 @@ def quarantine_section(conn: apsw.Connection, *, limit: int = QUARANTINE_LISTED)
     return {"records": sum(by_reason.values()), "by_reason": by_reason, "listed": listed}
 
 
+def _as_of(daemon: dict[str, Any] | None, *stamps: str | None) -> str | None:
+    """When the statuses were last kept current: None while a daemon answers, else the latest of
+    its clean stop and the last commit (a stopped daemon's "working" agents are as of then)."""
+    if daemon is not None and daemon.get("running"):
+        return None
+    known = [t for t in (daemon.get("stopped_at") if daemon else None, *stamps) if t]
+    return max(known, default=None)
+
+
 def status_report(
-    conn: apsw.Connection, *, now: datetime, db_path: Path | None = None, stat_files: bool = False
+    conn: apsw.Connection,
+    *,
+    now: datetime,
+    db_path: Path | None = None,
+    stat_files: bool = False,
+    daemon: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Health of the database and of ingestion. Read-only.
+    """Health of the database, of ingestion and of the daemon. Read-only.
 
     Args:
         conn: a read connection.
         now: the current time (aware), for lags.
         db_path: the database file, for its path and WAL size.
         stat_files: compare tail checkpoints with the files on disk (reads the filesystem).
+        daemon: the daemon's presence (``ingestd.daemon.presence.Presence.to_json``), or None
+            when it was not looked for.
 
     Returns:
-        ``{"now", "schema", "database", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
-        "tail", "skipped", "counters", "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped``
-        is ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down);
-        ``quarantine`` is ``quarantine_section``.
+        ``{"now", "daemon", "live", "as_of", "schema", "database", "rows", "sessions", "agents",
+        "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "counters",
+        "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped`` is ``{"lines": int, "by_reason": {reason:
+        int}}`` (the reasons break the lines down); ``quarantine`` is ``quarantine_section``. ``live`` is true
+        while a daemon answers; otherwise the statuses (``sessions``, ``agents``) are only as current as
+        ``as_of`` (canonical UTC: the daemon's clean stop or the last commit, whichever is later), and
+        nothing updates them.
     """
     with storage_errors():
         tables = [
@@ -144,6 +164,7 @@ def status_report(
         last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
         last_ingest = max((t for t in (last_line, last_ckpt) if t), default=None)
         last_hook = scalar(conn, "SELECT max(occurred_at) FROM events")
+        last_commit = scalar(conn, "SELECT received_at FROM events_raw ORDER BY id DESC LIMIT 1")
         # Each skipped line is one 'invalid' log row; the writer's skipped.<reason> counters break
         # the same lines down by reason (they are not more lines).
         invalid_lines = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") or 0)
@@ -165,8 +186,12 @@ def status_report(
         ).fetchall()
         backup = _counts(conn, "SELECT key, 0 FROM meta WHERE key LIKE 'last_backup%'")
         backup_doc = {k: scalar(conn, "SELECT value FROM meta WHERE key = ?", (k,)) for k in sorted(backup)}
+        live = bool(daemon and daemon.get("running"))
         doc = {
             "now": format_utc(now),
+            "daemon": daemon,
+            "live": live,
+            "as_of": _as_of(daemon, last_commit, last_hook, last_ingest),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
             "rows": rows,
@@ -177,7 +202,9 @@ def status_report(
             "agents": {"by_status": agents_by_status},
             "last_ingest_at": last_ingest,
             "last_hook_at": last_hook,
+            "last_commit_at": last_commit,
             "tail": _tail(conn, now, last_ingest, stat_files),
+            "watchdog": {"window_s": effective_window(conn)},
             "skipped": {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason},
             "counters": counters,
             "unpriced": unpriced.unpriced_json(),

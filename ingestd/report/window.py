@@ -31,6 +31,7 @@ from ingestd.core.timefmt import format_utc, parse
 from ingestd.errors import ConfigError
 
 SLOT_MINUTES = 15
+_DAY_WORDS = {"today": 0, "yesterday": 1}
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
 _LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -118,6 +119,10 @@ def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool, name: str = 
     m = _RELATIVE.match(t)
     if m:
         return now.astimezone(UTC) - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    if t.lower() in _DAY_WORDS:
+        # A local day of the zone, like YYYY-MM-DD: --until today includes today.
+        d = now.astimezone(zone.tz).date() - timedelta(days=_DAY_WORDS[t.lower()])
+        return _local_midnight(d + timedelta(days=1) if end else d, zone)
     if re.match(r"^\d{4}-\d{2}-\d{2}$", t):
         try:
             d = date.fromisoformat(t)
@@ -132,7 +137,8 @@ def parse_bound(text: str, zone: Zone, now: datetime, *, end: bool, name: str = 
     dt = parse(t)
     if dt is None:
         raise ConfigError(
-            f"{at}cannot read {text!r} as a time: give YYYY-MM-DD, YYYY-MM-DDTHH:MM, a zoned instant, or 7d / 12h",
+            f"{at}cannot read {text!r} as a time: give today, yesterday, YYYY-MM-DD, YYYY-MM-DDTHH:MM,"
+            " a zoned instant, or 7d / 12h",
             parameter=name,
         )
     return dt

@@ -98,7 +98,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(home: Path) -> None:
     before = path.read_text()
     r = run(home, "install", "--dry-run", "--port", "7400")
     assert r.exit_code == 0
-    assert r.output.startswith("---")
+    assert r.stdout.startswith("---")
     assert '+            "url": "http://127.0.0.1:7400/hooks",' in r.output
     assert path.read_text() == before
     assert backups(home) == []
@@ -436,3 +436,33 @@ def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Pa
     path.write_text(text)
     assert run(home, "uninstall").exit_code == 0
     assert path.read_text() == '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'
+
+
+def test_command_hooks_run_the_installed_ingestd_not_the_clone(tmp_path: Path, home: Path) -> None:
+    # issue 15: hook commands pointed into the clone's .venv, so `make clean` broke them silently
+    from ingestd.installpath import find_installed
+
+    tool_python = tmp_path / "pipx" / "venvs" / "ingestd" / "bin" / "python"
+    tool_python.parent.mkdir(parents=True)
+    tool_python.write_text("")
+    script = tool_python.parent / "ingestd"
+    script.write_text(f"#!{tool_python}\nimport sys\n")
+    script.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ingestd").symlink_to(script)
+    env = {"HOME": str(home), "PATH": str(bin_dir)}
+    assert find_installed(env).python == str(tool_python)
+    res = CliRunner().invoke(cli, ["hooks", "install"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert f"run {tool_python} -m ingestd.forward: the ingestd on PATH ({bin_dir}/ingestd)" in res.output
+    doc = json.loads((home / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for e in doc["hooks"].values() for m in e for h in m["hooks"] if h["type"] == "command"]
+    assert commands and all(c.startswith(f"{tool_python} -m ingestd.forward ") for c in commands)
+
+
+def test_without_ingestd_on_path_the_hooks_say_why_they_are_fragile(home: Path) -> None:
+    env = {"HOME": str(home), "PATH": "/nonexistent"}
+    res = CliRunner().invoke(cli, ["hooks", "install", "--dry-run"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0
+    assert "no ingestd on PATH" in res.output and "pipx install ." in res.output

@@ -14,9 +14,10 @@ from rich.console import Console
 from ingestd.cli import cli
 from ingestd.errors import ConfigError, InputError
 from ingestd.report.cost import cost_report
-from ingestd.report.render import render_cost, render_sessions, render_tree, usd
+from ingestd.report.render import render_cost, render_sessions, usd
 from ingestd.report.sessions import sessions_report
 from ingestd.report.tree import resolve_session, tree_report
+from ingestd.report.treeview import render_tree
 from ingestd.report.window import Window, local_zone, make_window, resolve_zone
 from ingestd.store import rollup
 from ingestd.store.connection import connect, write_txn
@@ -77,8 +78,19 @@ def test_window_spellings() -> None:
     assert (w.since_slot, w.until_slot) == ("2025-03-09T10:00Z", "2025-03-09T10:45Z")
     assert make_window("2d", None, UTCZ, NOW).since_utc == "2025-11-29T00:00:00.000Z"
     assert make_window("2025-03-09T01:00", None, NY, NOW).since_utc == "2025-03-09T06:00:00.000Z"
+    # today / yesterday are local days of the zone (NOW is 2025-11-30 19:00 in New York)
+    assert make_window("today", "today", NY, NOW).to_json() == {
+        "since": "2025-11-30T05:00:00.000Z",
+        "until": "2025-12-01T05:00:00.000Z",
+    }
+    assert make_window("yesterday", "yesterday", UTCZ, NOW).to_json() == {
+        "since": "2025-11-30T00:00:00.000Z",
+        "until": "2025-12-01T00:00:00.000Z",
+    }
+    assert make_window("Today", None, UTCZ, NOW).since_utc == "2025-12-01T00:00:00.000Z"
+    assert make_window("36h", None, UTCZ, NOW).since_utc == "2025-11-29T12:00:00.000Z"
     with pytest.raises(ConfigError):
-        make_window("yesterday", None, UTCZ, NOW)
+        make_window("tomorrow", None, UTCZ, NOW)
     with pytest.raises(ConfigError):
         make_window("2025-03-10", "2025-03-09", UTCZ, NOW)
     with pytest.raises(ConfigError):
@@ -174,8 +186,9 @@ def test_counts_are_singular_for_one_and_the_main_agent_id_is_whole(report_db: P
     render_sessions(console, sessions_report(conn, window=ALL, limit=1), NY, None)
     render_tree(console, tree_report(conn, "a1"), NY, None)
     text = console.export_text()
-    assert "1 session (" in text and "1 sessions" not in text
-    assert "main a1111111-1111-4111-8111-111111111111 " in text
+    assert "newest 1 of 3 sessions (" in text and "1 sessions" not in text
+    # the header names the session (= the main agent) in full; the tree shortens it
+    assert "session a1111111-1111-4111-8111-111111111111" in text and "main a1111111 " in text
     status = render_status_text(report_db)
     assert "1 file tracked" in status and "1 files" not in status
 

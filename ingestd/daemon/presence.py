@@ -1,0 +1,223 @@
+"""Whether the daemon runs: a small state file written by ``serve``, read and probed by ``status``.
+
+``serve`` writes ``<db>.serve.json`` beside the database once it listens: ``pid``, ``host``,
+``port``, ``started_at``, ``version``, ``db``. On a clean stop it rewrites the file with
+``stopped_at``; after a kill -9 the file still names a pid that is gone. ``status`` reads the
+file, checks the pid, and probes ``GET /api/health`` (a short timeout), so it answers from
+evidence rather than guessing:
+
+- ``running``: the pid is alive and ``/api/health`` answered 200 (or 401: a token is required);
+- ``unhealthy``: it answered with another status (503: the database or the writer is in trouble);
+- ``not_responding``: the pid is alive but the probe failed or timed out (a stalled daemon);
+- ``stopped``: the file says it stopped, or its pid is gone (then ``stale`` is true);
+- ``never_started``: no state file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ingestd import __version__
+from ingestd.core.timefmt import format_utc, parse
+
+PROBE_TIMEOUT_S = 1.0
+
+
+def state_path(db_path: Path) -> Path:
+    """``<db>.serve.json`` beside the database file (symlinks resolved, as for the lock)."""
+    real = Path(os.path.realpath(db_path))
+    return real.with_name(real.name + ".serve.json")
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` atomically (a temporary file renamed over the old one), private (0600)."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def write_started(db_path: Path, *, host: str, port: int, now: datetime) -> Path:
+    """Record that this process serves ``db_path`` on ``host:port`` since ``now``. Writes the state file.
+
+    Returns:
+        The state file's path.
+    """
+    path = state_path(db_path)
+    doc = {
+        "pid": os.getpid(),
+        "host": host,
+        "port": port,
+        "started_at": format_utc(now),
+        "version": __version__,
+        "db": str(db_path),
+    }
+    _write(path, doc)
+    return path
+
+
+def write_stopped(db_path: Path, *, now: datetime) -> None:
+    """Add ``stopped_at`` to this process's state file (a clean stop). Never raises on I/O errors."""
+    path = state_path(db_path)
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        doc = orjson.loads(path.read_bytes())
+        if isinstance(doc, dict) and doc.get("pid") == os.getpid():
+            doc["stopped_at"] = format_utc(now)
+            _write(path, doc)
+
+
+def read_state(db_path: Path) -> dict[str, Any] | None:
+    """The state file's document, or None when there is none or it is unreadable."""
+    try:
+        doc = orjson.loads(state_path(db_path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (signal 0; a process of another user counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def probe_health(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int | None, str]:
+    """``GET /api/health`` on the daemon: ``(HTTP status, body or error text)``; status None: no answer."""
+    connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+    conn = http.client.HTTPConnection(connect_host, port, timeout=timeout_s)
+    try:
+        conn.request("GET", "/api/health")
+        resp = conn.getresponse()
+        return resp.status, resp.read(4096).decode(errors="replace")
+    except (OSError, http.client.HTTPException) as e:
+        return None, str(e) or type(e).__name__
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    """What ``status`` knows about the daemon.
+
+    Attributes:
+        state: str, ``running``, ``unhealthy``, ``not_responding``, ``stopped`` or ``never_started``.
+        pid: int | None, the daemon's process id (from the state file).
+        address: str | None, ``host:port`` it serves.
+        started_at: str | None, canonical UTC.
+        stopped_at: str | None, canonical UTC, set by a clean stop.
+        uptime_s: float | None, seconds since ``started_at`` (running only).
+        version: str | None, the daemon's ingestd version.
+        health: int | None, the HTTP status ``/api/health`` answered (None: no answer).
+        problem: str | None, why the daemon is not ``running``, in words.
+        state_file: str, the file read.
+    """
+
+    state: str
+    pid: int | None
+    address: str | None
+    started_at: str | None
+    stopped_at: str | None
+    uptime_s: float | None
+    version: str | None
+    health: int | None
+    problem: str | None
+    state_file: str
+
+    @property
+    def running(self) -> bool:
+        """The daemon's process is alive and answered its health probe (whatever it said)."""
+        return self.state in ("running", "unhealthy")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``daemon`` section of ``ingestd status --json``."""
+        return {
+            "running": self.running,
+            "state": self.state,
+            "pid": self.pid,
+            "address": self.address,
+            "started_at": self.started_at,
+            "stopped_at": self.stopped_at,
+            "uptime_s": self.uptime_s,
+            "version": self.version,
+            "health_status": self.health,
+            "problem": self.problem,
+            "state_file": self.state_file,
+        }
+
+
+def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) -> Presence:
+    """Whether a daemon serves ``db_path`` now: the state file, the pid, and a health probe. Read-only.
+
+    Args:
+        db_path: the database the daemon would serve.
+        now: aware datetime, for the uptime.
+        timeout_s: float, seconds the health probe may take.
+    """
+    path = state_path(db_path)
+    doc = read_state(db_path)
+    if doc is None:
+        never = "no daemon has served this database"
+        return Presence("never_started", None, None, None, None, None, None, None, never, str(path))
+    pid = doc.get("pid") if isinstance(doc.get("pid"), int) else None
+    host = doc.get("host") if isinstance(doc.get("host"), str) else None
+    port = doc.get("port") if isinstance(doc.get("port"), int) else None
+    address = f"{host}:{port}" if host is not None and port is not None else None
+    started, stopped = doc.get("started_at"), doc.get("stopped_at")
+    version = doc.get("version") if isinstance(doc.get("version"), str) else None
+
+    def make(state: str, health: int | None, problem: str | None, uptime: float | None = None) -> Presence:
+        return Presence(state, pid, address, started, stopped, uptime, version, health, problem, str(path))
+
+    if stopped:
+        return make("stopped", None, "stopped cleanly")
+    if pid is None or not pid_alive(pid):
+        return make("stopped", None, f"process {pid} is gone (killed, or the machine restarted)")
+    if host is None or port is None:
+        return make("not_responding", None, "the state file names no address")
+    status, body = probe_health(host, port, timeout_s)
+    if status is None:
+        return make("not_responding", None, f"process {pid} is alive but {address} did not answer: {body}")
+    begun = parse(started) if isinstance(started, str) else None
+    uptime = None if begun is None else round((now - begun).total_seconds(), 1)
+    if status in (200, 401):  # 401: a token is required, but the daemon answered
+        return make("running", status, None, uptime)
+    return make("unhealthy", status, f"/api/health answered {status}: {body[:200]}", uptime)
+
+
+def self_report(db_path: Path, now: datetime) -> Presence:
+    """The daemon describing itself (``GET /api/status``): its own state file, no probe. Read-only."""
+    path = state_path(db_path)
+    doc = read_state(db_path) or {}
+    host, port = doc.get("host"), doc.get("port")
+    started = doc.get("started_at") if isinstance(doc.get("started_at"), str) else None
+    begun = parse(started) if started else None
+    return Presence(
+        "running",
+        os.getpid(),
+        f"{host}:{port}" if host is not None and port is not None else None,
+        started,
+        None,
+        None if begun is None else round((now - begun).total_seconds(), 1),
+        __version__,
+        200,
+        None,
+        str(path),
+    )

@@ -1,0 +1,94 @@
+"""Shortening names for a narrow terminal without making two of them look the same (issue 15).
+
+- Project paths become their shortest unique suffix among the paths shown: ``spotter``,
+  ``spotter-dov``, ``a/spotter`` beside ``b/spotter`` (never three different projects as ``…/spotter``).
+- Agent ids become their shortest unique prefix among the ids shown, at least ``MIN_ID`` characters
+  of their hexadecimal part (``sidechain-07609b35`` for ``sidechain-07609b35-1460-...``), so a
+  shortened id still names one agent and can be typed where a prefix is accepted.
+- ``flow`` packs phrases into lines of a width, breaking between phrases, never inside one.
+
+Pure functions; ``--json`` always carries the full names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from rich.cells import cell_len
+
+MIN_ID = 8
+KEEP_WHOLE = 16
+_SEP = re.compile(r"[\\/]")
+_WORD_PREFIX = re.compile(r"^[A-Za-z]+-")
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in _SEP.split(path) if p]
+
+
+def unique_suffixes(paths: Iterable[str | None]) -> dict[str, str]:
+    """Each distinct path's shortest suffix of whole components that no other path shown ends with.
+
+    ``/x/a/spotter`` and ``/x/b/spotter`` give ``a/spotter`` and ``b/spotter``; a path that is a
+    suffix of another (``/spotter`` and ``/a/spotter``) keeps all its components. The separator is
+    the path's own (``\\`` for Windows paths).
+    """
+    distinct = sorted({p for p in paths if p})
+    split = {p: _parts(p) for p in distinct}
+    out: dict[str, str] = {}
+    for p, parts in split.items():
+        sep = "\\" if "\\" in p and "/" not in p else "/"
+        n = 1
+        while n < len(parts) and any(q != p and split[q][-n:] == parts[-n:] for q in distinct):
+            n += 1
+        out[p] = sep.join(parts[-n:]) if parts else p
+    return out
+
+
+def short_ids(ids: Iterable[str], min_len: int = MIN_ID) -> dict[str, str]:
+    """Each distinct id shortened to tell it apart from every other id shown.
+
+    A leading word before a long hash (``sidechain-<uuid>``: 46-character ids, issue 15) is dropped;
+    an id of at most ``KEEP_WHOLE`` characters stays whole (``acompact-946d2b``); the rest is cut to
+    its shortest prefix (at least ``min_len`` characters) that no other shortened id starts with.
+    Ids that would still collide stay whole. ``--json`` has the full ids.
+    """
+    distinct = sorted(set(ids))
+
+    def bare(i: str) -> str:
+        m = _WORD_PREFIX.match(i)
+        return i[m.end() :] if m and len(i) - m.end() >= 2 * min_len else i
+
+    bares = {i: bare(i) for i in distinct}
+    out: dict[str, str] = {}
+    for i in distinct:
+        b = bares[i]
+        n = len(b) if len(b) <= KEEP_WHOLE else min_len
+        while n < len(b) and any(j != i and bares[j].startswith(b[:n]) for j in distinct):
+            n += 1
+        short = b[:n]
+        out[i] = short if not any(j != i and bares[j].startswith(short) for j in distinct) else i
+    return out
+
+
+def flow(phrases: Sequence[str], width: int, sep: str = "  ") -> list[str]:
+    """Phrases packed greedily into lines at most ``width`` cells wide, joined by ``sep``.
+
+    A phrase wider than ``width`` gets a line of its own (the terminal wraps it); phrases are
+    never split.
+    """
+    lines: list[str] = []
+    cur = ""
+    for ph in phrases:
+        if not ph:
+            continue
+        if cur and cell_len(cur) + cell_len(sep) + cell_len(ph) <= width:
+            cur += sep + ph
+            continue
+        if cur:
+            lines.append(cur)
+        cur = ph
+    if cur:
+        lines.append(cur)
+    return lines

@@ -1,0 +1,144 @@
+"""Terminal rendering of ``ingestd tree``: the agent tree with rich, from the ``--json`` document.
+
+Each agent's label is whole phrases (who, the Task description it was given, when, tokens and
+cost, tool calls by status in the JSON's words) packed to the width left at its depth, so a phrase
+is never split across lines at 80 columns; agent ids are shortened unambiguously (``short_ids``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.text import Text
+from rich.tree import Tree
+
+from ingestd.report.render import STATUS_STYLE, short_path, tokens, unpriced_note, usd, when
+from ingestd.report.short import flow, short_ids
+from ingestd.report.window import Zone
+from ingestd.report.words import plural
+
+
+def _tree_ids(doc: dict[str, Any]) -> dict[str, str]:
+    """Every agent id in a tree document shortened unambiguously (``short.short_ids``); the main
+    agent, whose id is the session's, as its 8-character prefix."""
+    ids: list[str] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        ids.append(node["agent_id"])
+        for child in node["children"]:
+            walk(child)
+
+    for node in [doc["tree"], *doc["orphans"], *doc["compaction_agents"]]:
+        if node is not None:
+            walk(node)
+    sid = doc["session"]["session_id"]
+    out = short_ids(i for i in ids if i != sid)
+    out[sid] = sid[:8]
+    return out
+
+
+def _tools(tc: dict[str, Any]) -> list[str]:
+    """``tools 47: Edit 22, Bash 13, Read 10, LS 2`` and ``36 completed, 11 failed`` (the JSON's words)."""
+    if not tc["total"]:
+        return []
+    top = sorted(tc["by_tool"].items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{k} {v}" for k, v in top[:4]) + (
+        f", {plural(len(top) - 4, 'more tool')}" if len(top) > 4 else ""
+    )
+    statuses = ", ".join(f"{v} {k}" for k, v in sorted(tc["by_status"].items(), key=lambda kv: (-kv[1], kv[0])))
+    return [f"tools {tc['total']}: {shown}", statuses]
+
+
+def _flow_styled(phrases: list[tuple[str, str]], width: int, sep: str = "  ") -> Text:
+    """``(text, style)`` phrases packed into lines of ``width`` (``short.flow``), styles kept."""
+    lines = flow([p for p, _ in phrases], width, sep)
+    out = Text()
+    it = iter(phrases)
+    for n, line in enumerate(lines):
+        if n:
+            out.append("\n")
+        used = 0
+        while used < len(line):
+            text, style = next(it)
+            while not text:
+                text, style = next(it)
+            if used:
+                out.append(sep)
+                used += len(sep)
+            out.append(text, style=style)
+            used += len(text)
+    return out
+
+
+def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> Text:
+    """An agent as short lines of whole phrases packed to ``width``: who (type, id, status, cause,
+    provenance), the Task description it was given, when, tokens and cost, tool calls by status."""
+    name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
+    status = node["status"] or "-"
+    who = [
+        (name, "bold"),
+        (ids.get(node["agent_id"], node["agent_id"]), "dim"),
+        (status if not node["outcome_cause"] else f"{status} ({node['outcome_cause']})", STATUS_STYLE.get(status, "")),
+    ]
+    if node["orphan_reason"]:
+        who.append((f"ORPHAN: {node['orphan_reason'].replace('_', ' ')}", "bold magenta"))
+    if node["edge"]:
+        who.append((f"via {node['edge']['source']}", "blue"))
+    out = _flow_styled(who, width, " ")
+    if node.get("description"):
+        out.append("\n")
+        out.append_text(_flow_styled([(w, "italic") for w in f"“{node['description']}”".split()], width, " "))
+    own, sub = node["own"], node["subtree"]
+    first, last = when(node["first_seen_at"], zone), when(node["last_seen_at"], zone)
+    span = f"{first} → {last}"
+    seen = [(span, "dim")] if cell_len(span) <= width else [(f"{first} →", "dim"), (last, "dim")]
+    phrases = [*seen, (f"own {tokens(own['tokens'])} tok {usd(own).plain}", "")]
+    if node["children"]:
+        phrases.append((f"subtree {tokens(sub['tokens'])} tok {usd(sub).plain}", ""))
+    phrases += [(p, "dim") for p in _tools(node["tool_calls"])]
+    out.append("\n")
+    out.append_text(_flow_styled(phrases, width))
+    return out
+
+
+def _grow(branch: Tree, node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> None:
+    sub = branch.add(_label(node, zone, ids, width))
+    for child in node["children"]:
+        _grow(sub, child, zone, ids, width - 4)
+
+
+def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
+    """The agent tree, then orphans and compaction sidechains under the session. Agent ids are
+    shortened unambiguously (full in ``--json``); each label is whole phrases packed to the width
+    left at its depth, so no phrase is split across lines."""
+    s = doc["session"]
+    ids = _tree_ids(doc)
+    phrases = [
+        f"session {s['session_id']}",
+        short_path(s["project_path"], home, max(20, console.width - 2)),
+        s["status"] or "-",
+        plural(doc["agents"], "agent"),
+        f"{tokens(s['tokens'])} tok {usd(s).plain}",
+    ]
+    if s.get("title"):
+        phrases.insert(1, f"“{s['title']}”")
+    root = Tree(Text("\n".join(flow(phrases, console.width)), style="bold"))
+    width = console.width - 4
+    if doc["tree"] is not None:
+        _grow(root, doc["tree"], zone, ids, width)
+    if doc["orphans"]:
+        o = root.add(Text("orphans (no parent evidence; a parent is never invented)", style="bold magenta"))
+        for node in doc["orphans"]:
+            _grow(o, node, zone, ids, width - 4)
+    if doc["compaction_agents"]:
+        c = root.add(Text("compaction sidechains (cost belongs to the session)", style="dim"))
+        for node in doc["compaction_agents"]:
+            _grow(c, node, zone, ids, width - 4)
+    if doc["unattributed"]:
+        u = Text(f"usage with no agent: {tokens(doc['unattributed']['tokens'])} tok ", style="dim")
+        u.append_text(usd(doc["unattributed"]))
+        root.add(u)
+    console.print(root)
+    unpriced_note(console, s)

@@ -1,0 +1,221 @@
+"""``ingestd service install | uninstall | status``: keep ``ingestd serve`` running (issue 15).
+
+Linux: a systemd *user* unit, ``$XDG_CONFIG_HOME/systemd/user/ingestd.service``, logging to the
+journal (``journalctl --user -u ingestd``). macOS: a launchd agent,
+``~/Library/LaunchAgents/io.github.ingestd.plist``, logging to ``<state dir>/ingestd.log`` (launchd
+has no journal for agents). Both run ``ingestd serve`` from a stable path (``installpath``) with the
+database and projects roots written as absolute paths (a service does not see the login shell's
+environment), start at login and restart on failure. Rendering is pure; ``install`` writes the file
+and asks the service manager to load it (``systemctl --user`` / ``launchctl``), ``uninstall``
+unloads it and removes the file.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestd.errors import ConfigError
+
+UNIT_NAME = "ingestd.service"
+AGENT_LABEL = "io.github.ingestd"
+RESTART_SEC = 5
+
+# Runs a service-manager command; returns (exit status, output). Tests pass a recorder.
+Runner = Callable[[Sequence[str]], tuple[int, str]]
+
+
+def run_command(argv: Sequence[str]) -> tuple[int, str]:
+    """Run ``argv`` (a service-manager command), returning its exit status and combined output."""
+    try:
+        p = subprocess.run(list(argv), capture_output=True, text=True, timeout=30, check=False)
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: not found"
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSpec:
+    """What the service runs.
+
+    Attributes:
+        argv: list[str], the whole ``ingestd serve ...`` command line, absolute paths.
+        log_file: Path, where launchd writes stdout/stderr (systemd uses the journal).
+        platform: str, ``linux`` or ``darwin``.
+    """
+
+    argv: list[str]
+    log_file: Path
+    platform: str
+
+
+def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int | None) -> list[str]:
+    """``<ingestd> serve --db DB --projects P ... [--port N]`` with absolute paths."""
+    argv = [*ingestd, "serve", "--db", os.path.abspath(db)]
+    for p in projects:
+        argv += ["--projects", os.path.abspath(p)]
+    if port is not None:
+        argv += ["--port", str(port)]
+    return argv
+
+
+def _systemd_quote(arg: str) -> str:
+    """One ``ExecStart=`` word (systemd.service(5) "Command lines"): quoted when needed, ``%`` doubled."""
+    arg = arg.replace("%", "%%")
+    if arg and not any(c in arg for c in " \t\"'\\;$"):
+        return arg
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$") + '"'
+
+
+def render_systemd(spec: ServiceSpec) -> str:
+    """The systemd user unit's text. Pure."""
+    exec_start = " ".join(_systemd_quote(a) for a in spec.argv)
+    return (
+        "# Written by `ingestd service install`; remove with `ingestd service uninstall`.\n"
+        "[Unit]\n"
+        "Description=ingestd: a durable record of what Claude Code agents did\n"
+        f"StartLimitIntervalSec={RESTART_SEC * 20}\n"
+        "StartLimitBurst=10\n"
+        "\n"
+        "[Service]\n"
+        "Type=simple\n"
+        f"ExecStart={exec_start}\n"
+        "Restart=on-failure\n"
+        f"RestartSec={RESTART_SEC}\n"
+        "Environment=PYTHONUNBUFFERED=1\n"
+        "StandardOutput=journal\n"
+        "StandardError=journal\n"
+        "SyslogIdentifier=ingestd\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+
+
+def render_launchd(spec: ServiceSpec) -> str:
+    """The launchd agent's property list. Pure. ``KeepAlive.SuccessfulExit = false``: restart on failure."""
+    doc = {
+        "Label": AGENT_LABEL,
+        "ProgramArguments": spec.argv,
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},
+        "ThrottleInterval": RESTART_SEC,
+        "EnvironmentVariables": {"PYTHONUNBUFFERED": "1"},
+        "StandardOutPath": str(spec.log_file),
+        "StandardErrorPath": str(spec.log_file),
+        "ProcessType": "Background",
+    }
+    return plistlib.dumps(doc, sort_keys=False).decode()
+
+
+def render(spec: ServiceSpec) -> str:
+    """The service file for ``spec.platform``."""
+    return render_launchd(spec) if spec.platform == "darwin" else render_systemd(spec)
+
+
+def service_file(platform: str, env: dict[str, str]) -> Path:
+    """Where the service file goes: the systemd user unit directory or ``~/Library/LaunchAgents``.
+
+    Raises:
+        ConfigError: neither Linux nor macOS.
+    """
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    if platform == "darwin":
+        return home / "Library" / "LaunchAgents" / f"{AGENT_LABEL}.plist"
+    if platform.startswith("linux"):
+        base = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+        return base / "systemd" / "user" / UNIT_NAME
+    raise ConfigError(
+        f"ingestd service supports Linux (systemd) and macOS (launchd), not {platform}: run `ingestd serve`"
+    )
+
+
+def _manager(platform: str, path: Path, action: str) -> list[list[str]]:
+    """The service-manager commands for ``action`` (``install``, ``uninstall``, ``status``)."""
+    if platform == "darwin":
+        domain = f"gui/{os.getuid()}"
+        return {
+            "install": [["launchctl", "bootstrap", domain, str(path)]],
+            "uninstall": [["launchctl", "bootout", f"{domain}/{AGENT_LABEL}"]],
+            "status": [["launchctl", "print", f"{domain}/{AGENT_LABEL}"]],
+        }[action]
+    return {
+        "install": [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", UNIT_NAME]],
+        "uninstall": [["systemctl", "--user", "disable", "--now", UNIT_NAME]],
+        "status": [["systemctl", "--user", "status", "--no-pager", UNIT_NAME]],
+    }[action]
+
+
+def install(spec: ServiceSpec, path: Path, *, start: bool, run: Runner = run_command) -> list[str]:
+    """Write the service file (0644, replacing ours) and, with ``start``, load and start it.
+
+    Returns:
+        One line per service-manager command run, with its outcome.
+
+    Raises:
+        ConfigError: a command of the service manager failed (the file stays written; the message
+            says how to start it by hand).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if spec.platform == "darwin":
+        spec.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if start and path.exists():  # bootstrap refuses a loaded label: unload the old one first
+            run(_manager(spec.platform, path, "uninstall")[0])
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render(spec))
+    tmp.chmod(0o644)
+    os.replace(tmp, path)
+    return _run_all(_manager(spec.platform, path, "install"), run) if start else []
+
+
+def uninstall(platform: str, path: Path, *, stop: bool, run: Runner = run_command) -> list[str]:
+    """Stop and unload the service (with ``stop``), then remove its file. Missing file: nothing to do.
+
+    Returns:
+        One line per command run, then what happened to the file.
+    """
+    if not path.exists():
+        return [f"{path}: not installed, nothing to do"]
+    done: list[str] = []
+    if stop:
+        cmds = _manager(platform, path, "uninstall")
+        # The unit is removed whatever the manager says (it may already be stopped or unknown).
+        for argv in cmds:
+            code, out = run(argv)
+            done.append(f"{' '.join(argv)}: " + ("ok" if code == 0 else f"exit {code}: {out}"))
+        path.unlink()
+        if platform != "darwin":  # forget the removed unit
+            code, out = run(["systemctl", "--user", "daemon-reload"])
+            done.append("systemctl --user daemon-reload: " + ("ok" if code == 0 else f"exit {code}: {out}"))
+    else:
+        path.unlink()
+    done.append(f"{path}: removed")
+    return done
+
+
+def manager_status(platform: str, path: Path, run: Runner = run_command) -> tuple[int, str]:
+    """What the service manager says about the service: ``(exit status, its output)``."""
+    return run(_manager(platform, path, "status")[0])
+
+
+def _run_all(cmds: list[list[str]], run: Runner) -> list[str]:
+    done = []
+    for argv in cmds:
+        code, out = run(argv)
+        if code != 0:
+            raise ConfigError(
+                f"`{' '.join(argv)}` failed (exit {code}): {out or 'no output'}; the service file is written: "
+                "start it by hand, or run `ingestd serve`"
+            )
+        done.append(f"{' '.join(argv)}: ok")
+    return done
+
+
+def current_platform() -> str:
+    """``darwin`` or ``linux`` (``sys.platform``)."""
+    return "darwin" if sys.platform == "darwin" else sys.platform

@@ -1,0 +1,119 @@
+"""``ingestd status`` tells whether the daemon runs: up, stalled (SIGSTOP), stopped, killed (issue 15)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.daemon import presence
+from tests.reliability.daemon import Daemon, free_port
+
+
+def _status(db: Path, *extra: str) -> tuple[dict[str, Any], str]:
+    runner = CliRunner()
+    doc = orjson.loads(runner.invoke(cli, ["status", "--json", "--no-stat", "--db", str(db)]).output)
+    text = runner.invoke(cli, ["status", "--no-stat", "--db", str(db)], env={"COLUMNS": "200"}).output
+    return doc, text
+
+
+@pytest.mark.timeout(90)
+def test_status_up_stalled_stopped_and_killed(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    root.mkdir()
+    db = tmp_path / "s.db"
+    port = free_port()
+    d = Daemon(db, root, port, tmp_path / "serve.log")
+    d.start()
+    assert d.proc is not None
+    try:
+        doc, text = _status(db)
+        daemon = doc["daemon"]
+        assert daemon["running"] and daemon["state"] == "running", daemon
+        assert daemon["pid"] == d.proc.pid and daemon["address"] == f"127.0.0.1:{port}"
+        assert daemon["version"] and daemon["uptime_s"] is not None and daemon["uptime_s"] >= 0
+        assert doc["live"] is True and doc["as_of"] is None
+        assert f"running: pid {d.proc.pid} on 127.0.0.1:{port}" in text
+        assert "daemon not running" not in text
+
+        # Stalled: the process is alive but answers nothing.
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            doc, text = _status(db)
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        assert doc["daemon"]["state"] == "not_responding" and not doc["daemon"]["running"]
+        assert "did not answer" in doc["daemon"]["problem"]
+        assert doc["live"] is False and "not responding" in text and "daemon not running" in text
+    finally:
+        assert d.stop() == 0
+
+    doc, text = _status(db)
+    assert doc["daemon"]["state"] == "stopped" and doc["daemon"]["stopped_at"], doc["daemon"]
+    assert doc["live"] is False and doc["as_of"] is not None
+    assert f"(as of {doc['as_of']}, daemon not running)" in text
+    assert "active now" not in text
+
+    # kill -9 leaves the state file naming a pid that is gone.
+    d.start()
+    d.kill9()
+    doc, text = _status(db)
+    assert doc["daemon"]["state"] == "stopped" and doc["daemon"]["stopped_at"] is None
+    assert "is gone" in doc["daemon"]["problem"]
+    assert "daemon not running" in text
+
+
+def test_status_with_no_daemon_ever(tmp_path: Path) -> None:
+    from ingestd.store.connection import connect
+    from ingestd.store.migrate import migrate
+
+    db = tmp_path / "n.db"
+    migrate(connect(db))
+    doc, text = _status(db)
+    assert doc["daemon"]["state"] == "never_started" and doc["live"] is False
+    assert "not running" in text and "ingestd service install" in text
+
+
+def test_state_file_round_trip_and_a_foreign_pid(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    path = presence.write_started(db, host="127.0.0.1", port=1, now=now)
+    assert path == presence.state_path(db) and oct(path.stat().st_mode & 0o777) == "0o600"
+    assert presence.read_state(db) == {
+        "pid": os.getpid(),
+        "host": "127.0.0.1",
+        "port": 1,
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "version": presence.__version__,
+        "db": str(db),
+    }
+    # This process is alive but nothing listens on port 1: not responding.
+    assert presence.detect(db, now, timeout_s=0.5).state == "not_responding"
+    presence.write_stopped(db, now=now)
+    assert presence.detect(db, now).state == "stopped"
+    path.write_text("not json")
+    assert presence.detect(db, now).state == "never_started"
+
+
+async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_client: Any) -> None:
+    from ingestd.http.app import ServeConfig, make_app
+
+    db = tmp_path / "api.db"
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+    presence.write_started(db, host="127.0.0.1", port=7391, now=started)
+    client = await aiohttp_client(make_app(ServeConfig(db_path=db, schedule=False, watchdog_interval_s=3600)))
+    resp = await client.get("/api/status")
+    doc = await resp.json()
+    assert resp.status == 200, doc
+    assert doc["live"] is True and doc["as_of"] is None
+    daemon = doc["daemon"]
+    assert daemon["running"] and daemon["pid"] == os.getpid() and daemon["address"] == "127.0.0.1:7391"
+    assert daemon["started_at"] == "2026-01-01T00:00:00.000Z" and daemon["uptime_s"] > 0
+    assert doc["watchdog"] == {"window_s": 600}

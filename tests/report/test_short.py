@@ -1,0 +1,71 @@
+"""Shortening names for narrow terminals without two of them looking the same (issue 15)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ingestd.report.short import flow, short_ids, unique_suffixes
+
+
+def test_projects_get_their_shortest_unique_suffix() -> None:
+    paths = [
+        "/home/user/projects/spotter",
+        "/home/user/projects/spotter-worktrees/spotter-dov",
+        "/home/user/wt/a/spotter",
+        "C:\\Users\\user\\Project",
+        "/spotter",
+    ]
+    assert unique_suffixes([*paths, None, "/home/user/projects/spotter"]) == {
+        "/home/user/projects/spotter": "projects/spotter",
+        "/home/user/projects/spotter-worktrees/spotter-dov": "spotter-dov",
+        "/home/user/wt/a/spotter": "a/spotter",
+        "C:\\Users\\user\\Project": "Project",
+        "/spotter": "spotter",  # a suffix of the others: all its components, still distinct
+    }
+
+
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "spotter", "x-y"]), min_size=1, max_size=4), max_size=8))
+def test_shortened_projects_are_never_confused(parts: list[list[str]]) -> None:
+    paths = ["/" + "/".join(p) for p in parts]
+    short = unique_suffixes(paths)
+    distinct = set(paths)
+    assert len({short[p] for p in distinct}) == len(distinct)
+    assert all(p.endswith(short[p]) for p in distinct)
+
+
+def test_agent_ids_are_shortened_unambiguously() -> None:
+    ids = [
+        "sidechain-07609b35-1460-4e48-9405-489d2cb36227",
+        "sidechain-07609b35-9999-4e48-9405-489d2cb36227",
+        "sidechain-6f3e1b41-a31b-4bc0-809b-2b19276914ca",
+        "acompact-946d2b",
+        "a0123456789abcdef",
+        "a-explore-1",
+    ]
+    assert short_ids(ids) == {
+        "sidechain-07609b35-1460-4e48-9405-489d2cb36227": "07609b35-1",
+        "sidechain-07609b35-9999-4e48-9405-489d2cb36227": "07609b35-9",
+        "sidechain-6f3e1b41-a31b-4bc0-809b-2b19276914ca": "6f3e1b41",
+        "acompact-946d2b": "acompact-946d2b",
+        "a0123456789abcdef": "a0123456",
+        "a-explore-1": "a-explore-1",
+    }
+
+
+@given(st.lists(st.text("ab-0123456789", min_size=1, max_size=30), max_size=12))
+def test_short_ids_never_collide(ids: list[str]) -> None:
+    short = short_ids(ids)
+    distinct = set(ids)
+    shown = [short[i] for i in distinct]
+    assert len(set(shown)) == len(distinct)
+    assert all(short[i] in i for i in distinct)
+
+
+def test_flow_breaks_between_phrases_only() -> None:
+    assert flow(["own 2.47M tok $1.09", "subtree 12.0M tok $20.16", "tools 3"], 30) == [
+        "own 2.47M tok $1.09",
+        "subtree 12.0M tok $20.16",
+        "tools 3",
+    ]
+    assert flow(["a", "b", "", "a-phrase-longer-than-the-width"], 5) == ["a  b", "a-phrase-longer-than-the-width"]

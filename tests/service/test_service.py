@@ -1,0 +1,131 @@
+"""``ingestd service``: the unit and agent files, validated, and the install/uninstall round trip (issue 15)."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ingestd import service
+from ingestd.cli import cli
+
+
+def _executable(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def _spec(tmp_path: Path, platform: str) -> service.ServiceSpec:
+    exe = _executable(tmp_path / "tool dir" / "ingestd")  # a space: ExecStart must quote it
+    argv = service.serve_argv([str(exe)], tmp_path / "data 100%" / "i.db", [tmp_path / "projects"], 7400)
+    return service.ServiceSpec(argv=argv, log_file=tmp_path / "i.log", platform=platform)
+
+
+def test_systemd_unit_restarts_on_failure_logs_to_the_journal_and_quotes_paths(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "linux")
+    text = service.render_systemd(spec)
+    lines = text.splitlines()
+    exec_start = next(x for x in lines if x.startswith("ExecStart="))
+    assert exec_start == (
+        f'ExecStart="{tmp_path}/tool dir/ingestd" serve --db "{tmp_path}/data 100%%/i.db"'
+        f" --projects {tmp_path}/projects --port 7400"
+    )
+    for want in ("Restart=on-failure", "StandardOutput=journal", "StandardError=journal", "WantedBy=default.target"):
+        assert want in lines
+
+
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (.ci/run installs it)"
+)
+def test_systemd_analyze_verify_accepts_the_unit_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    unit = tmp_path / "units" / service.UNIT_NAME
+    unit.parent.mkdir()
+    unit.write_text(service.render_systemd(_spec(tmp_path, "linux")))
+    ok = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    # The check is real: a command that is not there is refused.
+    gone = service.ServiceSpec([str(tmp_path / "nowhere" / "ingestd"), "serve"], tmp_path / "l", "linux")
+    unit.write_text(service.render_systemd(gone))
+    bad = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False)
+    assert bad.returncode != 0 and "nowhere" in bad.stderr
+
+
+def test_launchd_agent_is_a_valid_plist_that_restarts_on_failure(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "darwin")
+    doc = plistlib.loads(service.render_launchd(spec).encode())
+    assert doc["Label"] == service.AGENT_LABEL
+    assert doc["ProgramArguments"] == spec.argv and doc["ProgramArguments"][1] == "serve"
+    assert doc["KeepAlive"] == {"SuccessfulExit": False} and doc["RunAtLoad"] is True
+    assert doc["StandardErrorPath"] == doc["StandardOutPath"] == str(tmp_path / "i.log")
+    if shutil.which("plutil"):
+        path = tmp_path / "a.plist"
+        path.write_text(service.render_launchd(spec))
+        assert subprocess.run(["plutil", "-lint", str(path)], check=False).returncode == 0
+
+
+def test_launchd_round_trip_runs_bootstrap_and_bootout(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        calls.append(list(argv))
+        return 0, ""
+
+    spec = _spec(tmp_path, "darwin")
+    path = service.service_file("darwin", {"HOME": str(tmp_path / "home")})
+    service.install(spec, path, start=True, run=run)
+    assert path.exists() and calls == [["launchctl", "bootstrap", f"gui/{os.getuid()}", str(path)]]
+    service.uninstall("darwin", path, stop=True, run=run)
+    assert not path.exists() and calls[-1] == ["launchctl", "bootout", f"gui/{os.getuid()}/{service.AGENT_LABEL}"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the CLI round trip drives systemctl (Linux)")
+def test_cli_install_uninstall_round_trip_in_a_temporary_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    bin_dir = tmp_path / "bin"
+    log = tmp_path / "systemctl.log"
+    _executable(bin_dir / "systemctl", f'#!/bin/sh\necho "$@" >> {log}\n')
+    tool = _executable(tmp_path / "pipx" / "venvs" / "ingestd" / "bin" / "ingestd", f"#!{sys.executable}\n")
+    (bin_dir / "ingestd").symlink_to(tool)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "XDG_CONFIG_HOME": "", "XDG_DATA_HOME": ""}
+    runner = CliRunner()
+
+    dry = runner.invoke(cli, ["service", "install", "--dry-run"], env=env, catch_exceptions=False)
+    unit = home / ".config" / "systemd" / "user" / service.UNIT_NAME
+    assert dry.exit_code == 0 and not unit.exists() and not log.exists()
+    assert f"ExecStart={bin_dir}/ingestd serve --db {home}/.local/share/ingestd/ingestd.db" in dry.output
+
+    res = runner.invoke(cli, ["service", "install"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert f"runs the ingestd on PATH ({bin_dir}/ingestd)" in res.output
+    assert unit.read_text() == dry.output.split("\n", 1)[1]
+    assert log.read_text().splitlines() == ["--user daemon-reload", f"--user enable --now {service.UNIT_NAME}"]
+
+    res = runner.invoke(cli, ["service", "uninstall"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0 and not unit.exists() and f"{unit}: removed" in res.output
+    assert log.read_text().splitlines()[2:] == [
+        f"--user disable --now {service.UNIT_NAME}",
+        "--user daemon-reload",
+    ]
+    again = runner.invoke(cli, ["service", "uninstall"], env=env, catch_exceptions=False)
+    assert "not installed, nothing to do" in again.output
+
+
+def test_a_failing_service_manager_is_a_clear_error_and_the_file_stays(tmp_path: Path) -> None:
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        return (1, "Failed to connect to bus") if "enable" in argv else (0, "")
+
+    path = tmp_path / "u" / service.UNIT_NAME
+    with pytest.raises(service.ConfigError, match="Failed to connect to bus"):
+        service.install(_spec(tmp_path, "linux"), path, start=True, run=run)
+    assert path.exists()

@@ -48,12 +48,15 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
         conn = open_db(db_path)
     except OSError as e:
         raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
-    ctx = database_identity(conn)
-    now = from_epoch_ns(time.time_ns())
     try:
+        ctx = database_identity(conn)
+        now = from_epoch_ns(time.time_ns())
         return _ingest(conn, roots, now, ctx, show_progress)
     except OSError as e:
         raise ConfigError(f"cannot read the projects root: {e}") from e
+    finally:
+        # closed here, not when collected: the last close checkpoints and removes the -wal / -shm
+        conn.close()
 
 
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:

@@ -342,10 +342,17 @@ async def serve(
         DaemonError: another daemon holds the database, or the port is taken.
         ConfigError: a non-loopback bind without a token; an unsafe file (``check_files``).
     """
-
-    auth.check_bind(cfg.host, cfg.token)
-    checks.check_files(cfg.db_path, cfg.backup_dir)
-    held = held if held is not None else lock_mod.acquire(cfg.db_path)
+    try:
+        auth.check_bind(cfg.host, cfg.token)
+        checks.check_files(cfg.db_path, cfg.backup_dir)
+        held = held if held is not None else lock_mod.acquire(cfg.db_path)
+    except BaseException:
+        # what ``ingestd serve`` took already is given back on a refusal
+        if sock is not None:
+            sock.close()
+        if held is not None:
+            held.release()
+        raise
     try:
         sock = sock if sock is not None else bind_socket(cfg.host, cfg.port)
         try:

@@ -30,8 +30,8 @@ def _rec(sid: str, kind: str, uuid: str, ts: str, **kw: object) -> bytes:
 
 
 def _tree(root: Path) -> None:
-    """Two sessions whose subagent files share a short agent id (the projector logs
-    ``agent_id_collision``), each with a billed message."""
+    """Two sessions whose subagent files share a short agent id (the issue's fourth input; since
+    agents are keyed per session it is no collision), each with a billed message."""
     for n, sid in enumerate((SID, SID2)):
         d = root / "-p"
         (d / sid / "subagents").mkdir(parents=True, exist_ok=True)
@@ -147,11 +147,16 @@ def test_every_json_command_prints_one_document_while_warnings_are_logged(
     assert any(x["event"] == "storm_warning" and x["logger"] == "tests.storm" for x in lines)
 
 
-def test_ingest_json_with_an_agent_id_collision_prints_only_json(tmp_path: Path) -> None:
-    # the issue's fourth small input, in a real process: the projector's warning goes to stderr
+def test_ingest_json_in_a_real_process_prints_only_json_while_it_warns(tmp_path: Path) -> None:
+    # the issue's fourth small input, in a real process, plus a line past max_line_bytes so that
+    # ingest itself warns (``line_oversized``): the warning goes to stderr, stdout is one document
     root = tmp_path / "projects"
     _tree(root)
-    env = {**os.environ, "INGESTD_CONFIG": str(tmp_path / "none.toml")}
+    with (root / "-p" / f"{SID}.jsonl").open("ab") as f:
+        f.write(
+            _rec(SID, "user", "long", "2026-01-01T00:00:03.000Z", message={"role": "user", "content": "x" * 20_000})
+        )
+    env = {**os.environ, "INGESTD_CONFIG": str(tmp_path / "none.toml"), "INGESTD_MAX_LINE_BYTES": "8192"}
     out = subprocess.run(
         [sys.executable, "-m", "ingestd", "ingest", "--db", str(tmp_path / "c.db"), "--projects", str(root), "--json"],
         capture_output=True,
@@ -162,5 +167,6 @@ def test_ingest_json_with_an_agent_id_collision_prints_only_json(tmp_path: Path)
     doc = orjson.loads(out.stdout)
     assert doc["messages"] == 2
     logged = [orjson.loads(x) for x in out.stderr.splitlines() if x.startswith(b"{")]
-    collisions = [x for x in logged if x["event"] == "agent_id_collision"]
-    assert collisions and collisions[0]["logger"] == "ingestd.store.writer" and collisions[0]["agent_id"] == AGENT
+    warned = [x for x in logged if x["event"] == "line_oversized"]
+    assert warned and warned[0]["logger"] == "ingestd.ingest"
+    assert not [x for x in logged if x["event"] == "agent_id_collision"], "agents are per session (issue 12)"

@@ -183,10 +183,12 @@ async def test_a_slow_reader_gets_one_coalesced_change(live: Any, db_path: Path)
     for n in range(5):
         feed.broadcast(n + 1, {f"s{n}"})
     name, change = await next_event(resp)
+    assert name == "change"
     assert change == {"log_id": 5, "sessions": ["s0", "s1", "s2", "s3", "s4"]}
     feed.broadcast(6, {"s9"})
     feed.broadcast(7, None)
     name, change = await next_event(resp)
+    assert name == "change"
     assert change == {"log_id": 7, "sessions": None}
     resp.close()
 

@@ -487,6 +487,24 @@ def test_an_appended_transcript_line_shows_within_a_second(browser: Any, site: S
     assert after["tokens"] == row["tokens"] + 15
 
 
+def test_the_page_works_under_localhost_too(browser: Any, site: Site) -> None:
+    url = f"http://localhost:{site.daemon.port}/#/cost"
+    browser.get(url)
+    try:
+        wait_for(
+            "the cost view via localhost",
+            lambda: js(browser, "const m = document.getElementById('main'); return m.dataset.state === 'ready'"),
+        )
+        wait_for(
+            "live via localhost", lambda: js(browser, "return document.getElementById('live').dataset.state") == "on"
+        )
+        assert js(browser, "return document.getElementById('cost-totals').dataset.tokens") == str(
+            site.cli("cost")["tokens"]
+        )
+    finally:
+        browser.get("about:blank")
+
+
 @pytest.mark.console_errors_checked
 def test_the_page_reconnects_after_a_daemon_restart(browser: Any, site: Site) -> None:
     open_view(browser, site, "#/sessions", "sessions")

@@ -39,7 +39,7 @@ from aiohttp import web
 from ingestd.errors import IngestdError
 from ingestd.http.hooks import error_response
 from ingestd.logs import get_logger
-from ingestd.store.connection import connect, scalar
+from ingestd.store.connection import connect
 
 log = get_logger("ingestd.live")
 
@@ -48,6 +48,13 @@ POLL_INTERVAL_S = 0.2
 HEARTBEAT_S = 10.0
 MAX_SESSIONS_LISTED = 50
 RETRY_MS = 1000
+
+
+def _one_int(conn: apsw.Connection, sql: str) -> int:
+    # fetchall() runs the statement to its end, so this long-lived connection never keeps a read
+    # snapshot open between polls (that would pin the WAL and hide later commits).
+    value = conn.execute(sql).fetchall()[0][0]
+    return int(value) if isinstance(value, int) else 0
 
 
 @dataclass(slots=True, eq=False)
@@ -102,12 +109,12 @@ class ChangeFeed:
         if self._conn is None:
             self._conn = connect(self.db_path, readonly=True)
         conn = self._conn
-        version = int(scalar(conn, "PRAGMA data_version"))
+        version = _one_int(conn, "PRAGMA data_version")
         first = self._data_version is None
         if version == self._data_version:
             return None
         self._data_version = version
-        new_id = int(scalar(conn, "SELECT COALESCE(max(id), 0) FROM events_raw"))
+        new_id = _one_int(conn, "SELECT COALESCE(max(id), 0) FROM events_raw")
         old_id, self.log_id = self.log_id, new_id
         if first:
             return None

@@ -105,7 +105,7 @@ DATA_SETS = {"fixtures": REPO / "fixtures" / "projects", "corpus": CORPUS / "cla
 
 
 @pytest.fixture(scope="module", params=sorted(DATA_SETS))
-def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
     """A daemon over a private copy of the data set, ingested first so the page starts complete."""
     source = DATA_SETS[request.param]
     if not source.is_dir():
@@ -127,5 +127,7 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     try:
         yield Site(request.param, daemon, root, shots)
     finally:
+        # Leave the page first: its stream would log refused reconnects into the next test's console.
+        browser.get("about:blank")
         if daemon.proc is not None and daemon.proc.poll() is None:
             daemon.stop()

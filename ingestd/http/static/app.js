@@ -153,7 +153,8 @@
   }
 
   function sessionsView() {
-    const state = { rows: [], since: "", until: "", project: "", status: "", q: "" };
+    const PAGE = 200;
+    const state = { rows: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
     const search = h("input", { type: "search", id: "f-search", placeholder: "id prefix or title", autocomplete: "off" });
     const project = h("select", { id: "f-project" });
     const status = h("select", { id: "f-status" }, h("option", { value: "" }, "any"), STATUSES.map((s) => h("option", { value: s }, s)));
@@ -161,10 +162,15 @@
     const until = h("input", { type: "date", id: "f-until" });
     const count = h("p", { class: "muted", id: "sessions-count" });
     const body = h("div", { id: "sessions-body" });
+    const more = h("button", { type: "button", id: "sessions-more", class: "more", hidden: true }, `Show ${PAGE} more`);
+    more.addEventListener("click", () => {
+      state.limit += PAGE;
+      refresh(null);
+    });
     let flash = new Set();
 
     function projectsOf(rows) {
-      return [...new Set(rows.map((r) => r.project_path || r.project_slug || ""))].sort();
+      return [...new Set(rows.map((r) => r.project_path || r.project_slug || ""))].filter((p) => p).sort();
     }
 
     function matches(r) {
@@ -186,11 +192,15 @@
 
     function draw() {
       const keep = project.value;
-      project.replaceChildren(h("option", { value: "" }, "all projects"), projectsOf(state.rows).map((p) => h("option", { value: p }, p || "(none)")));
+      project.replaceChildren(h("option", { value: "" }, "all projects"), ...projectsOf(state.rows).map((p) => h("option", { value: p }, p)));
       project.value = projectsOf(state.rows).includes(keep) ? keep : "";
       state.project = project.value;
       const rows = state.rows.filter(matches);
-      count.textContent = `${rows.length} of ${state.rows.length} sessions` + (state.since || state.until ? ` active in the chosen dates (${BROWSER_TZ})` : "");
+      const capped = state.rows.length >= state.limit;
+      more.hidden = !capped;
+      count.textContent =
+        `${rows.length} of ${capped ? "the " + state.rows.length + " most recent" : state.rows.length} sessions` +
+        (state.since || state.until ? ` active in the chosen dates (${BROWSER_TZ})` : "");
       const cell = (label, kids, c) => h("td", { "data-label": label, class: c }, kids);
       const table = h(
         "table",
@@ -239,10 +249,11 @@
           h("div", { class: "controls", role: "search" }, labelled("Search", search), labelled("Project", project), labelled("Status", status), labelled("Active from", since), labelled("to", until)),
           count,
           body,
+          more,
         );
       },
       async refresh(change) {
-        const doc = await api("/api/sessions", { since: state.since, until: state.until, tz: BROWSER_TZ });
+        const doc = await api("/api/sessions", { since: state.since, until: state.until, tz: BROWSER_TZ, limit: state.limit });
         state.rows = doc.rows;
         flash = new Set(change && change.sessions ? change.sessions : []);
         draw();
@@ -321,7 +332,7 @@
         bar.style.width = Math.max(0, pct(e) - pct(s)) + "%";
         track.append(bar);
       }
-      for (const c of tl.compactions.filter((x) => x.agent_id === aid || (aid === tl.agents[0] && !tl.agents.includes(x.agent_id)))) {
+      for (const c of tl.compactions.filter((x) => x.agent_id === aid)) {
         const at = t(c.occurred_at);
         if (Number.isNaN(at)) continue;
         const mark = h("span", { class: "compaction", "data-boundary-id": c.boundary_id, title: `compaction (${c.trigger || "?"}) at ${c.occurred_at}` + (c.pre_tokens ? `, ${fmtTokens(c.pre_tokens)} tokens before` : "") });

@@ -271,23 +271,8 @@ def test_each_session_shows_the_tree_of_the_cli(browser: Any, site: Site) -> Non
             browser.save_screenshot(str(site.shots / "session.png"))
 
 
-def test_cost_view_equals_the_cli_in_a_chosen_zone(browser: Any, site: Site) -> None:
-    from selenium.webdriver.common.keys import Keys
-
-    open_view(browser, site, "#/cost", "cost")
-    zone = "America/New_York"
-    before = js(browser, "return Number(document.getElementById('main').dataset.refreshedAt)")
-    field = browser.find_element("id", "c-tz")
-    field.clear()
-    field.send_keys(zone, Keys.TAB)  # a change event
-    wait_for(
-        "cost redrawn in the chosen zone",
-        lambda: (
-            js(browser, "return Number(document.getElementById('main').dataset.refreshedAt) > arguments[0]", before)
-            and zone in js(browser, "return document.getElementById('cost-by-day').querySelector('h2').textContent")
-        ),
-    )
-    browser.save_screenshot(str(site.shots / "cost.png"))
+def _cost_matches_cli(browser: Any, site: Site, zone: str, *window: str) -> None:
+    """The cost view's totals and rows (per day, model, project) equal ``ingestd cost --json``."""
     totals = js(
         browser,
         "const t = document.getElementById('cost-totals');"
@@ -296,7 +281,7 @@ def test_cost_view_equals_the_cli_in_a_chosen_zone(browser: Any, site: Site) -> 
         ".map(d => [d.dataset.bucket, d.textContent]))};",
     )
     for by in ("day", "model", "project"):
-        want = site.cli("cost", "--by", by, "--tz", zone)
+        want = site.cli("cost", "--by", by, "--tz", zone, *window)
         assert totals["tokens"] == str(want["tokens"]) and totals["cost"] == want["cost_usd"]
         assert totals["buckets"] == {b: fmt_tokens(n) for b, n in want["totals"].items()}
         rows = js(
@@ -312,6 +297,46 @@ def test_cost_view_equals_the_cli_in_a_chosen_zone(browser: Any, site: Site) -> 
             assert el["tokens"] == fmt_tokens(row["tokens"])
             assert el["segs"] == sum(1 for n in row["totals"].values() if n)  # stacked by bucket
             assert_cost_shown(el, row)
+
+
+def _redrawn(browser: Any, what: str, change: Callable[[], None], done: Callable[[], bool]) -> None:
+    before = js(browser, "return Number(document.getElementById('main').dataset.refreshedAt)")
+    change()
+    wait_for(
+        what,
+        lambda: (
+            js(browser, "return Number(document.getElementById('main').dataset.refreshedAt) > arguments[0]", before)
+            and done()
+        ),
+    )
+
+
+def test_cost_view_equals_the_cli_in_a_chosen_zone_and_window(browser: Any, site: Site) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    open_view(browser, site, "#/cost", "cost")
+    zone = "America/New_York"
+    field = browser.find_element("id", "c-tz")
+
+    def type_zone() -> None:
+        field.clear()
+        field.send_keys(zone, Keys.TAB)  # a change event
+
+    day_heading = "return document.getElementById('cost-by-day').querySelector('h2').textContent"
+    _redrawn(browser, "cost in the chosen zone", type_zone, lambda: zone in js(browser, day_heading))
+    browser.save_screenshot(str(site.shots / "cost.png"))
+    _cost_matches_cli(browser, site, zone)
+    # one local day of that zone: the busiest
+    days = site.cli("cost", "--by", "day", "--tz", zone)["rows"]
+    day = max(days, key=lambda r: r["tokens"])["day"]
+
+    def pick_day() -> None:
+        _set(browser, "c-since", day, "change")
+        _set(browser, "c-until", day, "change")
+
+    one_row = "return document.querySelectorAll('#cost-by-day .crow').length === 1"
+    _redrawn(browser, "cost of one day", pick_day, lambda: js(browser, one_row))
+    _cost_matches_cli(browser, site, zone, "--since", day, "--until", day)
 
 
 def test_health_view_shows_the_status(browser: Any, site: Site) -> None:
@@ -507,7 +532,7 @@ def test_a_posted_hook_shows_within_a_second_without_reload(browser: Any, site: 
     assert js(browser, "return window.__noReload") == 2
 
 
-def _assistant_line(sid: str, cwd: str) -> bytes:
+def _assistant_line(sid: str, cwd: str, model: str = "claude-opus-4-6") -> bytes:
     n = uuid.uuid4().hex
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return (
@@ -521,7 +546,7 @@ def _assistant_line(sid: str, cwd: str) -> bytes:
                 "requestId": f"req_live_{n}",
                 "message": {
                     "id": f"msg_live_{n}",
-                    "model": "claude-opus-4-6",
+                    "model": model,
                     "role": "assistant",
                     "content": [{"type": "text", "text": "appended"}],
                     "usage": {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": 7},
@@ -584,6 +609,25 @@ def test_the_page_works_under_localhost_too(browser: Any, site: Site) -> None:
         )
     finally:
         browser.get("about:blank")
+
+
+def test_a_new_transcript_with_unpriced_usage_shows_apart_never_as_zero_dollars(browser: Any, site: Site) -> None:
+    open_view(browser, site, "#/sessions", "sessions")
+    sid = str(uuid.uuid4())
+    folder = site.root / "-tmp-unpriced"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{sid}.jsonl").write_bytes(_assistant_line(sid, "/tmp/unpriced", model="claude-unpriced-test-1"))
+    row = wait_for(
+        "the new transcript's session",
+        lambda: next((r for r in js(browser, SESSION_ROWS_JS) if r["id"] == sid), None),
+        timeout_s=10,
+    )
+    want = next(r for r in site.cli("sessions")["rows"] if r["session_id"] == sid)
+    assert want["cost_usd"] == "0" and want["unpriced"] == {"claude-unpriced-test-1": {"tokens": 15, "messages": 1}}
+    assert row["tokens"] == "15" and row["cost"] == "0"
+    assert row["costText"] == "unpriced" and "$" not in row["costText"]
+    title = js(browser, "return document.querySelector(`tr[data-session-id='${arguments[0]}'] .unpriced`).title", sid)
+    assert "claude-unpriced-test-1" in title
 
 
 @pytest.mark.console_errors_checked

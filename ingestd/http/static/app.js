@@ -522,6 +522,7 @@
     const counts = (obj) => (Object.keys(obj).length ? Object.entries(obj).map(([k, n]) => `${k} ${n}`).join(", ") : "none");
     return {
       name: "health",
+      minIntervalMs: 2000,
       mount(main) {
         main.replaceChildren(h("h1", {}, "Health"), body);
       },
@@ -605,8 +606,13 @@
     const v = view;
     inflight = (async () => {
       while (pending !== undefined && v === view) {
+        // A view that is costly to recompute (health counts every table) redraws at most every minIntervalMs.
+        const wait = (v.minIntervalMs || 0) - (Date.now() - (v.lastRefreshAt || 0));
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (v !== view) break;
         const c = pending;
         pending = undefined;
+        v.lastRefreshAt = Date.now();
         try {
           await v.refresh(c);
           if (v === view) {

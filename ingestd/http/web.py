@@ -1,8 +1,9 @@
 """The live view's page and assets (SPEC §14): ``GET /`` and ``GET /static/{name}``.
 
 The files ship inside the package (``ingestd/http/static``, package data): plain HTML, CSS and
-JavaScript, no build step and nothing fetched from the network. Only the files named in ``ASSETS``
-are served (no directory walking), read once when the routes are registered.
+JavaScript modules (``app.js`` imports the views), no build step and nothing fetched from the
+network. Only the files named in ``ASSETS`` are served (no directory walking), read once when the
+routes are registered.
 
 Every page response carries a Content-Security-Policy that allows only the daemon's own scripts,
 styles, images and connections (no inline script, no ``eval``, no framing), with ``nosniff`` and
@@ -25,6 +26,11 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 ASSETS: dict[str, str] = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "dom.js": "text/javascript; charset=utf-8",
+    "sessions.js": "text/javascript; charset=utf-8",
+    "session.js": "text/javascript; charset=utf-8",
+    "cost.js": "text/javascript; charset=utf-8",
+    "health.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }

@@ -107,7 +107,7 @@ def test_the_page_has_no_inline_script_style_or_handler() -> None:
     parser = _Tags()
     parser.feed((STATIC_DIR / "index.html").read_text(encoding="utf-8"))
     scripts = [a for t, a in parser.tags if t == "script"]
-    assert scripts == [{"src": "/static/app.js", "defer": None}]
+    assert scripts == [{"type": "module", "src": "/static/app.js"}]
     assert parser.script_text.strip() == ""
     for tag, attrs in parser.tags:
         assert "style" not in attrs, tag
@@ -117,13 +117,16 @@ def test_the_page_has_no_inline_script_style_or_handler() -> None:
             assert value is None or value.startswith(("/static/", "#")), (tag, value)  # nothing from elsewhere
 
 
-def test_the_script_never_builds_markup_from_text() -> None:
-    # The DOM is built with createElement/textContent only (the `h` helper); these sinks would parse text as HTML.
-    source = (STATIC_DIR / "app.js").read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", [n for n in ASSETS if n.endswith(".js")])
+def test_the_scripts_never_build_markup_from_text(name: str) -> None:
+    # The DOM is built with createElement/text nodes only (the `h` helper); these sinks would parse text as HTML.
+    source = (STATIC_DIR / name).read_text(encoding="utf-8")
+    assert "http://" not in source and "https://" not in source  # nothing from elsewhere
     code = re.sub(r"//[^\n]*", "", source)
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "srcdoc"):
         assert sink not in code, sink
-    assert "http://" not in code.replace("http://www.w3.org/2000/svg", "") and "https://" not in code
+    for target in re.findall(r'from "([^"]+)"', code):  # modules import only the shipped files
+        assert target.startswith("./") and target[2:] in ASSETS, target
 
 
 def test_the_assets_ship_as_package_data() -> None:

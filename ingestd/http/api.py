@@ -10,6 +10,8 @@ Routes (``add_api_routes``):
   503 ``{"status": "stalled", "reason", "stalls"}``)
 - ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
 - ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
+- ``GET /api/sessions/{id}/timeline``: the session's tool calls and compactions
+  (``ingestd.report.timeline``; the live view's timeline)
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
 - ``GET /api/status``: as ``ingestd status --json`` (without stat-ing transcript files)
 - ``GET /api/openapi.json``: the OpenAPI description shipped in ``ingestd/http/openapi.json``
@@ -42,6 +44,7 @@ from ingestd.http.hooks import error_response
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.sessions import sessions_report
 from ingestd.report.status import status_report
+from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
 from ingestd.report.window import API_NAMES, make_window, resolve_zone
 from ingestd.store import stall
@@ -170,6 +173,12 @@ async def tree(request: web.Request) -> web.Response:
     return await _run(request, lambda c: tree_report(c, session))
 
 
+async def timeline(request: web.Request) -> web.Response:
+    """``GET /api/sessions/{id}/timeline``."""
+    session = request.match_info["id"]
+    return await _run(request, lambda c: timeline_report(c, session))
+
+
 async def cost(request: web.Request) -> web.Response:
     """``GET /api/cost``."""
     q = request.query
@@ -212,6 +221,7 @@ def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> Non
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/sessions", sessions)
     app.router.add_get("/api/sessions/{id}/tree", tree)
+    app.router.add_get("/api/sessions/{id}/timeline", timeline)
     app.router.add_get("/api/cost", cost)
     app.router.add_get("/api/status", status)
     app.router.add_get("/api/openapi.json", openapi)

@@ -1,6 +1,7 @@
 """The app factory and the daemon's lifetime (``ingestd serve``).
 
-``make_app`` wires the hook receiver, the read API (``ingestd.http.api``)
+``make_app`` wires the hook receiver, the read API (``ingestd.http.api``), the live view
+(``ingestd.http.web``: the page; ``ingestd.http.live``: its event stream)
 and the background work, each started and stopped in ``cleanup_ctx``: the writer
 thread first (so everything else can write), then the tailer (catch-up, then follow),
 the watchdog and the scheduled retention jobs (whose first run waits for the catch-up).
@@ -43,6 +44,8 @@ from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
 from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
+from ingestd.http.live import add_live_routes
+from ingestd.http.web import add_page_routes
 from ingestd.ingest.revision import ensure_current
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
@@ -274,6 +277,8 @@ def make_app(
 
     app.cleanup_ctx.extend([writer_ctx, tailer_ctx, watchdog_ctx, schedule_ctx])
     add_api_routes(app, db_path=cfg.db_path)
+    add_live_routes(app, cfg.db_path)
+    add_page_routes(app)
     return app
 
 

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.core.ledger import PINS
 from ingestd.http.api import OPENAPI_PATH, add_api_routes
+from ingestd.report.timeline import timeline_report
+from ingestd.store.connection import connect
 
 _spec = importlib.util.spec_from_file_location(
     "report_fixture", Path(__file__).resolve().parents[1] / "report" / "report_fixture.py"
@@ -118,7 +120,10 @@ async def test_openapi_is_served_and_lists_the_routes(client: Any) -> None:
     resp = await client.get("/api/openapi.json")
     doc = await resp.json()
     assert doc == orjson.loads(OPENAPI_PATH.read_bytes())
-    assert {"/api/health", "/api/sessions", "/api/sessions/{id}/tree", "/api/cost"} <= set(doc["paths"])
+    assert {
+        "/api/health", "/api/sessions", "/api/sessions/{id}/tree", "/api/sessions/{id}/timeline", "/api/cost",
+        "/api/status", "/api/live", "/",
+    } <= set(doc["paths"])  # fmt: skip
 
 
 @pytest.mark.parametrize("given", ["A1", "a1", " a1", "%20A1%20", "A1111111-1111-4111-8111-111111111111"])
@@ -153,3 +158,56 @@ async def test_api_errors_name_query_parameters_not_cli_flags(client: Any, url: 
     message = (await resp.json())["error"]["message"]
     assert "--" not in message
     assert all(n in message for n in names)
+
+
+async def test_timeline_lists_tool_calls_per_agent_with_durations(client: Any, db: Path) -> None:
+    resp = await client.get("/api/sessions/A1/timeline")
+    assert resp.status == 200
+    doc = await resp.json()
+    conn = connect(db, readonly=True)
+    try:
+        assert doc == timeline_report(conn, "a1")  # the page's numbers come from the report function
+    finally:
+        conn.close()
+    main = "a1111111-1111-4111-8111-111111111111"
+    assert doc["session_id"] == main
+    assert doc["agents"] == [main, "a-explore-1", "a-general-2"]  # main first, then by first call
+    calls = {c["tool_use_id"]: c for c in doc["tool_calls"]}
+    assert [c["tool_use_id"] for c in doc["tool_calls"]] == [
+        "toolu_00", "toolu_01", "toolu_03", "toolu_04", "toolu_05", "toolu_02", "toolu_06"
+    ]  # fmt: skip
+    assert calls["toolu_00"]["duration_ms"] == 1000
+    assert calls["toolu_01"]["duration_ms"] == (20 * 60 + 1) * 1000  # 07:19:59 -> 07:40:00
+    assert calls["toolu_02"] | {} == {
+        "tool_use_id": "toolu_02", "agent_id": main, "tool_name": "Bash", "status": "failed",
+        "started_at": "2025-03-09T08:00:00.000Z", "ended_at": "2025-03-09T08:00:03.000Z", "duration_ms": 3000,
+    }  # fmt: skip
+    assert calls["toolu_06"]["status"] == "interrupted" and calls["toolu_06"]["duration_ms"] is None
+    assert doc["compactions"] == []
+
+
+async def test_timeline_marks_compactions(client: Any, db: Path) -> None:
+    conn = connect(db)
+    try:
+        conn.execute(
+            "INSERT INTO compactions (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens) VALUES"
+            " ('a1111111-1111-4111-8111-111111111111', 'cb-2', NULL, '2025-03-09T09:00:00.000Z', 'manual', NULL),"
+            " ('a1111111-1111-4111-8111-111111111111', 'cb-1', 'a1111111-1111-4111-8111-111111111111',"
+            "  '2025-03-09T06:00:00.000Z', 'auto', 155000)"
+        )
+    finally:
+        conn.close()
+    doc = await (await client.get("/api/sessions/a1/timeline")).json()
+    assert doc["compactions"] == [
+        {"boundary_id": "cb-1", "agent_id": "a1111111-1111-4111-8111-111111111111",
+         "occurred_at": "2025-03-09T06:00:00.000Z", "trigger": "auto", "pre_tokens": 155000},
+        {"boundary_id": "cb-2", "agent_id": None, "occurred_at": "2025-03-09T09:00:00.000Z",
+         "trigger": "manual", "pre_tokens": None},
+    ]  # fmt: skip
+    assert doc["agents"][-1] is None  # a compaction with no agent gets its own lane
+
+
+@pytest.mark.parametrize(("url", "status"), [("/api/sessions/zzz/timeline", 404), ("/api/sessions/b22/timeline", 400)])
+async def test_timeline_resolves_sessions_like_the_tree(client: Any, url: str, status: int) -> None:
+    resp = await client.get(url)
+    assert resp.status == status

@@ -1,0 +1,90 @@
+// ingestd live view: cost per day (in a chosen zone), per model and per project, stacked by bucket.
+
+import { BROWSER_TZ, BUCKETS, BUCKET_LABELS, api, costEl, fmtTokens, h, labelled } from "./dom.js";
+
+function stackEl(totals, max) {
+  const total = BUCKETS.reduce((a, b) => a + (totals[b] || 0), 0);
+  const fill = h("span", { class: "fill" });
+  fill.style.width = (max ? (total / max) * 100 : 0) + "%";
+  for (const b of BUCKETS) {
+    if (!totals[b]) continue;
+    const seg = h("span", { class: "seg b-" + b, title: `${BUCKET_LABELS[b]}: ${fmtTokens(totals[b])} tokens` });
+    seg.style.width = (totals[b] / total) * 100 + "%";
+    fill.append(seg);
+  }
+  const label = BUCKETS.map((b) => `${BUCKET_LABELS[b]} ${fmtTokens(totals[b] || 0)}`).join(", ");
+  return h("span", { class: "stack", role: "img", "aria-label": label }, fill);
+}
+
+function costSection(doc, by, heading) {
+  const max = Math.max(0, ...doc.rows.map((r) => r.tokens));
+  const label = (r) => (by === "day" ? r.day : by === "model" ? r.model : r.project_path || "(no project)");
+  return h(
+    "section",
+    { class: "panel", id: "cost-by-" + by },
+    h("h2", {}, heading),
+    doc.rows.length ? null : h("p", { class: "muted" }, "No usage in this window."),
+    doc.rows.map((r) =>
+      h(
+        "div",
+        { class: "crow", "data-key": r.key },
+        h("span", { class: "label", title: label(r) }, label(r)),
+        stackEl(r.totals, max),
+        h("span", { class: "nums" }, h("span", { class: "tokens" }, fmtTokens(r.tokens)), " tok ", costEl(r)),
+      ),
+    ),
+  );
+}
+
+export function costView(refresh) {
+  const state = { tz: BROWSER_TZ, since: "", until: "" };
+  const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  const tz = h("input", { type: "text", id: "c-tz", value: BROWSER_TZ, list: "c-zones", autocomplete: "off", spellcheck: "false" });
+  const since = h("input", { type: "date", id: "c-since" });
+  const until = h("input", { type: "date", id: "c-until" });
+  const body = h("div", { id: "cost-body" });
+  const legend = h("div", { class: "legend" }, BUCKETS.map((b) => h("span", {}, h("span", { class: "swatch b-" + b }), BUCKET_LABELS[b])));
+  const view = {
+    name: "cost",
+    mount(main) {
+      main.replaceChildren(
+        h("h1", {}, "Cost"),
+        h("div", { class: "controls" }, labelled("Time zone", tz), h("datalist", { id: "c-zones" }, zones.map((z) => h("option", { value: z }))), labelled("From", since), labelled("to", until)),
+        legend,
+        body,
+      );
+    },
+    async refresh() {
+      const params = { tz: state.tz, since: state.since, until: state.until };
+      const [day, model, project] = await Promise.all(["day", "model", "project"].map((by) => api("/api/cost", { ...params, by })));
+      const totals = h(
+        "section",
+        { class: "panel", id: "cost-totals", "data-tokens": day.tokens, "data-cost-usd": day.cost_usd },
+        h(
+          "div",
+          { class: "totals" },
+          h("div", {}, h("div", { class: "muted" }, "Cost"), h("div", { class: "big" }, costEl(day))),
+          h("div", {}, h("div", { class: "muted" }, "Tokens"), h("div", { class: "big tokens" }, fmtTokens(day.tokens))),
+          h("div", {}, h("div", { class: "muted" }, "Billed messages"), h("div", { class: "big" }, fmtTokens(day.billed_messages))),
+        ),
+        h("dl", { class: "meta" }, BUCKETS.map((b) => [h("dt", {}, h("span", { class: "swatch b-" + b }), BUCKET_LABELS[b]), h("dd", { "data-bucket": b }, fmtTokens(day.totals[b]))])),
+        Object.keys(day.unpriced).length
+          ? h("p", { id: "cost-unpriced" }, "Not priced (no rate for these models; not in the cost above): ", Object.entries(day.unpriced).map(([m, u], i) => [i ? "; " : "", h("span", { class: "mono" }, m), ` ${fmtTokens(u.tokens)} tokens in ${u.messages} messages`]))
+          : null,
+        h("p", { class: "muted" }, `Window ${day.window.since || "start"} to ${day.window.until || "now"} (UTC, whole quarter-hours); days in ${day.tz}.`),
+      );
+      body.replaceChildren(totals, costSection(day, "day", `Per day (${day.tz})`), costSection(model, "model", "Per model"), costSection(project, "project", "Per project"));
+    },
+  };
+  tz.addEventListener("change", () => {
+    state.tz = tz.value.trim() || BROWSER_TZ;
+    refresh(null);
+  });
+  for (const [el, key] of [[since, "since"], [until, "until"]]) {
+    el.addEventListener("change", () => {
+      state[key] = el.value;
+      refresh(null);
+    });
+  }
+  return view;
+}

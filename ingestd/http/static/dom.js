@@ -1,0 +1,145 @@
+// ingestd live view: DOM helpers, formatting and the read API client (SPEC §14).
+//
+// Every string from the database (titles, prompts, task descriptions, paths, tool names) is hostile:
+// the DOM is built with createElement + text nodes (`h`) and never from HTML text.
+
+export const BUCKETS = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"];
+export const BUCKET_LABELS = {
+  input: "input",
+  output: "output",
+  cache_read: "cache read",
+  cache_write_5m: "cache write 5m",
+  cache_write_1h: "cache write 1h",
+};
+export const STATUSES = ["working", "waiting", "completed", "error", "unknown"];
+export const TOOL_STATUSES = ["running", "completed", "failed", "denied", "interrupted"];
+export const BROWSER_TZ = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+export const NF = new Intl.NumberFormat("en-US");
+
+// ---- DOM helpers (text only) ------------------------------------------------------------------
+
+export function append(el, kids) {
+  for (const k of kids.flat(Infinity)) {
+    if (k === null || k === undefined || k === false) continue;
+    el.append(k instanceof Node ? k : String(k)); // a string becomes a Text node, never markup
+  }
+  return el;
+}
+
+export function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  return append(el, kids);
+}
+
+export function cls(value, known, prefix) {
+  return prefix + (known.includes(value) ? value : "other");
+}
+
+export function sessionHref(id) {
+  return "#/session/" + encodeURIComponent(id);
+}
+
+// ---- formatting -----------------------------------------------------------------------------------
+
+export function fmtTokens(n) {
+  return NF.format(n || 0);
+}
+
+export function pad(n) {
+  return String(n).padStart(2, "0");
+}
+
+export function fmtTime(iso) {
+  if (!iso) return h("span", { class: "muted" }, "—");
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return h("span", {}, iso);
+  const text = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return h("time", { datetime: iso, title: iso }, text);
+}
+
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  const m = Math.floor(ms / 60000);
+  return `${m} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+export function money(text) {
+  const v = Number(text);
+  if (v >= 1) return "$" + v.toFixed(2);
+  const s = v.toFixed(4);
+  return Number(s) === 0 ? "<$0.0001" : "$" + s;
+}
+
+// Cost of one usage block: the priced part, and unpriced usage apart; never "$0" for unpriced usage.
+export function costEl(u) {
+  const models = Object.keys(u.unpriced || {});
+  const priced = u.cost_usd !== "0";
+  const el = h("span", {
+    class: "cost",
+    "data-cost-usd": u.cost_usd,
+    "data-tokens": u.tokens,
+    "data-cost-complete": String(u.cost_complete),
+  });
+  if (!priced && models.length === 0) {
+    append(el, [u.tokens ? "$0" : h("span", { class: "muted" }, "—")]);
+    return el;
+  }
+  if (priced) append(el, [h("span", { title: `$${u.cost_usd} (exact, priced usage)` }, money(u.cost_usd))]);
+  if (models.length) {
+    const detail = models.map((m) => `${m}: ${fmtTokens(u.unpriced[m].tokens)} tokens, no price`).join("\n");
+    append(el, [h("span", { class: "unpriced", title: detail }, priced ? "+ unpriced" : "unpriced")]);
+  }
+  return el;
+}
+
+export function statusEl(status) {
+  return h("span", { class: "status " + cls(status, STATUSES, "status-") }, status || "—");
+}
+
+// ---- read API -------------------------------------------------------------------------------------
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code || `HTTP ${status}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export async function api(path, params) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(params || {})) if (v) url.searchParams.set(k, v);
+  let resp;
+  try {
+    resp = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
+  } catch (e) {
+    throw new ApiError(0, "unreachable", "the daemon cannot be reached; retrying when it is back");
+  }
+  let doc = null;
+  try {
+    doc = await resp.json();
+  } catch (e) {
+    throw new ApiError(resp.status, "bad_response", `the daemon answered ${resp.status} without JSON`);
+  }
+  if (!resp.ok) {
+    const err = (doc && doc.error) || {};
+    throw new ApiError(resp.status, err.code, err.message);
+  }
+  return doc;
+}
+
+export function errorBanner(e) {
+  return h("p", { class: "banner error", role: "alert" }, e.message || String(e));
+}
+
+export function labelled(text, control) {
+  return h("label", {}, text, control);
+}

@@ -1,0 +1,113 @@
+// ingestd live view: the sessions list (newest activity first, filters, search).
+
+import { BROWSER_TZ, STATUSES, api, append, costEl, fmtTime, fmtTokens, h, labelled, sessionHref, statusEl } from "./dom.js";
+
+export function sessionsView(refresh) {
+  const PAGE = 200;
+  const state = { rows: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
+  const search = h("input", { type: "search", id: "f-search", placeholder: "id prefix or title", autocomplete: "off" });
+  const project = h("select", { id: "f-project" });
+  const status = h("select", { id: "f-status" }, h("option", { value: "" }, "any"), STATUSES.map((s) => h("option", { value: s }, s)));
+  const since = h("input", { type: "date", id: "f-since" });
+  const until = h("input", { type: "date", id: "f-until" });
+  const count = h("p", { class: "muted", id: "sessions-count" });
+  const body = h("div", { id: "sessions-body" });
+  const more = h("button", { type: "button", id: "sessions-more", class: "more", hidden: true }, `Show ${PAGE} more`);
+  more.addEventListener("click", () => {
+    state.limit += PAGE;
+    refresh(null);
+  });
+  let flash = new Set();
+
+  function projectsOf(rows) {
+    return [...new Set(rows.map((r) => r.project_path || r.project_slug || ""))].filter((p) => p).sort();
+  }
+
+  function matches(r) {
+    const q = state.q.trim().toLowerCase();
+    if (state.project && (r.project_path || r.project_slug || "") !== state.project) return false;
+    if (state.status && r.status !== state.status) return false;
+    if (!q) return true;
+    const title = (r.title || r.first_prompt || "").toLowerCase();
+    return r.session_id.toLowerCase().startsWith(q) || title.includes(q);
+  }
+
+  function titleCell(r) {
+    const link = h("a", { href: sessionHref(r.session_id), class: "title" });
+    if (r.title) append(link, [r.title]);
+    else if (r.first_prompt) append(link, [h("span", { class: "prompt-mark" }, "prompt"), r.first_prompt]);
+    else append(link, [h("span", { class: "muted" }, "untitled")]);
+    return [link, h("span", { class: "sid" }, r.session_id)];
+  }
+
+  function draw() {
+    const keep = project.value;
+    project.replaceChildren(h("option", { value: "" }, "all projects"), ...projectsOf(state.rows).map((p) => h("option", { value: p }, p)));
+    project.value = projectsOf(state.rows).includes(keep) ? keep : "";
+    state.project = project.value;
+    const rows = state.rows.filter(matches);
+    const capped = state.rows.length >= state.limit;
+    more.hidden = !capped;
+    count.textContent =
+      `${rows.length} of ${capped ? "the " + state.rows.length + " most recent" : state.rows.length} sessions` +
+      (state.since || state.until ? ` active in the chosen dates (${BROWSER_TZ})` : "");
+    const cell = (label, kids, c) => h("td", { "data-label": label, class: c }, kids);
+    const table = h(
+      "table",
+      { class: "data", id: "sessions-table" },
+      h("thead", {}, h("tr", {}, ["Title", "Project", "Started", "Last activity", "Status", "Agents", "Tokens", "Cost"].map((t, i) => h("th", { scope: "col", class: i >= 5 ? "num" : null }, t)))),
+      h(
+        "tbody",
+        {},
+        rows.map((r) =>
+          h(
+            "tr",
+            { "data-session-id": r.session_id, class: flash.has(r.session_id) ? "flash" : null },
+            cell("Title", h("div", {}, titleCell(r))),
+            cell("Project", h("span", { title: r.project_path || "" }, r.project_path || r.project_slug || "—")),
+            cell("Started", fmtTime(r.started_at)),
+            cell("Last activity", fmtTime(r.last_activity_at)),
+            cell("Status", statusEl(r.status)),
+            cell("Agents", h("span", { title: `${r.subagents} subagents` }, String(r.agents)), "num"),
+            cell("Tokens", h("span", { class: "tokens" }, fmtTokens(r.tokens)), "num"),
+            cell("Cost", costEl(r), "num"),
+          ),
+        ),
+      ),
+    );
+    body.replaceChildren(rows.length || state.rows.length ? table : h("p", { class: "banner" }, "No sessions yet. Start Claude Code with the hooks installed, or run ingestd ingest."));
+  }
+
+  for (const [el, key] of [[search, "q"], [project, "project"], [status, "status"]]) {
+    el.addEventListener("input", () => {
+      state[key] = el.value;
+      draw();
+    });
+  }
+  for (const [el, key] of [[since, "since"], [until, "until"]]) {
+    el.addEventListener("change", () => {
+      state[key] = el.value;
+      refresh(null);
+    });
+  }
+
+  const view = {
+    name: "sessions",
+    mount(main) {
+      main.replaceChildren(
+        h("h1", {}, "Sessions"),
+        h("div", { class: "controls", role: "search" }, labelled("Search", search), labelled("Project", project), labelled("Status", status), labelled("Active from", since), labelled("to", until)),
+        count,
+        body,
+        more,
+      );
+    },
+    async refresh(change) {
+      const doc = await api("/api/sessions", { since: state.since, until: state.until, tz: BROWSER_TZ, limit: state.limit });
+      state.rows = doc.rows;
+      flash = new Set(change && change.sessions ? change.sessions : []);
+      draw();
+    },
+  };
+  return view;
+}

@@ -40,6 +40,14 @@ PINS: tuple[Pin, ...] = (
     Pin(7, "agents_evidence_status", "41aec9bb4b19ae2a8f9d85d519d0bfd042f6c77fbf2d60d91bbce7f61d2ff80b"),
 )
 
+# The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same
+# tamper rules (``plan`` with ``pins=PG_PINS``), recorded in the central database's own
+# ``schema_version``.
+PG_PINS: tuple[Pin, ...] = (
+    Pin(1, "central", "c2d09ece05886300b48e537f5fdc868dcb369cb664342dca0d7906763d0cc07d"),
+    Pin(2, "pricing_seed", "fbcd383ba57522fa6a57939383a1e180ec523e56115a2ea60293d3f55cbdcced"),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class FileOnDisk:

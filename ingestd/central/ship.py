@@ -1,0 +1,266 @@
+"""``ingestd ship``: copy the local log into the central store, append-only and exactly once (SPEC §13).
+
+Each batch is one PostgreSQL transaction: lock the host's row, COPY the next local ``events_raw``
+rows (by local id, past the host's high-water mark) into a staging table, append them to the
+central ``events_raw`` keyed by ``(host_id, idempotency_key)`` (``ON CONFLICT DO NOTHING``), and
+move the mark (``hosts.shipped_through``) to the batch's last local id. Rows and mark commit
+together, so a ship killed at any point (mid-COPY included) left either the whole batch and its
+mark or neither: the next run resumes exactly, nothing lost and nothing doubled. After each
+commit the local database records the mark too (``meta.shipped_through``): ``prune`` reads it to
+keep what has not travelled yet (it may lag the central mark, never lead it).
+
+A machine is known by ``meta.host_id`` (``ingestd.store.identity``, created once) and its
+``meta.instance``: a second database claiming a host id the store already has for another
+instance is refused (two machines with the same host name), rather than mixing two logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import psycopg
+
+from ingestd.central.migrate import migrate
+from ingestd.central.pg import pg_errors
+from ingestd.core.touch import Ctx
+from ingestd.errors import ConfigError
+from ingestd.store.connection import scalar, storage_errors, write_txn
+from ingestd.store.identity import database_identity
+from ingestd.store.writer import window_of
+
+DEFAULT_BATCH_ROWS = 20_000
+_LOCAL_COLUMNS = (
+    "id, idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
+)
+_STAGE = (
+    "CREATE TEMP TABLE IF NOT EXISTS ship_stage (local_id bigint, idempotency_key text, source text,"
+    " event_type text, payload bytea, received_at text, session_id text, origin text, origin_gen integer,"
+    " origin_offset bigint) ON COMMIT DELETE ROWS"
+)
+_STAGE_TYPES = ("int8", "text", "text", "text", "bytea", "text", "text", "text", "int4", "int8")
+_APPEND = (
+    "INSERT INTO events_raw (host_id, local_id, idempotency_key, source, event_type, payload, received_at,"
+    " session_id, origin, origin_gen, origin_offset)"
+    " SELECT %s, local_id, idempotency_key, source, event_type, payload, received_at, session_id, origin,"
+    " origin_gen, origin_offset FROM ship_stage ORDER BY local_id"
+    " ON CONFLICT (host_id, idempotency_key) DO NOTHING"
+)
+_MARK = (
+    "UPDATE hosts SET shipped_through = %s, rows_shipped = rows_shipped + %s,"
+    " log_as_of = GREATEST(log_as_of, %s), watchdog_window_s = COALESCE(%s, watchdog_window_s),"
+    " last_shipped_at = now() WHERE host_id = %s"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What a ship would send.
+
+    Attributes:
+        host_id: str, this machine's id.
+        shipped_through: int, the central high-water mark (local ``events_raw.id``; 0: nothing yet).
+        rows: int, local log rows past the mark.
+        payload_bytes: int, bytes of their payloads.
+        first_id / last_id: int | None, the local id range.
+    """
+
+    host_id: str
+    shipped_through: int
+    rows: int
+    payload_bytes: int
+    first_id: int | None
+    last_id: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "host_id": self.host_id,
+            "shipped_through": self.shipped_through,
+            "rows": self.rows,
+            "payload_bytes": self.payload_bytes,
+            "first_id": self.first_id,
+            "last_id": self.last_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ShipResult:
+    """What one ship run did.
+
+    Attributes:
+        host_id: str.
+        sent: int, rows copied to the store.
+        inserted: int, rows the central log did not have yet (``sent`` minus keys it had).
+        batches: int, transactions committed.
+        shipped_through: int, the high-water mark after the run.
+    """
+
+    host_id: str
+    sent: int
+    inserted: int
+    batches: int
+    shipped_through: int
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "host_id": self.host_id,
+            "sent": self.sent,
+            "inserted": self.inserted,
+            "batches": self.batches,
+            "shipped_through": self.shipped_through,
+        }
+
+
+def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:
+    """The host's high-water mark in the store, 0 when the store or the host is new. Read-only."""
+    with pg_errors():
+        exists = pg.execute("SELECT to_regclass('hosts') IS NOT NULL").fetchone()
+        if not exists or not exists[0]:
+            return 0
+        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s", (host_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def pending(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Pending:
+    """What ``ship`` would send now (``--dry-run``). Writes nothing to the store.
+
+    Side effects:
+        Creates this database's identity on first use (``meta.host_id``), like every writer.
+    """
+    ident = database_identity(local)
+    mark = _central_mark(pg, ident.host_id)
+    pg.rollback()
+    with storage_errors():
+        n, size, lo, hi = local.execute(
+            "SELECT count(*), COALESCE(sum(length(payload)), 0), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)
+        ).fetchall()[0]
+    return Pending(ident.host_id, mark, int(n), int(size), lo, hi)
+
+
+def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
+    with pg_errors(), pg.transaction():
+        pg.execute(
+            "INSERT INTO hosts (host_id, instance) VALUES (%s, %s) ON CONFLICT (host_id) DO NOTHING",
+            (ident.host_id, ident.instance),
+        )
+        row = pg.execute("SELECT instance FROM hosts WHERE host_id = %s", (ident.host_id,)).fetchone()
+    if row is None or row[0] != ident.instance:
+        raise ConfigError(
+            f"the central store already has host id {ident.host_id!r} for another ingestd database "
+            f"(instance {row[0] if row else '?'}, this one is {ident.instance}): two machines share a host "
+            "name; give this one its own host id (meta.host_id) before shipping",
+            host_id=ident.host_id,
+        )
+
+
+def _record_local(local: apsw.Connection, mark: int) -> None:
+    """Keep the central mark in ``meta.shipped_through`` (only ever moves forward)."""
+    write_txn(
+        local,
+        lambda c: c.execute(
+            "INSERT INTO meta (key, value) VALUES ('shipped_through', ?) ON CONFLICT (key) DO UPDATE SET"
+            " value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)",
+            (str(mark),),
+        ),
+    )
+
+
+def local_mark(local: apsw.Connection) -> int:
+    """``meta.shipped_through``: every local log row with ``id <=`` it is in the central store. Read-only."""
+    with storage_errors():
+        v = scalar(local, "SELECT value FROM meta WHERE key = 'shipped_through'")
+    return int(v) if isinstance(v, str) and v.isdigit() else 0
+
+
+def _payload(v: Any) -> bytes:
+    return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
+
+
+def ship_batch(local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str, batch_rows: int) -> tuple[int, int, int]:
+    """Ship the next batch in one store transaction.
+
+    Returns:
+        ``(rows sent, rows inserted, mark after)``; ``(0, 0, mark)`` when nothing was pending.
+
+    Raises:
+        StorageError: the store refused (the transaction rolled back: rows and mark as before).
+    """
+    with pg_errors(), pg.transaction():
+        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s FOR UPDATE", (host_id,)).fetchone()
+        mark = int(row[0]) if row else 0
+        with storage_errors():
+            rows = local.execute(
+                f"SELECT {_LOCAL_COLUMNS} FROM events_raw WHERE id > ? ORDER BY id LIMIT ?", (mark, batch_rows)
+            ).fetchall()
+        if not rows:
+            return 0, 0, mark
+        pg.execute(_STAGE)
+        as_of = ""
+        window: int | None = None
+        with pg.cursor() as cur, cur.copy("COPY ship_stage FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(list(_STAGE_TYPES))
+            for r in rows:
+                payload = _payload(r[4])
+                cp.write_row((r[0], r[1], r[2], r[3], payload, r[5], r[6], r[7], r[8], r[9]))
+                if r[5] > as_of:
+                    as_of = r[5]
+                if r[2] == "ingestd" and r[3] == "watchdog":
+                    window = window_of(payload) or window
+        inserted = pg.execute(_APPEND, (host_id,)).rowcount
+        last = int(rows[-1][0])
+        pg.execute(_MARK, (last, inserted, as_of or None, window, host_id))
+    return len(rows), inserted, last
+
+
+def ship(
+    local: apsw.Connection,
+    pg: psycopg.Connection[Any],
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    on_batch: Callable[[int], None] | None = None,
+    max_batches: int | None = None,
+) -> ShipResult:
+    """Ship every local log row past the host's mark, one transaction per batch.
+
+    Args:
+        local: the local database (migrated); read, plus ``meta`` keys written.
+        pg: a central store connection (not autocommit); migrated here when behind.
+        batch_rows: int, rows per transaction.
+        on_batch: called with the rows of each committed batch (progress).
+        max_batches: stop after this many batches (the daemon ships a bounded slice per pass).
+
+    Returns:
+        ``ShipResult``.
+
+    Raises:
+        ConfigError: the host id belongs to another database in the store.
+        MigrationError: the central ledger refuses.
+        StorageError: either database refused; committed batches stay, with their mark.
+    """
+    if batch_rows < 1:
+        raise ConfigError("ship batch size must be at least 1 row")
+    ident = database_identity(local)
+    migrate(pg)
+    _register(pg, ident)
+    sent = inserted = batches = 0
+    mark = _central_mark(pg, ident.host_id)
+    pg.rollback()
+    while max_batches is None or batches < max_batches:
+        n, k, mark = ship_batch(local, pg, ident.host_id, batch_rows)
+        if n == 0:
+            break
+        sent += n
+        inserted += k
+        batches += 1
+        _record_local(local, mark)
+        if on_batch is not None:
+            on_batch(n)
+        if n < batch_rows:
+            break
+    if batches == 0 and mark:
+        _record_local(local, mark)
+    return ShipResult(ident.host_id, sent, inserted, batches, mark)

@@ -151,6 +151,8 @@ class PgReadConn:
     and maps psycopg errors to ``StorageError``.
     """
 
+    central = True  # the reports' dialect switch (``ingestd.report.cost.host_expr``)
+
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
 
@@ -158,7 +160,7 @@ class PgReadConn:
         """Run one statement; returns its rows (empty for a statement that returns none)."""
         params = tuple(bindings) if bindings else None
         with pg_errors():
-            cur = self.conn.execute(to_pg(sql, params is not None), params)  # type: ignore[call-overload]
+            cur = self.conn.execute(to_pg(sql, params is not None), params)
             return Rows(cur.fetchall() if cur.description is not None else [])
 
     def close(self) -> None:

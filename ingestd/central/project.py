@@ -38,6 +38,7 @@ from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
+from ingestd.errors import ConfigError
 from ingestd.store.writer import WATCHDOG_WINDOW_S, watchdog_cutoff
 
 PROJECT_LOCK = 0x696E6765_7374_02
@@ -312,6 +313,7 @@ def project_store(
     *,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     on_slice: Callable[[int, int], None] | None = None,
+    reverse: bool = False,
 ) -> ProjectResult:
     """Fold every central log row not folded yet, one slice (``batch_rows`` log rows) per transaction.
 
@@ -319,6 +321,7 @@ def project_store(
         pg: a central store connection (not autocommit); migrated here when behind.
         batch_rows: int, new log rows per slice.
         on_slice: called with (log rows, sessions) of each committed slice (progress).
+        reverse: fold a slice's sessions in descending id order (replay's second order).
 
     Returns:
         ``ProjectResult``.
@@ -334,6 +337,8 @@ def project_store(
     while True:
         with pg_errors(), pg.transaction():
             pg.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECT_LOCK,))
+            if batch_rows < 1:
+                raise ConfigError("project batch size must be at least 1 row")
             reprojected = _reset_if_rules_changed(pg) or reprojected
             got = pg.execute("SELECT projected_through FROM projector_progress").fetchone()
             mark = int(got[0]) if got else 0
@@ -351,7 +356,7 @@ def project_store(
                 str(r[0])
                 for r in pg.execute(
                     "SELECT DISTINCT session_id FROM events_raw WHERE id > %s AND id <= %s"
-                    " AND session_id IS NOT NULL ORDER BY 1",
+                    " AND session_id IS NOT NULL ORDER BY 1" + (" DESC" if reverse else ""),
                     (mark, through),
                 )
             ]

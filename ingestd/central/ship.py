@@ -135,9 +135,10 @@ def pending(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Pending:
     mark = _central_mark(pg, ident.host_id)
     pg.rollback()
     with storage_errors():
-        n, size, lo, hi = local.execute(
+        got: Any = local.execute(
             "SELECT count(*), COALESCE(sum(length(payload)), 0), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)
         ).fetchall()[0]
+    n, size, lo, hi = got
     return Pending(ident.host_id, mark, int(n), int(size), lo, hi)
 
 
@@ -180,7 +181,9 @@ def _payload(v: Any) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
 
 
-def ship_batch(local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str, batch_rows: int) -> tuple[int, int, int]:
+def ship_batch(
+    local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str, batch_rows: int
+) -> tuple[int, int, int]:
     """Ship the next batch in one store transaction.
 
     Returns:
@@ -193,7 +196,7 @@ def ship_batch(local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str
         row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s FOR UPDATE", (host_id,)).fetchone()
         mark = int(row[0]) if row else 0
         with storage_errors():
-            rows = local.execute(
+            rows: list[Any] = local.execute(
                 f"SELECT {_LOCAL_COLUMNS} FROM events_raw WHERE id > ? ORDER BY id LIMIT ?", (mark, batch_rows)
             ).fetchall()
         if not rows:

@@ -15,8 +15,10 @@ One session, several hosts (a session resumed on another machine, or a copied tr
 rows of every host are folded into one state, in host order, with each host's identity as the
 context of its slice (edges carry the ``host_id`` / ``instance`` of the host whose rows derived
 them). Dedup is the one-machine rule (``message.id`` per bucket, the better claim wins).
-``token_usage.host_id`` is the smallest host id among the hosts whose rows carry evidence of the
-message, so ``cost --by host`` splits disjoint hosts exactly as their local databases do.
+``token_usage.host_id`` is the host whose own log holds the best claim on it (the direct record over another host's
+``agent_progress`` copy; the smaller host id between equal claims), so ``cost --by host`` splits
+hosts with disjoint messages exactly as their local databases do, and counts a message two hosts
+hold once, under the host with the better evidence.
 
 Status: each session's watchdog ``as_of`` is the newest log time of the hosts that logged it
 (``hosts.log_as_of``, with that host's window), so a session seen by one host gets the status
@@ -83,7 +85,7 @@ UPSERT_EDGE = (
     " created_at=EXCLUDED.created_at, tool_use_id=EXCLUDED.tool_use_id"
 )
 # The one-machine claim rule (ingestd.store.writer.UPSERT_TOKENS): higher claim_rank, then earlier
-# occurred_at, then the smaller session id; host_id is the smallest host with evidence.
+# occurred_at, then the smaller session id; host_id travels with the claim (``fold_session``).
 _BETTER = (
     "(EXCLUDED.claim_rank > t.claim_rank OR (EXCLUDED.claim_rank = t.claim_rank AND"
     " (EXCLUDED.occurred_at < t.occurred_at OR (EXCLUDED.occurred_at = t.occurred_at"
@@ -91,8 +93,8 @@ _BETTER = (
 )
 _CHANGED = (
     "(EXCLUDED.session_id, EXCLUDED.agent_id, EXCLUDED.model, EXCLUDED.tokens, EXCLUDED.is_compaction_baseline,"
-    " EXCLUDED.occurred_at, EXCLUDED.claim_rank) IS DISTINCT FROM"
-    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank)"
+    " EXCLUDED.occurred_at, EXCLUDED.claim_rank, EXCLUDED.host_id) IS DISTINCT FROM"
+    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank, t.host_id)"
 )
 UPSERT_TOKENS = (
     "INSERT INTO token_usage AS t (host_id, session_id, agent_id, message_id, model, bucket, tokens,"
@@ -106,8 +108,8 @@ UPSERT_TOKENS = (
     " ELSE t.is_compaction_baseline END,"
     f" occurred_at = CASE WHEN {_BETTER} THEN EXCLUDED.occurred_at ELSE t.occurred_at END,"
     f" claim_rank = CASE WHEN {_BETTER} THEN EXCLUDED.claim_rank ELSE t.claim_rank END,"
-    " host_id = LEAST(t.host_id, EXCLUDED.host_id)"
-    f" WHERE ({_BETTER} AND {_CHANGED}) OR EXCLUDED.host_id < t.host_id"
+    f" host_id = CASE WHEN {_BETTER} THEN EXCLUDED.host_id ELSE t.host_id END"
+    f" WHERE {_BETTER} AND {_CHANGED}"
 )
 UPSERT_TOOL = (
     "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"
@@ -175,8 +177,19 @@ def _agent_params(r: tuple[Any, ...]) -> dict[str, Any]:
     }
 
 
-def write_changes(pg: psycopg.Connection[Any], sid: str, host_id: str, ch: derive.Changes) -> None:
-    """Upsert one host slice's projection rows (inside the caller's transaction)."""
+def write_changes(
+    pg: psycopg.Connection[Any],
+    sid: str,
+    host_id: str,
+    ch: derive.Changes,
+    owner: dict[tuple[str, str], str] | None = None,
+) -> None:
+    """Upsert one host slice's projection rows (inside the caller's transaction).
+
+    Args:
+        owner: (message_id, bucket) -> the host a usage row is attributed to (default ``host_id``).
+    """
+    owner = owner or {}
     with pg.cursor() as cur:
         if ch.sessions:
             cur.executemany(UPSERT_SESSION, ch.sessions)
@@ -193,7 +206,9 @@ def write_changes(pg: psycopg.Connection[Any], sid: str, host_id: str, ch: deriv
         if ch.edges:
             cur.executemany(UPSERT_EDGE, ch.edges)
         if ch.token_usage:
-            cur.executemany(UPSERT_TOKENS, [(host_id, *r[1:]) for r in ch.token_usage])
+            cur.executemany(
+                UPSERT_TOKENS, [(owner.get((str(r[3]), str(r[5])), host_id), *r[1:]) for r in ch.token_usage]
+            )
         if ch.tool_calls:
             cur.executemany(UPSERT_TOOL, ch.tool_calls)
         if ch.compactions:
@@ -202,40 +217,46 @@ def write_changes(pg: psycopg.Connection[Any], sid: str, host_id: str, ch: deriv
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
 
 
+def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[tuple[str, str], str]:
+    """(message_id, bucket) -> the host whose own log holds the best claim on it (SPEC §4.4 order:
+    higher claim_rank, then earlier occurred_at; then the smaller host id). Each host's rows are
+    folded alone to find its own claim."""
+    best: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for h, rows in by_host.items():
+        _, solo = project.fold(None, sid, rows, hosts[h])
+        for r in solo.token_usage:
+            key = (str(r[3]), str(r[5]))
+            cand = (-int(r[9]), str(r[8]), h)
+            if key not in best or cand < best[key]:
+                best[key] = cand
+    return {k: v[2] for k, v in best.items()}
+
+
 def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dict[str, Ctx]) -> int:
     """Re-fold one session from all of its central rows with ``id <= through`` and write its rows.
+
+    Every host's rows go into one fold state (the one-machine dedup rules), slice by slice in host
+    order, each slice with its host's identity as the context. A message's ``token_usage.host_id``
+    is the host whose own rows hold the best claim on it (``_best_hosts``; the only host when one).
 
     Returns:
         int, log rows folded.
     """
-    state: SessionState | None = None
-    n = 0
-    slice_host: str | None = None
-    batch: list[LogRow] = []
-
-    def flush() -> None:
-        nonlocal state, batch
-        if slice_host is None or not batch:
-            return
-        state, ch = project.fold(state, sid, batch, hosts[slice_host])
-        write_changes(pg, sid, slice_host, ch)
-        pg.execute(
-            "INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-            (sid, slice_host),
-        )
-        batch = []
-
+    by_host: dict[str, list[LogRow]] = {}
     cur = pg.execute(
         f"SELECT host_id, {LOG_COLUMNS} FROM events_raw WHERE session_id = %s AND id <= %s ORDER BY host_id, id",
         (sid, through),
     )
+    n = 0
     for r in cur.fetchall():
-        if r[0] != slice_host:
-            flush()
-            slice_host = str(r[0])
-        batch.append(LogRow(r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
+        by_host.setdefault(str(r[0]), []).append(LogRow(r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
         n += 1
-    flush()
+    owner = _best_hosts(sid, by_host, hosts) if len(by_host) > 1 else {}
+    state: SessionState | None = None
+    for h, rows in by_host.items():
+        state, ch = project.fold(state, sid, rows, hosts[h])
+        write_changes(pg, sid, h, ch, owner)
+        pg.execute("INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (sid, h))
     return n
 
 

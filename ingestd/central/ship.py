@@ -27,7 +27,7 @@ from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core.touch import Ctx
 from ingestd.errors import ConfigError
-from ingestd.store.connection import scalar, storage_errors, write_txn
+from ingestd.store.connection import storage_errors, write_txn
 from ingestd.store.identity import database_identity
 from ingestd.store.writer import window_of
 
@@ -168,13 +168,6 @@ def _record_local(local: apsw.Connection, mark: int) -> None:
             (str(mark),),
         ),
     )
-
-
-def local_mark(local: apsw.Connection) -> int:
-    """``meta.shipped_through``: every local log row with ``id <=`` it is in the central store. Read-only."""
-    with storage_errors():
-        v = scalar(local, "SELECT value FROM meta WHERE key = 'shipped_through'")
-    return int(v) if isinstance(v, str) and v.isdigit() else 0
 
 
 def _payload(v: Any) -> bytes:

@@ -128,6 +128,17 @@ def store_option(f: F) -> F:
     )(f)
 
 
+def store_connection(url: str, *, autocommit: bool = False) -> Any:
+    """A psycopg connection to the central store, closed when the command ends (``ingestd.central.pg.connect``)."""
+    from ingestd.central.pg import connect
+
+    pg = connect(url, autocommit=autocommit)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(pg.close)
+    return pg
+
+
 def open_store(url: str) -> Any:
     """A read connection to a migrated central store, as ``PgReadConn`` (the reports' connection shape).
 
@@ -137,9 +148,9 @@ def open_store(url: str) -> Any:
         StorageError: the server cannot be reached.
     """
     from ingestd.central import migrate as central_migrate
-    from ingestd.central.pg import PgReadConn, connect, describe
+    from ingestd.central.pg import PgReadConn, describe
 
-    pg = connect(url, autocommit=True)
+    pg = store_connection(url, autocommit=True)
     plan = central_migrate.status(pg)
     if plan.problems:
         raise MigrationError("central store: " + "; ".join(plan.problems), problems=plan.problems)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ingestd.commands._common import emit_json, json_option, store_option
+from ingestd.commands._common import emit_json, json_option, store_connection, store_option
 from ingestd.errors import ConfigError
 
 
@@ -16,12 +16,12 @@ def register(cli: click.Group) -> None:
     def project_cmd(store_url: str | None, batch_rows: int | None, as_json: bool) -> None:
         """Run the projector over the central log: incremental, resumable, and safe to run from
         several machines at once (slices are serialised by a PostgreSQL advisory lock)."""
-        from ingestd.central.pg import connect, describe
+        from ingestd.central.pg import describe
         from ingestd.central.project import DEFAULT_BATCH_ROWS, project_store
 
         if not store_url:
             raise ConfigError("give the central store: --store postgresql://user@host/db")
-        result = project_store(connect(store_url), batch_rows=batch_rows or DEFAULT_BATCH_ROWS)
+        result = project_store(store_connection(store_url), batch_rows=batch_rows or DEFAULT_BATCH_ROWS)
         if as_json:
             emit_json(result.to_json())
             return

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_option
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.replay import ReplayResult, replay, total_rows
 
@@ -60,9 +60,8 @@ def register(cli: click.Group) -> None:
         """
         if store_url:
             from ingestd.central.check import replay as central_replay
-            from ingestd.central.pg import connect
 
-            outcome = central_replay(connect(store_url))
+            outcome = central_replay(store_connection(store_url))
             if as_json:
                 emit_json(outcome.to_json())
             else:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_db, store_connection
 from ingestd.errors import ConfigError
 from ingestd.settings import load
 
@@ -36,7 +36,7 @@ def register(cli: click.Group) -> None:
         mark, so an interrupted ship resumes exactly where it stopped. Rows are keyed by
         (host_id, idempotency key): shipping again adds nothing.
         """
-        from ingestd.central.pg import connect, describe
+        from ingestd.central.pg import describe
         from ingestd.central.ship import pending, ship
 
         settings = load({"ship_to": to_url, "ship_batch_rows": batch_rows}, dict(os.environ))
@@ -45,7 +45,7 @@ def register(cli: click.Group) -> None:
             raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
         where = describe(url)
         local = open_db(db_path, create=False)
-        pg = connect(url)
+        pg = store_connection(url)
         todo = pending(local, pg)
         if dry_run:
             if as_json:

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, resolve_db, store_option
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    open_read_db,
+    resolve_db,
+    store_connection,
+    store_option,
+)
 from ingestd.report.status import status_report
 
 
@@ -26,9 +34,8 @@ def register(cli: click.Group) -> None:
         """
         if store_url:
             from ingestd.central.check import status_report as central_status
-            from ingestd.central.pg import connect
 
-            cdoc = central_status(connect(store_url, autocommit=True), now=datetime.now(UTC))
+            cdoc = central_status(store_connection(store_url, autocommit=True), now=datetime.now(UTC))
             if as_json:
                 emit_json(cdoc)
                 return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_option
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.store.connection import connect
 from ingestd.verify import run_checks
@@ -24,10 +24,9 @@ def register(cli: click.Group) -> None:
         """
         if store_url:
             from ingestd.central.check import verify_checks
-            from ingestd.central.pg import connect as pg_connect
             from ingestd.central.pg import describe
 
-            checks = verify_checks(pg_connect(store_url))
+            checks = verify_checks(store_connection(store_url))
             where = describe(store_url)
         else:
             path = resolve_db(db_path)

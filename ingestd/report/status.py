@@ -16,6 +16,7 @@ import apsw
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.report.usage import Usage
 from ingestd.store.connection import scalar, storage_errors
+from ingestd.store.identity import shipped_through, stored_identity
 
 ACTIVE_STATUSES = ("working", "waiting")
 
@@ -81,6 +82,19 @@ def _tail(conn: apsw.Connection, now: datetime, last_ingest: str | None, stat_fi
     }
 
 
+def _host(conn: apsw.Connection) -> dict[str, Any]:
+    """This machine's identity (created once, on the first write) and its team-mode shipping mark."""
+    ident = stored_identity(conn)
+    mark = shipped_through(conn)
+    behind = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (mark,)) or 0)
+    return {
+        "host_id": ident.get("host_id"),
+        "instance": ident.get("instance"),
+        "shipped_through": mark,
+        "unshipped_rows": behind,
+    }
+
+
 def status_report(
     conn: apsw.Connection, *, now: datetime, db_path: Path | None = None, stat_files: bool = False
 ) -> dict[str, Any]:
@@ -93,7 +107,7 @@ def status_report(
         stat_files: compare tail checkpoints with the files on disk (reads the filesystem).
 
     Returns:
-        ``{"now", "schema", "database", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
+        ``{"now", "schema", "database", "host", "rows", "sessions", "agents", "last_ingest_at", "last_hook_at",
         "tail", "skipped", "counters", "unpriced", "last_prune", "backup"}``; ``skipped`` is
         ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down).
     """
@@ -136,6 +150,7 @@ def status_report(
             "now": format_utc(now),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
+            "host": _host(conn),
             "rows": rows,
             "sessions": {
                 "by_status": sessions_by_status,

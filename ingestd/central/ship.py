@@ -186,7 +186,7 @@ def ship_batch(
         StorageError: the store refused (the transaction rolled back: rows and mark as before).
     """
     with pg_errors(), pg.transaction():
-        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s FOR UPDATE", (host_id,)).fetchone()
+        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)).fetchone()
         mark = int(row[0]) if row else 0
         with storage_errors():
             rows: list[Any] = local.execute(

@@ -186,7 +186,9 @@ def ship_batch(
         StorageError: the store refused (the transaction rolled back: rows and mark as before).
     """
     with pg_errors(), pg.transaction():
-        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)).fetchone()
+        row = pg.execute(
+            "SELECT shipped_through FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)
+        ).fetchone()
         mark = int(row[0]) if row else 0
         with storage_errors():
             rows: list[Any] = local.execute(
@@ -260,3 +262,52 @@ def ship(
     if batches == 0 and mark:
         _record_local(local, mark)
     return ShipResult(ident.host_id, sent, inserted, batches, mark)
+
+
+class Shipper:
+    """The daemon's shipping pass (setting ``ship_to``): its own connections, kept between passes.
+
+    A store that is unreachable or refuses only fails that pass (logged by the caller); the
+    store connection is dropped and opened again on the next pass, and the watermark makes the
+    retry exact.
+    """
+
+    def __init__(self, db_path: str, url: str, *, batch_rows: int = DEFAULT_BATCH_ROWS, max_batches: int = 10) -> None:
+        self.db_path = db_path
+        self.url = url
+        self.batch_rows = batch_rows
+        self.max_batches = max_batches
+        self._local: apsw.Connection | None = None
+        self._pg: psycopg.Connection[Any] | None = None
+
+    def run_once(self) -> ShipResult:
+        """Ship up to ``max_batches`` batches. Blocking (run it off the event loop).
+
+        Returns:
+            ``ShipResult``; ``sent == max_batches * batch_rows`` means more is probably pending.
+
+        Raises:
+            IngestdError: the pass failed (nothing of an unfinished batch is in the store).
+        """
+        from ingestd.central.pg import connect as pg_connect
+        from ingestd.store.connection import connect
+
+        if self._local is None:
+            self._local = connect(self.db_path)
+        if self._pg is None:
+            self._pg = pg_connect(self.url)
+        try:
+            return ship(self._local, self._pg, batch_rows=self.batch_rows, max_batches=self.max_batches)
+        except BaseException:
+            self._pg.close()
+            self._pg = None
+            raise
+
+    def close(self) -> None:
+        """Close both connections."""
+        if self._pg is not None:
+            self._pg.close()
+            self._pg = None
+        if self._local is not None:
+            self._local.close()
+            self._local = None

@@ -114,7 +114,7 @@ def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, p
     marks: list[int] = []
     for _ in range(4):
         proc = _ship_process(tmp_path / "a.db", pg_url, 700)
-        _wait(lambda: _ship_backends(pg_url) or proc.poll() is not None)  # connected: the ship has begun
+        _wait(lambda p=proc: _ship_backends(pg_url) or p.poll() is not None)  # connected: the ship has begun
         time.sleep(rng.uniform(0.05, 0.6))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)

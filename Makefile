@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORPUS ?= ../shared/corpus/claude-projects
 
-.PHONY: install test lint fmt run demo bench bench-quick reliability clean
+.PHONY: install test lint fmt run demo bench bench-quick bench-team reliability clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,9 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick
+
+bench-team: $(STAMP)
+	$(BIN)/python -m bench.team
 
 reliability: $(STAMP)
 	$(BIN)/pytest -m slow

@@ -221,7 +221,10 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     res.elapsed_s = time.perf_counter() - t_start
     machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
     machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
-    out.write_text(render(res, machine_rows))
+    # the team-mode section (python -m bench.team) is measured separately: keep it
+    old = out.read_text() if out.exists() else ""
+    kept = old[old.index("<!-- team:begin -->") :] if "<!-- team:begin -->" in old else ""
+    out.write_text(render(res, machine_rows) + ("\n" + kept if kept else ""))
     say(f"wrote {out} ({res.elapsed_s:.0f} s)")
     bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]
     for cr in bad:

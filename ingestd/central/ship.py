@@ -32,6 +32,12 @@ from ingestd.store.identity import database_identity
 from ingestd.store.writer import window_of
 
 DEFAULT_BATCH_ROWS = 20_000
+# Appends to the central log take this transaction-scoped advisory lock, so central ids become
+# visible in id order: a projector that has folded through id N never sees a row below N
+# commit later (a concurrent ship of another host that took lower ids and committed after a
+# higher one would otherwise be skipped for good). The COPY into staging runs before it, in
+# parallel; only the INSERT, the mark and the commit are serialised.
+SHIP_LOCK = 0x696E6765_7374_03
 _LOCAL_COLUMNS = (
     "id, idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
 )
@@ -208,6 +214,7 @@ def ship_batch(
                     as_of = r[5]
                 if r[2] == "ingestd" and r[3] == "watchdog":
                     window = window_of(payload) or window
+        pg.execute("SELECT pg_advisory_xact_lock(%s)", (SHIP_LOCK,))
         inserted = pg.execute(_APPEND, (host_id,)).rowcount
         last = int(rows[-1][0])
         pg.execute(_MARK, (last, inserted, as_of or None, window, host_id))

@@ -1,13 +1,14 @@
 """``ingestd ship``: copy the local log into the central store, append-only and exactly once (SPEC §13).
 
 Each batch is one PostgreSQL transaction: lock the host's row, COPY the next local ``events_raw``
-rows (by local id, past the host's high-water mark) into a staging table, append them to the
-central ``events_raw`` keyed by ``(host_id, idempotency_key)`` (``ON CONFLICT DO NOTHING``), and
-move the mark (``hosts.shipped_through``) to the batch's last local id. Rows and mark commit
-together, so a ship killed at any point (mid-COPY included) left either the whole batch and its
-mark or neither: the next run resumes exactly, nothing lost and nothing doubled. After each
-commit the local database records the mark too (``meta.shipped_through``): ``prune`` reads it to
-keep what has not travelled yet (it may lag the central mark, never lead it).
+rows (by local id, past the host's high-water mark) into the central ``events_raw``, keyed by
+``(host_id, idempotency_key)`` (a key already there sends the batch through a staging table and
+``ON CONFLICT DO NOTHING`` instead), and move the mark (``hosts.shipped_through``) to the batch's
+last local id. Rows and mark commit together, so a ship killed at any point (mid-COPY included)
+left either the whole batch and its mark or neither: the next run resumes exactly, nothing lost
+and nothing doubled. After each commit the local database records the mark too
+(``meta.shipped_through``): ``prune`` reads it to keep what has not travelled yet (it may lag the
+central mark, never lead it).
 
 A machine is known by ``meta.host_id`` (``ingestd.store.identity``, created once) and its
 ``meta.instance``: a second database claiming a host id the store already has for another
@@ -22,14 +23,18 @@ from typing import Any
 
 import apsw
 import psycopg
+from psycopg import errors as pgerr
 
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core.touch import Ctx
 from ingestd.errors import ConfigError
+from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors, write_txn
 from ingestd.store.identity import database_identity
 from ingestd.store.writer import window_of
+
+log = get_logger("ingestd.central.ship")
 
 DEFAULT_BATCH_ROWS = 20_000
 # Appends to the central log take this transaction-scoped advisory lock, so central ids become
@@ -44,7 +49,12 @@ _LOCAL_COLUMNS = (
 _STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS ship_stage (local_id bigint, idempotency_key text, source text,"
     " event_type text, payload bytea, received_at text, session_id text, origin text, origin_gen integer,"
-    " origin_offset bigint) ON COMMIT DELETE ROWS"
+    " origin_offset bigint) ON COMMIT DELETE ROWS;"
+    " ALTER TABLE ship_stage ALTER COLUMN payload SET STORAGE EXTERNAL"
+)
+_DIRECT_COLUMNS = (
+    "host_id, local_id, idempotency_key, source, event_type, payload, received_at, session_id, origin,"
+    " origin_gen, origin_offset"
 )
 _STAGE_TYPES = ("int8", "text", "text", "text", "bytea", "text", "text", "text", "int4", "int8")
 _APPEND = (
@@ -55,7 +65,7 @@ _APPEND = (
     " ON CONFLICT (host_id, idempotency_key) DO NOTHING"
 )
 _MARK = (
-    "UPDATE hosts SET shipped_through = %s, rows_shipped = rows_shipped + %s,"
+    "UPDATE hosts SET shipped_through = %s, shipped_key = %s, rows_shipped = rows_shipped + %s,"
     " log_as_of = GREATEST(log_as_of, %s), watchdog_window_s = COALESCE(%s, watchdog_window_s),"
     " last_shipped_at = now() WHERE host_id = %s"
 )
@@ -180,6 +190,25 @@ def _payload(v: Any) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
 
 
+def _copy(pg: psycopg.Connection[Any], sql: str, rows: list[Any], host_id: str | None) -> None:
+    """COPY local log rows (binary), with ``host_id`` first when given."""
+    with pg.cursor() as cur, cur.copy(sql) as cp:
+        if host_id is None:
+            cp.set_types(list(_STAGE_TYPES))
+            for r in rows:
+                cp.write_row((r[0], r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
+        else:
+            cp.set_types(["text", *_STAGE_TYPES])
+            for r in rows:
+                cp.write_row((host_id, r[0], r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
+
+
+def _key_at(local: apsw.Connection, local_id: int) -> str | None:
+    with storage_errors():
+        got = local.execute("SELECT idempotency_key FROM events_raw WHERE id = ?", (local_id,)).fetchall()
+    return str(got[0][0]) if got else None
+
+
 def ship_batch(
     local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str, batch_rows: int
 ) -> tuple[int, int, int]:
@@ -193,31 +222,43 @@ def ship_batch(
     """
     with pg_errors(), pg.transaction():
         row = pg.execute(
-            "SELECT shipped_through FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)
+            "SELECT shipped_through, shipped_key FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)
         ).fetchone()
         mark = int(row[0]) if row else 0
+        if mark and row is not None and _key_at(local, mark) != row[1]:
+            # The local log no longer has the shipped row at the mark: the database was restored
+            # from a backup (or replaced) and reuses ids. Ship it all again; keys the store has
+            # are skipped (staging and ON CONFLICT), rows it lacks go in.
+            log.warning("ship_log_diverged", host_id=host_id, mark=mark)
+            mark = 0
         with storage_errors():
             rows: list[Any] = local.execute(
                 f"SELECT {_LOCAL_COLUMNS} FROM events_raw WHERE id > ? ORDER BY id LIMIT ?", (mark, batch_rows)
             ).fetchall()
         if not rows:
             return 0, 0, mark
-        pg.execute(_STAGE)
         as_of = ""
         window: int | None = None
-        with pg.cursor() as cur, cur.copy("COPY ship_stage FROM STDIN (FORMAT BINARY)") as cp:
-            cp.set_types(list(_STAGE_TYPES))
-            for r in rows:
-                payload = _payload(r[4])
-                cp.write_row((r[0], r[1], r[2], r[3], payload, r[5], r[6], r[7], r[8], r[9]))
-                if r[5] > as_of:
-                    as_of = r[5]
-                if r[2] == "ingestd" and r[3] == "watchdog":
-                    window = window_of(payload) or window
+        for r in rows:
+            if r[5] > as_of:
+                as_of = r[5]
+            if r[2] == "ingestd" and r[3] == "watchdog":
+                window = window_of(_payload(r[4])) or window
         pg.execute("SELECT pg_advisory_xact_lock(%s)", (SHIP_LOCK,))
-        inserted = pg.execute(_APPEND, (host_id,)).rowcount
+        try:
+            # Past the mark the store has none of these rows (the mark moves with them), so they
+            # are copied straight into the log; a key it has after all (a local database restored
+            # from an older backup reuses ids) refuses the COPY, and the batch goes through
+            # staging and ON CONFLICT DO NOTHING instead.
+            with pg.transaction():
+                _copy(pg, f"COPY events_raw ({_DIRECT_COLUMNS}) FROM STDIN (FORMAT BINARY)", rows, host_id)
+            inserted = len(rows)
+        except pgerr.UniqueViolation:
+            pg.execute(_STAGE)
+            _copy(pg, "COPY ship_stage FROM STDIN (FORMAT BINARY)", rows, None)
+            inserted = pg.execute(_APPEND, (host_id,)).rowcount
         last = int(rows[-1][0])
-        pg.execute(_MARK, (last, inserted, as_of or None, window, host_id))
+        pg.execute(_MARK, (last, rows[-1][1], inserted, as_of or None, window, host_id))
     return len(rows), inserted, last
 
 

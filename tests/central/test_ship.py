@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from ingestd.store.identity import database_identity, shipped_through
 from ingestd.store.migrate import migrate
 from tests.central.support import central_log, local_db, local_log, ship_all
 from tests.conftest import CORPUS, REPO
+from tests.reliability.daemon import record
 from tests.seeded import seed
 
 
@@ -71,8 +73,8 @@ def _consistent(url: str, local: Any, host: str) -> int:
 
 
 def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path, pg_url: str) -> None:
-    """The ship process dies after its COPY, inside the transaction (held there on a row lock the
-    test owns): nothing of the batch and no mark remain, and the next ship sends exactly the log."""
+    """The ship process dies inside its COPY (held there on a key the test's open transaction
+    inserted): nothing of the batch and no mark remain, and the next ship sends exactly the log."""
     local = local_db(tmp_path / "a.db", [_source()], "host-k")
     ident = database_identity(local)
     first_key = local.execute("SELECT idempotency_key FROM events_raw ORDER BY id LIMIT 1").fetchall()[0][0]
@@ -90,7 +92,7 @@ def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path
     proc = _ship_process(tmp_path / "a.db", pg_url, 100_000)
     try:
         waiting = _wait(lambda: [b for b in _ship_backends(pg_url) if b[2] == "Lock"])
-        assert "INSERT INTO events_raw" in waiting[0][3]  # past the COPY, inside the transaction
+        assert "COPY events_raw" in waiting[0][3]  # inside the COPY, held on the key the test holds
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
@@ -103,6 +105,41 @@ def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path
     assert result.sent == result.inserted == len(local_log(local))
     assert central_log(pg_url, ident.host_id) == local_log(local)
     assert shipped_through(local) == result.shipped_through
+
+
+def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -> None:
+    """The ship process dies while its COPY streams (the whole log in one batch, watched in
+    pg_stat_activity, no lock held up): the store keeps nothing of it, the next ship sends the log."""
+    local = local_db(tmp_path / "a.db", [_source()], "host-c")
+    host = database_identity(local).host_id
+    for attempt in range(8):
+        name = f"midcopy{attempt}"
+        with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        url = pg_cluster.url(name)
+        with psycopg.connect(url, autocommit=True) as watch:
+            proc = _ship_process(tmp_path / "a.db", url, 100_000)
+            seen = False
+            while proc.poll() is None and not seen:
+                seen = bool(
+                    watch.execute(
+                        "SELECT 1 FROM pg_stat_activity WHERE application_name = 'ingestd'"
+                        " AND datname = current_database() AND state = 'active' AND query LIKE 'COPY events_raw%%'"
+                    ).fetchall()
+                )
+            if seen:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if not seen:
+            continue  # the COPY finished between two looks: try again on a fresh store
+        _wait(lambda u=url: not _ship_backends(u))
+        assert _consistent(url, local, host) == 0
+        assert central_log(url, host) == []
+        result = ship_all(local, url)
+        assert result.sent == result.inserted == len(local_log(local))
+        assert central_log(url, host) == local_log(local)
+        return
+    pytest.fail("never caught the ship inside its COPY in 8 attempts")
 
 
 def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, pg_url: str) -> None:
@@ -193,3 +230,37 @@ def test_prune_refuses_while_rows_are_unshipped(tmp_path: Path, pg_url: str, mon
     assert res.exit_code == 0, res.output
     assert conn.execute("SELECT count(*) FROM events").fetchall()[0][0] == 0
     conn.close()
+
+
+def test_a_restored_local_database_ships_its_new_rows(tmp_path: Path, pg_url: str) -> None:
+    """Restored from a backup, the local log reuses ids the store has under other keys: the
+    mark's key no longer matches, so the log is shipped again, skipping the keys the store has."""
+    src = REPO / "fixtures" / "projects"
+    root = tmp_path / "root"
+    shutil.copytree(src, root)
+    db = tmp_path / "a.db"
+    local = local_db(db, [root], "host-b")
+    local.close()
+    shutil.copy(db, tmp_path / "backup.db")
+    extra = root / "-home-u-new"
+    extra.mkdir()
+    (extra / "55555555-5555-4555-8555-555555555555.jsonl").write_bytes(
+        b"".join(record("55555555-5555-4555-8555-555555555555", i, assistant=True) for i in range(6))
+    )
+    local = local_db(db, [root], "host-b")
+    ship_all(local, pg_url)
+    before = central_log(pg_url, "host-b")
+    local.close()
+    shutil.copy(tmp_path / "backup.db", db)  # the restore
+    (extra / "55555555-5555-4555-8555-555555555555.jsonl").unlink()
+    (extra / "66666666-6666-4666-8666-666666666666.jsonl").write_bytes(
+        b"".join(record("66666666-6666-4666-8666-666666666666", i, assistant=True) for i in range(9))
+    )
+    local = local_db(db, [root], "host-b")
+    result = ship_all(local, pg_url)
+    keys = {r[1] for r in central_log(pg_url, "host-b")}
+    assert {r[1] for r in local_log(local)} <= keys  # every row of the restored log is in the store
+    assert {r[1] for r in before} <= keys  # and nothing shipped before was lost
+    assert result.inserted == len(keys) - len(before) == 9
+    assert ship_all(local, pg_url).sent == 0
+    local.close()

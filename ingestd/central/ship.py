@@ -141,8 +141,11 @@ def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def pending(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Pending:
+def pending(local: apsw.Connection, pg: psycopg.Connection[Any], *, sizes: bool = True) -> Pending:
     """What ``ship`` would send now (``--dry-run``). Writes nothing to the store.
+
+    Args:
+        sizes: also add up the payload bytes (reads every pending row; ``payload_bytes`` is 0 without).
 
     Side effects:
         Creates this database's identity on first use (``meta.host_id``), like every writer.
@@ -151,8 +154,9 @@ def pending(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Pending:
     mark = _central_mark(pg, ident.host_id)
     pg.rollback()
     with storage_errors():
+        size_sql = "COALESCE(sum(length(payload)), 0)" if sizes else "0"
         got: Any = local.execute(
-            "SELECT count(*), COALESCE(sum(length(payload)), 0), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)
+            f"SELECT count(*), {size_sql}, min(id), max(id) FROM events_raw WHERE id > ?", (mark,)
         ).fetchall()[0]
     n, size, lo, hi = got
     return Pending(ident.host_id, mark, int(n), int(size), lo, hi)

@@ -46,7 +46,7 @@ def register(cli: click.Group) -> None:
         where = describe(url)
         local = open_db(db_path, create=False)
         pg = store_connection(url)
-        todo = pending(local, pg)
+        todo = pending(local, pg, sizes=dry_run)
         if dry_run:
             if as_json:
                 emit_json({"dry_run": True, "store": where, **todo.to_json()})

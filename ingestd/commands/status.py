@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,9 +54,38 @@ def register(cli: click.Group) -> None:
         render_status(Console(), doc)
 
 
-def _print_central(doc: dict[str, object]) -> None:
-    """The central store's status as plain lines."""
-    import orjson
+def _print_central(doc: dict[str, Any]) -> None:
+    """The central store's status: ledger, projector, statuses, then one row per host."""
+    from rich.console import Console
+    from rich.table import Table
 
-    for key, value in doc.items():
-        click.echo(f"{key}: {orjson.dumps(value).decode()}")
+    console = Console()
+    t = Table(show_header=False, title="ingestd status (central store)", title_justify="left")
+    t.add_column(style="bold")
+    t.add_column()
+    sc = doc["schema"]
+    t.add_row("schema", f"pg/{sc['version']:04d}_{sc['name']}" if sc["version"] is not None else "none")
+    if sc["pending"] or sc["problems"]:
+        t.add_row("ledger", "; ".join([*sc["problems"], *(f"pending {p}" for p in sc["pending"])]))
+    proj = doc.get("projector")
+    if proj:
+        t.add_row(
+            "projector",
+            f"folded through central log id {proj['projected_through']:,} of {proj['log_max_id']:,}"
+            f" ({proj['rows_behind']:,} rows behind)",
+        )
+        t.add_row("sessions", ", ".join(f"{k} {v}" for k, v in doc["sessions"]["by_status"].items()) or "none")
+        t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+        t.add_row("unpriced models", ", ".join(doc["unpriced"]) or "none")
+    console.print(t)
+    hosts = Table("host", "instance", "shipped through", "rows shipped", "newest log row", "last ship (UTC)")
+    for h in doc["hosts"]:
+        hosts.add_row(
+            h["host_id"],
+            h["instance"][:8],
+            f"{h['shipped_through']:,}",
+            f"{h['rows_shipped']:,}",
+            h["log_as_of"] or "-",
+            h["last_shipped_at"],
+        )
+    console.print(hosts)

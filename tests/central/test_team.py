@@ -131,6 +131,7 @@ def test_store_commands_read_the_central_store(team: dict[str, Any]) -> None:
         ["replay", "--store", url],
         ["verify", "--store", url],
         ["status", "--store", url, "--json"],
+        ["status", "--store", url],
         ["cost", "--store", url, "--by", "host", "--json"],
         ["sessions", "--store", url, "--json"],
         ["tree", "--store", url, team["shared"][:8], "--json"],
@@ -142,6 +143,13 @@ def test_store_commands_read_the_central_store(team: dict[str, Any]) -> None:
 
     doc = orjson.loads(res.stdout)
     assert sorted(r["host_id"] for r in doc["rows"]) == ["host-a", "host-b"]
+    res = runner.invoke(cli, ["status", "--store", url, "--json"])
+    st = orjson.loads(res.stdout)
+    assert [h["host_id"] for h in st["hosts"]] == ["host-a", "host-b"]
+    assert st["projector"]["rows_behind"] == 0
+    assert st["rows"]["events_raw"] == sum(h["rows_shipped"] for h in st["hosts"])
+    res = runner.invoke(cli, ["status", "--store", url])
+    assert "host-a" in res.output and "rows behind" in res.output
 
 
 def test_a_message_two_hosts_hold_counts_once_under_the_better_evidence(tmp_path: Path, pg_url: str) -> None:
@@ -180,3 +188,42 @@ def test_a_message_two_hosts_hold_counts_once_under_the_better_evidence(tmp_path
         assert tree_report(t["central"], t["shared"]) == tree_report(t["union"], t["shared"])
     finally:
         t["central"].close()
+
+
+def test_projectors_on_two_machines_at_once_give_the_one_machine_answer(tmp_path: Path, pg_url: str) -> None:
+    """Two ``project --store`` runs at once, in small slices, while nothing was folded yet: the
+    advisory lock serialises their slices, so the projections equal one run's (replay agrees)."""
+    import threading
+
+    from ingestd.central.check import replay
+    from ingestd.central.project import project_store
+
+    src = SOURCES["corpus"] if SOURCES["corpus"].is_dir() else SOURCES["fixtures"]
+    hosts = split_hosts(src, tmp_path / "roots")
+    a = local_db(tmp_path / "a.db", [hosts.a], "host-a")
+    b = local_db(tmp_path / "b.db", [hosts.b], "host-b")
+    union = local_db(tmp_path / "union.db", [hosts.a, hosts.b], "host-u")
+    ship_all(a, pg_url)
+    ship_all(b, pg_url)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with pg_connect(pg_url) as pg:
+                project_store(pg, batch_rows=400)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    central = PgReadConn(pg_connect(pg_url, autocommit=True))
+    try:
+        assert _cost(central, "session")["rows"] == _cost(union, "session")["rows"]
+        with pg_connect(pg_url) as pg:
+            assert replay(pg).ok
+    finally:
+        central.close()

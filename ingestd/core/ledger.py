@@ -44,7 +44,7 @@ PINS: tuple[Pin, ...] = (
 # tamper rules (``plan`` with ``pins=PG_PINS``), recorded in the central database's own
 # ``schema_version``.
 PG_PINS: tuple[Pin, ...] = (
-    Pin(1, "central", "197ca1968413ff26f5176a6c5fa8ecdedfb2f1b00948907bf9f62e3bef85db60"),
+    Pin(1, "central", "7819dcb684feef6f3e5f6bbc70334ac4a5b6461f597678ecb94567766b7d4acc"),
     Pin(2, "pricing_seed", "fbcd383ba57522fa6a57939383a1e180ec523e56115a2ea60293d3f55cbdcced"),
 )
 

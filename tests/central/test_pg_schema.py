@@ -44,7 +44,11 @@ def test_migrate_applies_each_pin_once_and_a_second_run_nothing(pg_url: str) -> 
         assert [p.id for p in mig.migrate(conn)] == [p.id for p in ledger.PG_PINS]
         assert mig.migrate(conn) == []
         rows = conn.execute("SELECT id, name, checksum FROM schema_version ORDER BY id").fetchall()
+        compression = conn.execute(
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = 'events_raw'::regclass AND attname = 'payload'"
+        ).fetchone()
     assert rows == [(p.id, p.name, p.sha256) for p in ledger.PG_PINS]
+    assert compression == ("l",)  # lz4 (this server has it)
 
 
 def test_pins_match_the_files_shipped() -> None:

@@ -78,7 +78,16 @@ def _print_central(doc: dict[str, Any]) -> None:
         t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
         t.add_row("unpriced models", ", ".join(doc["unpriced"]) or "none")
     console.print(t)
-    hosts = Table("host", "instance", "shipped through", "rows shipped", "newest log row", "last ship (UTC)")
+    from rich.table import Column
+
+    hosts = Table(
+        Column("host", overflow="fold", min_width=8),
+        "instance",
+        "shipped through",
+        "rows shipped",
+        "newest log row",
+        "last ship (UTC)",
+    )
     for h in doc["hosts"]:
         hosts.add_row(
             h["host_id"],

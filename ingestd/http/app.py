@@ -280,7 +280,11 @@ async def _ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
     from ingestd.central.pg import describe
     from ingestd.central.ship import Shipper
 
-    where = describe(url)
+    try:
+        where = describe(url)
+    except IngestdError as e:
+        log.error("ship_disabled", error=e.message)  # e.g. a password in ship_to: never shipped, never logged
+        return
     shipper = Shipper(str(cfg.db_path), url, batch_rows=resolved.get_int("ship_batch_rows"), max_batches=10)
     interval_s = max(1, resolved.get_int("ship_interval_s"))
     loop = asyncio.get_running_loop()

@@ -58,3 +58,18 @@ def test_serve_ships_the_log_batch_by_batch(tmp_path: Path, pg_url: str, monkeyp
     finally:
         assert daemon.stop() == 0
     assert "ship_failed" not in (tmp_path / "serve.log").read_text()
+
+
+@pytest.mark.timeout(60)
+def test_a_password_in_ship_to_disables_shipping_without_logging_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "projects"
+    root.mkdir()
+    monkeypatch.setenv("INGESTD_SHIP_TO", "postgresql://me:hunter2@127.0.0.1:1/x")
+    daemon = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
+    daemon.start()
+    assert daemon.stop() == 0
+    text = (tmp_path / "serve.log").read_text()
+    assert "ship_disabled" in text and "holds a password" in text
+    assert "hunter2" not in text

@@ -264,3 +264,13 @@ def test_a_restored_local_database_ships_its_new_rows(tmp_path: Path, pg_url: st
     assert result.inserted == len(keys) - len(before) == 9
     assert ship_all(local, pg_url).sent == 0
     local.close()
+
+
+def test_tls_settings_pass_through_to_libpq(pg_url: str) -> None:
+    """``sslmode`` in the URL reaches libpq: this test server has no TLS, so requiring it fails there."""
+    from ingestd.central.pg import connect as pg_connect
+    from ingestd.errors import StorageError
+
+    with pytest.raises(StorageError, match="SSL"):
+        pg_connect(pg_url + "?sslmode=require")
+    pg_connect(pg_url + "?sslmode=disable").close()

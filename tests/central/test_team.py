@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 
@@ -27,6 +28,7 @@ from ingestd.report.tree import tree_report
 from ingestd.report.window import make_window, resolve_zone
 from tests.central.support import central_log, local_db, local_log, project, ship_all, split_hosts
 from tests.conftest import CORPUS, REPO
+from tests.pgcluster import Cluster
 
 ZONE = resolve_zone("UTC", {})
 WINDOW = make_window(None, None, ZONE, datetime(2030, 1, 1, tzinfo=UTC))
@@ -48,9 +50,15 @@ def build_team(src: Path, tmp_path: Path, url: str, *, subagents: bool = False) 
     return {"a": a, "b": b, "union": union, "url": url, "shared": hosts.shared, "central": central}
 
 
-@pytest.fixture(params=sorted(SOURCES))
-def team(request: pytest.FixtureRequest, tmp_path: Path, pg_url: str) -> Iterator[dict[str, Any]]:
-    t = build_team(SOURCES[request.param], tmp_path, pg_url)
+@pytest.fixture(scope="module", params=sorted(SOURCES))
+def team(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, pg_cluster: Cluster
+) -> Iterator[dict[str, Any]]:
+    """Built once per source for the module: the tests below only read (re-ship adds nothing)."""
+    name = f"team_{request.param}"
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    t = build_team(SOURCES[request.param], tmp_path_factory.mktemp(name), pg_cluster.url(name))
     yield t
     t["central"].close()
     for k in ("a", "b", "union"):
@@ -210,7 +218,7 @@ def test_projectors_on_two_machines_at_once_give_the_one_machine_answer(tmp_path
     def run() -> None:
         try:
             with pg_connect(pg_url) as pg:
-                project_store(pg, batch_rows=400)
+                project_store(pg, batch_rows=1500)
         except BaseException as e:
             errors.append(e)
 

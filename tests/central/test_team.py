@@ -88,6 +88,10 @@ def test_central_totals_equal_the_sum_of_the_hosts(team: dict[str, Any]) -> None
     assert by_host["host-a"]["totals"] == ca["totals"]
     assert by_host["host-b"]["totals"] == cb["totals"]
     assert _cost(central, host="host-b")["totals"] == cb["totals"]
+    # a local database is one host: its own host id, and nothing for another
+    assert [r["host_id"] for r in _cost(team["a"], "host")["rows"]] == ["host-a"]
+    assert _cost(team["a"], host="host-a")["totals"] == ca["totals"]
+    assert _cost(team["a"], host="host-b")["tokens"] == 0
 
 
 def test_central_per_session_totals_equal_the_sum_of_the_hosts(team: dict[str, Any]) -> None:

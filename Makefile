@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Empty: the demo picks ../shared/corpus/claude-projects when present, else fixtures/projects.
 CORPUS ?=
 
-.PHONY: install test lint fmt run demo bench bench-quick reliability clean
+.PHONY: install test lint fmt run demo bench bench-quick bench-team reliability clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,9 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick
+
+bench-team: $(STAMP)
+	$(BIN)/python -m bench.team
 
 reliability: $(STAMP)
 	$(BIN)/pytest -m slow

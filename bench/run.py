@@ -226,7 +226,12 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     res.elapsed_s = time.perf_counter() - t_start
     machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
     machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
-    kept = framing_section(out.read_text()) if out.exists() else ""
+    # the framing section (python -m bench.framing) and the team-mode section (python -m bench.team)
+    # are measured separately: keep them, the team section last
+    old = out.read_text() if out.exists() else ""
+    kept = framing_section(old)
+    if "<!-- team:begin -->" in old:
+        kept += "\n" + old[old.index("<!-- team:begin -->") :]
     out.write_text(render(res, machine_rows) + (f"\n{kept}" if kept else ""))
     say(f"wrote {out} ({res.elapsed_s:.0f} s)")
     bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]

@@ -106,6 +106,15 @@ SETTINGS: tuple[Setting, ...] = (
         "/api/health answers 503 when the writer or tailer has been stuck (busy or failing) this long.",
         "int",
     ),
+    Setting(
+        "ship_to",
+        None,
+        "Team mode: the central PostgreSQL store (URL without a password: libpq's ~/.pgpass or PG* "
+        "environment supply it) the daemon ships the log to, batch by batch; prune then keeps unshipped rows.",
+        "str",
+    ),
+    Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int"),
+    Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

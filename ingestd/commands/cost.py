@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
 from ingestd.commands.sessions import WINDOW_HELP
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.window import make_window, resolve_zone
@@ -17,7 +17,9 @@ from ingestd.report.window import make_window, resolve_zone
 def register(cli: click.Group) -> None:
     @cli.command("cost")
     @db_option
+    @store_option
     @click.option("--by", type=click.Choice(GROUPINGS), default=None, help="Group rows by this.")
+    @click.option("--host", "host", default=None, help="Only usage logged by this host (its host_id, see status).")
     @click.option("--since", default=None, help=f"From. {WINDOW_HELP}")
     @click.option("--until", default=None, help=f"Until (exclusive; a date is included). {WINDOW_HELP}")
     @click.option(
@@ -25,7 +27,14 @@ def register(cli: click.Group) -> None:
     )
     @json_option
     def cost_cmd(
-        db_path: Path | None, by: str | None, since: str | None, until: str | None, tz_name: str | None, as_json: bool
+        db_path: Path | None,
+        store_url: str | None,
+        by: str | None,
+        host: str | None,
+        since: str | None,
+        until: str | None,
+        tz_name: str | None,
+        as_json: bool,
     ) -> None:
         """Tokens per bucket and cost, from the rollup; unpriced usage per model beside the total.
 
@@ -37,7 +46,9 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        doc = cost_report(open_read_db(db_path), by=by, window=window, zone=zone)
+        doc = cost_report(
+            (open_store(store_url) if store_url else open_read_db(db_path)), by=by, window=window, zone=zone, host=host
+        )
         if as_json:
             emit_json(doc)
             return

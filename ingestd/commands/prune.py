@@ -85,6 +85,7 @@ def register(cli: click.Group) -> None:
                 "retention_token_usage_acknowledged": True if ack else None,
                 "prune_batch_rows": batch_rows,
                 "backup_dir": str(backup_dir) if backup_dir else None,
+                "ship_to": None,
             },
             dict(os.environ),
         )
@@ -93,7 +94,19 @@ def register(cli: click.Group) -> None:
         path = resolve_db(db_path)
         now = datetime.now(UTC)
         conn = open_db(db_path, create=False)
-        results = pr.prune(conn, policy, now=now, dry_run=dry_run, batch_rows=settings.get_int("prune_batch_rows"))
+        shipped = None
+        if settings.get_opt_str("ship_to"):
+            from ingestd.store.identity import shipped_through
+
+            shipped = shipped_through(conn)
+        results = pr.prune(
+            conn,
+            policy,
+            now=now,
+            dry_run=dry_run,
+            batch_rows=settings.get_int("prune_batch_rows"),
+            shipped_through=shipped,
+        )
         retention = None
         if not only:
             retention = bk.apply_retention(

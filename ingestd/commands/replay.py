@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.replay import ReplayResult, replay, total_rows
 
@@ -43,6 +43,7 @@ def comp_side(pair: str, i: int) -> str:
 def register(cli: click.Group) -> None:
     @cli.command("replay")
     @db_option
+    @store_option
     @click.option(
         "--workdir",
         type=click.Path(file_okay=False, path_type=Path),
@@ -50,11 +51,26 @@ def register(cli: click.Group) -> None:
         help="Where the snapshot and the two rebuilds go [default: next to the database].",
     )
     @json_option
-    def replay_cmd(db_path: Path | None, workdir: Path | None, as_json: bool) -> None:
+    def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None, as_json: bool) -> None:
         """Rebuild every projection from the log twice and compare with the live database.
 
         Exit 0 when the three agree; exit 1 printing the first differing rows per table.
+        With --store: the central store's log is re-folded twice inside a transaction that is
+        rolled back, and compared with its live projections.
         """
+        if store_url:
+            from ingestd.central.check import replay as central_replay
+
+            outcome = central_replay(store_connection(store_url))
+            if as_json:
+                emit_json(outcome.to_json())
+            else:
+                for t, d in outcome.to_json()["tables"].items():
+                    click.echo(f"{t}: rows {d['rows']} {'equal' if d['equal'] else 'DIFFERENT'}")
+                click.echo(f"log rows {outcome.log_rows}")
+            if not outcome.ok:
+                raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
+            return
         path = resolve_db(db_path)
         if not path.exists():
             raise ConfigError(f"no database at {path}: pass --db")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
 from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
@@ -21,6 +21,7 @@ WINDOW_HELP = (
 def register(cli: click.Group) -> None:
     @cli.command("sessions")
     @db_option
+    @store_option
     @click.option("--since", default=None, help=f"Active at or after. {WINDOW_HELP}")
     @click.option("--until", default=None, help=f"Started before. {WINDOW_HELP}")
     @click.option("--project", default=None, help="Only projects whose real path contains this text.")
@@ -35,6 +36,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def sessions_cmd(
         db_path: Path | None,
+        store_url: str | None,
         since: str | None,
         until: str | None,
         project: str | None,
@@ -51,7 +53,9 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        doc = sessions_report(open_read_db(db_path), window=window, project=project, limit=limit)
+        doc = sessions_report(
+            (open_store(store_url) if store_url else open_read_db(db_path)), window=window, project=project, limit=limit
+        )
         if as_json:
             emit_json(doc)
             return

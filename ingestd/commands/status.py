@@ -5,10 +5,19 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, resolve_db
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    open_read_db,
+    resolve_db,
+    store_connection,
+    store_option,
+)
 from ingestd.daemon import presence
 from ingestd.report.status import status_report
 from ingestd.store import stall
@@ -17,13 +26,27 @@ from ingestd.store import stall
 def register(cli: click.Group) -> None:
     @cli.command("status")
     @db_option
+    @store_option
     @click.option("--no-stat", "no_stat", is_flag=True, help="Do not compare tail checkpoints with the files on disk.")
     @json_option
-    def status_cmd(db_path: Path | None, no_stat: bool, as_json: bool) -> None:
-        """Whether the daemon runs (pid, address, uptime, version), schema version, database size, rows
-        per table, activity, last ingest, hook and commit, tail lag, watchdog window, skipped lines,
-        unpriced models, last prune and backup. With the daemon down, statuses are labelled as of when
-        it last wrote."""
+    def status_cmd(db_path: Path | None, store_url: str | None, no_stat: bool, as_json: bool) -> None:
+        """Whether the daemon runs (pid, address, uptime, version), schema version, database size, host
+        id and shipping, rows per table, activity, last ingest, hook and commit, tail lag, watchdog
+        window, skipped lines, unpriced models, last prune and backup. With the daemon down, statuses
+        are labelled as of when it last wrote.
+
+        With --store: the central store's ledger, hosts and their high-water marks, projector lag,
+        rows and statuses.
+        """
+        if store_url:
+            from ingestd.central.check import status_report as central_status
+
+            cdoc = central_status(store_connection(store_url, autocommit=True), now=datetime.now(UTC))
+            if as_json:
+                emit_json(cdoc)
+                return
+            _print_central(cdoc)
+            return
         path = resolve_db(db_path)
         conn = open_read_db(db_path)
         now = datetime.now(UTC)
@@ -39,3 +62,49 @@ def register(cli: click.Group) -> None:
         from ingestd.report.render import render_status
 
         render_status(Console(), doc)
+
+
+def _print_central(doc: dict[str, Any]) -> None:
+    """The central store's status: ledger, projector, statuses, then one row per host."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(show_header=False, title="ingestd status (central store)", title_justify="left")
+    t.add_column(style="bold")
+    t.add_column()
+    sc = doc["schema"]
+    t.add_row("schema", f"pg/{sc['version']:04d}_{sc['name']}" if sc["version"] is not None else "none")
+    if sc["pending"] or sc["problems"]:
+        t.add_row("ledger", "; ".join([*sc["problems"], *(f"pending {p}" for p in sc["pending"])]))
+    proj = doc.get("projector")
+    if proj:
+        t.add_row(
+            "projector",
+            f"folded through central log id {proj['projected_through']:,} of {proj['log_max_id']:,}"
+            f" ({proj['rows_behind']:,} rows behind)",
+        )
+        t.add_row("sessions", ", ".join(f"{k} {v}" for k, v in doc["sessions"]["by_status"].items()) or "none")
+        t.add_row("agents", ", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
+        t.add_row("unpriced models", ", ".join(doc["unpriced"]) or "none")
+    console.print(t)
+    from rich.table import Column
+
+    hosts = Table(
+        Column("host", overflow="fold", min_width=8),
+        "instance",
+        "shipped through",
+        "rows shipped",
+        "newest log row",
+        "last ship (UTC)",
+    )
+    for h in doc["hosts"]:
+        hosts.add_row(
+            h["host_id"],
+            h["instance"][:8],
+            f"{h['shipped_through']:,}",
+            f"{h['rows_shipped']:,}",
+            h["log_as_of"] or "-",
+            h["last_shipped_at"],
+        )
+    console.print(hosts)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
 from ingestd.report.tree import tree_report
 from ingestd.report.window import resolve_zone
 
@@ -15,10 +15,11 @@ from ingestd.report.window import resolve_zone
 def register(cli: click.Group) -> None:
     @cli.command("tree")
     @db_option
+    @store_option
     @click.argument("session")
     @click.option("--tz", "tz_name", default=None, help="IANA time zone for times [default: the machine's].")
     @json_option
-    def tree_cmd(db_path: Path | None, session: str, tz_name: str | None, as_json: bool) -> None:
+    def tree_cmd(db_path: Path | None, store_url: str | None, session: str, tz_name: str | None, as_json: bool) -> None:
         """The agent tree of SESSION (an id or a unique prefix of one).
 
         Each agent shows its subagent type, status, outcome cause, first/last seen, tool calls, and
@@ -27,7 +28,7 @@ def register(cli: click.Group) -> None:
         """
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
-        doc = tree_report(open_read_db(db_path), session)
+        doc = tree_report((open_store(store_url) if store_url else open_read_db(db_path)), session)
         if as_json:
             emit_json(doc)
             return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.store.connection import connect
 from ingestd.verify import run_checks
@@ -15,19 +15,28 @@ from ingestd.verify import run_checks
 def register(cli: click.Group) -> None:
     @cli.command("verify")
     @db_option
+    @store_option
     @json_option
-    def verify_cmd(db_path: Path | None, as_json: bool) -> None:
+    def verify_cmd(db_path: Path | None, store_url: str | None, as_json: bool) -> None:
         """Check the ledger, append-only triggers, rollup, foreign keys, integrity and usage-in-log.
 
         Changes nothing (the trigger probe is rolled back). Exit 1 when any check fails.
         """
-        path = resolve_db(db_path)
-        if not path.exists():
-            raise ConfigError(f"no database at {path}: pass --db")
-        checks = run_checks(connect(path))
+        if store_url:
+            from ingestd.central.check import verify_checks
+            from ingestd.central.pg import describe
+
+            checks = verify_checks(store_connection(store_url))
+            where = describe(store_url)
+        else:
+            path = resolve_db(db_path)
+            if not path.exists():
+                raise ConfigError(f"no database at {path}: pass --db")
+            checks = run_checks(connect(path))
+            where = str(path)
         failed = [c for c in checks if not c.ok]
         if as_json:
-            emit_json({"ok": not failed, "database": str(path), "checks": [c.to_json() for c in checks]})
+            emit_json({"ok": not failed, "database": where, "checks": [c.to_json() for c in checks]})
         else:
             for c in checks:
                 mark = "ok  " if c.ok else "FAIL"

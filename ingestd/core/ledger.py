@@ -45,6 +45,14 @@ PINS: tuple[Pin, ...] = (
     Pin(12, "price_dimensions_seed", "2b780a30954d02c39336ddfc5012c346b6223789e4bef83747ff2507ae012069"),
 )
 
+# The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same
+# tamper rules (``plan`` with ``pins=PG_PINS``), recorded in the central database's own
+# ``schema_version``.
+PG_PINS: tuple[Pin, ...] = (
+    Pin(1, "central", "7819dcb684feef6f3e5f6bbc70334ac4a5b6461f597678ecb94567766b7d4acc"),
+    Pin(2, "pricing_seed", "fbcd383ba57522fa6a57939383a1e180ec523e56115a2ea60293d3f55cbdcced"),
+)
+
 
 @dataclass(frozen=True, slots=True)
 class FileOnDisk:

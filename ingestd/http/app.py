@@ -275,7 +275,13 @@ def make_app(
         app[STOP].set()
         await _cancel(task)
 
-    app.cleanup_ctx.extend([writer_ctx, tailer_ctx, watchdog_ctx, schedule_ctx])
+    async def ship_ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(_ship_loop(cfg, app[STOP]))
+        yield
+        app[STOP].set()
+        await _cancel(task)
+
+    app.cleanup_ctx.extend([writer_ctx, tailer_ctx, watchdog_ctx, schedule_ctx, ship_ctx])
     add_api_routes(app, db_path=cfg.db_path)
     add_live_routes(app, cfg.db_path)
     add_page_routes(app)
@@ -317,6 +323,47 @@ async def _schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: asyn
             log.error("schedule_failed", error=e.message)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
+
+
+async def _ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
+    """Team mode (SPEC §13): follow the ``ship_to`` setting, shipping the log batch by batch.
+
+    Nothing to do when the setting is unset. Each pass ships a bounded number of batches off the
+    loop; the next pass follows at once while more is pending, else after ``ship_interval_s``.
+    A failed pass (store down, refused) is logged and retried after the interval.
+    """
+    from ingestd import settings as settings_mod
+
+    resolved = settings_mod.load({}, dict(os.environ))
+    url = resolved.get_opt_str("ship_to")
+    if not url:
+        return
+    from ingestd.central.pg import describe
+    from ingestd.central.ship import Shipper
+
+    try:
+        where = describe(url)
+    except IngestdError as e:
+        log.error("ship_disabled", error=e.message)  # e.g. a password in ship_to: never shipped, never logged
+        return
+    shipper = Shipper(str(cfg.db_path), url, batch_rows=resolved.get_int("ship_batch_rows"), max_batches=10)
+    interval_s = max(1, resolved.get_int("ship_interval_s"))
+    loop = asyncio.get_running_loop()
+    try:
+        while not stop.is_set():
+            wait_s: float = interval_s
+            try:
+                got = await loop.run_in_executor(None, shipper.run_once)
+                if got.sent:
+                    log.info("shipped", store=where, rows=got.sent, inserted=got.inserted, through=got.shipped_through)
+                if got.sent >= shipper.batch_rows * shipper.max_batches:
+                    wait_s = 0
+            except IngestdError as e:
+                log.error("ship_failed", store=where, error=e.message)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait_s)
+    finally:
+        await loop.run_in_executor(None, shipper.close)
 
 
 def connection_cap(wanted: int, nofile_soft: int) -> int:

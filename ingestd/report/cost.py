@@ -21,7 +21,7 @@ from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import storage_errors
 from ingestd.store.rollup import RATE_SQL, TIER_SQL
 
-GROUPINGS = ("day", "model", "session", "project", "agent")
+GROUPINGS = ("day", "model", "session", "project", "agent", "host")
 
 # (group key expression, FROM clause). Every key is grouped together with model, bucket and rate.
 # The totals (no key) group by (model, bucket, rate) alone, so an index on those columns can serve them.
@@ -37,9 +37,20 @@ _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
 }
 
 
-def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Iterable[tuple[Any, ...]]:
-    key, source = _ROLLUP_KEYS[by]
+def host_expr(conn: Any, alias: str) -> str:
+    """The host of a usage row: its ``host_id`` column in the central store (team mode, SPEC §13);
+    in a local database, the database's own ``meta.host_id`` (one machine, one host)."""
+    if getattr(conn, "central", False):
+        return f"{alias}.host_id"
+    return "COALESCE((SELECT value FROM meta WHERE key = 'host_id'), '')"
+
+
+def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
+    key, source = (host_expr(conn, "r"), "token_usage_rollup r") if by == "host" else _ROLLUP_KEYS[by]
     where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
+    if host is not None:
+        where.append(f"{host_expr(conn, 'r')} = ?")
+        params.append(host)
     cols = "r.model, r.bucket, r.rate_effective_from, r.tier, r.speed"
     sql = (
         f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count), sum(r.web_search_requests)"
@@ -51,8 +62,11 @@ def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window) -> Itera
     return rows if key else (("", *r) for r in rows)
 
 
-def _agent_rows(conn: apsw.Connection, window: Window) -> Iterable[tuple[Any, ...]]:
+def _agent_rows(conn: apsw.Connection, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
     where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
+    if host is not None:
+        where.append(f"{host_expr(conn, 't')} = ?")
+        params.append(host)
     sql = (
         f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
         f" {TIER_SQL}, t.speed, sum(t.tokens), count(*), sum(t.web_search_requests) FROM token_usage t"
@@ -81,7 +95,9 @@ def _describe_agents(
     return out
 
 
-def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: Zone) -> dict[str, Any]:
+def cost_report(
+    conn: apsw.Connection, *, by: str | None, window: Window, zone: Zone, host: str | None = None
+) -> dict[str, Any]:
     """Cost totals, optionally grouped. Read-only.
 
     Args:
@@ -89,6 +105,7 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
         by: None (totals only) or one of ``GROUPINGS``.
         window: slot-aligned ``[since, until)``.
         zone: the zone whose local days ``by="day"`` groups into.
+        host: only usage of this host (``host_id``; a local database is one host).
 
     Returns:
         ``{"by", "tz", "window", "source", "totals", "tokens", "cost_usd", "cost_complete", "unpriced",
@@ -103,7 +120,7 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
         raise ValueError(f"unknown grouping {by!r}")
     with storage_errors():
         rates = load_rates(conn)
-        raw = _agent_rows(conn, window) if by == "agent" else _rollup_rows(conn, by, window)
+        raw = _agent_rows(conn, window, host) if by == "agent" else _rollup_rows(conn, by, window, host)
         day_cache: dict[str, str] = {}
         to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
         # Sum integers first (cheap), price each (group, model, bucket, rate) once.
@@ -126,6 +143,7 @@ def cost_report(conn: apsw.Connection, *, by: str | None, window: Window, zone: 
     return {
         "by": by,
         "tz": zone.name,
+        "host": host,
         "window": window.to_json(),
         "source": "token_usage" if by == "agent" else "token_usage_rollup",
         **total.to_json(),
@@ -147,6 +165,8 @@ def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> lis
             row["model"] = k
         elif by == "project":
             row["project_path"] = k or None
+        elif by == "host":
+            row["host_id"] = k
         elif by == "session":
             row["session_id"] = k
             row["project_path"], row["started_at"] = sessions.get(k, (None, None))

@@ -364,6 +364,12 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
     t.add_row("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none")
     db = doc["database"]
     t.add_row("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})")
+    host = doc.get("host") or {}
+    t.add_row(
+        "host",
+        f"{host.get('host_id') or '(not yet chosen)'}; shipped through log id {host.get('shipped_through', 0)}, "
+        f"{plural(host.get('unshipped_rows', 0), 'row')} not shipped",
+    )
     sess = doc["sessions"]
     active = "active now" if not stale else "active"
     t.add_row(

@@ -16,6 +16,7 @@ import apsw
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.report.usage import Usage
 from ingestd.store.connection import scalar, storage_errors
+from ingestd.store.identity import shipped_through, stored_identity
 from ingestd.store.writer import effective_window
 
 ACTIVE_STATUSES = ("working", "waiting")
@@ -123,6 +124,19 @@ def _as_of(daemon: dict[str, Any] | None, *stamps: str | None) -> str | None:
     return max(known, default=None)
 
 
+def _host(conn: apsw.Connection) -> dict[str, Any]:
+    """This machine's identity (created once, on the first write) and its team-mode shipping mark."""
+    ident = stored_identity(conn)
+    mark = shipped_through(conn)
+    behind = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (mark,)) or 0)
+    return {
+        "host_id": ident.get("host_id"),
+        "instance": ident.get("instance"),
+        "shipped_through": mark,
+        "unshipped_rows": behind,
+    }
+
+
 def status_report(
     conn: apsw.Connection,
     *,
@@ -142,7 +156,7 @@ def status_report(
             when it was not looked for.
 
     Returns:
-        ``{"now", "daemon", "live", "as_of", "schema", "database", "rows", "sessions", "agents",
+        ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",
         "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "counters",
         "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped`` is ``{"lines": int, "by_reason": {reason:
         int}}`` (the reasons break the lines down); ``quarantine`` is ``quarantine_section``. ``live`` is true
@@ -194,6 +208,7 @@ def status_report(
             "as_of": _as_of(daemon, last_commit, last_hook, last_ingest),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
+            "host": _host(conn),
             "rows": rows,
             "sessions": {
                 "by_status": sessions_by_status,

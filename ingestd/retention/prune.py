@@ -262,6 +262,26 @@ def targets(policy: Policy) -> list[PruneTarget]:
     return out
 
 
+def unshipped(conn: apsw.Connection, target: PruneTarget, now: datetime, shipped_through: int) -> int:
+    """How many rows pruning ``target`` would delete that stand for log rows not shipped yet. Read-only.
+
+    ``events`` rows carry their log row's id (``raw_event_id``); ``token_usage`` rows carry none,
+    so while any log row is unshipped every ``token_usage`` candidate counts.
+    """
+    cutoff = cutoff_for(now, target.older_than_days)
+    tcol, icol = check_table(target.table)
+    with storage_errors():
+        if target.table == "events":
+            return int(
+                scalar(conn, f"SELECT count(*) FROM events WHERE {tcol} < ? AND {icol} > ?", (cutoff, shipped_through))
+                or 0
+            )
+        behind = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (shipped_through,)) or 0)
+        if not behind:
+            return 0
+        return int(scalar(conn, f"SELECT count(*) FROM {target.table} WHERE {tcol} < ?", (cutoff,)) or 0)
+
+
 def prune(
     conn: apsw.Connection,
     policy: Policy,
@@ -271,15 +291,32 @@ def prune(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     keep_keys: bool = True,
     on_batch: Callable[[int], None] | None = None,
+    shipped_through: int | None = None,
 ) -> list[PruneResult]:
     """Apply ``policy`` to the database tables (backups: see ``backup.apply_retention``).
+
+    Args:
+        shipped_through: with team-mode shipping configured (SPEC §13), the local log id through
+            which rows are in the central store (``ingestd.central.ship.local_mark``); prune then
+            refuses to delete any row that stands for a log row past it. None: not shipping.
 
     Returns:
         One ``PruneResult`` per target, in ``targets(policy)`` order.
 
     Raises:
-        ConfigError: see ``targets``; nothing is deleted then.
+        ConfigError: see ``targets``, or rows not shipped yet would go; nothing is deleted then.
     """
+    if shipped_through is not None and not dry_run:
+        for t in targets(policy):
+            n = unshipped(conn, t, now, shipped_through)
+            if n:
+                raise ConfigError(
+                    f"refusing to prune {t.table}: {n} of the rows it would delete stand for log rows not shipped "
+                    f"to the central store yet (shipped through local log id {shipped_through}); run `ingestd ship` "
+                    "first (or wait for the daemon to ship)",
+                    table=t.table,
+                    unshipped=n,
+                )
     return [
         prune_table(
             conn,

@@ -22,6 +22,7 @@ from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.settings import Settings
 from ingestd.store.connection import connect, scalar
+from ingestd.store.identity import shipped_through
 
 CHECK_EVERY_S = 3600
 log = structlog.get_logger("ingestd.retention")
@@ -109,6 +110,7 @@ def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> Scheduled
                     now=now,
                     batch_rows=settings.get_int("prune_batch_rows"),
                     keep_keys=False,
+                    shipped_through=shipped_through(conn) if settings.get_opt_str("ship_to") else None,
                 )
                 retention = bk.apply_retention(
                     backup_dir_from(settings, db_path),

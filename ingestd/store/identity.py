@@ -55,3 +55,11 @@ def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> 
     if "instance" in rows and "host_id" in rows:
         return Ctx(instance=rows["instance"], host_id=rows["host_id"])
     return write_txn(conn, lambda c: identity_in_txn(c, hostname=hostname))
+
+
+def shipped_through(conn: apsw.Connection) -> int:
+    """``meta.shipped_through``: every local log row with ``id <=`` it is in the central store (team
+    mode, SPEC §13; written by ``ingestd.central.ship`` after each committed batch). 0: none. Read-only."""
+    for (v,) in conn.execute("SELECT value FROM meta WHERE key = 'shipped_through'"):
+        return int(v) if isinstance(v, str) and v.isdigit() else 0
+    return 0

@@ -1,0 +1,394 @@
+"""``ingestd project --store``: the same pure projector folds the central log (SPEC §13).
+
+Incremental and resumable: ``projector_progress.projected_through`` is the central
+``events_raw.id`` through which every row is folded, moved in the same transaction as the
+projection rows it produced. A run takes the next slice of the log past it, finds the sessions
+the slice touches and re-folds each of them from all of its rows so far (any host), writing the
+full rows: the projector's order independence makes that equal to any incremental fold, and it
+needs no fold state kept between runs or machines.
+
+Safe to run from several machines at once: every slice's transaction first takes a
+transaction-scoped advisory lock (``PROJECT_LOCK``), so slices are folded one at a time and a
+killed run rolls back to the previous mark.
+
+One session, several hosts (a session resumed on another machine, or a copied transcript): the
+rows of every host are folded into one state, in host order, with each host's identity as the
+context of its slice (edges carry the ``host_id`` / ``instance`` of the host whose rows derived
+them). Dedup is the one-machine rule (``message.id`` per bucket, the better claim wins).
+``token_usage.host_id`` is the host whose own log holds the best claim on it (the direct record over another host's
+``agent_progress`` copy; the smaller host id between equal claims), so ``cost --by host`` splits
+hosts with disjoint messages exactly as their local databases do, and counts a message two hosts
+hold once, under the host with the better evidence.
+
+Status: each session's watchdog ``as_of`` is the newest log time of the hosts that logged it
+(``hosts.log_as_of``, with that host's window), so a session seen by one host gets the status
+its own machine gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ingestd.central.migrate import migrate
+from ingestd.central.pg import pg_errors
+from ingestd.core import derive, project
+from ingestd.core.records import LogRow
+from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.core.state import SessionState
+from ingestd.core.touch import Ctx
+from ingestd.errors import ConfigError
+from ingestd.store.writer import WATCHDOG_WINDOW_S, watchdog_cutoff
+
+PROJECT_LOCK = 0x696E6765_7374_02
+DEFAULT_BATCH_ROWS = 20_000
+LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
+PROJECTION_TABLES = (
+    "sessions",
+    "session_hosts",
+    "agents",
+    "orchestration_edges",
+    "token_usage",
+    "token_usage_rollup",
+    "tool_calls",
+    "compactions",
+    "events",
+)
+
+UPSERT_SESSION = (
+    "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
+    " cc_version, title, slug, entrypoint, end_reason) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    " ON CONFLICT (id) DO UPDATE SET project_slug=EXCLUDED.project_slug, project_path=EXCLUDED.project_path,"
+    " started_at=EXCLUDED.started_at, last_activity_at=EXCLUDED.last_activity_at, status=EXCLUDED.status,"
+    " git_branch=EXCLUDED.git_branch, cc_version=EXCLUDED.cc_version, title=EXCLUDED.title,"
+    " slug=EXCLUDED.slug, entrypoint=EXCLUDED.entrypoint, end_reason=EXCLUDED.end_reason"
+)
+# Agents are keyed by (session_id, id) here: no claim between sessions is needed.
+UPSERT_AGENT = (
+    "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
+    " last_seen_at, outcome_cause, is_compaction, description, evidence_status)"
+    " VALUES (%(id)s, %(sid)s, %(type)s, %(st)s, %(status)s, %(parent)s, %(first)s, %(last)s, %(cause)s,"
+    " %(comp)s, %(desc)s, %(status)s)"
+    " ON CONFLICT (session_id, id) DO UPDATE SET type=EXCLUDED.type, subagent_type=EXCLUDED.subagent_type,"
+    " status=EXCLUDED.status, evidence_status=EXCLUDED.evidence_status, parent_agent_id=EXCLUDED.parent_agent_id,"
+    " first_seen_at=EXCLUDED.first_seen_at, last_seen_at=EXCLUDED.last_seen_at,"
+    " outcome_cause=EXCLUDED.outcome_cause, is_compaction=EXCLUDED.is_compaction, description=EXCLUDED.description"
+)
+UPSERT_EDGE = (
+    "INSERT INTO orchestration_edges (id, session_id, parent_agent_id, child_agent_id, source, instance,"
+    " host_id, created_at, tool_use_id) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    " ON CONFLICT (session_id, child_agent_id) DO UPDATE SET parent_agent_id=EXCLUDED.parent_agent_id,"
+    " source=EXCLUDED.source, instance=EXCLUDED.instance, host_id=EXCLUDED.host_id,"
+    " created_at=EXCLUDED.created_at, tool_use_id=EXCLUDED.tool_use_id"
+)
+# The one-machine claim rule (ingestd.store.writer.UPSERT_TOKENS): higher claim_rank, then earlier
+# occurred_at, then the smaller session id; host_id travels with the claim (``fold_session``).
+_BETTER = (
+    "(EXCLUDED.claim_rank > t.claim_rank OR (EXCLUDED.claim_rank = t.claim_rank AND"
+    " (EXCLUDED.occurred_at < t.occurred_at OR (EXCLUDED.occurred_at = t.occurred_at"
+    " AND EXCLUDED.session_id <= t.session_id))))"
+)
+_CHANGED = (
+    "(EXCLUDED.session_id, EXCLUDED.agent_id, EXCLUDED.model, EXCLUDED.tokens, EXCLUDED.is_compaction_baseline,"
+    " EXCLUDED.occurred_at, EXCLUDED.claim_rank, EXCLUDED.host_id) IS DISTINCT FROM"
+    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank, t.host_id)"
+)
+UPSERT_TOKENS = (
+    "INSERT INTO token_usage AS t (host_id, session_id, agent_id, message_id, model, bucket, tokens,"
+    " is_compaction_baseline, occurred_at, claim_rank) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    " ON CONFLICT (message_id, bucket) DO UPDATE SET"
+    f" session_id = CASE WHEN {_BETTER} THEN EXCLUDED.session_id ELSE t.session_id END,"
+    f" agent_id = CASE WHEN {_BETTER} THEN EXCLUDED.agent_id ELSE t.agent_id END,"
+    f" model = CASE WHEN {_BETTER} THEN EXCLUDED.model ELSE t.model END,"
+    f" tokens = CASE WHEN {_BETTER} THEN EXCLUDED.tokens ELSE t.tokens END,"
+    f" is_compaction_baseline = CASE WHEN {_BETTER} THEN EXCLUDED.is_compaction_baseline"
+    " ELSE t.is_compaction_baseline END,"
+    f" occurred_at = CASE WHEN {_BETTER} THEN EXCLUDED.occurred_at ELSE t.occurred_at END,"
+    f" claim_rank = CASE WHEN {_BETTER} THEN EXCLUDED.claim_rank ELSE t.claim_rank END,"
+    f" host_id = CASE WHEN {_BETTER} THEN EXCLUDED.host_id ELSE t.host_id END"
+    f" WHERE {_BETTER} AND {_CHANGED}"
+)
+UPSERT_TOOL = (
+    "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"
+    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (session_id, tool_use_id) DO UPDATE SET agent_id=EXCLUDED.agent_id,"
+    " tool_name=EXCLUDED.tool_name, started_at=EXCLUDED.started_at, ended_at=EXCLUDED.ended_at,"
+    " status=EXCLUDED.status"
+)
+UPSERT_COMPACTION = (
+    "INSERT INTO compactions (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)"
+    " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (session_id, boundary_id) DO UPDATE SET agent_id=EXCLUDED.agent_id,"
+    " occurred_at=EXCLUDED.occurred_at, trigger=EXCLUDED.trigger, pre_tokens=EXCLUDED.pre_tokens"
+)
+INSERT_EVENT = (
+    "INSERT INTO events (raw_event_id, host_id, session_id, agent_id, event_type, occurred_at)"
+    " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (raw_event_id) DO NOTHING"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectResult:
+    """What one ``project_store`` run did.
+
+    Attributes:
+        slices: int, transactions committed.
+        log_rows: int, new central log rows covered.
+        sessions: int, session re-folds (a session touched by two slices counts twice).
+        projected_through: int, the central log id every row up to which is folded.
+        reprojected: bool, the projection rules changed and everything was re-folded.
+    """
+
+    slices: int
+    log_rows: int
+    sessions: int
+    projected_through: int
+    reprojected: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "slices": self.slices,
+            "log_rows": self.log_rows,
+            "sessions": self.sessions,
+            "projected_through": self.projected_through,
+            "reprojected": self.reprojected,
+        }
+
+
+def _payload(v: Any) -> bytes:
+    return bytes(v) if not isinstance(v, bytes) else v
+
+
+def _agent_params(r: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "id": r[0],
+        "sid": r[1],
+        "type": r[2],
+        "st": r[3],
+        "status": r[4],
+        "parent": r[5],
+        "first": r[6],
+        "last": r[7],
+        "cause": r[8],
+        "comp": r[9],
+        "desc": r[10],
+    }
+
+
+def write_changes(
+    pg: psycopg.Connection[Any],
+    sid: str,
+    host_id: str,
+    ch: derive.Changes,
+    owner: dict[tuple[str, str], str] | None = None,
+) -> None:
+    """Upsert one host slice's projection rows (inside the caller's transaction).
+
+    Args:
+        owner: (message_id, bucket) -> the host a usage row is attributed to (default ``host_id``).
+    """
+    owner = owner or {}
+    with pg.cursor() as cur:
+        if ch.sessions:
+            cur.executemany(UPSERT_SESSION, ch.sessions)
+        if ch.retracted_agents:
+            cur.executemany(
+                "DELETE FROM orchestration_edges WHERE session_id = %s AND child_agent_id = %s",
+                [(sid, a) for a in ch.retracted_agents],
+            )
+            cur.executemany(
+                "DELETE FROM agents WHERE session_id = %s AND id = %s", [(sid, a) for a in ch.retracted_agents]
+            )
+        if ch.agents:
+            cur.executemany(UPSERT_AGENT, [_agent_params(r) for r in ch.agents])
+        if ch.edges:
+            cur.executemany(UPSERT_EDGE, ch.edges)
+        if ch.token_usage:
+            cur.executemany(
+                UPSERT_TOKENS, [(owner.get((str(r[3]), str(r[5])), host_id), *r[1:]) for r in ch.token_usage]
+            )
+        if ch.tool_calls:
+            cur.executemany(UPSERT_TOOL, ch.tool_calls)
+        if ch.compactions:
+            cur.executemany(UPSERT_COMPACTION, ch.compactions)
+        if ch.events:
+            cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
+
+
+def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[tuple[str, str], str]:
+    """(message_id, bucket) -> the host whose own log holds the best claim on it (SPEC §4.4 order:
+    higher claim_rank, then earlier occurred_at; then the smaller host id). Each host's rows are
+    folded alone to find its own claim."""
+    best: dict[tuple[str, str], tuple[int, str, str]] = {}
+    for h, rows in by_host.items():
+        _, solo = project.fold(None, sid, rows, hosts[h])
+        for r in solo.token_usage:
+            key = (str(r[3]), str(r[5]))
+            cand = (-int(r[9]), str(r[8]), h)
+            if key not in best or cand < best[key]:
+                best[key] = cand
+    return {k: v[2] for k, v in best.items()}
+
+
+def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dict[str, Ctx]) -> int:
+    """Re-fold one session from all of its central rows with ``id <= through`` and write its rows.
+
+    Every host's rows go into one fold state (the one-machine dedup rules), slice by slice in host
+    order, each slice with its host's identity as the context. A message's ``token_usage.host_id``
+    is the host whose own rows hold the best claim on it (``_best_hosts``; the only host when one).
+
+    Returns:
+        int, log rows folded.
+    """
+    by_host: dict[str, list[LogRow]] = {}
+    cur = pg.execute(
+        f"SELECT host_id, {LOG_COLUMNS} FROM events_raw WHERE session_id = %s AND id <= %s ORDER BY host_id, id",
+        (sid, through),
+    )
+    n = 0
+    for r in cur.fetchall():
+        by_host.setdefault(str(r[0]), []).append(LogRow(r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
+        n += 1
+    owner = _best_hosts(sid, by_host, hosts) if len(by_host) > 1 else {}
+    state: SessionState | None = None
+    for h, rows in by_host.items():
+        state, ch = project.fold(state, sid, rows, hosts[h])
+        write_changes(pg, sid, h, ch, owner)
+        pg.execute("INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (sid, h))
+    return n
+
+
+def _hosts(pg: psycopg.Connection[Any]) -> dict[str, Ctx]:
+    return {str(h): Ctx(instance=str(i), host_id=str(h)) for h, i in pg.execute("SELECT host_id, instance FROM hosts")}
+
+
+_CUT = (
+    "CREATE TEMP TABLE watchdog_cut ON COMMIT DROP AS"
+    " SELECT sh.session_id, max(h.cutoff) AS cutoff FROM session_hosts sh"
+    " JOIN (SELECT unnest(%s::text[]) AS host_id, unnest(%s::text[]) AS cutoff) h ON h.host_id = sh.host_id"
+    " GROUP BY sh.session_id"
+)
+_ALIVE = (
+    "WITH RECURSIVE alive(session_id, id) AS ("
+    " SELECT a.session_id, a.id FROM agents a JOIN watchdog_cut c ON c.session_id = a.session_id"
+    " WHERE a.status IN ('working', 'waiting') AND a.last_seen_at >= c.cutoff"
+    " UNION SELECT a.session_id, a.parent_agent_id FROM agents a JOIN alive"
+    " ON a.session_id = alive.session_id AND a.id = alive.id WHERE a.parent_agent_id IS NOT NULL) "
+)
+_IDLE = (
+    "UPDATE agents a SET status = 'unknown' FROM watchdog_cut c WHERE c.session_id = a.session_id"
+    " AND a.status IN ('working', 'waiting') AND a.last_seen_at < c.cutoff"
+    " AND NOT EXISTS (SELECT 1 FROM alive WHERE alive.session_id = a.session_id AND alive.id = a.id)"
+)
+_BACK = (
+    "UPDATE agents a SET status = a.evidence_status WHERE a.status = 'unknown'"
+    " AND a.evidence_status IN ('working', 'waiting')"
+    " AND EXISTS (SELECT 1 FROM alive WHERE alive.session_id = a.session_id AND alive.id = a.id)"
+)
+_IDLE_SESSIONS = (
+    "UPDATE sessions s SET status = 'unknown' FROM watchdog_cut c WHERE c.session_id = s.id"
+    " AND s.status IN ('working', 'waiting') AND s.last_activity_at < c.cutoff"
+)
+
+
+def watchdog(pg: psycopg.Connection[Any]) -> int:
+    """The watchdog pass of ``ingestd.store.writer.watchdog``, per session with its hosts' ``as_of``.
+
+    Call inside a transaction. Returns the agents moved to ``unknown``.
+    """
+    hosts: list[str] = []
+    cutoffs: list[str] = []
+    for h, as_of, window in pg.execute("SELECT host_id, log_as_of, watchdog_window_s FROM hosts"):
+        cut = watchdog_cutoff(as_of, int(window or WATCHDOG_WINDOW_S)) if isinstance(as_of, str) else None
+        if cut is not None:
+            hosts.append(str(h))
+            cutoffs.append(cut)
+    pg.execute(_CUT, (hosts, cutoffs))
+    n = pg.execute(_ALIVE + _IDLE).rowcount
+    pg.execute(_ALIVE + _BACK)
+    pg.execute(_IDLE_SESSIONS)
+    pg.execute("DROP TABLE watchdog_cut")
+    return n
+
+
+def _reset_if_rules_changed(pg: psycopg.Connection[Any]) -> bool:
+    """Empty the projections when they were folded under other projector rules. In the caller's txn."""
+    row = pg.execute("SELECT projected_through, projection_revision FROM projector_progress FOR UPDATE").fetchone()
+    assert row is not None
+    if row[1] == str(PROJECTION_REVISION):
+        return False
+    changed = int(row[0]) > 0
+    if changed:
+        # TRUNCATE fires no row triggers: the rollup is emptied with its source, so they stay equal.
+        pg.execute("TRUNCATE " + ", ".join(PROJECTION_TABLES))
+    pg.execute(
+        "UPDATE projector_progress SET projected_through = 0, projection_revision = %s", (str(PROJECTION_REVISION),)
+    )
+    return changed
+
+
+def project_store(
+    pg: psycopg.Connection[Any],
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    on_slice: Callable[[int, int], None] | None = None,
+    reverse: bool = False,
+) -> ProjectResult:
+    """Fold every central log row not folded yet, one slice (``batch_rows`` log rows) per transaction.
+
+    Args:
+        pg: a central store connection (not autocommit); migrated here when behind.
+        batch_rows: int, new log rows per slice.
+        on_slice: called with (log rows, sessions) of each committed slice (progress).
+        reverse: fold a slice's sessions in descending id order (replay's second order).
+
+    Returns:
+        ``ProjectResult``.
+
+    Raises:
+        MigrationError: the central ledger refuses.
+        StorageError: the store refused; committed slices stay, with their mark.
+    """
+    migrate(pg)
+    slices = rows = sessions = 0
+    reprojected = False
+    through = 0
+    while True:
+        with pg_errors(), pg.transaction():
+            pg.execute("SELECT pg_advisory_xact_lock(%s)", (PROJECT_LOCK,))
+            if batch_rows < 1:
+                raise ConfigError("project batch size must be at least 1 row")
+            reprojected = _reset_if_rules_changed(pg) or reprojected
+            got = pg.execute("SELECT projected_through FROM projector_progress").fetchone()
+            mark = int(got[0]) if got else 0
+            top = pg.execute(
+                "SELECT max(id), count(*) FROM (SELECT id FROM events_raw WHERE id > %s ORDER BY id LIMIT %s) s",
+                (mark, batch_rows),
+            ).fetchone()
+            if top is None or top[0] is None:
+                through = mark
+                if slices == 0:
+                    watchdog(pg)  # a host's newer rows may have no session but move its as_of
+                break
+            through, new = int(top[0]), int(top[1])
+            sids = [
+                str(r[0])
+                for r in pg.execute(
+                    "SELECT DISTINCT session_id FROM events_raw WHERE id > %s AND id <= %s"
+                    " AND session_id IS NOT NULL ORDER BY 1" + (" DESC" if reverse else ""),
+                    (mark, through),
+                )
+            ]
+            hosts = _hosts(pg)
+            for sid in sids:
+                fold_session(pg, sid, through, hosts)
+            watchdog(pg)
+            pg.execute("UPDATE projector_progress SET projected_through = %s", (through,))
+        slices += 1
+        rows += new
+        sessions += len(sids)
+        if on_slice is not None:
+            on_slice(new, len(sids))
+    return ProjectResult(slices, rows, sessions, through, reprojected)

@@ -18,6 +18,7 @@ import orjson
 from ingestd.central.check import rollup_differences
 from ingestd.central.pg import PgReadConn
 from ingestd.central.pg import connect as pg_connect
+from ingestd.central.project import project_store
 from ingestd.report.cost import cost_report
 from ingestd.report.window import make_window, resolve_zone
 from tests.central.support import local_db, project, ship_all
@@ -77,6 +78,70 @@ def test_fast_long_context_and_web_search_are_priced_centrally_as_locally(tmp_pa
         ).fetchall()
         assert tiers == [(OPUS, 0, "fast"), (OPUS, 0, "turbo"), (SONNET, 0, ""), (SONNET, 1, "")]
         assert rollup_differences(central.conn) == []
+    finally:
+        central.close()
+        local.close()
+
+
+A = "aaaaaaaa-0000-4000-8000-00000000000a"  # the file's session, continuing B's conversation
+B = "bbbbbbbb-0000-4000-8000-00000000000b"
+
+
+def _rec(sid: str, uuid: str, ts: str, text: str) -> dict[str, Any]:
+    return {"type": "user", "sessionId": sid, "uuid": uuid, "timestamp": ts, "cwd": "/w",
+            "message": {"role": "user", "content": text}}  # fmt: skip
+
+
+def test_summary_title_joins_its_leaf_in_a_later_slice_as_locally(tmp_path: Path, pg_url: str) -> None:
+    # 1.0.x: the summary of B's conversation at the top of A's file, B's records copied in after it
+    recs = [
+        {"type": "summary", "summary": "Planning the MVP", "leafUuid": "leaf-b"},
+        _rec(B, "first-b", "2025-08-24T19:00:00.000Z", "hello"),
+        _rec(B, "leaf-b", "2025-08-24T19:26:27.994Z", "and more"),
+        _rec(A, "first-a", "2025-08-25T08:00:00.000Z", "continue"),
+        {"type": "summary", "summary": "Names no record here", "leafUuid": "elsewhere"},
+        {"type": "summary", "summary": "Continuing", "leafUuid": "first-a"},  # its leaf came slices before
+    ]
+    root = tmp_path / "projects"
+    (root / "-w").mkdir(parents=True)
+    (root / "-w" / f"{A}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    local = local_db(tmp_path / "a.db", [root], "host-a")
+    ship_all(local, pg_url)
+    pg = pg_connect(pg_url)
+    try:
+        assert project_store(pg, batch_rows=1).slices == len(recs)  # leaves two slices after / before
+    finally:
+        pg.close()
+    central = PgReadConn(pg_connect(pg_url, autocommit=True))
+    try:
+        q = "SELECT id, title, title_source FROM sessions ORDER BY id"
+        assert central.execute(q) == local.execute(q).fetchall()
+        assert central.execute(q) == [(A, "Continuing", "summary"), (B, "Planning the MVP", "summary")]
+    finally:
+        central.close()
+        local.close()
+
+
+def test_quarantined_records_are_the_hosts_own(tmp_path: Path, pg_url: str) -> None:
+    recs = [
+        message("m-bad-count", OPUS, usage(inp=5, out=9) | {"input_tokens": "many"}),
+        message("m-bad-time", OPUS, usage(inp=3, out=4), ts="yesterday"),
+        message("m-good", OPUS, usage(inp=1, out=2)),
+    ]
+    root = tmp_path / "projects"
+    (root / "-w").mkdir(parents=True)
+    (root / "-w" / f"{SID}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    local = local_db(tmp_path / "a.db", [root], "host-a")
+    ship_all(local, pg_url)
+    project(pg_url)
+    central = PgReadConn(pg_connect(pg_url, autocommit=True))
+    try:
+        q = "SELECT reason, session_id, origin, origin_offset, detail FROM quarantine ORDER BY 1, 4"
+        got = central.execute(q)
+        assert got == local.execute(q).fetchall()
+        assert [r[0] for r in got] == ["timestamp", "tokens"]
+        assert central.execute("SELECT DISTINCT host_id FROM quarantine") == [("host-a",)]
+        assert _cost(central)["totals"] == _cost(local)["totals"]
     finally:
         central.close()
         local.close()

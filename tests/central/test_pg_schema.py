@@ -279,3 +279,30 @@ def test_new_price_moves_existing_rows(pg: Any) -> None:
     rates = dict(pg.execute("SELECT slot, rate_effective_from FROM token_usage_rollup").fetchall())
     assert rates == {"2025-05-01T00:00Z": "2025-05-01T00:00:00.000Z", "2025-07-01T00:00Z": "2025-05-01T00:00:00.000Z"}
     assert rollup_differences(pg) == []
+
+
+def test_a_store_at_0002_upgrades_with_its_rollup_regrouped(pg_url: str, tmp_path: Path) -> None:
+    old = tmp_path / "pg"
+    old.mkdir()
+    for f in sorted(mig.PG_MIGRATIONS_DIR.glob("000[12]_*.sql")):
+        shutil.copy(f, old / f.name)
+    with psycopg.connect(pg_url) as conn:
+        assert [p.id for p in mig.migrate(conn, directory=old, pins=ledger.PG_PINS[:2])] == [1, 2]
+        conn.execute(
+            "INSERT INTO token_usage (host_id, session_id, message_id, model, bucket, tokens, occurred_at)"
+            " VALUES ('h', 's', 'm1', 'claude-opus-4-6', 'output', 1000, '2026-06-01T00:00:00Z'),"
+            "        ('h', 's', 'm2', 'claude-opus-4-6', 'input', 7, '2025-01-01T00:00:00Z')"
+        )
+        conn.commit()
+        assert [p.id for p in mig.migrate(conn)] == [3]
+        got = conn.execute(
+            "SELECT bucket, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
+            " FROM token_usage_rollup ORDER BY 1"
+        ).fetchall()
+        # the output row now resolves to the 0003 seed's fast-mode row (2026-02-05), the input one stays
+        assert got == [
+            ("input", "2024-01-01T00:00:00.000Z", 0, "", 7, 1, 0),
+            ("output", "2026-02-05T00:00:00.000Z", 0, "", 1000, 1, 0),
+        ]
+        assert rollup_differences(conn) == []
+        assert conn.execute("SELECT title_source FROM sessions").fetchall() == []

@@ -31,20 +31,26 @@ DIGEST: dict[str, tuple[str, str]] = {
     "orchestration_edges": ("*", "id"),
     "token_usage": (
         "host_id, session_id, agent_id, message_id, model, bucket, tokens, is_compaction_baseline, occurred_at,"
-        " claim_rank",
+        " claim_rank, prompt_tokens, speed, web_search_requests",
         "message_id, bucket",
     ),
-    "token_usage_rollup": ("*", "session_id, model, bucket, slot, rate_effective_from, host_id"),
+    "token_usage_rollup": ("*", "session_id, model, bucket, slot, rate_effective_from, tier, speed, host_id"),
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
     "events": ("*", "raw_event_id"),
+    "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
+    "quarantine": ("*", "raw_event_id, reason"),
 }
 ROLLUP_SCAN = (
     "SELECT t.host_id, t.session_id, t.model, t.bucket, ingestd_slot(t.occurred_at) AS slot,"
-    " ingestd_rate(t.model, t.bucket, t.occurred_at) AS rate_effective_from, sum(t.tokens) AS tokens,"
-    " count(*) AS row_count FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6"
+    " ingestd_rate(t.model, t.bucket, t.occurred_at) AS rate_effective_from,"
+    " ingestd_tier(t.model, t.bucket, ingestd_rate(t.model, t.bucket, t.occurred_at), t.prompt_tokens) AS tier,"
+    " t.speed, sum(t.tokens) AS tokens, count(*) AS row_count, sum(t.web_search_requests) AS web_search_requests"
+    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
 )
-_ROLLUP_COLS = "host_id, session_id, model, bucket, slot, rate_effective_from, tokens, row_count"
+_ROLLUP_COLS = (
+    "host_id, session_id, model, bucket, slot, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
+)
 
 
 def _digest(pg: psycopg.Connection[Any], table: str) -> tuple[int, str]:

@@ -31,11 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import psycopg
 
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core import derive, project
+from ingestd.core.project import decode_row, ts_of
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
@@ -56,15 +58,18 @@ PROJECTION_TABLES = (
     "tool_calls",
     "compactions",
     "events",
+    "summaries",
+    "quarantine",
 )
 
 UPSERT_SESSION = (
     "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
-    " cc_version, title, slug, entrypoint, end_reason) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    " cc_version, title, slug, entrypoint, end_reason, title_source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
     " ON CONFLICT (id) DO UPDATE SET project_slug=EXCLUDED.project_slug, project_path=EXCLUDED.project_path,"
     " started_at=EXCLUDED.started_at, last_activity_at=EXCLUDED.last_activity_at, status=EXCLUDED.status,"
     " git_branch=EXCLUDED.git_branch, cc_version=EXCLUDED.cc_version, title=EXCLUDED.title,"
-    " slug=EXCLUDED.slug, entrypoint=EXCLUDED.entrypoint, end_reason=EXCLUDED.end_reason"
+    " slug=EXCLUDED.slug, entrypoint=EXCLUDED.entrypoint, end_reason=EXCLUDED.end_reason,"
+    " title_source=EXCLUDED.title_source"
 )
 # Agents are keyed by (session_id, id) here: no claim between sessions is needed.
 UPSERT_AGENT = (
@@ -93,12 +98,15 @@ _BETTER = (
 )
 _CHANGED = (
     "(EXCLUDED.session_id, EXCLUDED.agent_id, EXCLUDED.model, EXCLUDED.tokens, EXCLUDED.is_compaction_baseline,"
-    " EXCLUDED.occurred_at, EXCLUDED.claim_rank, EXCLUDED.host_id) IS DISTINCT FROM"
-    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank, t.host_id)"
+    " EXCLUDED.occurred_at, EXCLUDED.claim_rank, EXCLUDED.host_id, EXCLUDED.prompt_tokens, EXCLUDED.speed,"
+    " EXCLUDED.web_search_requests) IS DISTINCT FROM"
+    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank, t.host_id,"
+    " t.prompt_tokens, t.speed, t.web_search_requests)"
 )
 UPSERT_TOKENS = (
     "INSERT INTO token_usage AS t (host_id, session_id, agent_id, message_id, model, bucket, tokens,"
-    " is_compaction_baseline, occurred_at, claim_rank) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    " is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)"
+    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
     " ON CONFLICT (message_id, bucket) DO UPDATE SET"
     f" session_id = CASE WHEN {_BETTER} THEN EXCLUDED.session_id ELSE t.session_id END,"
     f" agent_id = CASE WHEN {_BETTER} THEN EXCLUDED.agent_id ELSE t.agent_id END,"
@@ -108,7 +116,10 @@ UPSERT_TOKENS = (
     " ELSE t.is_compaction_baseline END,"
     f" occurred_at = CASE WHEN {_BETTER} THEN EXCLUDED.occurred_at ELSE t.occurred_at END,"
     f" claim_rank = CASE WHEN {_BETTER} THEN EXCLUDED.claim_rank ELSE t.claim_rank END,"
-    f" host_id = CASE WHEN {_BETTER} THEN EXCLUDED.host_id ELSE t.host_id END"
+    f" host_id = CASE WHEN {_BETTER} THEN EXCLUDED.host_id ELSE t.host_id END,"
+    f" prompt_tokens = CASE WHEN {_BETTER} THEN EXCLUDED.prompt_tokens ELSE t.prompt_tokens END,"
+    f" speed = CASE WHEN {_BETTER} THEN EXCLUDED.speed ELSE t.speed END,"
+    f" web_search_requests = CASE WHEN {_BETTER} THEN EXCLUDED.web_search_requests ELSE t.web_search_requests END"
     f" WHERE {_BETTER} AND {_CHANGED}"
 )
 UPSERT_TOOL = (
@@ -125,6 +136,27 @@ UPSERT_COMPACTION = (
 INSERT_EVENT = (
     "INSERT INTO events (raw_event_id, host_id, session_id, agent_id, event_type, occurred_at)"
     " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (raw_event_id) DO NOTHING"
+)
+UPSERT_QUARANTINE = (
+    "INSERT INTO quarantine (raw_event_id, reason, host_id, session_id, origin, origin_offset, detail)"
+    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (raw_event_id, reason) DO UPDATE SET host_id=EXCLUDED.host_id,"
+    " session_id=EXCLUDED.session_id, origin=EXCLUDED.origin, origin_offset=EXCLUDED.origin_offset,"
+    " detail=EXCLUDED.detail"
+)
+UPSERT_SUMMARY = (
+    "INSERT INTO summaries (host_id, origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"
+    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (host_id, origin, origin_gen, origin_offset) DO NOTHING"
+)
+# The title of a session with no title of its own: its latest summary (ingestd.store.titles._REFRESH;
+# then the host id, between two hosts' copies of one file).
+_REFRESH = (
+    "UPDATE sessions SET title = s.summary, title_source = CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END"
+    " FROM (SELECT u.sid, (SELECT m.summary FROM summaries m WHERE m.leaf_session = u.sid"
+    "   ORDER BY m.leaf_at DESC, m.origin DESC, m.origin_gen DESC, m.origin_offset DESC, m.host_id DESC LIMIT 1)"
+    "   AS summary FROM unnest(%s::text[]) AS u(sid)) AS s"
+    " WHERE sessions.id = s.sid AND (sessions.title_source IS NULL OR sessions.title_source = 'summary')"
+    " AND (sessions.title IS DISTINCT FROM s.summary OR sessions.title_source IS DISTINCT FROM"
+    "   CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END)"
 )
 
 
@@ -195,12 +227,9 @@ def write_changes(
             cur.executemany(UPSERT_SESSION, ch.sessions)
         if ch.retracted_agents:
             cur.executemany(
-                "DELETE FROM orchestration_edges WHERE session_id = %s AND child_agent_id = %s",
-                [(sid, a) for a in ch.retracted_agents],
+                "DELETE FROM orchestration_edges WHERE session_id = %s AND child_agent_id = %s", ch.retracted_agents
             )
-            cur.executemany(
-                "DELETE FROM agents WHERE session_id = %s AND id = %s", [(sid, a) for a in ch.retracted_agents]
-            )
+            cur.executemany("DELETE FROM agents WHERE session_id = %s AND id = %s", ch.retracted_agents)
         if ch.agents:
             cur.executemany(UPSERT_AGENT, [_agent_params(r) for r in ch.agents])
         if ch.edges:
@@ -215,6 +244,10 @@ def write_changes(
             cur.executemany(UPSERT_COMPACTION, ch.compactions)
         if ch.events:
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
+        if ch.quarantine:
+            cur.executemany(UPSERT_QUARANTINE, [(r[0], r[1], host_id, *r[2:]) for r in ch.quarantine])
+        if ch.summaries:
+            cur.executemany(UPSERT_SUMMARY, [(host_id, *r) for r in ch.summaries])
 
 
 def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[tuple[str, str], str]:
@@ -258,6 +291,52 @@ def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dic
         write_changes(pg, sid, h, ch, owner)
         pg.execute("INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (sid, h))
     return n
+
+
+_SLICE_SUMMARIES = (
+    "SELECT m.host_id, m.origin, m.origin_gen, m.origin_offset, m.leaf_uuid, m.leaf_session, m.leaf_at"
+    " FROM summaries m WHERE (m.host_id, m.origin) IN (SELECT DISTINCT e.host_id, e.origin FROM events_raw e"
+    " WHERE e.id > %s AND e.id <= %s AND e.source = 'jsonl')"
+)
+_LEAF_ROWS = (
+    "SELECT session_id, payload, received_at FROM events_raw WHERE host_id = %s AND origin = %s"
+    " AND source = 'jsonl' AND id <= %s AND session_id IS NOT NULL AND position(%s::bytea in payload) > 0"
+)
+
+
+def resolve_titles(pg: psycopg.Connection[Any], mark: int, through: int, sids: list[str]) -> None:
+    """Join summaries to their leaf's session and give untitled sessions their summary title.
+
+    The central form of ``ingestd.store.titles`` (SPEC §4.1): every summary of a file (of one host)
+    that the slice ``(mark, through]`` added rows to gets, as its leaf, the smallest (session id,
+    record time) among the records of that file whose ``uuid`` is its ``leaf_uuid`` (the log through
+    ``through``; the same minimum the local store reaches in any arrival order). Then every session
+    the slice re-folded or whose summaries moved gets ``titles.refresh``'s title. In the caller's
+    transaction.
+    """
+    retitle = set(sids)
+    for h, origin, gen, offset, leaf, old, old_at in pg.execute(_SLICE_SUMMARIES, (mark, through)).fetchall():
+        best: tuple[str, str] | None = None
+        for sid, payload, received_at in pg.execute(
+            _LEAF_ROWS, (h, origin, through, b'"uuid":' + orjson.dumps(leaf))
+        ).fetchall():
+            obj = decode_row(LogRow(0, "jsonl", "", _payload(payload), str(received_at), sid, origin))
+            if obj is None or obj.get("uuid") != leaf:
+                continue
+            cand = (str(sid), ts_of(obj, str(received_at)))
+            if best is None or cand < best:
+                best = cand
+        if best is not None and best != (old, old_at):
+            pg.execute(
+                "UPDATE summaries SET leaf_session = %s, leaf_at = %s"
+                " WHERE host_id = %s AND origin = %s AND origin_gen = %s AND origin_offset = %s",
+                (best[0], best[1], h, origin, gen, offset),
+            )
+            retitle.add(best[0])
+            if old is not None:
+                retitle.add(str(old))
+    if retitle:
+        pg.execute(_REFRESH, (sorted(retitle),))
 
 
 def _hosts(pg: psycopg.Connection[Any]) -> dict[str, Ctx]:
@@ -384,6 +463,7 @@ def project_store(
             hosts = _hosts(pg)
             for sid in sids:
                 fold_session(pg, sid, through, hosts)
+            resolve_titles(pg, mark, through, sids)
             watchdog(pg)
             pg.execute("UPDATE projector_progress SET projected_through = %s", (through,))
         slices += 1

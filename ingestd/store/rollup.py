@@ -20,8 +20,10 @@ RATE_SQL = (
 )
 # 1 when the message's prompt exceeds the long-context threshold of its resolved rate row (SPEC §5.1:
 # a prompt of exactly the threshold is standard); 0 without a threshold or a rate row (migration 0011).
+# An integer CASE rather than a comparison, so the central store (PostgreSQL, boolean comparisons)
+# runs the same text: ingestd.central.pg.PgReadConn.
 TIER_SQL = (
-    "COALESCE((SELECT t.prompt_tokens > q.long_context_threshold FROM model_pricing q"
+    "COALESCE((SELECT CASE WHEN t.prompt_tokens > q.long_context_threshold THEN 1 ELSE 0 END FROM model_pricing q"
     f" WHERE q.model = t.model AND q.bucket = t.bucket AND q.effective_from = {RATE_SQL}), 0)"
 )
 SCAN_SQL = (

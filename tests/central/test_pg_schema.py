@@ -29,6 +29,9 @@ TIMES = [
     "2025-09-30T23:59:59.999Z",
 ]
 PRICE_TIMES = ["2025-03-01T10:15:00.000Z", "2025-06-01", "2026-01-01T00:00:00Z"]
+# prompt sizes around the seeded long-context threshold (200,000) and the ones set below
+PROMPTS = [0, 1_000, 200_000, 200_001, 10**6]
+SPEEDS = ["", "fast", "turbo"]
 
 
 @pytest.fixture
@@ -133,7 +136,13 @@ op = st.one_of(
         st.integers(0, 10**6),
         st.sampled_from(TIMES),
         st.sampled_from(HOSTS),
+        st.sampled_from(PROMPTS),
+        st.sampled_from(SPEEDS),
+        st.integers(0, 5),
     ),
+    st.tuples(st.just("update_prompt"), st.integers(0, 7), st.sampled_from(PROMPTS)),
+    st.tuples(st.just("update_speed"), st.integers(0, 7), st.sampled_from(SPEEDS)),
+    st.tuples(st.just("update_searches"), st.integers(0, 7), st.integers(0, 5)),
     st.tuples(st.just("update_tokens"), st.integers(0, 7), st.integers(0, 10**6)),
     st.tuples(st.just("update_model"), st.integers(0, 7), st.sampled_from(MODELS)),
     st.tuples(st.just("update_time"), st.integers(0, 7), st.sampled_from(TIMES)),
@@ -150,6 +159,7 @@ op = st.one_of(
     st.tuples(st.just("price_update"), st.sampled_from(MODELS), st.integers(0, 100)),
     st.tuples(st.just("price_move"), st.sampled_from(MODELS), st.sampled_from(PRICE_TIMES)),
     st.tuples(st.just("price_delete"), st.sampled_from(MODELS)),
+    st.tuples(st.just("price_threshold"), st.sampled_from(MODELS), st.sampled_from([None, 1_000, 200_000])),
 )
 
 _FIRST_PRICE = "SELECT ctid FROM model_pricing WHERE model = %s ORDER BY effective_from, bucket LIMIT 1"
@@ -161,20 +171,35 @@ def apply(conn: Any, o: tuple[Any, ...]) -> None:
     try:
         with conn.transaction():
             if kind == "insert":
-                _, m, s, model, bucket, tokens, t, h = o
+                _, m, s, model, bucket, tokens, t, h, prompt, speed, searches = o
                 conn.execute(
-                    "INSERT INTO token_usage (host_id, session_id, message_id, model, bucket, tokens, occurred_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id, bucket) DO UPDATE SET"
-                    " tokens = EXCLUDED.tokens, model = EXCLUDED.model, occurred_at = EXCLUDED.occurred_at",
-                    (h, s, f"msg{m}", model, bucket, tokens, t),
+                    "INSERT INTO token_usage (host_id, session_id, message_id, model, bucket, tokens, occurred_at,"
+                    " prompt_tokens, speed, web_search_requests)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id, bucket) DO UPDATE SET"
+                    " tokens = EXCLUDED.tokens, model = EXCLUDED.model, occurred_at = EXCLUDED.occurred_at,"
+                    " prompt_tokens = EXCLUDED.prompt_tokens, speed = EXCLUDED.speed,"
+                    " web_search_requests = EXCLUDED.web_search_requests",
+                    (h, s, f"msg{m}", model, bucket, tokens, t, prompt, speed, searches),
                 )
-            elif kind in ("update_tokens", "update_model", "update_time", "update_session", "update_host"):
+            elif kind in (
+                "update_tokens",
+                "update_model",
+                "update_time",
+                "update_session",
+                "update_host",
+                "update_prompt",
+                "update_speed",
+                "update_searches",
+            ):
                 col = {
                     "update_tokens": "tokens",
                     "update_model": "model",
                     "update_time": "occurred_at",
                     "update_session": "session_id",
                     "update_host": "host_id",
+                    "update_prompt": "prompt_tokens",
+                    "update_speed": "speed",
+                    "update_searches": "web_search_requests",
                 }[kind]
                 conn.execute(f"UPDATE token_usage SET {col} = %s WHERE message_id = %s", (o[2], f"msg{o[1]}"))
             elif kind == "delete":
@@ -194,6 +219,12 @@ def apply(conn: Any, o: tuple[Any, ...]) -> None:
                 )
             elif kind == "price_delete":
                 conn.execute(f"DELETE FROM model_pricing WHERE ctid = ({_FIRST_PRICE})", (o[1],))
+            elif kind == "price_threshold":  # a tier appears, moves or goes: usage changes tier
+                conn.execute(
+                    "UPDATE model_pricing SET long_context_threshold = %s, long_context_usd_per_mtok = 1"
+                    " WHERE model = %s",
+                    (o[2], o[1]),
+                )
     except psycopg.errors.UniqueViolation:
         pass
 
@@ -205,6 +236,33 @@ def test_rollup_equals_scan_after_every_step_on_postgresql(pg: Any, ops: list[tu
         for o in ops:
             apply(pg, o)
             assert rollup_differences(pg) == [], o
+
+
+def test_rollup_keys_tier_and_speed_and_sums_searches(pg: Any) -> None:
+    # Sonnet 4.5 has the seeded long-context tier (threshold 200,000) from 2025-09-29 (0003 = SQLite 0012)
+    ins = (
+        "INSERT INTO token_usage (host_id, session_id, message_id, model, bucket, tokens, occurred_at,"
+        " prompt_tokens, speed, web_search_requests) VALUES ('h', 's', %s, %s, 'output', 10, %s, %s, %s, %s)"
+    )
+    son = "claude-sonnet-4-5-20250929"
+    pg.execute(ins, ("m1", son, "2025-10-01T00:00:00Z", 200_000, "", 2))
+    pg.execute(ins, ("m2", son, "2025-10-01T00:01:00Z", 200_001, "", 3))
+    pg.execute(ins, ("m3", son, "2025-10-01T00:02:00Z", 200_001, "", 4))
+    pg.execute(ins, ("m4", son, "2025-10-01T00:03:00Z", 5, "fast", 0))
+    pg.execute(ins, ("m5", son, "2025-09-01T00:00:00Z", 300_000, "", 0))  # before the tier existed
+    got = pg.execute(
+        "SELECT slot, tier, speed, tokens, row_count, web_search_requests FROM token_usage_rollup ORDER BY 1, 2, 3"
+    ).fetchall()
+    assert got == [
+        ("2025-09-01T00:00Z", 0, "", 10, 1, 0),
+        ("2025-10-01T00:00Z", 0, "", 10, 1, 2),
+        ("2025-10-01T00:00Z", 0, "fast", 10, 1, 0),
+        ("2025-10-01T00:00Z", 1, "", 20, 2, 7),
+    ]
+    pg.execute("DELETE FROM token_usage WHERE message_id = 'm3'")
+    pg.execute("UPDATE token_usage SET speed = 'fast' WHERE message_id = 'm1'")
+    assert rollup_differences(pg) == []
+    assert pg.execute("SELECT sum(web_search_requests) FROM token_usage_rollup").fetchone() == (5,)
 
 
 def test_new_price_moves_existing_rows(pg: Any) -> None:
@@ -221,3 +279,30 @@ def test_new_price_moves_existing_rows(pg: Any) -> None:
     rates = dict(pg.execute("SELECT slot, rate_effective_from FROM token_usage_rollup").fetchall())
     assert rates == {"2025-05-01T00:00Z": "2025-05-01T00:00:00.000Z", "2025-07-01T00:00Z": "2025-05-01T00:00:00.000Z"}
     assert rollup_differences(pg) == []
+
+
+def test_a_store_at_0002_upgrades_with_its_rollup_regrouped(pg_url: str, tmp_path: Path) -> None:
+    old = tmp_path / "pg"
+    old.mkdir()
+    for f in sorted(mig.PG_MIGRATIONS_DIR.glob("000[12]_*.sql")):
+        shutil.copy(f, old / f.name)
+    with psycopg.connect(pg_url) as conn:
+        assert [p.id for p in mig.migrate(conn, directory=old, pins=ledger.PG_PINS[:2])] == [1, 2]
+        conn.execute(
+            "INSERT INTO token_usage (host_id, session_id, message_id, model, bucket, tokens, occurred_at)"
+            " VALUES ('h', 's', 'm1', 'claude-opus-4-6', 'output', 1000, '2026-06-01T00:00:00Z'),"
+            "        ('h', 's', 'm2', 'claude-opus-4-6', 'input', 7, '2025-01-01T00:00:00Z')"
+        )
+        conn.commit()
+        assert [p.id for p in mig.migrate(conn)] == [3]
+        got = conn.execute(
+            "SELECT bucket, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
+            " FROM token_usage_rollup ORDER BY 1"
+        ).fetchall()
+        # the output row now resolves to the 0003 seed's fast-mode row (2026-02-05), the input one stays
+        assert got == [
+            ("input", "2024-01-01T00:00:00.000Z", 0, "", 7, 1, 0),
+            ("output", "2026-02-05T00:00:00.000Z", 0, "", 1000, 1, 0),
+        ]
+        assert rollup_differences(conn) == []
+        assert conn.execute("SELECT title_source FROM sessions").fetchall() == []

@@ -239,3 +239,30 @@ def test_projectors_on_two_machines_at_once_give_the_one_machine_answer(tmp_path
             assert replay(pg).ok
     finally:
         central.close()
+
+
+def test_titles_equal(team: dict[str, Any]) -> None:
+    # a summary record's title joins the session of its leaf record (ingestd.store.titles),
+    # centrally as on one machine holding both trees
+    q = "SELECT id, title, title_source FROM sessions"
+    central = {r[0]: (r[1], r[2]) for r in team["central"].execute(q)}
+    assert central == {r[0]: (r[1], r[2]) for r in team["union"].execute(q)}
+    q = "SELECT file_session, leaf_session, summary FROM summaries ORDER BY 1, 2, 3"
+    assert team["central"].execute(q) == team["union"].execute(q).fetchall()
+
+
+def test_reproject_in_small_slices_gives_the_same_rows(team: dict[str, Any]) -> None:
+    """A summary and its leaf record in different slices, sessions folded in the other order."""
+    from ingestd.central.check import digests
+    from ingestd.central.project import project_store
+
+    url = team["url"]
+    with pg_connect(url) as pg:
+        d0 = digests(pg)
+        pg.execute("UPDATE projector_progress SET projection_revision = 'older rules'")
+        n = pg.execute("SELECT count(*) FROM events_raw").fetchone()
+    assert n is not None
+    with pg_connect(url) as pg:
+        got = project_store(pg, batch_rows=max(7, int(n[0]) // 9), reverse=True)
+        assert got.reprojected and got.slices > 1
+        assert digests(pg) == d0

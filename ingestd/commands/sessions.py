@@ -29,7 +29,7 @@ def register(cli: click.Group) -> None:
         "--limit",
         type=click.IntRange(min=1),
         default=None,
-        help=f"At most this many sessions, newest first [default: {DEFAULT_LIMIT}].",
+        help=f"At most this many sessions, newest first [default: {DEFAULT_LIMIT} on the terminal, all with --json].",
     )
     @click.option("--all", "show_all", is_flag=True, help="Every session in the window (no limit).")
     @click.option("--tz", "tz_name", default=None, help="IANA time zone for dates [default: the machine's].")
@@ -45,11 +45,12 @@ def register(cli: click.Group) -> None:
         tz_name: str | None,
         as_json: bool,
     ) -> None:
-        """The newest sessions (20 unless --limit N or --all) with project, title, times, status, agents,
-        tokens and cost (+? marks unpriced usage)."""
+        """The newest sessions (20 unless --limit N or --all; --json: all unless --limit N) with project,
+        title, times, status, agents, tokens and cost (+? marks unpriced usage)."""
         if show_all and limit is not None:
             raise click.UsageError("--all and --limit exclude each other")
-        limit = None if show_all else (limit or DEFAULT_LIMIT)
+        # the terminal shows a screenful; --json stays complete (as /api/sessions) unless asked to limit
+        limit = None if show_all or (as_json and limit is None) else (limit or DEFAULT_LIMIT)
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))

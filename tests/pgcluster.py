@@ -52,7 +52,12 @@ class Cluster:
     def start(self) -> Cluster:
         """initdb + pg_ctl start; returns self once the server accepts connections."""
         if os.geteuid() == 0:
-            owner = pwd.getpwnam("postgres")
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                # binaries present without Debian's postgresql-common user: initdb refuses root, so make one
+                subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True, timeout=60)
+                owner = pwd.getpwnam("postgres")
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
             self._as = ["runuser", "-u", "postgres", "--"]
         data = self.root / "data"

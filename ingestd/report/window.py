@@ -193,8 +193,8 @@ def make_window(
     Raises:
         ConfigError: a bound cannot be read, or ``since`` is not before ``until``.
     """
-    s = None if since is None else _floor_slot(parse_bound(since, zone, now, end=False, name=names[0]))
-    u = None if until is None else _ceil_slot(parse_bound(until, zone, now, end=True, name=names[1]))
+    s = None if since is None else _bounded(since, zone, now, end=False, name=names[0])
+    u = None if until is None else _bounded(until, zone, now, end=True, name=names[1])
     if s is not None and u is not None and s >= u:
         # Name the bounds as the user gave them: `until` is held as its exclusive end, which for
         # a day is the next day's start and, printed alone, reads like a contradiction.
@@ -203,6 +203,18 @@ def make_window(
             f"from {format_utc(s)} to {format_utc(u)} (exclusive) is an empty window"
         )
     return Window(s, u)
+
+
+def _bounded(text: str, zone: Zone, now: datetime, *, end: bool, name: str) -> datetime:
+    """``parse_bound`` slot-aligned, with a date past the calendar's ends (``9999-12-31`` as an
+    exclusive end, ``999999999h``) refused as a ConfigError instead of an OverflowError."""
+    try:
+        dt = parse_bound(text, zone, now, end=end, name=name)
+        return _ceil_slot(dt) if end else _floor_slot(dt)
+    except OverflowError:
+        raise ConfigError(
+            f"{name}: {text!r} is outside the dates this tool can represent (years 1 to 9999)", parameter=name
+        ) from None
 
 
 def slot_day(slot: str, zone: Zone, cache: dict[str, str]) -> str:

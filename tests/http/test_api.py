@@ -96,6 +96,10 @@ async def test_health_and_status(client: Any) -> None:
         ("/api/cost?tz=Mars/Olympus", 400, "bad_parameter"),
         ("/api/cost?since=tomorrow", 400, "bad_parameter"),
         ("/api/sessions?limit=0", 400, "bad_parameter"),
+        # past the calendar's end: a 400 naming the parameter, never a 500 (found by a fresh-eyes pass)
+        ("/api/cost?since=0001-01-01&until=9999-12-31", 400, "bad_parameter"),
+        ("/api/sessions?until=9999-12-31", 400, "bad_parameter"),
+        ("/api/cost?since=999999999h", 400, "bad_parameter"),
     ],
 )
 async def test_errors_have_the_one_shape(client: Any, url: str, status: int, code: str) -> None:

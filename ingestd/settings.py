@@ -117,6 +117,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 
+# Every int setting is a count, a size or a duration: a billion of any unit is past any sane value and
+# keeps days, seconds and bytes inside what timedelta and C ints take (no OverflowError downstream).
+MAX_INT = 999_999_999
+
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -146,7 +150,7 @@ def _coerce(setting: Setting, raw: object, where: str) -> Value:
             if isinstance(raw, bool):
                 raise ValueError(raw)
             value = int(raw) if isinstance(raw, int | str) else int(str(raw))
-            if value < 0:
+            if not 0 <= value <= MAX_INT:
                 raise ValueError(raw)
             return value
         if not isinstance(raw, str):
@@ -155,7 +159,7 @@ def _coerce(setting: Setting, raw: object, where: str) -> Value:
     except ValueError:
         raise ConfigError(
             f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}"
-            + (" (>= 0)" if setting.kind == "int" else ""),
+            + (f" (0 to {MAX_INT:,})" if setting.kind == "int" else ""),
             setting=setting.name,
         ) from None
 

@@ -40,6 +40,9 @@ def test_off_switch_and_none_spellings() -> None:
         ({"INGESTD_BACKUP_KEEP_NEWEST": "seven"}, {}),
         ({"INGESTD_SCHEDULE_ENABLED": "maybe"}, {}),
         ({}, {"retention_events_days": -1}),
+        # past timedelta's range: a config error, not an OverflowError in prune (fresh-eyes pass)
+        ({"INGESTD_RETENTION_EVENTS_DAYS": "99999999999"}, {}),
+        ({}, {"max_line_bytes": 10**12}),
         ({}, {"no_such_setting": 1}),
     ],
 )

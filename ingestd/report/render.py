@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ingestd.core.timefmt import parse
 from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
+from ingestd.report.printable import printable
 from ingestd.report.short import short_ids, unique_suffixes
 from ingestd.report.window import Zone
 from ingestd.report.words import plural
@@ -182,6 +183,7 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
     to the room left), last activity, status, agents, tokens, cost. Narrower, the times go to one-line
     compact forms, then started, agents and status give way (named in a note); never the id prefix,
     the title, tokens or cost. Below what those need, one block per session."""
+    doc = printable(doc)  # text from transcripts never drives the terminal
     rows = doc["rows"]
     unpriced: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -255,6 +257,7 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None
     project give way first, and below what the rest needs each row becomes a block. Without
     ``--by`` the total is the one row (no empty body).
     """
+    doc = printable(doc)  # text from transcripts never drives the terminal
     by = doc["by"]
     w = doc["window"]
     span = f"{w['since'] or 'beginning'} → {w['until'] or 'now'}"
@@ -354,6 +357,7 @@ def _daemon(doc: dict[str, Any] | None) -> Text:
 def render_status(console: Console, doc: dict[str, Any]) -> None:
     """Health as a two-column table, then row counts. With the daemon down, the statuses are
     labelled ``as of <time>, daemon not running``: nothing has updated them since."""
+    doc = printable(doc)  # text from transcripts never drives the terminal
     now = parse(doc["now"]) or datetime.now(UTC)
     t = Table(show_header=False, title="ingestd status", title_justify="left")
     t.add_column(style="bold")
@@ -451,6 +455,7 @@ def _from_utc(instant: str) -> str:
 def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
     """Price rows (``PriceRow.to_json`` documents): model ids, buckets and rates are never cut;
     the source is shortened, then the source and the date give way on a narrow terminal."""
+    rows = printable(rows)  # text from transcripts never drives the terminal
     cols = [
         Col("model", [r["model"] for r in rows], key=True),
         Col("bucket", [r["bucket"] for r in rows], key=True),

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
+from ingestd.report.printable import printable
 from ingestd.report.render import STATUS_STYLE, short_path, tokens, unpriced_note, usd, when
 from ingestd.report.short import flow, short_ids
 from ingestd.report.window import Zone
@@ -113,6 +114,7 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
     """The agent tree, then orphans and compaction sidechains under the session. Agent ids are
     shortened unambiguously (full in ``--json``); each label is whole phrases packed to the width
     left at its depth, so no phrase is split across lines."""
+    doc = printable(doc)  # text from transcripts never drives the terminal
     s = doc["session"]
     ids = _tree_ids(doc)
     phrases = [

@@ -1,0 +1,41 @@
+"""Text from transcripts and hooks made safe for a terminal (pure).
+
+Titles, project paths, tool names, task descriptions and model ids come from files and hook bodies
+anyone can write. Printed raw, a control character in them drives the user's terminal: ``ESC [2J``
+clears the screen, ``ESC ] 0;…BEL`` sets the window title, ``CR`` overwrites a line, and a bidi
+override (U+202E) reverses what follows (found by a fresh-eyes pass: a ``summary`` title and a
+``cwd`` did all of these). The terminal renderers pass every document through ``printable`` first,
+which spells such characters out (``\\x1b``, ``\\u202e``); ``--json`` keeps the exact text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+# bidirectional embeddings, overrides, isolates and marks (Unicode's "Trojan Source" set)
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _escape(ch: str) -> str:
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def printable_text(s: str) -> str:
+    """``s`` with every control character (category Cc) and bidi control spelt out as an escape."""
+    if s.isprintable() and not (_BIDI & set(s)):
+        return s
+    return "".join(_escape(ch) if unicodedata.category(ch) == "Cc" or ch in _BIDI else ch for ch in s)
+
+
+def printable(doc: Any) -> Any:
+    """A copy of a report document (dicts, lists, strings, numbers) whose strings, keys included,
+    are ``printable_text``. Other values are returned as they are."""
+    if isinstance(doc, str):
+        return printable_text(doc)
+    if isinstance(doc, dict):
+        return {printable(k): printable(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return type(doc)(printable(v) for v in doc)
+    return doc

@@ -24,6 +24,9 @@ History:
     7: titles by precedence (custom-title > hook session_title > ai-title > summary, migration
        0010); a summary titles the session of its leafUuid's record, not its file's.
     8: per message price facts on token_usage (prompt_tokens, speed, web_search_requests; 0011).
+    9: a record timestamp outside the years 2000-2099 is refused like any impossible time (its
+       usage counts at the inferred time; before, year 1 lost the row and year 9999 kept a
+       session active forever).
 """
 
-PROJECTION_REVISION = 8
+PROJECTION_REVISION = 9

@@ -123,6 +123,10 @@ def shorten(value: Any) -> str:
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
 
 
+EARLIEST_YEAR = "2000"  # inclusive: years as text compare as numbers in the canonical spelling
+LATEST_YEAR = "2100"  # exclusive
+
+
 def valid_time(value: Any) -> str | None:
     """The canonical spelling of ``value`` when it is an instant the guards admit, else None.
 
@@ -135,8 +139,16 @@ def valid_time(value: Any) -> str | None:
             datetime.fromisoformat(value[:23])
         except ValueError:
             return None
-        return value
-    return canonical(value)
+        c: str | None = value
+    else:
+        c = canonical(value)
+    # A real record is written between Claude Code's first release and the end of this century:
+    # `0001-01-01…` reached the guard trigger (the row could only be isolated, its tokens lost), and
+    # `9999-12-31…` made a session "last active" forever, out of the watchdog's reach (fresh-eyes
+    # pass on the merged issue 10). Either is refused like any impossible time, so it is inferred.
+    if c is None or not EARLIEST_YEAR <= c[:4] < LATEST_YEAR:
+        return None
+    return c
 
 
 def is_count(value: Any) -> bool:

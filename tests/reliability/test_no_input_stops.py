@@ -58,11 +58,11 @@ def jsonl(*records: dict[str, Any]) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in records)
 
 
-def bad_session() -> bytes:
+def bad_session(bad_ts: str = BAD_TS) -> bytes:
     """The issue's first small input: a user line, msg_1 with an impossible timestamp, msg_2."""
     return jsonl(
         user(SID, "u1", "2026-01-01T00:00:00.000Z"),
-        asst(SID, "msg_1", {"input_tokens": 10, "output_tokens": 5}, BAD_TS),
+        asst(SID, "msg_1", {"input_tokens": 10, "output_tokens": 5}, bad_ts),
         asst(SID, "msg_2", {"input_tokens": 20, "output_tokens": 7}, "2026-01-01T00:00:09.000Z"),
     )
 
@@ -78,11 +78,15 @@ def run_cli(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_stored(tmp_path: Path) -> None:
+# a month 13; a year the guard refuses (its row was lost); a year that kept a session active forever
+@pytest.mark.parametrize("bad_ts", [BAD_TS, "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1900-01-01T00:00:00Z"])
+def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_stored(
+    tmp_path: Path, bad_ts: str
+) -> None:
     root = tmp_path / "projects"
     (root / "-p").mkdir(parents=True)
     (root / "-q").mkdir()
-    data = bad_session()
+    data = bad_session(bad_ts)
     (root / "-p" / f"{SID}.jsonl").write_bytes(data)
     (root / "-q" / f"{OTHER}.jsonl").write_bytes(
         jsonl(
@@ -114,7 +118,7 @@ def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_st
         f"-p/{SID}.jsonl",
         offset,
     )
-    assert BAD_TS in listed["detail"]
+    assert bad_ts in listed["detail"]
     human = run_cli("status", "--db", str(db), "--no-stat")
     assert "quarantined records: 1" in human.stdout
     rep = run_cli("replay", "--db", str(db), "--json")

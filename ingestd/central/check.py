@@ -276,10 +276,5 @@ def replay(pg: psycopg.Connection[Any], *, batch_rows: tuple[int, int] = (5000, 
             pg.execute("UPDATE projector_progress SET projected_through = 0")
             project_store(pg, batch_rows=size, reverse=reverse)
             out.rebuilds.append(digests(pg))
-        raise_rollback(pg)
+        raise psycopg.Rollback()  # leaves the transaction block, rolled back: the live tables are untouched
     return out
-
-
-def raise_rollback(pg: psycopg.Connection[Any]) -> None:
-    """Leave the enclosing ``pg.transaction()`` block, rolling it back (psycopg's ``Rollback``)."""
-    raise psycopg.Rollback()

@@ -87,11 +87,16 @@ def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, t
 def _describe_agents(
     conn: apsw.Connection, keys: Iterable[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[str, str | None]]:
-    """(type, subagent_type) of each agent, keyed by (session_id, agent_id) (SPEC §4.2)."""
+    """(type, subagent_type) of each agent, keyed by (session_id, agent_id) (SPEC §4.2): one query
+    per session, not per agent."""
+    wanted = set(keys)
     out: dict[tuple[str, str], tuple[str, str | None]] = {}
-    for sid, aid in keys:
-        for r in conn.execute("SELECT type, subagent_type FROM agents WHERE session_id = ? AND id = ?", (sid, aid)):
-            out[(sid, aid)] = (r[0], r[1])
+    for sid in sorted({k[0] for k in wanted}):
+        for aid, kind, subagent_type in conn.execute(
+            "SELECT id, type, subagent_type FROM agents WHERE session_id = ?", (sid,)
+        ):
+            if (sid, aid) in wanted:
+                out[(sid, aid)] = (kind, subagent_type)
     return out
 
 

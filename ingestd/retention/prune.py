@@ -297,7 +297,7 @@ def prune(
 
     Args:
         shipped_through: with team-mode shipping configured (SPEC §13), the local log id through
-            which rows are in the central store (``ingestd.central.ship.local_mark``); prune then
+            which rows are in the central store (``ingestd.store.identity.shipped_through``); prune then
             refuses to delete any row that stands for a log row past it. None: not shipping.
 
     Returns:

@@ -351,7 +351,7 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
         mode = stat.S_IMODE(target.stat().st_mode)
         backup = p.path.with_name(f"{p.path.name}.bak-{stamp}")
         n = 1
-        while backup.exists() or backup.is_symlink():
+        while os.path.lexists(backup):
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
             n += 1
         settingsfile.write_new(backup, p.old_text, mode)

@@ -196,18 +196,22 @@ async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
     now = datetime.now(UTC)
-    daemon = presence.self_report(db_path, now).to_json()
 
     def build(c: apsw.Connection) -> dict[str, Any]:
+        # on the worker thread, like the database reads: the state file is a file read too
+        daemon = presence.self_report(db_path, now).to_json()
         # in the daemon's process: its components retrying a transient refusal are listed too
         return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stall.current()}
 
     return await _run(request, build)
 
 
+OPENAPI = web.AppKey("openapi", bytes)
+
+
 async def openapi(request: web.Request) -> web.Response:
-    """``GET /api/openapi.json``: the shipped description."""
-    return web.Response(body=OPENAPI_PATH.read_bytes(), content_type="application/json")
+    """``GET /api/openapi.json``: the shipped description, read once when the routes are added."""
+    return web.Response(body=request.app[OPENAPI], content_type="application/json")
 
 
 def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> None:
@@ -218,6 +222,7 @@ def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> Non
         db_path: the database file the writer writes.
     """
     app[READ_DB] = Path(db_path)
+    app[OPENAPI] = OPENAPI_PATH.read_bytes()
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/sessions", sessions)
     app.router.add_get("/api/sessions/{id}/tree", tree)

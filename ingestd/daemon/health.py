@@ -12,8 +12,8 @@ One ``Health`` object per daemon. The parts that do the work tell it what happen
 
 ``problems(now)`` lists the reasons; the endpoint answers 503 with them when there are any. Parts
 are named by string (``"writer"``, ``"tailer"``), so another part can report here without a change
-to this module. Only the event loop and the writer's thread call it; each call is one dict
-operation, which the GIL makes atomic.
+to this module. The event loop, the writer's thread and the ingest thread (its commit hook,
+``daemon.checks.report_commits``) call it; each call is one dict operation, which the GIL makes atomic.
 """
 
 from __future__ import annotations

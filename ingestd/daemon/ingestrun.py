@@ -127,7 +127,8 @@ class IngestRunner:
         t0 = time.perf_counter()
         conn = self._conn()
         shown = BackfillProgress() if paths is None and self._first_full_scan else None
-        self._first_full_scan = self._first_full_scan and shown is None
+        if shown is not None:
+            self._first_full_scan = False  # the start-up backfill's bar is shown once
         try:
             summary = ingest_roots(
                 conn,

@@ -28,6 +28,7 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core.decode import decode_line
 from ingestd.core.project import decode_row, ts_of
 from ingestd.core.records import LogRow
 
@@ -92,7 +93,7 @@ def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterabl
             (origin, _needle(leaf)),
         ):
             data = payload if isinstance(payload, bytes) else str(payload).encode("utf-8", "surrogatepass")
-            obj = decode_row(LogRow(0, "jsonl", "", data, str(received_at), sid, origin))
+            obj = decode_line(data).obj
             if obj is None or obj.get("uuid") != leaf or sid is None:
                 continue
             cand = (str(sid), ts_of(obj, str(received_at)))
@@ -130,7 +131,7 @@ def resolve_leaves(conn: apsw.Connection, rows: Sequence[LogRow]) -> set[str]:
             continue
         obj = decode_row(r)
         uuid = obj.get("uuid") if obj is not None else None
-        if not isinstance(uuid, str) or obj is None:
+        if not isinstance(uuid, str) or obj is None:  # (obj: narrows the type; uuid is None then anyway)
             continue
         for origin, gen, offset, old in pending.get((r.origin, uuid), ()):
             _set_leaf(conn, (origin, gen, offset), r.session_id, ts_of(obj, r.received_at), old, out)

@@ -369,7 +369,7 @@ def test_the_users_formatting_is_kept_and_the_dry_run_diff_only_adds(home: Path,
     path.write_text(original)
     r = run(home, "install", "--dry-run")
     assert r.exit_code == 0
-    changed = [ln for ln in r.output.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    changed = [ln for ln in r.output.splitlines() if ln[:1] in ("+", "-") and not ln.startswith(("+++", "---"))]
     if "\n" in original.strip():
         assert changed and all(ln.startswith("+") for ln in changed), changed[:5]
     else:  # a one-line file: that line is the change, still one line, still in its style

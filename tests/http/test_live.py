@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from ingestd.core import hookkeys
 from ingestd.core.hookkeys import HookEvent
@@ -80,7 +81,9 @@ async def test_every_page_file_has_the_policy_headers(page: Any, path: str) -> N
     "path", ["/static/", "/static/../web.py", "/static/%2e%2e/web.py", "/static/missing.js", "/index.html"]
 )
 async def test_only_the_listed_assets_are_served(page: Any, path: str) -> None:
-    resp = await page.get(path)
+    # encoded=True: the client would otherwise collapse `..` and ask for /web.py, a route that
+    # does not exist, and the traversal cases could not fail
+    resp = await page.get(URL(path, encoded=True))
     assert resp.status == 404
 
 

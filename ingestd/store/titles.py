@@ -29,8 +29,9 @@ import apsw
 import orjson
 
 from ingestd.core.decode import decode_line
-from ingestd.core.project import decode_row, ts_of
+from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
+from ingestd.core.transcript import ts_of
 
 UPSERT_SUMMARY = (
     "INSERT INTO summaries (origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"

@@ -11,9 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 HOOKS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hooks"
@@ -33,7 +34,7 @@ def line(i: int, obj: dict[str, Any]) -> LogRow:
 
 def project(rows: list[LogRow], sid: str = SID) -> Model:
     m = Model()
-    m.apply(fold(None, sid, rows, Ctx())[1])
+    m.apply(fold_log(sid, rows, Ctx())[1])
     return m
 
 
@@ -187,10 +188,10 @@ def test_hooks_and_transcript_converge_on_one_edge_in_any_order_and_batching() -
         rnd.shuffle(order)
         cuts = sorted(rnd.sample(range(len(order) + 1), rnd.randint(0, 3)))
         m = Model()
-        state = None
+        inc = Incremental(SID)
         prev = 0
         for c in [*cuts, len(order)]:
-            state, ch = fold(state, SID, order[prev:c], Ctx())
+            ch = inc(order[prev:c])
             m.apply(ch)
             prev = c
         assert m.tables == whole

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model
@@ -24,7 +24,7 @@ def hook(i: int, name: str, ts: str, **body: object) -> LogRow:
 
 def _project(rows: list[LogRow]) -> Model:
     m = Model()
-    m.apply(fold(None, SID, rows, Ctx())[1])
+    m.apply(fold_log(SID, rows, Ctx())[1])
     return m
 
 
@@ -57,8 +57,8 @@ def test_real_permission_requests_have_no_tool_use_id() -> None:
         m = Model()
         sid = body["session_id"]
         m.apply(
-            fold(
-                None, sid, [LogRow(i, "hook", "PermissionRequest", raw, "2026-01-01T00:00:00.000Z", sid, "hook")], Ctx()
+            fold_log(
+                sid, [LogRow(i, "hook", "PermissionRequest", raw, "2026-01-01T00:00:00.000Z", sid, "hook")], Ctx()
             )[1]
         )
         assert m.tables["tools"] == {} and len(m.tables["events"]) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model, by_session, tree_rows
 
@@ -23,7 +23,7 @@ BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 def model() -> Model:
     m = Model()
     for sid, rows in sorted(by_session(tree_rows()).items()):
-        _, ch = fold(None, sid, rows, Ctx("i", "h"))
+        _, ch = fold_log(sid, rows, Ctx("i", "h"))
         m.apply(ch)
     return m
 
@@ -127,7 +127,7 @@ def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
     for order in ([S1, S4], [S4, S1]):
         m = Model()
         for sid in order:
-            m.apply(fold(None, sid, rows[sid], Ctx())[1])
+            m.apply(fold_log(sid, rows[sid], Ctx())[1])
         assert owner(m, "msg_E") == (S1, S1)
         assert owner(m, "msg_R") == (S4, S4)
 
@@ -154,7 +154,7 @@ def test_hook_rows_fold() -> None:
         hook(8, "Stop", "2026-01-01T00:00:06.000Z"),
     ]
     m = Model()
-    m.apply(fold(None, sid, rows, Ctx())[1])
+    m.apply(fold_log(sid, rows, Ctx())[1])
     a = m.agents_by_id()
     assert a[sid][4] == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
     assert a["ag1"][4] == "completed" and a["ag1"][3] == "Explore"
@@ -162,4 +162,4 @@ def test_hook_rows_fold() -> None:
     assert m.tables["tools"][(sid, "t1")][4:] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
     assert len(m.tables["events"]) == 8 and m.tables["events"][7][3] == "SubagentStop"
     assert m.tables["sessions"][sid][2] == "/w"
-    m.apply(fold(None, sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])
+    m.apply(fold_log(sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])

@@ -6,7 +6,7 @@ import itertools
 
 import orjson
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model
@@ -28,7 +28,7 @@ def session(rows: list[LogRow]) -> tuple[object, ...]:
     out = set()
     for order in itertools.permutations(rows):
         m = Model()
-        m.apply(fold(None, SID, list(order), Ctx())[1])
+        m.apply(fold_log(SID, list(order), Ctx())[1])
         out.add(m.tables["sessions"][SID])
     assert len(out) == 1, out  # order independent
     return out.pop()

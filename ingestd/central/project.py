@@ -37,12 +37,12 @@ import psycopg
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core import derive, projector
+from ingestd.core.blocks import ts_of
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
-from ingestd.core.transcript import ts_of
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
 

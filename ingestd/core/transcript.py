@@ -2,9 +2,9 @@
 
 ``fold_record`` normalises a record's kind and hands it to that kind's handler: ``_UNTIMED``
 (records without a timestamp: summaries and titles), else its time is noted and, for the
-activity kinds (``_ACTIVITY``), the record's agent is resolved and credited. Unknown kinds only
-count as activity of the session's time (FORMATS.md §1.2 "Daemon rule": the set grows in most
-versions).
+activity kinds (``_ACTIVITY``), the record's agent is resolved and credited. Any other kind
+(FORMATS.md §1.2 "Daemon rule": the set grows in most versions) is logged and its timestamp
+checked, nothing more.
 """
 
 from __future__ import annotations
@@ -13,178 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ingestd.core.blocks import SYNTHETIC, assistant, progress, queue, text_of, user
 from ingestd.core.oversized import OVERSIZED
 from ingestd.core.records import LogRow, PathInfo, path_info
 from ingestd.core.state import (
     LEGACY_PREFIX,
-    RANK_COPY,
     RANK_MAIN,
     RANK_SIDECHAIN,
-    SPAWN_TOOLS,
     CompactionEv,
     SessionState,
-    Spawn,
 )
-from ingestd.core.toolstatus import END, result_status, spawn_cause, synthetic_kind, user_kind
-from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
-from ingestd.core.usagefold import merge_usage
-from ingestd.core.validate import INFER, MAX_TOKENS, note_time, valid_time
-
-SYNTHETIC = "<synthetic>"
-
-
-def ts_of(obj: dict[str, Any], fallback: str) -> str:
-    """The record's canonical timestamp when it is an instant the guards admit, else ``fallback``."""
-    c = valid_time(obj.get("timestamp"))
-    return c if c is not None else fallback
-
-
-def _text_of(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
-                return str(b["text"])
-    return None
-
-
-def _assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
-    """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
-
-    ``ts`` may be ``validate.INFER`` (the record's timestamp is refused): usage takes it as is,
-    everything else the read time.
-    """
-    msg = obj.get("message")
-    if not isinstance(msg, dict):
-        return False
-    mid = msg.get("id")
-    # `<synthetic>` turns are API error placeholders with zero usage: never a billed message
-    # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
-    if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
-        merge_usage(state, mid, rank, msg, ts, agent, t)
-    if ts == INFER and t.row is not None:
-        ts = t.row.received_at
-    used_tool = False
-    content = msg.get("content")
-    if rank == RANK_COPY or not isinstance(content, list):
-        return False
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") != "tool_use":
-            continue
-        tuid = block.get("id")
-        if not isinstance(tuid, str):
-            continue
-        used_tool = True
-        name = block.get("name")
-        name = name if isinstance(name, str) else None
-        note_tool(state, t, tuid, agent=agent, name=name, started=ts)
-        if name in SPAWN_TOOLS:
-            inp = block.get("input")
-            inp = inp if isinstance(inp, dict) else {}
-
-            def s(k: str, inp: dict[str, Any] = inp) -> str | None:
-                v = inp.get(k)
-                return v if isinstance(v, str) and v else None
-
-            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
-            cur = state.spawns.get(tuid)
-            # one tool_use id read twice (a record repeated in two files): the earliest record wins
-            if cur is None or _spawn_key(sp) < _spawn_key(cur):
-                state.spawns[tuid] = sp
-            t.all_agents = True
-    return used_tool
-
-
-def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str]:
-    return (sp.ts, sp.agent, sp.subagent_type or "", sp.description or "", sp.prompt or "")
-
-
-def _compaction_key(c: CompactionEv) -> tuple[str, str, str, int]:
-    return (c.ts, c.agent, c.trigger or "", -1 if c.pre_tokens is None else c.pre_tokens)
-
-
-def _user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:
-    """Tool results, spawn results and the child agent they name; returns the turn's kind."""
-    msg = obj.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list):
-        return user_kind(content if isinstance(content, str) else None, [])
-    statuses: list[int] = []
-    tur = obj.get("toolUseResult")
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") != "tool_result":
-            continue
-        tuid = block.get("tool_use_id")
-        if not isinstance(tuid, str):
-            continue
-        is_error = block.get("is_error") is True
-        text = _text_of(block.get("content")) or ""
-        st = result_status(is_error, text)
-        statuses.append(st)
-        note_tool(state, t, tuid, agent=agent, ended=ts, status=st)
-        async_launch = isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
-        if not async_launch:
-            note_result(state, tuid, is_error, spawn_cause(text) if is_error else None, ts)
-        # 2.1.14+: the spawn's result names the child (toolUseResult.agentId), e.g.
-        # corpus/claude-projects/-tmp-tmpqwh7888i/c7d3d95c-….jsonl line 4 -> ab81802.
-        if isinstance(tur, dict):
-            child = tur.get("agentId")
-            if isinstance(child, str) and child:
-                link(state, tuid, "tool_use", child)
-        t.all_agents = True
-    return user_kind(_text_of(content), statuses)
-
-
-def _progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
-    """``agent_progress``: a copy of a subagent record (lowest-precedence usage) + the link.
-
-    corpus/claude-projects/-home-user-projects-spotter/491e126e-….jsonl: the subagent
-    afb92ff has no file of its own; its billed calls exist only as these copies.
-    """
-    data = obj.get("data")
-    if not isinstance(data, dict) or data.get("type") != "agent_progress":
-        return
-    child = data.get("agentId")
-    ptu = obj.get("parentToolUseID")
-    if isinstance(child, str) and child:
-        if isinstance(ptu, str) and ptu:
-            link(state, ptu, "tool_use", child)
-            t.all_agents = True
-        inner = data.get("message")
-        if isinstance(inner, dict) and inner.get("type") == "assistant":
-            _assistant(state, inner, ts_of(inner, ts), child, RANK_COPY, t)
-
-
-def _queue(state: SessionState, obj: dict[str, Any], t: Touched) -> None:
-    """A ``<task-notification>`` enqueued for a background agent names task id and tool use id.
-
-    corpus/claude-projects/-Users-user-Documents-cka-buddy/7da73774-….jsonl lines 20-21:
-    ``<task-id>a59e84c40dbe09dd4</task-id><tool-use-id>toolu_…</tool-use-id>…<status>completed``.
-    """
-    content = obj.get("content")
-    if obj.get("operation") != "enqueue" or not isinstance(content, str):
-        return
-    if not content.startswith("<task-notification>"):
-        return
-    task = _tag(content, "task-id")
-    tuid = _tag(content, "tool-use-id")
-    status = _tag(content, "status")
-    if task and tuid:
-        link(state, tuid, "task_notification", task)
-        if status:
-            prev = state.notified.get(task)
-            state.notified[task] = max(prev, status) if prev else status
-        t.all_agents = True
-
-
-def _tag(text: str, name: str) -> str | None:
-    start = text.find(f"<{name}>")
-    if start < 0:
-        return None
-    start += len(name) + 2
-    end = text.find(f"</{name}>", start)
-    return text[start:end].strip() if end > start else None
+from ingestd.core.toolstatus import END, synthetic_kind
+from ingestd.core.touch import Touched, agent_ev, note_title
+from ingestd.core.validate import INFER, MAX_TOKENS, note_time
 
 
 def _kind(row: LogRow, obj: dict[str, Any]) -> str:
@@ -266,7 +107,7 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
         t.session = True
         return
     if kind == "queue-operation":
-        _queue(state, obj, t)
+        queue(state, obj, t)
     ts = note_time(state, row, obj, t)
     handler = _ACTIVITY.get(kind)
     if handler is None:
@@ -292,7 +133,7 @@ def _record_agent(state: SessionState, obj: dict[str, Any], kind: str, ts: str, 
         state.legacy_ts[uuid] = ts
         if parent is None and kind == "user":
             m = obj.get("message")
-            p = _text_of(m.get("content")) if isinstance(m, dict) else None
+            p = text_of(m.get("content")) if isinstance(m, dict) else None
             if p is not None:
                 state.legacy_prompt[uuid] = p
         t.legacy = True
@@ -317,17 +158,21 @@ def _activity(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: 
 def _on_assistant(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
     """Usage, spawns, tool starts; a main-thread reply that calls no tool ends the turn: the agent
     waits for the user."""
-    used_tool = _assistant(state, a.obj, INFER if t.bad_at is not None else a.ts, a.agent, a.rank, t)
+    used_tool = assistant(state, a.obj, INFER if t.bad_at is not None else a.ts, a.agent, a.rank, t)
     return ("waiting" if not used_tool and a.main else "working"), _assistant_kind(a.obj, used_tool)
 
 
 def _on_user(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
-    return "working", _user(state, a.obj, a.ts, a.agent, t)
+    return "working", user(state, a.obj, a.ts, a.agent, t)
 
 
 def _on_progress(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
-    _progress(state, a.obj, a.ts, t)
+    progress(state, a.obj, a.ts, t)
     return "working", None
+
+
+def _compaction_key(c: CompactionEv) -> tuple[str, str, str, int]:
+    return (c.ts, c.agent, c.trigger or "", -1 if c.pre_tokens is None else c.pre_tokens)
 
 
 def _on_system(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
@@ -381,7 +226,7 @@ def _credit(state: SessionState, a: Act, status: str, turn: str | None, t: Touch
         ev.last_turn = (a.ts, turn)
     if not a.main and a.obj.get("parentUuid") is None and a.kind == "user":
         m = a.obj.get("message")
-        p = _text_of(m.get("content")) if isinstance(m, dict) else None
+        p = text_of(m.get("content")) if isinstance(m, dict) else None
         if p is not None and (ev.root_prompt is None or (a.ts, p) < ev.root_prompt):
             ev.root_prompt = (a.ts, p)
             t.all_agents = True
@@ -391,9 +236,7 @@ def _credit(state: SessionState, a: Act, status: str, turn: str | None, t: Touch
 def _assistant_kind(obj: dict[str, Any], used_tool: bool) -> str:
     msg = obj.get("message")
     if isinstance(msg, dict) and msg.get("model") == SYNTHETIC:
-        return synthetic_kind(
-            obj.get("error"), obj.get("isApiErrorMessage") is True, _text_of(msg.get("content")) or ""
-        )
+        return synthetic_kind(obj.get("error"), obj.get("isApiErrorMessage") is True, text_of(msg.get("content")) or "")
     return "tool" if used_tool else END
 
 

@@ -28,10 +28,10 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core.blocks import ts_of
 from ingestd.core.decode import decode_line
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
-from ingestd.core.transcript import ts_of
 
 UPSERT_SUMMARY = (
     "INSERT INTO summaries (origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"

@@ -63,7 +63,7 @@ def outcome(rows: list[LogRow], agent: str = AG) -> tuple[str, str | None]:
         m = Model()
         m.apply(fold_log(SID, order, Ctx())[1])
         a = m.agent(agent)
-        got.add((a[4], a[8]))
+        got.add((a.status, a.outcome_cause))
     assert len(got) == 1, got  # order independent
     return got.pop()
 
@@ -184,4 +184,4 @@ def test_real_rate_limited_subagent() -> None:
     assert sid is not None
     m = Model()
     m.apply(fold_log(sid, rows, Ctx())[1])
-    assert m.agent("4ed9b522")[4] == "error" and m.agent("4ed9b522")[8] == "concurrency_limit"
+    assert m.agent("4ed9b522").status == "error" and m.agent("4ed9b522").outcome_cause == "concurrency_limit"

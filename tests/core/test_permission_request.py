@@ -39,8 +39,8 @@ def test_permission_request_is_an_event_and_leaves_tool_calls_alone() -> None:
     for order in (rows, rows[::-1]):
         m = _project(order)
         assert {k[1]: v[6] for k, v in m.tables["tools"].items()} == {"t1": "running", "t2": "completed"}
-        assert m.tables["events"][2][3] == "PermissionRequest" and m.tables["events"][2][2] == SID
-        assert m.agent(SID)[7] == "2026-01-01T00:00:04.000Z"
+        assert m.tables["events"][2].event_type == "PermissionRequest" and m.tables["events"][2].agent_id == SID
+        assert m.agent(SID).last_seen_at == "2026-01-01T00:00:04.000Z"
 
 
 def test_permission_request_alone_creates_no_tool_call() -> None:

@@ -196,7 +196,7 @@ def test_mixed_session_joins_every_source() -> None:
     # the transcript's own folder beats a hook's transcript_path, and a record's cwd beats a hook's
     assert s[1:3] == ("-w-zeta", "/w/zeta")
     assert s[5] == "completed" and s[8] == "Mixed work"
-    a = {k[1]: (r[4], r[8]) for k, r in t["agents"].items()}
+    a = {k[1]: (r.status, r.outcome_cause) for k, r in t["agents"].items()}
     assert a == {
         MIXED: ("completed", None),
         "a7a7a7a": ("completed", None),  # SubagentStop

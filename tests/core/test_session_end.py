@@ -52,7 +52,7 @@ def statuses(rows: list[LogRow], *, one_by_one: bool) -> dict[str, tuple[Any, ..
             m.apply(ch)
     else:
         m.apply(fold_log(SID, rows, Ctx())[1])
-    return {a: (r[2], r[4], r[8]) for (_, a), r in m.tables["agents"].items()}
+    return {a: (r.type, r.status, r.outcome_cause) for (_, a), r in m.tables["agents"].items()}
 
 
 def all_orders(rows: list[LogRow]) -> set[tuple[tuple[str, tuple[Any, ...]], ...]]:

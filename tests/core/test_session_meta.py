@@ -54,7 +54,7 @@ def test_newest_hook_session_title_beats_older_titles_and_the_summary() -> None:
         hook(2, "SessionStart", 1, session_title="Zeta first name", source="startup"),
         hook(3, "UserPromptSubmit", 5, session_title="Alpha renamed", prompt="go"),
     ]
-    assert session(rows)[8] == "Alpha renamed" and session(rows)[12] == "session_title"
+    assert session(rows).title == "Alpha renamed" and session(rows).title_source == "session_title"
 
 
 def test_git_branch_and_version_are_the_newest_records() -> None:

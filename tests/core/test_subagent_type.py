@@ -105,5 +105,5 @@ def test_spawn_input_then_hook_then_sidecar_in_any_order() -> None:
             ch = inc([r])
             m.apply(ch)
         a = m.agents_by_id()
-        seen.add((a["aspawned"][3], a["ahooked"][3], a["asidecar"][3]))
+        seen.add((a["aspawned"].subagent_type, a["ahooked"].subagent_type, a["asidecar"].subagent_type))
     assert seen == {("Plan", "Explore", "sidecar-type")}

@@ -54,7 +54,7 @@ def test_a_hook_without_agent_id_never_overrides_the_transcripts_agent() -> None
 def test_hooks_alone_attribute_to_the_main_agent_or_the_named_subagent() -> None:
     m = Model()
     m.apply(fold_log(SID, ROWS[1:], Ctx())[1])
-    assert m.tables["tools"][(SID, "toolu_R")][2] == SID
+    assert m.tables["tools"][(SID, "toolu_R")].agent_id == SID
     m = Model()
     m.apply(fold_log(SID, [*ROWS[1:], hook(3, "PostToolUse", tool_use_id="toolu_R", agent_id="zz9")], Ctx())[1])
-    assert m.tables["tools"][(SID, "toolu_R")][2] == "zz9"
+    assert m.tables["tools"][(SID, "toolu_R")].agent_id == "zz9"

@@ -69,7 +69,7 @@ def test_status_converges_whatever_arrives_first_or_twice(case: str) -> None:
         for r in order:
             ch = inc([r])
             m.apply(ch)
-        got.add(m.tables["tools"][(SID, "tu")][6])
+        got.add(m.tables["tools"][(SID, "tu")].status)
     assert got == {case.removesuffix("_hook")}
 
 

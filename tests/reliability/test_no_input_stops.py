@@ -144,7 +144,7 @@ def _occurred(rows: list[LogRow], batches: list[list[int]]) -> dict[str, str]:
     got: dict[str, str] = {}
     for b in batches:
         ch = inc([rows[i] for i in b])  # a refold, when one is needed, happens inside the fold
-        got.update({r[3]: r[8] for r in ch.token_usage})
+        got.update({r.message_id: r.occurred_at for r in ch.token_usage})
     return got
 
 
@@ -383,7 +383,7 @@ def test_lines_logged_invalid_before_the_bom_fix_are_projected_on_replay(tmp_pat
     rows = _rows(b"\xef\xbb\xbf" + jsonl(asst(SID, "msg_b", {"output_tokens": 4}, "2026-01-01T00:00:00.000Z")))
     old = LogRow(rows[0].id, "jsonl", "invalid", rows[0].payload, NOW, SID, rows[0].origin, 0, 0)
     _, ch = fold_log(SID, [old], Ctx())
-    assert {r[5]: r[6] for r in ch.token_usage}["output"] == 4
+    assert {r.bucket: r.tokens for r in ch.token_usage}["output"] == 4
 
 
 def test_status_of_a_database_without_quarantine_rows_says_none(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def _spawn_status(state: SessionState, tuid: str | None) -> tuple[str | None, st
     res = state.results.get(tuid)
     if res is None:
         return None, None
-    return ("error", res[1] or "unclassified") if res[0] else ("completed", None)
+    return ("error", res.cause or "unclassified") if res.is_error else ("completed", None)
 
 
 def _prompt_spawn(spawns: dict[str, Spawn], prompt: str, ts: str, exclude: str) -> str | None:
@@ -259,8 +259,8 @@ def agent_row(v: View, a: str, edges: list[EdgeRow]) -> AgentRow | None:
     res = state.results.get(tuid) if tuid else None
     first = ev.first_ts if ev is not None and ev.first_ts else (sp.ts if sp else None)
     last = ev.last_ts if ev is not None and ev.last_ts else None
-    if res is not None and (last is None or res[2] > last):
-        last = res[2]
+    if res is not None and (last is None or res.ts > last):
+        last = res.ts
     if last is None and sp is not None:
         last = sp.ts
     stype = (sp.subagent_type if sp else None) or (ev.hook_type if ev else None) or (ev.meta_type if ev else None)
@@ -299,8 +299,8 @@ def legacy_agents(v: View, leg: Legacy, edges: list[EdgeRow], retracted: list[Ag
         if status is None:
             status, cause = ended_without_stop(None) if state.ended else ("working", None)
         res = state.results.get(tuid) if tuid else None
-        if res is not None and res[2] > last:
-            last = res[2]
+        if res is not None and res.ts > last:
+            last = res.ts
         stype, desc = (sp.subagent_type, sp.description) if sp else (None, None)
         out.append(AgentRow(aid, state.session_id, "subagent", stype, status, parent, first, last, cause, 0, desc))
     return out

@@ -139,6 +139,16 @@ class CompactionEv(NamedTuple):
     pre_tokens: int | None
 
 
+class SpawnResult(NamedTuple):
+    """A spawn's ``tool_result`` (or its hook's PostToolUse): ``is_error`` 1 / 0, the error's cause
+    (``toolstatus.spawn_cause``), the result's time. Ordered so the join keeps an error over a
+    success, then the larger cause, then the later time (``touch.note_result``)."""
+
+    is_error: int
+    cause: str | None
+    ts: str
+
+
 # A title candidate's place: (generation, byte offset, origin) of a record, or (receipt time,) of a hook.
 TitleKey = tuple[int, int, str] | tuple[str]
 
@@ -175,7 +185,7 @@ class SessionState:
     # the same tool_use id is better evidence and replaces it (``derive.spawns_of``)
     hook_spawns: dict[str, Spawn] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use_id -> (rank, child)
-    results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
+    results: dict[str, SpawnResult] = field(default_factory=dict)  # spawn tool_use_id -> its result
     tools: dict[str, ToolEv] = field(default_factory=dict)  # tool_use_id -> evidence (touch.note_tool)
     # agent (as in ``tools``, "" for none) -> its calls whose status is still ``running``: an index of ``tools``
     # (``touch.note_tool``), so an agent that turns terminal re-derives only its open calls

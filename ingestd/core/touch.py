@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ingestd.core.records import LogRow
 from ingestd.core.rows import QuarantineRow
-from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, TitleKey, ToolEv
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, SpawnResult, TitleKey, ToolEv
 from ingestd.core.toolstatus import RUNNING
 
 
@@ -111,9 +111,9 @@ def link(state: SessionState, tuid: str, source: str, child: str) -> None:
 
 def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | None, ts: str) -> None:
     """Merge a spawn's result: an error beats a success, then the larger cause / later time."""
-    cand = (1 if is_error else 0, cause, ts)
+    cand = SpawnResult(1 if is_error else 0, cause, ts)
     prev = state.results.get(tuid)
-    if prev is None or (cand[0], cand[1] or "", cand[2]) > (prev[0], prev[1] or "", prev[2]):
+    if prev is None or (cand.is_error, cand.cause or "", cand.ts) > (prev.is_error, prev.cause or "", prev.ts):
         state.results[tuid] = cand
 
 

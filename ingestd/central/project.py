@@ -36,14 +36,15 @@ import psycopg
 
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
-from ingestd.core import derive, project
-from ingestd.core.project import decode_row, ts_of
+from ingestd.core import derive, projector
+from ingestd.core.blocks import ts_of
+from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
-from ingestd.store.writer import WATCHDOG_WINDOW_S, watchdog_cutoff
 
 PROJECT_LOCK = 0x696E6765_7374_02
 DEFAULT_BATCH_ROWS = 20_000
@@ -89,7 +90,7 @@ UPSERT_EDGE = (
     " source=EXCLUDED.source, instance=EXCLUDED.instance, host_id=EXCLUDED.host_id,"
     " created_at=EXCLUDED.created_at, tool_use_id=EXCLUDED.tool_use_id"
 )
-# The one-machine claim rule (ingestd.store.writer.UPSERT_TOKENS): higher claim_rank, then earlier
+# The one-machine claim rule (ingestd.store.upsert.UPSERT_TOKENS): higher claim_rank, then earlier
 # occurred_at, then the smaller session id; host_id travels with the claim (``fold_session``).
 _BETTER = (
     "(EXCLUDED.claim_rank > t.claim_rank OR (EXCLUDED.claim_rank = t.claim_rank AND"
@@ -256,7 +257,7 @@ def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx
     folded alone to find its own claim."""
     best: dict[tuple[str, str], tuple[int, str, str]] = {}
     for h, rows in by_host.items():
-        _, solo = project.fold(None, sid, rows, hosts[h])
+        _, solo = projector.fold_log(sid, rows, hosts[h])
         for r in solo.token_usage:
             key = (str(r[3]), str(r[5]))
             cand = (-int(r[9]), str(r[8]), h)
@@ -286,8 +287,11 @@ def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dic
         n += 1
     owner = _best_hosts(sid, by_host, hosts) if len(by_host) > 1 else {}
     state: SessionState | None = None
+    so_far: list[LogRow] = []
     for h, rows in by_host.items():
-        state, ch = project.fold(state, sid, rows, hosts[h])
+        so_far.extend(rows)
+        # a refold (``SessionState.needs_refold``) folds every host's rows read so far again
+        state, ch = projector.fold(state, sid, rows, hosts[h], projector.given(tuple(so_far)))
         write_changes(pg, sid, h, ch, owner)
         pg.execute("INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (sid, h))
     return n
@@ -373,7 +377,7 @@ _IDLE_SESSIONS = (
 
 
 def watchdog(pg: psycopg.Connection[Any]) -> int:
-    """The watchdog pass of ``ingestd.store.writer.watchdog``, per session with its hosts' ``as_of``.
+    """The watchdog pass of ``ingestd.store.watchdog_pass.watchdog_pass``, per session with its hosts' ``as_of``.
 
     Call inside a transaction. Returns the agents moved to ``unknown``.
     """

@@ -28,11 +28,11 @@ from psycopg import errors as pgerr
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import window_of
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors, write_txn
 from ingestd.store.identity import database_identity
-from ingestd.store.writer import window_of
 
 log = get_logger("ingestd.central.ship")
 

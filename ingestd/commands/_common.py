@@ -79,7 +79,7 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     conn = connect(path)
     migrate(conn)
     # Imported here: only writers pay for the projector's import.
-    from ingestd.ingest.revision import ensure_current
+    from ingestd.ingest.reproject import ensure_current
     from ingestd.store.identity import database_identity
 
     folded = ensure_current(conn, path, ctx=database_identity(conn))

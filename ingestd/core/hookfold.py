@@ -9,14 +9,17 @@ completes every agent of the session.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ingestd.core.records import LogRow
+from ingestd.core.rows import EventRow
 from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
 from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
 
-_TOOL_EVENTS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
+_TOOL_STATUS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
 _WAITING = frozenset(("Stop", "Notification", "StopFailure"))
 
 
@@ -25,13 +28,50 @@ def _s(obj: dict[str, Any], key: str) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> tuple[Any, ...]:
-    """Fold one hook delivery; return its ``events`` row (identifiers only)."""
-    name = row.event_type
-    ts = row.received_at
-    sid = state.session_id
+@dataclass(frozen=True, slots=True)
+class Hook:
+    """One hook delivery as its handlers see it.
+
+    Attributes:
+        row: the log row; obj: its decoded body; session_id: str, the session folded.
+        name: str, ``hook_event_name``; ts: str, the receipt time (canonical UTC).
+        agent_id: str | None, the body's ``agent_id`` (a subagent's hook), else None.
+        agent: str, ``agent_id`` or the session's main agent.
+    """
+
+    row: LogRow
+    obj: dict[str, Any]
+    session_id: str
+    name: str
+    ts: str
+    agent_id: str | None
+    agent: str
+
+    def event(self, agent: str | None) -> EventRow:
+        """The delivery's ``events`` row (identifiers only), naming ``agent``."""
+        return EventRow(self.row.id, self.session_id, agent, self.name, self.ts)
+
+
+def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> EventRow:
+    """Fold one hook delivery through its event's handler (``_EVENTS``, else activity of its agent
+    plus ``_TOOL_EVENTS`` for tool events); return its ``events`` row."""
     agent_id = _s(obj, "agent_id")
-    agent = agent_id or sid
+    h = Hook(row, obj, state.session_id, row.event_type, row.received_at, agent_id, agent_id or state.session_id)
+    _session_fields(state, h, t)
+    handler = _EVENTS.get(h.name)
+    if handler is not None:
+        return handler(state, h, t)
+    _activity(state, h, t)
+    tuid = _s(obj, "tool_use_id")
+    tool = _TOOL_EVENTS.get(h.name)
+    if tool is not None and tuid:
+        tool(state, h, tuid, t)
+    return h.event(h.agent)
+
+
+def _session_fields(state: SessionState, h: Hook, t: Touched) -> None:
+    """What every delivery says about its session: cwd, the transcript's folder, title, times."""
+    obj, ts = h.obj, h.ts
     t.session = True
     cwd = _s(obj, "cwd")
     if cwd and (state.cwd is None or (2, ts, cwd) < state.cwd):
@@ -53,28 +93,36 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     if state.last_ts is None or ts > state.last_ts:
         state.last_ts = ts
 
-    if name == "SessionEnd":
-        state.ended = True
-        reason = _s(obj, "reason")
-        if reason and (state.end_reason is None or (ts, reason) > state.end_reason):
-            state.end_reason = (ts, reason)
-        t.all_agents = True
-        return (row.id, sid, agent_id or sid, name, ts)
-    if name == "SubagentStop":
-        # completes the named agent only if it exists through other evidence; the parent is untouched
-        if agent_id:
-            ev = agent_ev(state, agent_id)
-            ev.completed = True
-            at = _s(obj, "agent_type")
-            if at and (ev.hook_type is None or at > ev.hook_type):
-                ev.hook_type = at
-            t.agents.add(agent_id)
-        return (row.id, sid, agent_id, name, ts)
 
-    status = "waiting" if name in _WAITING else "working"
-    if name in _WAITING and agent_id:
-        status = "working"  # a subagent's Stop-like events never idle the main agent
-    ev = agent_ev(state, agent)
+def _session_end(state: SessionState, h: Hook, t: Touched) -> EventRow:
+    """SessionEnd: the session ended (every agent is re-derived), with its reason."""
+    state.ended = True
+    reason = _s(h.obj, "reason")
+    if reason and (state.end_reason is None or (h.ts, reason) > state.end_reason):
+        state.end_reason = (h.ts, reason)
+    t.all_agents = True
+    return h.event(h.agent)
+
+
+def _subagent_stop(state: SessionState, h: Hook, t: Touched) -> EventRow:
+    """SubagentStop: completes the named agent only if it exists through other evidence; the parent
+    is untouched."""
+    if h.agent_id:
+        ev = agent_ev(state, h.agent_id)
+        ev.completed = True
+        at = _s(h.obj, "agent_type")
+        if at and (ev.hook_type is None or at > ev.hook_type):
+            ev.hook_type = at
+        t.agents.add(h.agent_id)
+    return h.event(h.agent_id)
+
+
+def _activity(state: SessionState, h: Hook, t: Touched) -> None:
+    """Any other delivery is activity of its agent: working, or waiting for Stop-like events of the
+    main agent; a subagent's failure ending is its last turn."""
+    ts = h.ts
+    status = "waiting" if h.name in _WAITING and not h.agent_id else "working"
+    ev = agent_ev(state, h.agent)
     ev.ran = True
     if ev.first_ts is None or ts < ev.first_ts:
         ev.first_ts = ts
@@ -82,67 +130,83 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         ev.last_ts = ts
     if ev.latest is None or (ts, status) > ev.latest:
         ev.latest = (ts, status)
-    at = _s(obj, "agent_type")
-    if agent_id and at and (ev.hook_type is None or at > ev.hook_type):
+    at = _s(h.obj, "agent_type")
+    if h.agent_id and at and (ev.hook_type is None or at > ev.hook_type):
         ev.hook_type = at
-    t.agents.add(agent)
-
+    t.agents.add(h.agent)
     # a subagent's run ended in failure (toolstatus.FAILED_ENDINGS); the receipt time orders it
     # against the agent's transcript turns
-    failed = _failed_turn(name, obj) if agent_id else None
+    failed = _failed_turn(h.name, h.obj) if h.agent_id else None
     if failed is not None and (ev.last_turn is None or (ts, failed) > ev.last_turn):
         ev.last_turn = (ts, failed)
 
-    tuid = _s(obj, "tool_use_id")
-    if name in _TOOL_EVENTS and tuid:
-        st = _TOOL_EVENTS[name]
-        if name == "PostToolUseFailure" and obj.get("is_interrupt") is True:
-            st = INTERRUPTED
-        tool = _s(obj, "tool_name")
-        if st == RUNNING:
-            note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=tool, started=ts)
-        else:
-            note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=tool, ended=ts, status=st)
-        resp = obj.get("tool_response")
-        resp = resp if isinstance(resp, dict) else {}
-        if tool in SPAWN_TOOLS and name != "PostToolUseFailure":
-            _spawn(state, tuid, agent, ts, obj, resp)
+
+def _tool_event(state: SessionState, h: Hook, tuid: str, t: Touched) -> None:
+    """PreToolUse / PostToolUse / PostToolUseFailure: the call's start or end; a spawn tool's input
+    and the child its result names (SPEC §4.3)."""
+    st = _TOOL_STATUS[h.name]
+    if h.name == "PostToolUseFailure" and h.obj.get("is_interrupt") is True:
+        st = INTERRUPTED
+    tool = _s(h.obj, "tool_name")
+    named = h.agent_id is not None
+    if st == RUNNING:
+        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, started=h.ts)
+    else:
+        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, ended=h.ts, status=st)
+    resp = h.obj.get("tool_response")
+    resp = resp if isinstance(resp, dict) else {}
+    if tool in SPAWN_TOOLS and h.name != "PostToolUseFailure":
+        _spawn(state, tuid, h.agent, h.ts, h.obj, resp)
+        t.all_agents = True
+    if h.name == "PostToolUse":
+        # The spawn's result names the child (SPEC §4.3; FORMATS.md §4, §7.4): corpus/hooks/
+        # cka-buddy/PostToolUse.jsonl, session 11473b9f…, Task toolu_01CPvj… ->
+        # tool_response.agentId a282eece383c71f91. A background run (`status: "async_launched"`,
+        # `isAsync: true`: session 1577d3a9…, af4a5e4c13f90b637) names it too, but its launch is
+        # no completion.
+        child = resp.get("agentId")
+        if isinstance(child, str) and child:
+            link(state, tuid, "tool_use", child)
+            if resp.get("status") != "async_launched" and resp.get("isAsync") is not True:
+                note_result(state, tuid, False, None, h.ts)
             t.all_agents = True
-        if name == "PostToolUse":
-            # The spawn's result names the child (SPEC §4.3; FORMATS.md §4, §7.4): corpus/hooks/
-            # cka-buddy/PostToolUse.jsonl, session 11473b9f…, Task toolu_01CPvj… ->
-            # tool_response.agentId a282eece383c71f91. A background run (`status: "async_launched"`,
-            # `isAsync: true`: session 1577d3a9…, af4a5e4c13f90b637) names it too, but its launch is
-            # no completion.
-            child = resp.get("agentId")
-            if isinstance(child, str) and child:
-                link(state, tuid, "tool_use", child)
-                if resp.get("status") != "async_launched" and resp.get("isAsync") is not True:
-                    note_result(state, tuid, False, None, ts)
-                t.all_agents = True
-    elif name == "PermissionRequest" and tuid:
-        # PermissionRequest carries no tool_use_id (FORMATS.md §7.2, obs + DOC; e.g.
-        # corpus/hooks/crypto/PermissionRequest.jsonl: tool_name "Bash", tool_input, permission_suggestions,
-        # no id), so this branch only serves a future version that adds one, and it asserts no outcome.
-        # Without an id the request is kept in the log and in `events` and is activity of its agent,
-        # but it never touches tool_calls: (session, tool_name, tool_input) is not an identity (the same
-        # command can be asked for twice in one turn), and the request says only that permission was
-        # asked, not how the user answered. The answer shows structurally elsewhere: a denial or
-        # cancellation is the transcript tool_result of that tool_use id (toolstatus.result_status),
-        # an allowed call its PostToolUse; a PermissionDenied hook (below) names the id.
-        note_tool(state, t, tuid, agent=agent, agent_named=agent_id is not None, name=_s(obj, "tool_name"))
-    elif name == "PermissionDenied" and tuid:
-        note_tool(
-            state,
-            t,
-            tuid,
-            agent=agent,
-            agent_named=agent_id is not None,
-            name=_s(obj, "tool_name"),
-            ended=ts,
-            status=DENIED,
-        )
-    return (row.id, sid, agent_id or sid, name, ts)
+
+
+def _permission_request(state: SessionState, h: Hook, tuid: str, t: Touched) -> None:
+    """PermissionRequest with a tool_use_id: the call exists; no outcome.
+
+    PermissionRequest carries no tool_use_id (FORMATS.md §7.2, obs + DOC; e.g.
+    corpus/hooks/crypto/PermissionRequest.jsonl: tool_name "Bash", tool_input, permission_suggestions,
+    no id), so this handler only serves a future version that adds one, and it asserts no outcome.
+    Without an id the request is kept in the log and in `events` and is activity of its agent,
+    but it never touches tool_calls: (session, tool_name, tool_input) is not an identity (the same
+    command can be asked for twice in one turn), and the request says only that permission was
+    asked, not how the user answered. The answer shows structurally elsewhere: a denial or
+    cancellation is the transcript tool_result of that tool_use id (toolstatus.result_status),
+    an allowed call its PostToolUse; a PermissionDenied hook names the id.
+    """
+    note_tool(state, t, tuid, agent=h.agent, agent_named=h.agent_id is not None, name=_s(h.obj, "tool_name"))
+
+
+def _permission_denied(state: SessionState, h: Hook, tuid: str, t: Touched) -> None:
+    """PermissionDenied: the call ended ``denied``."""
+    named = h.agent_id is not None
+    note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=_s(h.obj, "tool_name"), ended=h.ts, status=DENIED)
+
+
+# One handler per hook event that is not plain activity of its agent.
+_EVENTS: dict[str, Callable[[SessionState, Hook, Touched], EventRow]] = {
+    "SessionEnd": _session_end,
+    "SubagentStop": _subagent_stop,
+}
+# Events that also speak about one tool call (``tool_use_id``), after the activity.
+_TOOL_EVENTS: dict[str, Callable[[SessionState, Hook, str, Touched], None]] = {
+    "PreToolUse": _tool_event,
+    "PostToolUse": _tool_event,
+    "PostToolUseFailure": _tool_event,
+    "PermissionRequest": _permission_request,
+    "PermissionDenied": _permission_denied,
+}
 
 
 def _spawn(state: SessionState, tuid: str, agent: str, ts: str, obj: dict[str, Any], resp: dict[str, Any]) -> None:

@@ -47,7 +47,7 @@ class NewLogRow:
     recovered: bool = False
     reason: str | None = None
 
-    def db_tuple(self) -> tuple[Any, ...]:
+    def db_tuple(self) -> tuple[str, str, str, bytes, str, str | None, str, int, int | None]:
         """Values in ``writer.INSERT_LOG`` column order."""
         return (
             self.idempotency_key,
@@ -63,18 +63,7 @@ class NewLogRow:
 
     def logged(self, log_id: int) -> LogRow:
         """The row as the projector sees it once appended as ``events_raw.id`` ``log_id`` (``obj`` kept)."""
-        return LogRow(
-            log_id,
-            self.source,
-            self.event_type,
-            self.payload,
-            self.received_at,
-            self.session_id,
-            self.origin,
-            self.origin_gen,
-            self.origin_offset,
-            self.obj,
-        )
+        return LogRow(log_id, *self.db_tuple()[1:], self.obj)
 
 
 @dataclass(frozen=True, slots=True)

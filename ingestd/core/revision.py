@@ -1,9 +1,12 @@
-"""The projector's rule revision.
+"""Every revision number of ingestd's rules, in one place.
+
+``PROJECTION_REVISION``: the projector's rules. ``INGEST_REVISION``: how transcript bytes are
+read into log rows (framing, keys, session-of-line); it is stored on every tail checkpoint.
 
 Bump ``PROJECTION_REVISION`` in the same commit as any change to what the projector
 derives from a given log (a new rule, a changed precedence, a new column's value):
 writers then re-project existing databases from their logs on first open
-(``ingestd.ingest.revision``), so live projections always equal a replay.
+(``ingestd.ingest.reproject``), so live projections always equal a replay.
 
 History:
     1: the rules as of the first release (outcome causes, agent-collision rule,
@@ -30,3 +33,8 @@ History:
 """
 
 PROJECTION_REVISION = 9
+
+# Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
+# (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read
+# (``ingestd.ingest.backfill``); existing idempotency keys make the re-read insert nothing new.
+INGEST_REVISION = 1

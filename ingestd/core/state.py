@@ -8,7 +8,7 @@ projection rows are derived from the state alone (``ingestd.core.derive``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
 # Claim precedence of one message's usage evidence (SPEC §4.4, DESIGN.md "token_usage
 # across sessions"): a direct record in a main transcript beats a direct record in a
@@ -85,6 +85,75 @@ class Spawn:
 
 
 @dataclass(slots=True)
+class MsgEv:
+    """One message's usage evidence at one claim rank, each field a join over its streamed parts.
+
+    Attributes:
+        input / output / cache_read / cache_write_5m / cache_write_1h: int, tokens, per-bucket max.
+        model: tuple (output tokens, model), max: the model of the part with the largest output.
+        occurred: str, canonical UTC min, or ``validate.INFER`` while no part's time is valid.
+        agent: str, min: the agent (or legacy placeholder) whose record holds it.
+        speed: str, max ('' when absent); web_search_requests: int, max (streamed parts repeat it).
+    """
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write_5m: int
+    cache_write_1h: int
+    model: tuple[int, str]
+    occurred: str
+    agent: str
+    speed: str
+    web_search_requests: int
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """The five bucket counts in ``derive.BUCKETS`` order."""
+        return (self.input, self.output, self.cache_read, self.cache_write_5m, self.cache_write_1h)
+
+
+@dataclass(slots=True)
+class ToolEv:
+    """One tool call's evidence (``touch.note_tool``), every field a join.
+
+    Attributes:
+        agent: str | None, the calling agent (a named one beats a default, then the smaller id).
+        name: str | None, max; started / ended: str | None, canonical UTC min.
+        status: int, a ``toolstatus`` rank, max. agent_rank: int, 1 named, 0 a default, -1 none.
+    """
+
+    agent: str | None
+    name: str | None
+    started: str | None
+    ended: str | None
+    status: int
+    agent_rank: int
+
+
+class CompactionEv(NamedTuple):
+    """A ``compact_boundary`` record: the agent, its time, trigger (auto / manual) and preTokens."""
+
+    agent: str
+    ts: str
+    trigger: str | None
+    pre_tokens: int | None
+
+
+class SpawnResult(NamedTuple):
+    """A spawn's ``tool_result`` (or its hook's PostToolUse): ``is_error`` 1 / 0, the error's cause
+    (``toolstatus.spawn_cause``), the result's time. Ordered so the join keeps an error over a
+    success, then the larger cause, then the later time (``touch.note_result``)."""
+
+    is_error: int
+    cause: str | None
+    ts: str
+
+
+# A title candidate's place: (generation, byte offset, origin) of a record, or (receipt time,) of a hook.
+TitleKey = tuple[int, int, str] | tuple[str]
+
+
+@dataclass(slots=True)
 class SessionState:
     """Fold state of one session (see module docstring). Mutated in place by ``fold``."""
 
@@ -104,27 +173,24 @@ class SessionState:
     # carry no timestamp: their key is their place in the log (generation, byte offset, origin); a
     # hook's is its receipt time. `summary` records are not here: a summary belongs to the session of
     # the record its leafUuid names, another session's fold (``summaries``, ``ingestd.store.titles``).
-    titles: dict[str, tuple[tuple[Any, ...], str]] = field(default_factory=dict)
+    titles: dict[str, tuple[TitleKey, str]] = field(default_factory=dict)
     # (origin, origin_gen, origin_offset) -> (leafUuid, summary) of this session's files' summary records
     summaries: dict[tuple[str, int, int], tuple[str, str]] = field(default_factory=dict)
     end_reason: tuple[str, str] | None = None
     ended: bool = False
     agents: dict[str, AgentEv] = field(default_factory=dict)
-    # message id -> rank -> [input, output, cache_read, w5m, w1h, (best_output, model), occurred, agent, speed,
-    # web_search_requests], each a join over the message's streamed parts
-    msgs: dict[str, dict[int, list[Any]]] = field(default_factory=dict)
+    msgs: dict[str, dict[int, MsgEv]] = field(default_factory=dict)  # message id -> claim rank -> evidence
     spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
     # from PreToolUse / PostToolUse hooks of a spawn tool (every field a join); a transcript spawn of
     # the same tool_use id is better evidence and replaces it (``derive.spawns_of``)
     hook_spawns: dict[str, Spawn] = field(default_factory=dict)
     links: dict[str, tuple[int, str]] = field(default_factory=dict)  # tool_use_id -> (rank, child)
-    results: dict[str, tuple[int, str | None, str]] = field(default_factory=dict)  # tuid -> (err, cause, ts)
-    # tool_use_id -> [agent, name, started, ended, status_rank, agent_rank (touch.note_tool)]
-    tools: dict[str, list[Any]] = field(default_factory=dict)
+    results: dict[str, SpawnResult] = field(default_factory=dict)  # spawn tool_use_id -> its result
+    tools: dict[str, ToolEv] = field(default_factory=dict)  # tool_use_id -> evidence (touch.note_tool)
     # agent (as in ``tools``, "" for none) -> its calls whose status is still ``running``: an index of ``tools``
     # (``touch.note_tool``), so an agent that turns terminal re-derives only its open calls
     open_tools: dict[str, set[str]] = field(default_factory=dict)
-    compactions: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    compactions: dict[str, CompactionEv] = field(default_factory=dict)  # boundary record uuid -> its record
     legacy_parent: dict[str, str | None] = field(default_factory=dict)  # sidechain uuid -> parentUuid
     legacy_ts: dict[str, str] = field(default_factory=dict)
     legacy_prompt: dict[str, str] = field(default_factory=dict)  # root uuid -> prompt
@@ -138,9 +204,8 @@ class SessionState:
     # Inferred times (``ingestd.core.validate``): the files (origin, gen) holding a record whose
     # timestamp is refused, each with its sorted index of valid timestamps ([offsets], [times]);
     # only such files are indexed, so the state stays small. A refused timestamp met in a file
-    # already folded without its index sets ``needs_refold``: the shell folds the session again
-    # from its log into ``SessionState(sid, ts_origins=...)`` (``project.refold_state``).
-    ts_origins: set[tuple[str, int]] = field(default_factory=set)
+    # already folded without its index sets ``needs_refold``: the fold then folds the session
+    # again from its whole log into ``validate.refold_state`` (these files indexed from the start).
     ts_index: dict[tuple[str, int], tuple[list[int], list[str]]] = field(default_factory=dict)
     seen_origins: set[tuple[str, int]] = field(default_factory=set)
     # (origin, gen) -> offset -> message id of a record there whose timestamp is refused

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState
+from ingestd.core.records import LogRow
+from ingestd.core.rows import QuarantineRow
+from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, SpawnResult, TitleKey, ToolEv
 from ingestd.core.toolstatus import RUNNING
 
 
@@ -34,9 +35,10 @@ class Touched:
     compactions: set[str] = field(default_factory=set)
     summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
-    quarantined: list[Any] = field(default_factory=list)  # ``validate.Quarantined`` rows of this call
-    row: Any = None  # the log row being folded (``records.LogRow``)
-    bad_at: Any = None  # ((origin, gen), offset, received_at) of that row when its timestamp is refused
+    quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
+    row: LogRow | None = None  # the log row being folded
+    # ((origin, gen), offset, received_at) of that row when its timestamp is refused
+    bad_at: tuple[tuple[str, int], int, str] | None = None
 
 
 def agent_ev(state: SessionState, agent: str) -> AgentEv:
@@ -70,22 +72,23 @@ def note_tool(
     rank = 1 if agent_named else 0
     was_open: str | None = None
     if cur is None:
-        cur = state.tools[tuid] = [agent, name, started, ended, status, rank if agent is not None else -1]
+        cur = state.tools[tuid] = ToolEv(agent, name, started, ended, status, rank if agent is not None else -1)
     else:
-        was_open = (cur[0] or "") if cur[4] == RUNNING else None
-        if agent is not None and (cur[0] is None or rank > cur[5] or (rank == cur[5] and agent < cur[0])):
-            cur[0] = agent
-            cur[5] = rank
-        if name is not None and (cur[1] is None or name > cur[1]):
-            cur[1] = name
-        if started is not None and (cur[2] is None or started < cur[2]):
-            cur[2] = started
-        if ended is not None and (cur[3] is None or ended < cur[3]):
-            cur[3] = ended
-        if status > cur[4]:
-            cur[4] = status
+        was_open = (cur.agent or "") if cur.status == RUNNING else None
+        if agent is not None and (
+            cur.agent is None or rank > cur.agent_rank or (rank == cur.agent_rank and agent < cur.agent)
+        ):
+            cur.agent = agent
+            cur.agent_rank = rank
+        if name is not None and (cur.name is None or name > cur.name):
+            cur.name = name
+        if started is not None and (cur.started is None or started < cur.started):
+            cur.started = started
+        if ended is not None and (cur.ended is None or ended < cur.ended):
+            cur.ended = ended
+        cur.status = max(cur.status, status)
     # keep ``state.open_tools`` (agent, "" for none -> its running calls) an index of ``state.tools``
-    is_open = (cur[0] or "") if cur[4] == RUNNING else None
+    is_open = (cur.agent or "") if cur.status == RUNNING else None
     if was_open is not None and was_open != is_open:
         calls = state.open_tools[was_open]
         calls.discard(tuid)
@@ -108,13 +111,13 @@ def link(state: SessionState, tuid: str, source: str, child: str) -> None:
 
 def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | None, ts: str) -> None:
     """Merge a spawn's result: an error beats a success, then the larger cause / later time."""
-    cand = (1 if is_error else 0, cause, ts)
+    cand = SpawnResult(1 if is_error else 0, cause, ts)
     prev = state.results.get(tuid)
-    if prev is None or (cand[0], cand[1] or "", cand[2]) > (prev[0], prev[1] or "", prev[2]):
+    if prev is None or (cand.is_error, cand.cause or "", cand.ts) > (prev.is_error, prev.cause or "", prev.ts):
         state.results[tuid] = cand
 
 
-def note_title(state: SessionState, kind: str, key: tuple[Any, ...], text: str) -> None:
+def note_title(state: SessionState, kind: str, key: TitleKey, text: str) -> None:
     """Merge one title candidate of ``kind`` (``state.TITLE_KINDS``): the largest ``(key, text)`` wins."""
     cur = state.titles.get(kind)
     if cur is None or (key, text) > cur:

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
 
 from ingestd.core.records import LogRow
+from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import SessionState
 from ingestd.core.timefmt import canonical
 from ingestd.core.touch import Touched
@@ -54,7 +54,7 @@ DETAIL_CHARS = 80
 
 _CANON = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 
-# The usage counters read into buckets (``project.usage_buckets``), by path.
+# The usage counters read into buckets (``projector.usage_buckets``), by path.
 USAGE_FIELDS = (
     ("input_tokens",),
     ("output_tokens",),
@@ -71,38 +71,13 @@ OriginGen = tuple[str, int]
 INFER = "~inferred"
 
 
-@dataclass(frozen=True, slots=True)
-class Quarantined:
-    """A record the projector did not project whole (one ``quarantine`` row).
-
-    Attributes:
-        raw_event_id: int, ``events_raw.id`` of the record's log row.
-        reason: str, one of ``REASONS``.
-        session_id: str, the session the row belongs to.
-        origin: str, transcript path relative to its root (``hook`` for hooks).
-        origin_offset: int | None, byte offset of the line.
-        detail: str, one sentence: the field, the refused value (shortened) and what was done.
-    """
-
-    raw_event_id: int
-    reason: str
-    session_id: str
-    origin: str
-    origin_offset: int | None
-    detail: str
-
-    def db_tuple(self) -> tuple[Any, ...]:
-        """Values in ``writer.UPSERT_QUARANTINE`` column order."""
-        return (self.raw_event_id, self.reason, self.session_id, self.origin, self.origin_offset, self.detail)
-
-
 def storage_quarantine(
     marker_id: int, session_id: str, origin: str, offset: int | None, payload: bytes
-) -> Quarantined | None:
+) -> QuarantineRow | None:
     """The ``storage`` quarantine row a ``quarantine`` marker log row stands for, None if unreadable.
 
     The marker's payload is ``{"raw_event_id": int | null, "key", "reason", "detail"}``
-    (``ingestd.store.writer.quarantine_marker``); a null id (the row itself could not be logged)
+    (``ingestd.store.logrows.quarantine_marker``); a null id (the row itself could not be logged)
     files the quarantine under the marker's own id.
     """
     try:
@@ -114,7 +89,7 @@ def storage_quarantine(
     rid = doc.get("raw_event_id")
     rid = rid if isinstance(rid, int) and not isinstance(rid, bool) else marker_id
     detail = doc.get("detail")
-    return Quarantined(rid, STORAGE, session_id, origin, offset, detail if isinstance(detail, str) else "")
+    return QuarantineRow(rid, STORAGE, session_id, origin, offset, detail if isinstance(detail, str) else "")
 
 
 def shorten(value: Any) -> str:
@@ -221,16 +196,15 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         return vt if vt is not None else row.received_at
     og = (row.origin, row.origin_gen)
     if raw is not None and vt is None:
-        if og not in state.ts_origins:
-            state.ts_origins.add(og)
+        if og not in state.ts_index:
             state.ts_index[og] = ([], [])
             if og in state.seen_origins:
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
         state.bad_ts.setdefault(og, {}).setdefault(off, "")
         detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
-        t.quarantined.append(Quarantined(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
-    elif vt is not None and og in state.ts_origins:
+        t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
+    elif vt is not None and og in state.ts_index:
         offsets, times = state.ts_index[og]
         if record_ts(offsets, times, off, vt):
             t.msgs.update(m for m in state.bad_ts.get(og, {}).values() if m)
@@ -240,4 +214,4 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
 
 def refold_state(state: SessionState) -> SessionState:
     """The empty state to refold a session into when ``state.needs_refold`` (its files to index kept)."""
-    return SessionState(state.session_id, ts_origins=set(state.ts_origins))
+    return SessionState(state.session_id, ts_index={og: ([], []) for og in state.ts_index})

@@ -15,10 +15,12 @@ import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
-from ingestd.daemon.writer import ApplyFn
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.daemon.committer import ApplyFn
+from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import identity_in_txn
 from ingestd.store.isolate import Backoff, apply_isolating
-from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache, apply_batch
+from ingestd.store.writer import apply_batch
 
 # Hooks are never retried here: a busy database must answer 503 within the hook timeout.
 HOOK_BACKOFF = Backoff(max_attempts=1)

@@ -28,12 +28,13 @@ import apsw
 from ingestd.core.framing import MAX_LINE_BYTES, Framer
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
+from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity
 from ingestd.store.isolate import Backoff
-from ingestd.store.writer import WATCHDOG_WINDOW_S, FoldCache
 
 log = get_logger("ingestd.tailer")
 

@@ -1,12 +1,13 @@
 """The watchdog tick (DESIGN.md "Status"): advance ``as_of`` when agents have gone quiet.
 
-The pass that marks agents ``unknown`` runs inside the store writer after every
-transaction, with ``as_of = max(events_raw.received_at)``. Live, nothing else would
+The pass that marks agents ``unknown`` (``ingestd.store.watchdog_pass``) runs inside the store
+writer after every transaction, with ``as_of = max(events_raw.received_at)``. Live, nothing else would
 move that clock forward while Claude Code is silent, so every ``interval_s`` this tick
 asks whether any non-terminal agent's ``last_seen_at`` is older than ``now - window``
 and, only then, logs a ``watchdog`` row (source ``ingestd``, payload ``{"as_of": now, "window_s": w}``)
 through the writer. A replay sees the same row, so it reaches the same statuses.
-The clock is injected (``clock() -> ns since the epoch``) so tests never sleep.
+The row and the cutoff are built in the core (``ingestd.core.watchdog``). The clock is injected
+(``clock() -> ns since the epoch``) so tests never sleep.
 """
 
 from __future__ import annotations
@@ -16,47 +17,29 @@ import contextlib
 from collections.abc import Callable
 
 import apsw
-import orjson
 
-from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
-from ingestd.daemon.writer import Writer
+from ingestd.core.watchdog import tick_cutoff, watchdog_row
+from ingestd.daemon.committer import Committer
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
-from ingestd.store.writer import stale_count
+from ingestd.store.watchdog_pass import stale_count
+
+__all__ = ["Clock", "run", "tick", "watchdog_row"]
 
 log = get_logger("ingestd.watchdog")
 
 Clock = Callable[[], int]
 
 
-def watchdog_row(now_ns: int, window_s: float) -> NewLogRow:
-    """The ``watchdog`` log row for a tick at ``now_ns`` with the daemon's window.
-
-    The window is logged with the clock so every writer and a replay apply the same one
-    (``ingestd.store.writer.effective_window``). Key ``i:w:<as_of>:<window_s>``.
-    """
-    as_of = from_epoch_ns(now_ns)
-    window = max(1, int(window_s))
-    return NewLogRow(
-        idempotency_key=f"i:w:{as_of}:{window}",
-        source="ingestd",
-        event_type="watchdog",
-        payload=orjson.dumps({"as_of": as_of, "window_s": window}),
-        received_at=as_of,
-        session_id=None,
-        origin="ingestd",
-    )
-
-
-async def tick(writer: Writer, clock: Clock, window_s: float) -> int:
+async def tick(writer: Committer, clock: Clock, window_s: float) -> int:
     """One watchdog check; returns how many agents the logged row will move (0: none logged).
 
     Raises:
         StorageError: the database refused the read or the write.
     """
     now_ns = clock()
-    cutoff = from_epoch_ns(now_ns - int(window_s * 1_000_000_000))
+    cutoff = tick_cutoff(now_ns, window_s)
 
     def stale(conn: apsw.Connection) -> int:
         return stale_count(conn, cutoff)
@@ -68,7 +51,7 @@ async def tick(writer: Writer, clock: Clock, window_s: float) -> int:
     return n
 
 
-async def run(writer: Writer, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event) -> None:
+async def run(writer: Committer, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event) -> None:
     """Tick every ``interval_s`` until ``stop`` is set; a failing tick is logged and retried next time."""
     while not stop.is_set():
         try:

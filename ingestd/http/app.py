@@ -34,11 +34,11 @@ from ingestd.daemon import checks, presence, watchdog
 from ingestd.daemon import health as health_mod
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon.bind import DEFAULT_PORT, bind_socket
-from ingestd.daemon.checkpointer import Checkpointer
+from ingestd.daemon.committer import ApplyFn, Committer
 from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
-from ingestd.daemon.writer import ApplyFn, Writer
+from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.errors import IngestdError
 from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
@@ -46,12 +46,13 @@ from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.hooks import HookConfig, Receipts, error_response, make_handler
 from ingestd.http.live import add_live_routes
 from ingestd.http.web import add_page_routes
-from ingestd.ingest.revision import ensure_current
+from ingestd.ingest.reproject import ensure_current
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
-from ingestd.store.writer import apply_batch, effective_window
+from ingestd.store.watchdog_pass import effective_window
+from ingestd.store.writer import apply_batch
 
 log = get_logger("ingestd.serve")
 
@@ -102,7 +103,7 @@ class ServeConfig:
 
 
 CONFIG = web.AppKey("config", ServeConfig)
-WRITER = web.AppKey("writer", Writer)
+WRITER = web.AppKey("writer", Committer)
 TAILER = web.AppKey("tailer", Tailer)
 STOP = web.AppKey("stop", asyncio.Event)
 
@@ -198,8 +199,8 @@ def make_app(
     if apply is None:
         apply = apply_mod.make_store(watchdog_window_s=int(cfg.watchdog_window_s))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
-    checkpointer = Checkpointer(lambda: connect(cfg.db_path))
-    writer = Writer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply, health=health)
+    checkpointer = WalCheckpointer(lambda: connect(cfg.db_path))
+    writer = Committer(lambda: checkpointer.attach(_open_write_conn(cfg.db_path)), apply, health=health)
     app[WRITER] = writer
     handler = make_handler(writer, cfg.hooks, Receipts())
     for path in HOOK_PATHS:

@@ -35,7 +35,7 @@ from aiohttp import web
 from ingestd.core import hookkeys
 from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
-from ingestd.daemon.writer import Writer, WriterClosed, WriterOverloaded
+from ingestd.daemon.committer import Committer, CommitterClosed, CommitterOverloaded
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 
@@ -96,7 +96,7 @@ def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int)
     )
 
 
-def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
+def make_handler(writer: Committer, cfg: HookConfig, receipts: Receipts) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits."""
     timeout_s = cfg.hook_timeout_ms / 1000
     body_timeout_s = cfg.body_timeout_ms / 1000
@@ -141,7 +141,7 @@ def make_handler(writer: Writer, cfg: HookConfig, receipts: Receipts) -> Any:
             await writer.submit([row], timeout_s)
         except TimeoutError:
             return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
-        except (WriterOverloaded, WriterClosed) as e:
+        except (CommitterOverloaded, CommitterClosed) as e:
             return _reject(request, 503, "unavailable", f"{e}; retry later")
         except StorageError as e:
             log.error("hook_storage_error", error=str(e))

@@ -24,17 +24,18 @@ from ingestd.core.decode import decode_line
 from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
+from ingestd.core.revision import INGEST_REVISION
+from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
+from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
-from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache
 
 log = get_logger("ingestd.ingest")
 
-# Bump when parsing semantics change: every checkpoint is then distrusted.
-INGEST_REVISION = 1
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 BATCH_ROWS = 20000

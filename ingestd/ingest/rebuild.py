@@ -7,30 +7,22 @@ order independence makes their projection tables byte-identical.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Iterable
 
 import apsw
 import orjson
 
-from ingestd.core import derive
+from ingestd.core.projector import given
 from ingestd.core.records import LogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
 from ingestd.store.connection import write_txn
-from ingestd.store.writer import (
-    LOG_COLUMNS,
-    NOT_ISOLATED,
-    WATCHDOG_WINDOW_S,
-    FoldCache,
-    effective_window,
-    fold_refolding,
-    row_from_db,
-    watchdog,
-    window_of,
-    write_changes,
-)
+from ingestd.store.foldcache import FoldCache
+from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
+from ingestd.store.watchdog_pass import effective_window, watchdog_pass
+from ingestd.store.writer import SessionWork, fold_into
 
 ORDERS = ("log", "origin", "reverse")
 
@@ -102,7 +94,6 @@ def rebuild_projections(
     """
     ctx = ctx or Ctx()
     watchdog_window_s = logged_window(src) or watchdog_window_s
-    order = _order_sql(origin_order)
     sess_order = "DESC" if origin_order == "reverse" else "ASC"
     sids = [
         str(r[0])
@@ -110,57 +101,56 @@ def rebuild_projections(
             f"SELECT DISTINCT session_id FROM events_raw WHERE session_id IS NOT NULL ORDER BY 1 {sess_order}"
         )
     ]
-    total = 0
     skip = isolated_ids(src)
-    pending = derive.Changes()
-    pending_n = 0
-
-    def flush() -> None:
-        nonlocal pending, pending_n
-        ch = pending
-
-        def run(c: apsw.Connection) -> None:
-            write_changes(c, ch, log=src)
-
-        write_txn(dst, run)
-        pending = derive.Changes()
-        pending_n = 0
-
+    states: dict[str, SessionState] = {}
+    pending: list[SessionWork] = []
+    pending_n = total = 0
     for sid in sids:
-        state: SessionState | None = None
-        cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
-        while batch := [row_from_db(r) for r in itertools.islice(cur, batch_size)]:
-            if skip:
-                batch = [r for r in batch if r.id not in skip]
+        for batch in _batches(src, sid, _order_sql(origin_order), batch_size, skip):
 
-            def load_all(sid: str = sid) -> list[LogRow]:
-                return [
-                    r
-                    for r in map(
-                        row_from_db,
-                        src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,)),
-                    )
-                    if r.id not in skip
-                ]
+            def history(sid: str = sid) -> list[LogRow]:
+                return _all_rows(src, sid, skip)
 
-            state, ch = fold_refolding(state, sid, batch, ctx, load_all)
-            pending.extend(ch)
+            pending.append((sid, batch, history))
             pending_n += len(batch)
             total += len(batch)
             if pending_n >= batch_size:
-                flush()
-    flush()
+                _flush(src, dst, states, pending, ctx)
+                pending, pending_n = [], 0
+                for done in [k for k in states if k != sid]:
+                    del states[done]  # folded and written: only the current session's state is needed
+    _flush(src, dst, states, pending, ctx)
     if as_of is None:
         v = src.execute("SELECT max(received_at) FROM events_raw").fetchall()[0][0]
         as_of = v if isinstance(v, str) else None
     if as_of is not None:
         a = as_of
-
-        def wd(c: apsw.Connection) -> None:
-            watchdog(c, a, watchdog_window_s)
-
-        write_txn(dst, wd)
+        write_txn(dst, lambda c: watchdog_pass(c, a, watchdog_window_s))
     return total
+
+
+def _batches(src: apsw.Connection, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
+    """The session's log rows in ``order``, ``batch_size`` at a time, isolated ones (``skip``) left out."""
+    cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
+    while batch := [row_from_db(r) for r in itertools.islice(cur, batch_size)]:
+        yield [r for r in batch if r.id not in skip] if skip else batch
+
+
+def _all_rows(src: apsw.Connection, sid: str, skip: set[int]) -> list[LogRow]:
+    """Every log row of the session by id, isolated ones (``skip``) left out: a refold's history."""
+    cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,))
+    return [r for r in map(row_from_db, cur) if r.id not in skip]
+
+
+def _flush(
+    src: apsw.Connection,
+    dst: apsw.Connection,
+    states: dict[str, SessionState],
+    pending: list[SessionWork],
+    ctx: Ctx,
+) -> None:
+    """Fold the pending rows into ``dst`` in one transaction (summaries look their leaf up in ``src``)."""
+    write_txn(dst, lambda c: fold_into(c, states, pending, ctx, log=src))
 
 
 def reproject_sessions(
@@ -196,25 +186,22 @@ def reproject_sessions(
 
     def run(c: apsw.Connection) -> None:
         nonlocal folded
+        states: dict[str, SessionState] = {}
+        work: list[SessionWork] = []
         for sid in todo:
-            rows = [
-                row_from_db(r)
-                for r in c.execute(
-                    f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ?{NOT_ISOLATED} ORDER BY id", (sid,)
-                )
-            ]
+            rows = session_rows(c, sid)
             if cache is not None:
                 cache.take(sid)
-            if not rows:
-                continue
-            state, ch = fold_refolding(None, sid, rows, ctx, functools.partial(list, rows))
-            write_changes(c, ch)
-            folded += len(rows)
-            if cache is not None:
-                cache.put(sid, state, rows[-1].id)
+            if rows:
+                work.append((sid, rows, given(rows)))
+                folded += len(rows)
+        fold_into(c, states, work, ctx)
+        if cache is not None:
+            for sid, folded_rows, _ in work:
+                cache.put(sid, states[sid], folded_rows[-1].id)
         got = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
         if got and isinstance(got[0][0], str):
-            watchdog(c, got[0][0], effective_window(c, watchdog_window_s))
+            watchdog_pass(c, got[0][0], effective_window(c, watchdog_window_s))
 
     write_txn(conn, run)
     return folded

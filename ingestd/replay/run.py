@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -194,70 +194,99 @@ def replay(
         StorageError: a database could not be read or written.
     """
 
-    tmp = Path(tempfile.mkdtemp(prefix=".ingestd-replay-", dir=workdir or db_path.parent))
-    elapsed: dict[str, float] = {}
-    opened: list[apsw.Connection] = []
-
-    def phase(name: str) -> float:
-        if on_phase is not None:
-            on_phase(name)
-        return time.monotonic()
-
+    run = _Run(Path(tempfile.mkdtemp(prefix=".ingestd-replay-", dir=workdir or db_path.parent)), on_phase)
     try:
-        t = phase("snapshot")
-        live_conn = connect(db_path)
-        try:
-            copy_database(live_conn, tmp / "snapshot.db")
-        finally:
-            live_conn.close()
-        snap = apsw.Connection(str(tmp / "snapshot.db"), flags=apsw.SQLITE_OPEN_READONLY)
-        opened.append(snap)
-        elapsed["snapshot"] = time.monotonic() - t
+        snap = run.snapshot(db_path)
         with storage_errors():
             log_rows = int(str(snap.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]))
         recs = pr.receipts(snap)
-        sides: list[tuple[str, apsw.Connection]] = [("live", snap)]
         plan = (("replay_a", batch_sizes[0], "origin"), ("replay_b", batch_sizes[1], "reverse"))
         if rebuilder is None and parallel:
-            # The two rebuilds are independent and CPU-bound (the projector is Python): one process each.
-            t = phase("rebuild replay_a and replay_b (two processes)")
-            ctx = live_ctx(snap)
-            spawn = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(max_workers=len(plan), mp_context=spawn) as pool:
-                futures = [
-                    (
-                        name,
-                        pool.submit(_rebuild_file, str(tmp / "snapshot.db"), str(tmp / f"{name}.db"), size, order, ctx),
-                    )
-                    for name, size, order in plan
-                ]
-                for name, fut in futures:
-                    elapsed[f"rebuild_{name[-1]}"] = fut.result()
-            elapsed["rebuild_wall"] = time.monotonic() - t
-            for name, _, _ in plan:
-                dst = apsw.Connection(str(tmp / f"{name}.db"), flags=apsw.SQLITE_OPEN_READONLY)
-                opened.append(dst)
-                sides.append((name, dst))
+            sides = [("live", snap), *run.rebuild_parallel(snap, plan)]
         else:
             build = rebuilder if rebuilder is not None else default_rebuilder(live_ctx(snap))
-            for name, size, order in plan:
-                t = phase(f"rebuild {name} (batch {size}, {order} origin order)")
-                dst = _scratch_db(tmp / f"{name}.db")
-                opened.append(dst)
-                rebuild_into(snap, dst, build, batch_size=size, origin_order=order)
-                sides.append((name, dst))
-                elapsed[f"rebuild_{name[-1]}"] = time.monotonic() - t
-        t = phase("compare")
+            sides = [("live", snap), *run.rebuild_serial(snap, plan, build)]
+        t = run.phase("compare")
         comparison = compare(sides, on_rows=on_rows)
-        elapsed["compare"] = time.monotonic() - t
+        run.elapsed["compare"] = time.monotonic() - t
     except apsw.Error as e:
         raise translate(e) from e
     finally:
-        for c in opened:
+        run.close()
+    return ReplayResult(comparison, log_rows, len(recs), run.elapsed)
+
+
+# (side name, batch size, origin order) of each rebuild
+Plan = tuple[tuple[str, int, str], ...]
+
+
+@dataclass
+class _Run:
+    """One replay's scratch directory, open connections and phase timings."""
+
+    tmp: Path
+    on_phase: Callable[[str], None] | None
+    elapsed: dict[str, float] = field(default_factory=dict)
+    opened: list[apsw.Connection] = field(default_factory=list)
+
+    def phase(self, name: str) -> float:
+        """Announce a phase; its start time."""
+        if self.on_phase is not None:
+            self.on_phase(name)
+        return time.monotonic()
+
+    def snapshot(self, db_path: Path) -> apsw.Connection:
+        """Copy the live database (backup API) and open the copy read-only."""
+        t = self.phase("snapshot")
+        live_conn = connect(db_path)
+        try:
+            copy_database(live_conn, self.tmp / "snapshot.db")
+        finally:
+            live_conn.close()
+        snap = apsw.Connection(str(self.tmp / "snapshot.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        self.opened.append(snap)
+        self.elapsed["snapshot"] = time.monotonic() - t
+        return snap
+
+    def rebuild_parallel(self, snap: apsw.Connection, plan: Plan) -> list[tuple[str, apsw.Connection]]:
+        """The default rebuilds, independent and CPU-bound (the projector is Python): one process each."""
+        t = self.phase("rebuild replay_a and replay_b (two processes)")
+        ctx = live_ctx(snap)
+        snapshot = str(self.tmp / "snapshot.db")
+        spawn = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=len(plan), mp_context=spawn) as pool:
+            futures = [
+                (name, pool.submit(_rebuild_file, snapshot, str(self.tmp / f"{name}.db"), size, order, ctx))
+                for name, size, order in plan
+            ]
+            for name, fut in futures:
+                self.elapsed[f"rebuild_{name[-1]}"] = fut.result()
+        self.elapsed["rebuild_wall"] = time.monotonic() - t
+        sides = []
+        for name, _, _ in plan:
+            dst = apsw.Connection(str(self.tmp / f"{name}.db"), flags=apsw.SQLITE_OPEN_READONLY)
+            self.opened.append(dst)
+            sides.append((name, dst))
+        return sides
+
+    def rebuild_serial(self, snap: apsw.Connection, plan: Plan, build: Rebuilder) -> list[tuple[str, apsw.Connection]]:
+        """The rebuilds one after the other in this process, with ``build``."""
+        sides = []
+        for name, size, order in plan:
+            t = self.phase(f"rebuild {name} (batch {size}, {order} origin order)")
+            dst = _scratch_db(self.tmp / f"{name}.db")
+            self.opened.append(dst)
+            rebuild_into(snap, dst, build, batch_size=size, origin_order=order)
+            sides.append((name, dst))
+            self.elapsed[f"rebuild_{name[-1]}"] = time.monotonic() - t
+        return sides
+
+    def close(self) -> None:
+        """Close every connection and remove the scratch directory."""
+        for c in self.opened:
             with contextlib.suppress(apsw.Error):
                 c.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return ReplayResult(comparison, log_rows, len(recs), elapsed)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def total_rows(db_path: Path) -> int:

@@ -17,7 +17,7 @@ from ingestd.core.timefmt import format_utc, parse
 from ingestd.report.usage import Usage
 from ingestd.store.connection import scalar, storage_errors
 from ingestd.store.identity import shipped_through, stored_identity
-from ingestd.store.writer import effective_window
+from ingestd.store.watchdog_pass import effective_window
 
 ACTIVE_STATUSES = ("working", "waiting")
 

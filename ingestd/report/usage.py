@@ -13,8 +13,8 @@ from decimal import Decimal
 from typing import Any
 
 import apsw
-import orjson
 
+from ingestd.core.speeds import speed_multipliers
 from ingestd.store.pricing import BUCKETS, rate_decimal
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
@@ -43,30 +43,13 @@ class Price:
 RateTable = dict[tuple[str, str, str], Price]
 
 
-def speeds_of(text: str | None) -> dict[str, Decimal]:
-    """A stored ``speed_multipliers`` JSON object as ``{speed: Decimal}`` (bad entries left out)."""
-    if not text:
-        return {}
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return {}
-    if not isinstance(doc, dict):
-        return {}
-    return {
-        str(k): Decimal(str(v))
-        for k, v in doc.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-    }
-
-
 def load_rates(conn: apsw.Connection) -> RateTable:
     """Every price row as ``(model, bucket, effective_from) -> Price``. Read-only."""
     return {
         (r[0], r[1], r[2]): Price(
             rate_decimal(r[3]),
             rate_decimal(r[4]) if r[4] is not None else None,
-            speeds_of(r[5]),
+            speed_multipliers(r[5]),
             rate_decimal(r[6]) if r[6] is not None else None,
         )
         for r in conn.execute(

@@ -22,18 +22,15 @@ from dataclasses import dataclass
 import apsw
 
 from ingestd.core.records import NewLogRow
+from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store import stall
-from ingestd.store.writer import (
-    WATCHDOG_WINDOW_S,
-    BatchResult,
-    Checkpoint,
-    FoldCache,
-    apply_batch,
-    quarantine_marker,
-)
+from ingestd.store.foldcache import FoldCache
+from ingestd.store.logrows import quarantine_marker
+from ingestd.store.writer import BatchResult, apply_batch
 
 log = get_logger("ingestd.store.isolate")
 

@@ -12,6 +12,7 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core.speeds import speed_multipliers
 from ingestd.core.timefmt import canonical
 from ingestd.errors import InputError
 from ingestd.store.connection import write_txn
@@ -85,13 +86,6 @@ _COLUMNS = (
 )
 
 
-def _speeds(text: Any) -> dict[str, Decimal]:
-    if not isinstance(text, str) or not text:
-        return {}
-    doc = orjson.loads(text)
-    return {str(k): rate_decimal(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
-
-
 def list_prices(conn: apsw.Connection, model: str | None = None) -> list[PriceRow]:
     """Every price row (optionally for one model), ordered by model, bucket, effective_from. Read-only."""
     sql = f"SELECT {_COLUMNS} FROM model_pricing"
@@ -110,7 +104,7 @@ def list_prices(conn: apsw.Connection, model: str | None = None) -> list[PriceRo
             r[5],
             r[6],
             rate_decimal(r[7]) if r[7] is not None else None,
-            _speeds(r[8]),
+            speed_multipliers(r[8]),
             rate_decimal(r[9]) if r[9] is not None else None,
         )
         for r in conn.execute(sql, params)
@@ -172,14 +166,11 @@ def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> tuple[Any, 
     return threshold, tier, speeds, fee
 
 
-def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
-    """Validate price rows given as JSON.
-
-    Accepts a list of objects ``{"model", "effective_from", "rates": {bucket: usd_per_mtok, ...},
-    "source"?}`` or of flat objects ``{"model", "bucket", "usd_per_mtok", "effective_from"}``.
+def _row_list(doc: Any) -> list[Any]:
+    """The list of price rows a document holds: itself, its ``rows``, or one row object on its own.
 
     Raises:
-        InputError: naming the first bad entry and what is wrong with it.
+        InputError: anything else, saying what was expected.
     """
     expected = (
         'expected a JSON array of price rows ([{"model", "effective_from", "rates": {bucket: usd}}, ...]),'
@@ -196,8 +187,20 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     if not isinstance(doc, list):
         kind = {bool: "true/false", int: "a number", float: "a number", str: "a string"}.get(type(doc), "null")
         raise InputError(f"{expected}; got {kind}")
+    return doc
+
+
+def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
+    """Validate price rows given as JSON.
+
+    Accepts a list of objects ``{"model", "effective_from", "rates": {bucket: usd_per_mtok, ...},
+    "source"?}`` or of flat objects ``{"model", "bucket", "usd_per_mtok", "effective_from"}``.
+
+    Raises:
+        InputError: naming the first bad entry and what is wrong with it.
+    """
     out: list[PriceRow] = []
-    for i, item in enumerate(doc):
+    for i, item in enumerate(_row_list(doc)):
         if not isinstance(item, dict):
             raise InputError(f"price row {i}: not an object")
         model = item.get("model")

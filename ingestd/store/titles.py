@@ -28,14 +28,14 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core.blocks import ts_of
 from ingestd.core.decode import decode_line
-from ingestd.core.project import decode_row, ts_of
+from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
+from ingestd.core.rows import SummaryRow
+from ingestd.store.sqlgen import upsert_sql
 
-UPSERT_SUMMARY = (
-    "INSERT INTO summaries (origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"
-    " VALUES (?,?,?,?,?,?) ON CONFLICT (origin, origin_gen, origin_offset) DO NOTHING"
-)
+UPSERT_SUMMARY = upsert_sql("summaries", SummaryRow._fields, ("origin", "origin_gen", "origin_offset"), update=())
 _SET_LEAF = (
     "UPDATE summaries SET leaf_session = ?4, leaf_at = ?5"
     " WHERE origin = ?1 AND origin_gen = ?2 AND origin_offset = ?3"
@@ -66,7 +66,7 @@ def _set_leaf(conn: apsw.Connection, key: Sequence[Any], sid: str, at: str, old:
             out.add(old)
 
 
-def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterable[tuple[Any, ...]]) -> set[str]:
+def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterable[SummaryRow]) -> set[str]:
     """Store the projector's summary rows and find each one's leaf among its file's log rows.
 
     Args:
@@ -81,7 +81,7 @@ def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterabl
     out: set[str] = set()
     for r in rows:
         conn.execute(UPSERT_SUMMARY, r)
-        origin, gen, offset, _, leaf, _ = r
+        origin, gen, offset, leaf = r.origin, r.origin_gen, r.origin_offset, r.leaf_uuid
         old: Any = conn.execute(
             "SELECT leaf_session FROM summaries WHERE origin = ? AND origin_gen = ? AND origin_offset = ?",
             (origin, gen, offset),

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model, by_session, tree_rows
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -58,7 +59,7 @@ SESSIONS = sorted(ROWS)
 
 def _scratch(sid: str) -> dict[str, dict[object, tuple[object, ...]]]:
     m = Model()
-    m.apply(fold(None, sid, ROWS[sid], Ctx())[1])
+    m.apply(fold_log(sid, ROWS[sid], Ctx())[1])
     return m.tables
 
 
@@ -76,10 +77,10 @@ def test_any_arrival_order_of_hooks_and_lines_gives_the_same_rows(sid: str, rnd:
     rows = list(ROWS[sid])
     rnd.shuffle(rows)  # type: ignore[attr-defined]
     m = Model()
-    state = None
+    inc = Incremental(sid)
     prev = 0
     for c in [*sorted({c % (len(rows) + 1) for c in cuts}), len(rows)]:
-        state, ch = fold(state, sid, rows[prev:c], Ctx())
+        ch = inc(rows[prev:c])
         m.apply(ch)
         prev = c
     assert m.tables == SCRATCH[sid]

@@ -11,9 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 HOOKS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hooks"
@@ -33,7 +34,7 @@ def line(i: int, obj: dict[str, Any]) -> LogRow:
 
 def project(rows: list[LogRow], sid: str = SID) -> Model:
     m = Model()
-    m.apply(fold(None, sid, rows, Ctx())[1])
+    m.apply(fold_log(sid, rows, Ctx())[1])
     return m
 
 
@@ -85,10 +86,10 @@ def test_real_hook_only_sessions_link_subagents_to_their_caller(
         e = edges(m)
         assert e[child][:2] == (sid, "tool_use") and e[child][3] == tuid
         a = m.agent(child)
-        assert a[5] == sid and a[3] == stype
+        assert a.parent_agent_id == sid and a.subagent_type == stype
         if status is not None:
-            assert a[4] == status
-    assert m.agent(sid)[2] == "main"
+            assert a.status == status
+    assert m.agent(sid).type == "main"
 
 
 def _spawn_hooks(agent_id: str | None = None) -> list[LogRow]:
@@ -122,7 +123,7 @@ def test_no_agent_id_in_any_hook_means_no_edge() -> None:
     rows = _spawn_hooks()[:3]
     m = project(rows)
     assert m.tables["edges"] == {}
-    assert m.agent("achild")[5] is None
+    assert m.agent("achild").parent_agent_id is None
 
 
 def test_async_launch_links_but_does_not_complete() -> None:
@@ -140,7 +141,7 @@ def test_async_launch_links_but_does_not_complete() -> None:
     ]
     m = project(rows)
     assert edges(m)["abg"][:2] == (SID, "tool_use")
-    assert m.agent("abg")[4] == "working"
+    assert m.agent("abg").status == "working"
 
 
 TRANSCRIPT = [
@@ -180,17 +181,20 @@ def test_hooks_and_transcript_converge_on_one_edge_in_any_order_and_batching() -
     e = {k[1]: (v[2], v[4], v[7], v[8]) for k, v in whole["edges"].items()}
     # the transcript's record time wins; the type, absent from this block's input, comes from the hook's
     assert e == {"achild": (SID, "tool_use", "2026-01-01T00:00:09.000Z", "toolu_S")}
-    assert whole["agents"][(SID, "achild")][3] == "Explore" and whole["agents"][(SID, "achild")][5] == SID
+    assert (
+        whole["agents"][(SID, "achild")].subagent_type == "Explore"
+        and whole["agents"][(SID, "achild")].parent_agent_id == SID
+    )
     rnd = random.Random(7)
     for _ in range(200):
         order = rows[:]
         rnd.shuffle(order)
         cuts = sorted(rnd.sample(range(len(order) + 1), rnd.randint(0, 3)))
         m = Model()
-        state = None
+        inc = Incremental(SID)
         prev = 0
         for c in [*cuts, len(order)]:
-            state, ch = fold(state, SID, order[prev:c], Ctx())
+            ch = inc(order[prev:c])
             m.apply(ch)
             prev = c
         assert m.tables == whole

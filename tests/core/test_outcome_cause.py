@@ -10,7 +10,7 @@ import pytest
 
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow, line_row, path_info
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model
@@ -61,9 +61,9 @@ def outcome(rows: list[LogRow], agent: str = AG) -> tuple[str, str | None]:
     got = set()
     for order in (rows, rows[::-1]):
         m = Model()
-        m.apply(fold(None, SID, order, Ctx())[1])
+        m.apply(fold_log(SID, order, Ctx())[1])
         a = m.agent(agent)
-        got.add((a[4], a[8]))
+        got.add((a.status, a.outcome_cause))
     assert len(got) == 1, got  # order independent
     return got.pop()
 
@@ -183,5 +183,5 @@ def test_real_rate_limited_subagent() -> None:
     sid = rows[0].session_id
     assert sid is not None
     m = Model()
-    m.apply(fold(None, sid, rows, Ctx())[1])
-    assert m.agent("4ed9b522")[4] == "error" and m.agent("4ed9b522")[8] == "concurrency_limit"
+    m.apply(fold_log(sid, rows, Ctx())[1])
+    assert m.agent("4ed9b522").status == "error" and m.agent("4ed9b522").outcome_cause == "concurrency_limit"

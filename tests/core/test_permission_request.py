@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model
@@ -24,7 +24,7 @@ def hook(i: int, name: str, ts: str, **body: object) -> LogRow:
 
 def _project(rows: list[LogRow]) -> Model:
     m = Model()
-    m.apply(fold(None, SID, rows, Ctx())[1])
+    m.apply(fold_log(SID, rows, Ctx())[1])
     return m
 
 
@@ -39,8 +39,8 @@ def test_permission_request_is_an_event_and_leaves_tool_calls_alone() -> None:
     for order in (rows, rows[::-1]):
         m = _project(order)
         assert {k[1]: v[6] for k, v in m.tables["tools"].items()} == {"t1": "running", "t2": "completed"}
-        assert m.tables["events"][2][3] == "PermissionRequest" and m.tables["events"][2][2] == SID
-        assert m.agent(SID)[7] == "2026-01-01T00:00:04.000Z"
+        assert m.tables["events"][2].event_type == "PermissionRequest" and m.tables["events"][2].agent_id == SID
+        assert m.agent(SID).last_seen_at == "2026-01-01T00:00:04.000Z"
 
 
 def test_permission_request_alone_creates_no_tool_call() -> None:
@@ -57,8 +57,8 @@ def test_real_permission_requests_have_no_tool_use_id() -> None:
         m = Model()
         sid = body["session_id"]
         m.apply(
-            fold(
-                None, sid, [LogRow(i, "hook", "PermissionRequest", raw, "2026-01-01T00:00:00.000Z", sid, "hook")], Ctx()
+            fold_log(
+                sid, [LogRow(i, "hook", "PermissionRequest", raw, "2026-01-01T00:00:00.000Z", sid, "hook")], Ctx()
             )[1]
         )
         assert m.tables["tools"] == {} and len(m.tables["events"]) == 1

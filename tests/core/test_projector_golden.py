@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model, by_session, tree_rows
 
@@ -23,45 +23,45 @@ BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 def model() -> Model:
     m = Model()
     for sid, rows in sorted(by_session(tree_rows()).items()):
-        _, ch = fold(None, sid, rows, Ctx("i", "h"))
+        _, ch = fold_log(sid, rows, Ctx("i", "h"))
         m.apply(ch)
     return m
 
 
 def tokens(m: Model, mid: str) -> tuple[int, ...]:
-    return tuple(m.tables["tokens"][(mid, b)][6] for b in BUCKETS)
+    return tuple(m.tables["tokens"][(mid, b)].tokens for b in BUCKETS)
 
 
 def owner(m: Model, mid: str) -> tuple[str, str]:
     r = m.tables["tokens"][(mid, "input")]
-    return r[1], r[2]
+    return r.session_id, r.agent_id
 
 
 def test_streamed_parts_take_per_bucket_max_and_5m_remainder(model: Model) -> None:
     # msg_A: three parts, output 5/5/300; cache_creation 600 with breakdown 100 + 400 -> 5m gets 100 + 100
     assert tokens(model, "msg_A") == (10, 300, 1000, 200, 400)
-    assert model.tables["tokens"][("msg_A", "input")][8] == "2026-02-12T10:00:01.000Z"  # earliest part
+    assert model.tables["tokens"][("msg_A", "input")].occurred_at == "2026-02-12T10:00:01.000Z"  # earliest part
 
 
 def test_main_transcript_beats_sidechain_replay(model: Model) -> None:
     assert owner(model, "msg_A") == (S1, S1)
-    assert model.tables["tokens"][("msg_A", "input")][9] == 2
+    assert model.tables["tokens"][("msg_A", "input")].claim_rank == 2
 
 
 def test_agent_progress_copy_counts_only_when_direct_record_missing(model: Model) -> None:
     # msg_S1 exists in the subagent's own file (output 90 there, 1 in the copy): direct wins
     assert tokens(model, "msg_S1") == (7, 90, 700, 70, 0)
-    assert model.tables["tokens"][("msg_S1", "input")][9] == 1
+    assert model.tables["tokens"][("msg_S1", "input")].claim_rank == 1
     # msg_S2 only as a copy: counted, attributed to the subagent, lowest rank
     assert tokens(model, "msg_S2") == (3, 30, 300, 0, 0)
     assert owner(model, "msg_S2") == (S1, "a1111111")
-    assert model.tables["tokens"][("msg_S2", "input")][9] == 0
+    assert model.tables["tokens"][("msg_S2", "input")].claim_rank == 0
 
 
 def test_tool_use_result_usage_and_synthetic_never_counted(model: Model) -> None:
     assert not any(k[0] == "msg_SYN" for k in model.tables["tokens"])
-    assert all(r[6] < 50000 for r in model.tables["tokens"].values())
-    assert not any(r[4] == "<synthetic>" for r in model.tables["tokens"].values())
+    assert all(r.tokens < 50000 for r in model.tables["tokens"].values())
+    assert not any(r.model == "<synthetic>" for r in model.tables["tokens"].values())
 
 
 def test_recovered_line_usage_counts(model: Model) -> None:
@@ -74,9 +74,9 @@ def test_no_breakdown_goes_to_5m(model: Model) -> None:
 
 def test_compaction_usage_flagged_and_agent_without_edge(model: Model) -> None:
     r = model.tables["tokens"][("msg_K", "cache_write_1h")]
-    assert r[2] == "acompact-abc123" and r[7] == 1 and r[6] == 90
+    assert r.agent_id == "acompact-abc123" and r.is_compaction_baseline == 1 and r.tokens == 90
     a = model.agent("acompact-abc123")
-    assert a[9] == 1 and a[5] is None and a[4] == "completed"
+    assert a.is_compaction == 1 and a.parent_agent_id is None and a.status == "completed"
     assert not any(k[1] == "acompact-abc123" for k in model.tables["edges"])
 
 
@@ -96,29 +96,29 @@ def test_edges_with_provenance_and_depth_two(model: Model) -> None:
 
 def test_agents_types_and_status(model: Model) -> None:
     a = model.agents_by_id()
-    assert a["a1111111"][3] == "Explore" and a["a1111111"][4] == "completed"
-    assert a["a2222222"][3] == "Plan"  # spawn input beats the .meta.json sidecar
-    assert a["c4444444"][10] == "Warmup" and a["c4444444"][5] is None
-    assert a["sidechain-l3"][2] == "subagent" and a["sidechain-l3"][4] == "completed"
-    assert a[S1][2] == "main" and a[S1][4] == "waiting"  # last main reply called no tool
+    assert a["a1111111"].subagent_type == "Explore" and a["a1111111"].status == "completed"
+    assert a["a2222222"].subagent_type == "Plan"  # spawn input beats the .meta.json sidecar
+    assert a["c4444444"].description == "Warmup" and a["c4444444"].parent_agent_id is None
+    assert a["sidechain-l3"].type == "subagent" and a["sidechain-l3"].status == "completed"
+    assert a[S1].type == "main" and a[S1].status == "waiting"  # last main reply called no tool
     assert set(a) == {S1, "a1111111", "a2222222", "acompact-abc123", S2, "b3333333", "c4444444", S3, "sidechain-l3", S4}
 
 
 def test_tool_calls_interrupt_and_error(model: Model) -> None:
     t = model.tables["tools"]
-    assert t[(S1, "toolu_BASH")][6] == "interrupted"
-    assert t[(S1, "toolu_READ")][6] == "failed"
-    assert t[(S1, "toolu_TASK")][6] == "completed"
-    assert t[(S1, "toolu_GRAND")][2] == "a1111111"
+    assert t[(S1, "toolu_BASH")].status == "interrupted"
+    assert t[(S1, "toolu_READ")].status == "failed"
+    assert t[(S1, "toolu_TASK")].status == "completed"
+    assert t[(S1, "toolu_GRAND")].agent_id == "a1111111"
 
 
 def test_sessions_real_cwd_and_metadata(model: Model) -> None:
     s = model.tables["sessions"]
-    assert s[S1][1:3] == ("-home-u-proj", "/home/u/proj") and s[S1][7] == "2.1.39"
-    assert s[S2][2] == "/home/u/old"
+    assert (s[S1].project_slug, s[S1].project_path) == ("-home-u-proj", "/home/u/proj") and s[S1].cc_version == "2.1.39"
+    assert s[S2].project_path == "/home/u/old"
     # a summary titles the session of its leafUuid's record (the store joins it, SPEC §4.1); no
     # record of this fixture has uuid "l9", so the fold keeps the summary and titles nothing
-    assert s[S3][8] is None and s[S3][7] == "1.0.65"
+    assert s[S3].title is None and s[S3].cc_version == "1.0.65"
     assert [r[3:] for r in model.tables["summaries"].values()] == [(S3, "l9", "Legacy work")]
 
 
@@ -127,7 +127,7 @@ def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
     for order in ([S1, S4], [S4, S1]):
         m = Model()
         for sid in order:
-            m.apply(fold(None, sid, rows[sid], Ctx())[1])
+            m.apply(fold_log(sid, rows[sid], Ctx())[1])
         assert owner(m, "msg_E") == (S1, S1)
         assert owner(m, "msg_R") == (S4, S4)
 
@@ -154,12 +154,12 @@ def test_hook_rows_fold() -> None:
         hook(8, "Stop", "2026-01-01T00:00:06.000Z"),
     ]
     m = Model()
-    m.apply(fold(None, sid, rows, Ctx())[1])
+    m.apply(fold_log(sid, rows, Ctx())[1])
     a = m.agents_by_id()
-    assert a[sid][4] == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
-    assert a["ag1"][4] == "completed" and a["ag1"][3] == "Explore"
+    assert a[sid].status == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
+    assert a["ag1"].status == "completed" and a["ag1"].subagent_type == "Explore"
     assert "never-started" not in a
     assert m.tables["tools"][(sid, "t1")][4:] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
-    assert len(m.tables["events"]) == 8 and m.tables["events"][7][3] == "SubagentStop"
-    assert m.tables["sessions"][sid][2] == "/w"
-    m.apply(fold(None, sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])
+    assert len(m.tables["events"]) == 8 and m.tables["events"][7].event_type == "SubagentStop"
+    assert m.tables["sessions"][sid].project_path == "/w"
+    m.apply(fold_log(sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])

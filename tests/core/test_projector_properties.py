@@ -6,10 +6,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
-from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model, by_session, tree_rows
 
 OPEN = "66666666-6666-4666-8666-666666666666"
@@ -110,22 +110,21 @@ SESSIONS = sorted(ROWS)
 
 def scratch(sid: str) -> Model:
     m = Model()
-    m.apply(fold(None, sid, ROWS[sid], Ctx())[1])
+    m.apply(fold_log(sid, ROWS[sid], Ctx())[1])
     return m
 
 
 SCRATCH = {sid: scratch(sid).tables for sid in SESSIONS}
 
 
-def folded(sid: str, rows: list[LogRow], cuts: list[int]) -> tuple[Model, SessionState | None]:
+def folded(sid: str, rows: list[LogRow], cuts: list[int]) -> tuple[Model, Incremental]:
     m = Model()
-    state: SessionState | None = None
+    inc = Incremental(sid)
     prev = 0
     for c in [*sorted({c % (len(rows) + 1) for c in cuts}), len(rows)]:
-        state, ch = fold(state, sid, rows[prev:c], Ctx())
-        m.apply(ch)
+        m.apply(inc(rows[prev:c]))
         prev = c
-    return m, state
+    return m, inc
 
 
 @settings(max_examples=60, deadline=None)
@@ -141,9 +140,8 @@ def test_any_order_and_batching_gives_identical_rows(sid: str, rnd: object, cuts
 @given(st.sampled_from(SESSIONS), st.lists(st.integers(0, 200), max_size=5))
 def test_reapplying_a_batch_changes_nothing(sid: str, cuts: list[int]) -> None:
     rows = ROWS[sid]
-    m, state = folded(sid, rows, cuts)
-    _, ch = fold(state, sid, rows, Ctx())
-    m.apply(ch)
+    m, inc = folded(sid, rows, cuts)
+    m.apply(inc(rows))
     assert m.tables == SCRATCH[sid]
 
 
@@ -183,8 +181,9 @@ def test_open_calls_follow_their_agent_incrementally() -> None:
 def test_incremental_equals_scratch_and_touches_only_new_rows() -> None:
     sid = SESSIONS[0]
     rows = ROWS[sid]
-    state, _ = fold(None, sid, rows[:-1], Ctx())
-    _, ch = fold(state, sid, rows[-1:], Ctx())
+    inc = Incremental(sid)
+    inc(rows[:-1])
+    ch = inc(rows[-1:])
     # one appended line re-derives a bounded set of rows, not the whole session
     assert len(ch.token_usage) <= 5 and len(ch.tool_calls) <= 1
     m, _ = folded(sid, rows, [len(rows) - 1])
@@ -197,7 +196,7 @@ def test_mixed_session_joins_every_source() -> None:
     # the transcript's own folder beats a hook's transcript_path, and a record's cwd beats a hook's
     assert s[1:3] == ("-w-zeta", "/w/zeta")
     assert s[5] == "completed" and s[8] == "Mixed work"
-    a = {k[1]: (r[4], r[8]) for k, r in t["agents"].items()}
+    a = {k[1]: (r.status, r.outcome_cause) for k, r in t["agents"].items()}
     assert a == {
         MIXED: ("completed", None),
         "a7a7a7a": ("completed", None),  # SubagentStop

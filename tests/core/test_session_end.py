@@ -14,9 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 SID = "5e5e5e5e-0000-4000-8000-000000000001"
@@ -45,13 +46,13 @@ def statuses(rows: list[LogRow], *, one_by_one: bool) -> dict[str, tuple[Any, ..
     """agent id -> (type, status, outcome_cause), folded one row per call or in one call."""
     m = Model()
     if one_by_one:
-        state = None
+        inc = Incremental(SID)
         for r in rows:
-            state, ch = fold(state, SID, [r], Ctx())
+            ch = inc([r])
             m.apply(ch)
     else:
-        m.apply(fold(None, SID, rows, Ctx())[1])
-    return {a: (r[2], r[4], r[8]) for (_, a), r in m.tables["agents"].items()}
+        m.apply(fold_log(SID, rows, Ctx())[1])
+    return {a: (r.type, r.status, r.outcome_cause) for (_, a), r in m.tables["agents"].items()}
 
 
 def all_orders(rows: list[LogRow]) -> set[tuple[tuple[str, tuple[Any, ...]], ...]]:

@@ -6,7 +6,7 @@ import itertools
 
 import orjson
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model
@@ -28,7 +28,7 @@ def session(rows: list[LogRow]) -> tuple[object, ...]:
     out = set()
     for order in itertools.permutations(rows):
         m = Model()
-        m.apply(fold(None, SID, list(order), Ctx())[1])
+        m.apply(fold_log(SID, list(order), Ctx())[1])
         out.add(m.tables["sessions"][SID])
     assert len(out) == 1, out  # order independent
     return out.pop()
@@ -54,7 +54,7 @@ def test_newest_hook_session_title_beats_older_titles_and_the_summary() -> None:
         hook(2, "SessionStart", 1, session_title="Zeta first name", source="startup"),
         hook(3, "UserPromptSubmit", 5, session_title="Alpha renamed", prompt="go"),
     ]
-    assert session(rows)[8] == "Alpha renamed" and session(rows)[12] == "session_title"
+    assert session(rows).title == "Alpha renamed" and session(rows).title_source == "session_title"
 
 
 def test_git_branch_and_version_are_the_newest_records() -> None:

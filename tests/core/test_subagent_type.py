@@ -7,9 +7,8 @@ import random
 
 import orjson
 
-from ingestd.core.project import fold
 from ingestd.core.records import LogRow
-from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 SID = "99999999-9999-4999-8999-999999999999"
@@ -101,10 +100,10 @@ def test_spawn_input_then_hook_then_sidecar_in_any_order() -> None:
         order = ROWS[:]
         rnd.shuffle(order)
         m = Model()
-        state = None
+        inc = Incremental(SID)
         for r in order:
-            state, ch = fold(state, SID, [r], Ctx())
+            ch = inc([r])
             m.apply(ch)
         a = m.agents_by_id()
-        seen.add((a["aspawned"][3], a["ahooked"][3], a["asidecar"][3]))
+        seen.add((a["aspawned"].subagent_type, a["ahooked"].subagent_type, a["asidecar"].subagent_type))
     assert seen == {("Plan", "Explore", "sidecar-type")}

@@ -6,9 +6,10 @@ import itertools
 
 import orjson
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 # a session id that sorts before the subagent's id: a plain min() join would pick the main agent
@@ -42,9 +43,9 @@ ROWS = [
 def test_a_hook_without_agent_id_never_overrides_the_transcripts_agent() -> None:
     for order in itertools.permutations(ROWS):
         m = Model()
-        state = None
+        inc = Incremental(SID)
         for r in order:  # one row per batch: the hardest incremental order
-            state, ch = fold(state, SID, [r], Ctx())
+            ch = inc([r])
             m.apply(ch)
         row = m.tables["tools"][(SID, "toolu_R")]
         assert row[2:] == (SUB, "Read", "2026-01-01T00:00:00.500Z", "2026-01-01T00:00:02.000Z", "completed")
@@ -52,8 +53,8 @@ def test_a_hook_without_agent_id_never_overrides_the_transcripts_agent() -> None
 
 def test_hooks_alone_attribute_to_the_main_agent_or_the_named_subagent() -> None:
     m = Model()
-    m.apply(fold(None, SID, ROWS[1:], Ctx())[1])
-    assert m.tables["tools"][(SID, "toolu_R")][2] == SID
+    m.apply(fold_log(SID, ROWS[1:], Ctx())[1])
+    assert m.tables["tools"][(SID, "toolu_R")].agent_id == SID
     m = Model()
-    m.apply(fold(None, SID, [*ROWS[1:], hook(3, "PostToolUse", tool_use_id="toolu_R", agent_id="zz9")], Ctx())[1])
-    assert m.tables["tools"][(SID, "toolu_R")][2] == "zz9"
+    m.apply(fold_log(SID, [*ROWS[1:], hook(3, "PostToolUse", tool_use_id="toolu_R", agent_id="zz9")], Ctx())[1])
+    assert m.tables["tools"][(SID, "toolu_R")].agent_id == "zz9"

@@ -7,9 +7,10 @@ import itertools
 import orjson
 import pytest
 
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core.folding import Incremental
 from tests.core.projector_support import Model
 
 SID = "12121212-1212-4121-8121-121212121212"
@@ -64,11 +65,11 @@ def test_status_converges_whatever_arrives_first_or_twice(case: str) -> None:
     got = set()
     for order in itertools.permutations([*rows, rows[-1]]):
         m = Model()
-        state = None
+        inc = Incremental(SID)
         for r in order:
-            state, ch = fold(state, SID, [r], Ctx())
+            ch = inc([r])
             m.apply(ch)
-        got.add(m.tables["tools"][(SID, "tu")][6])
+        got.add(m.tables["tools"][(SID, "tu")].status)
     assert got == {case.removesuffix("_hook")}
 
 
@@ -107,18 +108,18 @@ def every_order(rows: list[LogRow]) -> set[tuple[tuple[object, ...], ...]]:
     got = set()
     for order in itertools.permutations([*rows, rows[-1]]):
         m = Model()
-        state = None
+        inc = Incremental(SID)
         for r in order:
-            state, ch = fold(state, SID, [r], Ctx())
+            ch = inc([r])
             m.apply(ch)
         got.add(tuple(sorted((k[1], v[5], v[6]) for k, v in m.tables["tools"].items())))
     one = Model()
-    one.apply(fold(None, SID, rows, Ctx())[1])
+    one.apply(fold_log(SID, rows, Ctx())[1])
     for n in range(len(rows) + 1):
-        state, ch = fold(None, SID, rows[:n], Ctx())
+        fold_in = Incremental(SID)
         inc = Model()
-        inc.apply(ch)
-        inc.apply(fold(state, SID, rows[n:], Ctx())[1])
+        inc.apply(fold_in(rows[:n]))
+        inc.apply(fold_in(rows[n:]))
         assert inc.tables == one.tables  # incremental == from scratch
     got.add(tuple(sorted((k[1], v[5], v[6]) for k, v in one.tables["tools"].items())))
     return got

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 import ingestd.store.writer as store_writer
+from ingestd.core import projector
 from ingestd.core.records import LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
@@ -52,20 +53,22 @@ class Work:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.folded = 0
         self.loaded = 0
-        fold, load = store_writer.project.fold, store_writer._load
+        fold, load = store_writer.projector.fold, store_writer.session_rows
 
-        def counting_fold(state: SessionState | None, sid: str, rows: Iterable[LogRow], ctx: Ctx) -> Any:
+        def counting_fold(
+            state: SessionState | None, sid: str, rows: Iterable[LogRow], ctx: Ctx, history: projector.History
+        ) -> Any:
             rows = list(rows)
             self.folded += len(rows)
-            return fold(state, sid, rows, ctx)
+            return fold(state, sid, rows, ctx, history)
 
-        def counting_load(conn: apsw.Connection, sid: str, after: int, before: int) -> list[LogRow]:
+        def counting_load(conn: apsw.Connection, sid: str, after: int = 0, before: int | None = None) -> list[LogRow]:
             got = load(conn, sid, after, before)
             self.loaded += len(got)
             return got
 
-        monkeypatch.setattr(store_writer.project, "fold", counting_fold)
-        monkeypatch.setattr(store_writer, "_load", counting_load)
+        monkeypatch.setattr(store_writer.projector, "fold", counting_fold)
+        monkeypatch.setattr(store_writer, "session_rows", counting_load)
 
     def take(self) -> tuple[int, int]:
         out = (self.folded, self.loaded)

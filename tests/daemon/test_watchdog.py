@@ -14,7 +14,7 @@ import pytest
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import watchdog
-from ingestd.daemon.writer import Writer
+from ingestd.daemon.committer import Committer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 
@@ -29,7 +29,7 @@ def _open(db: Path) -> apsw.Connection:
 
 
 @pytest.fixture
-async def writer(tmp_path: Path) -> AsyncIterator[tuple[Writer, Path]]:
+async def writer(tmp_path: Path) -> AsyncIterator[tuple[Committer, Path]]:
     db = tmp_path / "wd.db"
     conn = _open(db)
     conn.execute(
@@ -41,7 +41,7 @@ async def writer(tmp_path: Path) -> AsyncIterator[tuple[Writer, Path]]:
         " ('a1', 's', 'subagent', 'completed', '2025-01-01T00:00:00.000Z')"
     )
     conn.close()
-    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w = Committer(lambda: _open(db), apply_mod.store_rows)
     w.start(asyncio.get_running_loop())
     yield w, db
     w.stop()
@@ -66,13 +66,13 @@ def _watchdog_rows(db: Path) -> list[tuple[str, bytes]]:
         conn.close()
 
 
-async def test_quiet_agent_inside_the_window_logs_nothing(writer: tuple[Writer, Path]) -> None:
+async def test_quiet_agent_inside_the_window_logs_nothing(writer: tuple[Committer, Path]) -> None:
     w, db = writer
     assert await watchdog.tick(w, lambda: T0 + 599 * S, 600) == 0
     assert _watchdog_rows(db) == []
 
 
-async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Writer, Path]) -> None:
+async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Committer, Path]) -> None:
     w, db = writer
     now = T0 + 601 * S
     # the main agent and its session; the completed subagent is terminal
@@ -91,14 +91,14 @@ async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Wri
     assert _statuses(db)["s"] == "working"
 
 
-async def test_configurable_window(writer: tuple[Writer, Path]) -> None:
+async def test_configurable_window(writer: tuple[Committer, Path]) -> None:
     w, db = writer
     assert await watchdog.tick(w, lambda: T0 + 61 * S, 60) == 2
     [(_, payload)] = _watchdog_rows(db)
     assert orjson.loads(payload)["window_s"] == 60
 
 
-async def test_run_stops_on_the_event(writer: tuple[Writer, Path]) -> None:
+async def test_run_stops_on_the_event(writer: tuple[Committer, Path]) -> None:
     w, db = writer
     stop = asyncio.Event()
     ticks = 0
@@ -116,7 +116,7 @@ async def test_run_stops_on_the_event(writer: tuple[Writer, Path]) -> None:
     assert ticks >= 3
 
 
-async def test_a_session_quiet_past_the_window_is_ticked_even_when_no_agent_is(writer: tuple[Writer, Path]) -> None:
+async def test_a_session_quiet_past_the_window_is_ticked_even_when_no_agent_is(writer: tuple[Committer, Path]) -> None:
     """A session whose last activity was a subagent's stays `working` after its agents ended or
     went quiet; only a logged tick moves it (found live: it was counted active forever)."""
     w, db = writer
@@ -131,7 +131,8 @@ async def test_a_session_quiet_past_the_window_is_ticked_even_when_no_agent_is(w
 def test_a_non_default_window_is_in_the_log_so_replay_agrees(tmp_path: Path) -> None:
     """Found live: a daemon run with --watchdog-window-s 2 left a database replay could not match."""
     from ingestd.replay.run import replay
-    from ingestd.store.writer import apply_batch, effective_window
+    from ingestd.store.watchdog_pass import effective_window
+    from ingestd.store.writer import apply_batch
 
     db = tmp_path / "w.db"
     conn = _open(db)

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from ingestd.core.framing import split_lines
-from ingestd.core.project import MAX_TOKENS
+from ingestd.core.validate import MAX_TOKENS
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate

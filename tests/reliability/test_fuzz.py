@@ -28,15 +28,16 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingestd.core import hookkeys, project
+from ingestd.core import hookkeys, projector
 from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
 from ingestd.core.touch import Ctx
 from ingestd.http.app import ServeConfig, make_app
 from ingestd.store.connection import connect
+from ingestd.store.foldcache import FoldCache
 from ingestd.store.migrate import migrate
-from ingestd.store.writer import FoldCache, apply_batch
+from ingestd.store.writer import apply_batch
 from tests.reliability.support import assert_replay_ok
 
 QUICK = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -308,7 +309,7 @@ def test_fold_never_raises_on_arbitrary_records() -> None:
             )
             for i, o in enumerate(objs)
         ]
-        project.fold(None, "s-1", rows, Ctx())
+        projector.fold_log("s-1", rows, Ctx())
 
     fold()
 

@@ -17,13 +17,14 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core.framing import Framer, Line, Oversized
-from ingestd.core.project import fold
+from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.report.status import status_report
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.core.folding import Incremental
 from tests.reliability.support import assert_replay_ok, q
 
 SID = "11111111-1111-4111-8111-111111111111"
@@ -139,15 +140,11 @@ def _rows(data: bytes, origin: str = f"-p/{SID}.jsonl") -> list[LogRow]:
 
 
 def _occurred(rows: list[LogRow], batches: list[list[int]]) -> dict[str, str]:
-    state = None
+    inc = Incremental(SID)
     got: dict[str, str] = {}
     for b in batches:
-        state, ch = fold(state, SID, [rows[i] for i in b], Ctx())
-        if state.needs_refold:  # what the shell does: fold again from every row, files indexed
-            from ingestd.core.validate import refold_state
-
-            state, ch = fold(refold_state(state), SID, rows, Ctx())
-        got.update({r[3]: r[8] for r in ch.token_usage})
+        ch = inc([rows[i] for i in b])  # a refold, when one is needed, happens inside the fold
+        got.update({r.message_id: r.occurred_at for r in ch.token_usage})
     return got
 
 
@@ -385,8 +382,8 @@ def test_a_bom_before_a_subagent_transcript_loses_nothing(tmp_path: Path) -> Non
 def test_lines_logged_invalid_before_the_bom_fix_are_projected_on_replay(tmp_path: Path) -> None:
     rows = _rows(b"\xef\xbb\xbf" + jsonl(asst(SID, "msg_b", {"output_tokens": 4}, "2026-01-01T00:00:00.000Z")))
     old = LogRow(rows[0].id, "jsonl", "invalid", rows[0].payload, NOW, SID, rows[0].origin, 0, 0)
-    _, ch = fold(None, SID, [old], Ctx())
-    assert {r[5]: r[6] for r in ch.token_usage}["output"] == 4
+    _, ch = fold_log(SID, [old], Ctx())
+    assert {r.bucket: r.tokens for r in ch.token_usage}["output"] == 4
 
 
 def test_status_of_a_database_without_quarantine_rows_says_none(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ingestd.core.timefmt import format_utc, parse
-from ingestd.store.writer import watchdog_cutoff
+from ingestd.core.watchdog import watchdog_cutoff
 
 BASE = parse("2020-01-01T00:00:00.000Z")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import apsw
 
-from ingestd.store.writer import UPSERT_AGENT, stale_count, watchdog
+from ingestd.store.upsert import UPSERT_AGENT
+from ingestd.store.watchdog_pass import stale_count, watchdog_pass
 
 
 def agent(db: apsw.Connection, aid: str, parent: str | None, last_seen: str, status: str = "working") -> None:
@@ -29,22 +30,22 @@ def setup(db: apsw.Connection) -> None:
 
 def test_a_working_descendant_keeps_every_ancestor_out_of_unknown(db: apsw.Connection) -> None:
     setup(db)
-    watchdog(db, "2026-01-01T00:25:00.000Z", 600)
+    watchdog_pass(db, "2026-01-01T00:25:00.000Z", 600)
     assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
     assert stale_count(db, "2026-01-01T00:15:00.000Z") == 0
 
 
 def test_once_the_whole_subtree_is_quiet_all_become_unknown(db: apsw.Connection) -> None:
     setup(db)
-    watchdog(db, "2026-01-01T00:31:00.000Z", 600)
+    watchdog_pass(db, "2026-01-01T00:31:00.000Z", 600)
     assert statuses(db) == {"s": "unknown", "c": "unknown", "g": "unknown"}
 
 
 def test_new_work_below_gives_ancestors_their_evidence_status_back(db: apsw.Connection) -> None:
     setup(db)
-    watchdog(db, "2026-01-01T00:31:00.000Z", 600)
+    watchdog_pass(db, "2026-01-01T00:31:00.000Z", 600)
     agent(db, "g", "c", "2026-01-01T00:40:00.000Z")  # the grandchild works again: only its row is written
-    watchdog(db, "2026-01-01T00:41:00.000Z", 600)
+    watchdog_pass(db, "2026-01-01T00:41:00.000Z", 600)
     assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
 
 
@@ -53,9 +54,9 @@ def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> No
     setup(db)
     agent(db, "d", "s", "2026-01-01T00:05:00.000Z")  # a sibling that stays quiet
     for as_of in ("2026-01-01T00:16:00.000Z", "2026-01-01T00:31:00.000Z"):
-        watchdog(db, as_of, 600)
+        watchdog_pass(db, as_of, 600)
     agent(db, "g", "c", "2026-01-01T00:40:00.000Z")
-    watchdog(db, "2026-01-01T00:41:00.000Z", 600)
+    watchdog_pass(db, "2026-01-01T00:41:00.000Z", 600)
     live = statuses(db)
     assert live == {"s": "working", "c": "working", "g": "working", "d": "unknown"}
     fresh = apsw.Connection(":memory:")
@@ -66,5 +67,5 @@ def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> No
     agent(fresh, "c", "s", "2026-01-01T00:05:00.000Z")
     agent(fresh, "g", "c", "2026-01-01T00:40:00.000Z")
     agent(fresh, "d", "s", "2026-01-01T00:05:00.000Z")
-    watchdog(fresh, "2026-01-01T00:41:00.000Z", 600)
+    watchdog_pass(fresh, "2026-01-01T00:41:00.000Z", 600)
     assert statuses(fresh) == live

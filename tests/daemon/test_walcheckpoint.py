@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon.checkpointer import Checkpointer
+from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
@@ -33,7 +33,7 @@ def _wait(cond: object, deadline_s: float = 10.0) -> bool:
 
 def test_commits_leave_checkpoints_to_the_thread(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
-    cp = Checkpointer(lambda: connect(db), wal_pages=50)
+    cp = WalCheckpointer(lambda: connect(db), wal_pages=50)
     conn = cp.attach(migrate_conn(db))
     wal = Path(str(db) + "-wal")
     # nobody checkpoints yet: the WAL only grows past SQLite's own threshold's worth of pages

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.commands._common import open_db
 from ingestd.core.revision import PROJECTION_REVISION
-from ingestd.ingest.revision import PROJECTION_TABLES, stored_revision
+from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
 from ingestd.replay.dump import canonical_rows
 from ingestd.store.connection import connect
 

@@ -17,10 +17,10 @@ import apsw
 
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect, write_txn
-from ingestd.store.writer import WATCHDOG_WINDOW_S
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (

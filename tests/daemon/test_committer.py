@@ -12,7 +12,7 @@ import pytest
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
-from ingestd.daemon.writer import Writer, WriterClosed
+from ingestd.daemon.committer import Committer, CommitterClosed
 from ingestd.errors import StorageError
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
@@ -46,7 +46,7 @@ async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None
         calls.append(len(rows))
         return apply_mod.store_rows(conn, rows)
 
-    w = Writer(lambda: _open(db), apply)
+    w = Committer(lambda: _open(db), apply)
     w.start(asyncio.get_running_loop())
     tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(200)]
     await asyncio.sleep(0)
@@ -69,7 +69,7 @@ async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, erro
             raise error
         return apply_mod.store_rows(conn, rows)
 
-    w = Writer(lambda: _open(db), apply)
+    w = Committer(lambda: _open(db), apply)
     w.start(asyncio.get_running_loop())
     good = [asyncio.create_task(w.submit([_row(f"g{i}")])) for i in range(5)]
     bad = asyncio.create_task(w.submit([_row("p", "poison")]))
@@ -84,20 +84,20 @@ async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, erro
 
 async def test_stop_drains_queued_work_then_refuses(tmp_path: Path) -> None:
     db = tmp_path / "w.db"
-    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w = Committer(lambda: _open(db), apply_mod.store_rows)
     w.start(asyncio.get_running_loop())
     tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(50)]
     await asyncio.sleep(0)
     await asyncio.get_running_loop().run_in_executor(None, w.stop)
     await asyncio.gather(*tasks)
     assert _count(db) == 50
-    with pytest.raises(WriterClosed):
+    with pytest.raises(CommitterClosed):
         await w.submit([_row("late")])
 
 
 async def test_duplicate_keys_insert_once(tmp_path: Path) -> None:
     db = tmp_path / "w.db"
-    w = Writer(lambda: _open(db), apply_mod.store_rows)
+    w = Committer(lambda: _open(db), apply_mod.store_rows)
     w.start(asyncio.get_running_loop())
     await asyncio.gather(*(w.submit([_row("same")]) for _ in range(10)))
     w.stop()

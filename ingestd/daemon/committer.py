@@ -1,13 +1,14 @@
-"""The writer thread: the daemon's only write connection, with group commit.
+"""The commit thread (``Committer``): the daemon's only write connection, with group commit.
 
-The event loop never touches SQLite for writes. It hands the writer either log rows
+Not to be confused with ``ingestd.store.writer``, the one write path it calls inside each
+grouped transaction. The event loop never touches SQLite for writes. It hands the committer either log rows
 (``submit``) or a callable (``call``: short reads such as the watchdog's) and awaits an
 asyncio future. The thread takes everything queued, puts every pending batch of log
 rows into one ``BEGIN IMMEDIATE`` transaction (one fsync for many concurrent hook
 deliveries), commits, and only then resolves the futures: a 2xx means committed.
 If a grouped transaction fails, each batch is retried alone so one bad batch cannot
 sink its neighbours. WAL checkpoints never run on the loop: in ``serve`` the
-connection's automatic checkpoint is handed to ``ingestd.daemon.checkpointer`` (its own
+connection's automatic checkpoint is handed to ``ingestd.daemon.walcheckpoint`` (its own
 thread and connection, off the commit path); this thread adds a passive one when idle.
 """
 
@@ -30,7 +31,7 @@ from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors
 
-log = get_logger("ingestd.writer")
+log = get_logger("ingestd.committer")
 
 
 # Inserts the rows and projects them in ONE ``BEGIN IMMEDIATE`` transaction of its own
@@ -39,11 +40,11 @@ log = get_logger("ingestd.writer")
 ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
 
 
-class WriterClosed(StorageError):
+class CommitterClosed(StorageError):
     """The writer has stopped (shutdown in progress)."""
 
 
-class WriterOverloaded(StorageError):
+class CommitterOverloaded(StorageError):
     """Too much work is queued: answer 503 rather than wait."""
 
 
@@ -67,7 +68,7 @@ def _expire(fut: asyncio.Future[Any]) -> None:
         fut.set_exception(TimeoutError("not committed in time"))
 
 
-class Writer:
+class Committer:
     """Owns the write connection and the thread; see the module docstring.
 
     Args:
@@ -112,7 +113,7 @@ class Writer:
             StorageError: the connection could not be opened or migrated.
         """
         self._loop = loop
-        self._thread = threading.Thread(target=self._run, name="ingestd-writer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="ingestd-commit", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._open_error is not None:
@@ -130,9 +131,9 @@ class Writer:
     # -- submitting (loop side) -------------------------------------------------------
     def _enqueue(self, item: Any) -> None:
         if self._closed or self._thread is None:
-            raise WriterClosed("the writer is stopped")
+            raise CommitterClosed("the writer is stopped")
         if self._pending >= self._max_pending:
-            raise WriterOverloaded("the writer queue is full", pending=self._pending)
+            raise CommitterOverloaded("the writer queue is full", pending=self._pending)
         self._pending += 1
         self._q.put(item)
 
@@ -146,7 +147,7 @@ class Writer:
 
         Raises:
             StorageError: the transaction failed (nothing of these rows was written).
-            WriterClosed, WriterOverloaded: refused without trying.
+            CommitterClosed, CommitterOverloaded: refused without trying.
             TimeoutError: not committed within ``timeout_s``.
         """
         assert self._loop is not None

@@ -1,5 +1,7 @@
 """WAL checkpoints on a thread of their own, off the commit path (SPEC §11 design hints).
 
+``WalCheckpointer``; not the ingest ``Checkpoint`` (``ingestd.core.rows``), a file's tail position.
+
 SQLite's automatic checkpoint runs inside the ``COMMIT`` that crosses its threshold: that
 commit then copies the WAL into the database file and syncs it, and every hook waiting on
 the group pays for it (tens of ms on a loaded disk: the hook receiver's p99). The daemon's
@@ -24,12 +26,12 @@ from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors
 
-log = get_logger("ingestd.checkpointer")
+log = get_logger("ingestd.walcheckpoint")
 
 WAL_PAGES = 1000  # SQLite's own autocheckpoint threshold
 
 
-class Checkpointer:
+class WalCheckpointer:
     """Runs ``PASSIVE`` checkpoints when an attached connection's WAL passes ``wal_pages``.
 
     Args:

@@ -1,0 +1,168 @@
+"""The content of transcript records folded into the session state (SPEC §4.3-§4.5), pure.
+
+An assistant record's usage and ``tool_use`` blocks (spawns among them), a user record's
+``tool_result`` blocks, an ``agent_progress`` copy, a task-notification queued for a background
+agent. ``ingestd.core.transcript`` dispatches records here by kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingestd.core.state import RANK_COPY, SPAWN_TOOLS, SessionState, Spawn
+from ingestd.core.toolstatus import result_status, spawn_cause, user_kind
+from ingestd.core.touch import Touched, link, note_result, note_tool
+from ingestd.core.usagefold import merge_usage
+from ingestd.core.validate import INFER, valid_time
+
+SYNTHETIC = "<synthetic>"
+
+
+def ts_of(obj: dict[str, Any], fallback: str) -> str:
+    """The record's canonical timestamp when it is an instant the guards admit, else ``fallback``."""
+    c = valid_time(obj.get("timestamp"))
+    return c if c is not None else fallback
+
+
+def text_of(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                return str(b["text"])
+    return None
+
+
+def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
+    """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
+
+    ``ts`` may be ``validate.INFER`` (the record's timestamp is refused): usage takes it as is,
+    everything else the read time.
+    """
+    msg = obj.get("message")
+    if not isinstance(msg, dict):
+        return False
+    mid = msg.get("id")
+    # `<synthetic>` turns are API error placeholders with zero usage: never a billed message
+    # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
+    if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
+        merge_usage(state, mid, rank, msg, ts, agent, t)
+    if ts == INFER and t.row is not None:
+        ts = t.row.received_at
+    used_tool = False
+    content = msg.get("content")
+    if rank == RANK_COPY or not isinstance(content, list):
+        return False
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        tuid = block.get("id")
+        if not isinstance(tuid, str):
+            continue
+        used_tool = True
+        name = block.get("name")
+        name = name if isinstance(name, str) else None
+        note_tool(state, t, tuid, agent=agent, name=name, started=ts)
+        if name in SPAWN_TOOLS:
+            inp = block.get("input")
+            inp = inp if isinstance(inp, dict) else {}
+
+            def s(k: str, inp: dict[str, Any] = inp) -> str | None:
+                v = inp.get(k)
+                return v if isinstance(v, str) and v else None
+
+            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            cur = state.spawns.get(tuid)
+            # one tool_use id read twice (a record repeated in two files): the earliest record wins
+            if cur is None or _spawn_key(sp) < _spawn_key(cur):
+                state.spawns[tuid] = sp
+            t.all_agents = True
+    return used_tool
+
+
+def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str]:
+    return (sp.ts, sp.agent, sp.subagent_type or "", sp.description or "", sp.prompt or "")
+
+
+def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:
+    """Tool results, spawn results and the child agent they name; returns the turn's kind."""
+    msg = obj.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return user_kind(content if isinstance(content, str) else None, [])
+    statuses: list[int] = []
+    tur = obj.get("toolUseResult")
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        tuid = block.get("tool_use_id")
+        if not isinstance(tuid, str):
+            continue
+        is_error = block.get("is_error") is True
+        text = text_of(block.get("content")) or ""
+        st = result_status(is_error, text)
+        statuses.append(st)
+        note_tool(state, t, tuid, agent=agent, ended=ts, status=st)
+        async_launch = isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
+        if not async_launch:
+            note_result(state, tuid, is_error, spawn_cause(text) if is_error else None, ts)
+        # 2.1.14+: the spawn's result names the child (toolUseResult.agentId), e.g.
+        # corpus/claude-projects/-tmp-tmpqwh7888i/c7d3d95c-….jsonl line 4 -> ab81802.
+        if isinstance(tur, dict):
+            child = tur.get("agentId")
+            if isinstance(child, str) and child:
+                link(state, tuid, "tool_use", child)
+        t.all_agents = True
+    return user_kind(text_of(content), statuses)
+
+
+def progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
+    """``agent_progress``: a copy of a subagent record (lowest-precedence usage) + the link.
+
+    corpus/claude-projects/-home-user-projects-spotter/491e126e-….jsonl: the subagent
+    afb92ff has no file of its own; its billed calls exist only as these copies.
+    """
+    data = obj.get("data")
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return
+    child = data.get("agentId")
+    ptu = obj.get("parentToolUseID")
+    if isinstance(child, str) and child:
+        if isinstance(ptu, str) and ptu:
+            link(state, ptu, "tool_use", child)
+            t.all_agents = True
+        inner = data.get("message")
+        if isinstance(inner, dict) and inner.get("type") == "assistant":
+            assistant(state, inner, ts_of(inner, ts), child, RANK_COPY, t)
+
+
+def queue(state: SessionState, obj: dict[str, Any], t: Touched) -> None:
+    """A ``<task-notification>`` enqueued for a background agent names task id and tool use id.
+
+    corpus/claude-projects/-Users-user-Documents-cka-buddy/7da73774-….jsonl lines 20-21:
+    ``<task-id>a59e84c40dbe09dd4</task-id><tool-use-id>toolu_…</tool-use-id>…<status>completed``.
+    """
+    content = obj.get("content")
+    if obj.get("operation") != "enqueue" or not isinstance(content, str):
+        return
+    if not content.startswith("<task-notification>"):
+        return
+    task = _tag(content, "task-id")
+    tuid = _tag(content, "tool-use-id")
+    status = _tag(content, "status")
+    if task and tuid:
+        link(state, tuid, "task_notification", task)
+        if status:
+            prev = state.notified.get(task)
+            state.notified[task] = max(prev, status) if prev else status
+        t.all_agents = True
+
+
+def _tag(text: str, name: str) -> str | None:
+    start = text.find(f"<{name}>")
+    if start < 0:
+        return None
+    start += len(name) + 2
+    end = text.find(f"</{name}>", start)
+    return text[start:end].strip() if end > start else None

@@ -1,0 +1,120 @@
+"""The projector: a pure per-session fold over log rows (SPEC §4, DESIGN.md).
+
+``fold(state, rows)`` merges the evidence of ``rows`` (one session's, any order, any
+batching) into ``state`` and returns the full projection rows of every entity the rows
+touched (``ingestd.core.derive``). Each row goes to the handler of its source and kind
+(``_fold_row``): hook deliveries to ``hookfold`` (one handler per hook event), transcript
+records to ``transcript`` (one handler per record kind), ``.meta.json`` sidecars to
+``transcript.sidecar``; of ingestd's own rows only quarantine markers are evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ingestd.core import derive
+from ingestd.core.decode import decode_line
+from ingestd.core.hookfold import fold_hook
+from ingestd.core.oversized import OVERSIZED, salvage
+from ingestd.core.records import META, LogRow
+from ingestd.core.rows import EventRow
+from ingestd.core.state import SessionState
+from ingestd.core.touch import Ctx, Touched
+from ingestd.core.transcript import fold_record, sidecar
+from ingestd.core.validate import STORAGE_MARKER, refold_state, storage_quarantine
+
+
+def decode_row(row: LogRow) -> dict[str, Any] | None:
+    """The row's object: the one already decoded, else the payload decoded leniently (hooks too);
+    for an ``oversized`` marker, the record salvaged from its kept bytes."""
+    if row.obj is not None:
+        return row.obj
+    if row.event_type == OVERSIZED and row.source == "jsonl":
+        return salvage(row.payload)
+    # an `invalid` row is decoded again: the decoder may accept it now (a BOM before the object,
+    # logged `invalid` before projection revision 5); still invalid, it stays skipped
+    return decode_line(row.payload).obj
+
+
+# The session's whole log so far, in any order (isolated rows left out): read again only when the
+# fold must refold (``SessionState.needs_refold``). Called by the core, supplied by the shell.
+History = Callable[[], Iterable[LogRow]]
+
+
+def fold(
+    state: SessionState | None, session_id: str, rows: Iterable[LogRow], ctx: Ctx, history: History
+) -> tuple[SessionState, derive.Changes]:
+    """Fold one session's log rows into its state; return the state and the touched rows.
+
+    Args:
+        state: the session's state so far (None: empty). Mutated in place and returned (a refold
+            returns a new state).
+        session_id: str, the session every row belongs to.
+        rows: log rows of that session (any order; invalid and file_reset rows are skipped). Lines
+            of every generation of a rewritten file are folded: a superseded generation's lines stay
+            evidence (DESIGN.md "Rewritten files": billed calls stay billed; a fold cannot retract).
+        ctx: instance / host ids stamped on edges.
+        history: the session's whole log including ``rows`` (``History``). While the state asks
+            for it (a refused timestamp in a file folded before it was indexed: ``needs_refold``,
+            ``ingestd.core.validate``), the session is folded again from ``history()`` into
+            ``validate.refold_state``; every caller gets that loop, none can forget it.
+
+    Returns:
+        ``(state, changes)``: ``changes`` holds full rows for every touched entity, those of every
+        pass in order (later rows of one key win).
+    """
+    state, changes = _fold_once(state, session_id, rows, ctx)
+    while state.needs_refold:
+        state, more = _fold_once(refold_state(state), session_id, history(), ctx)
+        changes.extend(more)
+    return state, changes
+
+
+def given(rows: Sequence[LogRow]) -> History:
+    """The ``History`` that is ``rows`` (the caller holds the session's whole log already)."""
+    return lambda: rows
+
+
+def fold_log(session_id: str, rows: Sequence[LogRow], ctx: Ctx) -> tuple[SessionState, derive.Changes]:
+    """Fold a session's whole log (``rows``: every one of its log rows) from an empty state."""
+    return fold(None, session_id, rows, ctx, given(rows))
+
+
+def _fold_once(
+    state: SessionState | None, session_id: str, rows: Iterable[LogRow], ctx: Ctx
+) -> tuple[SessionState, derive.Changes]:
+    """One pass of ``fold`` (no refold)."""
+    if state is None:
+        state = SessionState(session_id)
+    t = Touched()
+    events: list[EventRow] = []
+    for row in rows:
+        _fold_row(state, row, t, events)
+    changes = derive.derive(state, t, ctx)
+    changes.events.extend(events)
+    changes.quarantine.extend(t.quarantined)
+    return state, changes
+
+
+def _fold_row(state: SessionState, row: LogRow, t: Touched, events: list[EventRow]) -> None:
+    """Fold one log row through the handler of its source and kind (see the module docstring)."""
+    if row.source == "ingestd":
+        # ingestd's own rows: a quarantine marker is evidence (the row it names was isolated);
+        # file_reset markers and watchdog ticks are not the session's evidence
+        if row.event_type == STORAGE_MARKER:
+            q = storage_quarantine(row.id, state.session_id, row.origin, row.origin_offset, row.payload)
+            if q is not None:
+                t.quarantined.append(q)
+        return
+    obj = decode_row(row)
+    if obj is None:
+        return
+    t.row = row
+    t.bad_at = None
+    if row.source == "hook":
+        events.append(fold_hook(state, row, obj, t))
+    elif row.event_type == META:
+        sidecar(state, row, obj, t)
+    else:
+        fold_record(state, row, obj, t)

@@ -1,0 +1,194 @@
+"""Named projection rows: what the projector emits and the store upserts (SPEC §4, DESIGN.md).
+
+Each row type's fields are the columns of its table, in the order the store binds them
+(``ingestd.store.upsert`` builds its SQL from ``_fields``, so the column order is defined here
+and nowhere else). They are ``NamedTuple``s: slotted, immutable, read by name, and still plain
+tuples for ``executemany``. Times are canonical UTC strings (``ingestd.core.timefmt``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class SessionRow(NamedTuple):
+    """One ``sessions`` row (key ``id``).
+
+    ``title`` / ``title_source`` (``state.TITLE_KINDS``) are None when no record of the session names
+    one (a ``summary`` title is joined in by the store, ``ingestd.store.titles``).
+    """
+
+    id: str
+    project_slug: str | None
+    project_path: str | None
+    started_at: str | None
+    last_activity_at: str | None
+    status: str
+    git_branch: str | None
+    cc_version: str | None
+    title: str | None
+    slug: str | None
+    entrypoint: str | None
+    end_reason: str | None
+    title_source: str | None
+
+
+class AgentRow(NamedTuple):
+    """One ``agents`` row (key ``(session_id, id)``, SPEC §4.2, migration 0009).
+
+    ``parent_agent_id`` is an agent of the same session; ``is_compaction`` is 0 / 1.
+    """
+
+    id: str
+    session_id: str
+    type: str
+    subagent_type: str | None
+    status: str
+    parent_agent_id: str | None
+    first_seen_at: str | None
+    last_seen_at: str | None
+    outcome_cause: str | None
+    is_compaction: int
+    description: str | None
+
+
+class EdgeRow(NamedTuple):
+    """One ``orchestration_edges`` row (key ``(session_id, child_agent_id)``; ``id`` =
+    ``keys.stable_id(session_id, child)``), stamped with the database's identity."""
+
+    id: int
+    session_id: str
+    parent_agent_id: str
+    child_agent_id: str
+    source: str
+    instance: str
+    host_id: str
+    created_at: str
+    tool_use_id: str
+
+
+class TokenUsageRow(NamedTuple):
+    """One ``token_usage`` row (key ``(message_id, bucket)``; ``id`` None: SQLite assigns it).
+
+    ``tokens``: int, the bucket's count. ``claim_rank``: ``state.RANK_*``. ``prompt_tokens``,
+    ``speed`` and ``web_search_requests`` are per message facts (migration 0011), searches on the
+    ``output`` row only.
+    """
+
+    id: int | None
+    session_id: str
+    agent_id: str | None
+    message_id: str
+    model: str
+    bucket: str
+    tokens: int
+    is_compaction_baseline: int
+    occurred_at: str
+    claim_rank: int
+    prompt_tokens: int
+    speed: str
+    web_search_requests: int
+
+
+class ToolCallRow(NamedTuple):
+    """One ``tool_calls`` row (key ``(session_id, tool_use_id)``); ``status`` a ``toolstatus.STATUSES`` name."""
+
+    session_id: str
+    tool_use_id: str
+    agent_id: str | None
+    tool_name: str | None
+    started_at: str | None
+    ended_at: str | None
+    status: str
+
+
+class CompactionRow(NamedTuple):
+    """One ``compactions`` row (key ``(session_id, boundary_id)``); ``pre_tokens`` None when not a count."""
+
+    session_id: str
+    boundary_id: str
+    agent_id: str | None
+    occurred_at: str
+    trigger: str | None
+    pre_tokens: int | None
+
+
+class EventRow(NamedTuple):
+    """One ``events`` row (key ``raw_event_id``): a hook delivery, identifiers only."""
+
+    raw_event_id: int
+    session_id: str
+    agent_id: str | None
+    event_type: str
+    occurred_at: str
+
+
+class QuarantineRow(NamedTuple):
+    """One ``quarantine`` row (key ``(raw_event_id, reason)``): a record not projected whole.
+
+    Attributes:
+        raw_event_id: int, ``events_raw.id`` of the record's log row.
+        reason: str, one of ``validate.REASONS``.
+        session_id: str, the session the row belongs to.
+        origin: str, transcript path relative to its root (``hook`` for hooks).
+        origin_offset: int | None, byte offset of the line.
+        detail: str, one sentence: the field, the refused value (shortened) and what was done.
+    """
+
+    raw_event_id: int
+    reason: str
+    session_id: str
+    origin: str
+    origin_offset: int | None
+    detail: str
+
+
+class SummaryRow(NamedTuple):
+    """One ``summaries`` row as the projector knows it (key ``(origin, origin_gen, origin_offset)``).
+
+    A ``summary`` record of the session's files; its session is the one of the record
+    ``leaf_uuid`` names (``ingestd.store.titles`` fills ``leaf_session`` / ``leaf_at``).
+    """
+
+    origin: str
+    origin_gen: int
+    origin_offset: int
+    file_session: str
+    leaf_uuid: str
+    summary: str
+
+
+class AgentKey(NamedTuple):
+    """An agent's identity (SPEC §4.2): a retracted provisional 1.0.x sidechain agent."""
+
+    session_id: str
+    id: str
+
+
+class Checkpoint(NamedTuple):
+    """Tail state of one file (``ingest_checkpoints``, key ``(root, origin)``), committed with the
+    rows read from it (SPEC §7). Not a WAL checkpoint (``ingestd.daemon.walcheckpoint``).
+
+    Attributes:
+        root: str, the projects root (absolute path).
+        origin: str, the file's path relative to ``root``.
+        session_id: str | None, the session the path names.
+        origin_gen: int, rewrite generation.
+        committed_offset: int, bytes, end of the last complete line read.
+        size: int, bytes, file size at read time; mtime_ns: int, ns; inode: int.
+        head_hash: str, hash of the bytes just before ``committed_offset``.
+        ingest_revision: int, ``revision.INGEST_REVISION`` when read.
+        updated_at: str, canonical UTC.
+    """
+
+    root: str
+    origin: str
+    session_id: str | None
+    origin_gen: int
+    committed_offset: int
+    size: int
+    mtime_ns: int
+    inode: int
+    head_hash: str
+    ingest_revision: int
+    updated_at: str

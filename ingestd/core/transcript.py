@@ -1,0 +1,268 @@
+"""Transcript records folded into the session state (SPEC §4, FORMATS.md §1-§5), pure.
+
+``fold_record`` normalises a record's kind and hands it to that kind's handler: ``_UNTIMED``
+(records without a timestamp: summaries and titles), else its time is noted and, for the
+activity kinds (``_ACTIVITY``), the record's agent is resolved and credited. Any other kind
+(FORMATS.md §1.2 "Daemon rule": the set grows in most versions) is logged and its timestamp
+checked, nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ingestd.core.blocks import SYNTHETIC, assistant, progress, queue, text_of, user
+from ingestd.core.oversized import OVERSIZED
+from ingestd.core.records import LogRow, PathInfo, path_info
+from ingestd.core.state import (
+    LEGACY_PREFIX,
+    RANK_MAIN,
+    RANK_SIDECHAIN,
+    CompactionEv,
+    SessionState,
+)
+from ingestd.core.toolstatus import END, synthetic_kind
+from ingestd.core.touch import Touched, agent_ev, note_title
+from ingestd.core.validate import INFER, MAX_TOKENS, note_time
+
+
+def _kind(row: LogRow, obj: dict[str, Any]) -> str:
+    """The record's kind: the row's ``event_type``, or for a row logged ``oversized`` (what
+    ``oversized.salvage`` recovered of a line past max_line_bytes) or ``invalid`` (a line an
+    older decoder refused that decodes now: a leading BOM) the record's own ``type``."""
+    if row.event_type not in (OVERSIZED, "invalid"):
+        return row.event_type
+    v = obj.get("type")
+    return v if isinstance(v, str) and v else "untyped"
+
+
+def _summary(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """A 1.0.x ``summary`` record, kept by its place in the log (the store finds its leaf).
+
+    `{"type":"summary","summary":…,"leafUuid":…}` (no timestamp), e.g.
+    corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl line 1, whose leaf (line
+    141) is a record of the previous session 998db3cd-…: the summary is that session's title,
+    not this file's (``ingestd.store.titles``).
+    """
+    s = obj.get("summary")
+    leaf = obj.get("leafUuid")
+    if isinstance(s, str) and s and isinstance(leaf, str) and leaf:
+        where = (row.origin, row.origin_gen, row.origin_offset if row.origin_offset is not None else -1)
+        state.summaries[where] = (leaf, s)
+        t.summaries.add(where)
+
+
+def _title(kind: str, field: str) -> Callable[[SessionState, LogRow, dict[str, Any], Touched], None]:
+    """The handler of a title record of ``kind`` whose text is ``obj[field]``: no timestamp, so the
+    latest by place in the log (generation, offset, origin) wins."""
+
+    def fold_title(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+        v = obj.get(field)
+        if isinstance(v, str) and v:
+            note_title(state, kind, (row.origin_gen, row.origin_offset or 0, row.origin), v)
+
+    return fold_title
+
+
+# Records without a timestamp: folded and done (they are no activity).
+_UNTIMED: dict[str, Callable[[SessionState, LogRow, dict[str, Any], Touched], None]] = {
+    "summary": _summary,
+    # `{"type":"custom-title","customTitle":…,"sessionId":…}` (`/rename`)
+    "custom-title": _title("custom-title", "customTitle"),
+    # `{"type":"ai-title","aiTitle":…,"sessionId":…}`
+    "ai-title": _title("ai-title", "aiTitle"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """One activity record as its handler sees it.
+
+    Attributes:
+        obj: the record; kind: str, its kind; ts: str, its time (``note_time``).
+        agent: str, the agent whose activity it is (a ``LEGACY_PREFIX`` placeholder for a 1.0.x
+            in-file sidechain record). main: bool, that agent is the session's main agent.
+        rank: int, ``RANK_MAIN`` or ``RANK_SIDECHAIN``: the claim rank of its usage.
+    """
+
+    obj: dict[str, Any]
+    kind: str
+    ts: str
+    agent: str
+    main: bool
+    rank: int
+
+
+def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """Fold one transcript record (any kind) into ``state``; note what it touched in ``t``."""
+    kind = _kind(row, obj)
+    pi = path_info(row.origin)
+    if pi.project_slug and (state.project_slug is None or (0, pi.project_slug) < state.project_slug):
+        state.project_slug = (0, pi.project_slug)
+    untimed = _UNTIMED.get(kind)
+    if untimed is not None:
+        untimed(state, row, obj, t)
+        t.session = True
+        return
+    if kind == "queue-operation":
+        queue(state, obj, t)
+    ts = note_time(state, row, obj, t)
+    handler = _ACTIVITY.get(kind)
+    if handler is None:
+        return
+    act = _activity(state, obj, kind, ts, pi, t)
+    status, turn = handler(state, act, t)
+    if not act.agent.startswith(LEGACY_PREFIX):
+        _credit(state, act, status, turn, t)
+
+
+def _record_agent(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: PathInfo, t: Touched) -> str:
+    """Which agent a record belongs to: its agentId (2.0.60+ sidechain files); a 1.0.x in-file
+    sidechain record (isSidechain, no agentId: corpus/claude-projects/-Users-user-linear-agent/
+    263940d8-….jsonl, 378 records) resolves later through its root (noted here); else the file's
+    agent; else the session's main agent."""
+    aid = obj.get("agentId")
+    uuid = obj.get("uuid")
+    if isinstance(aid, str) and aid:
+        return aid
+    if obj.get("isSidechain") is True and pi.agent_id is None and isinstance(uuid, str):
+        parent = obj.get("parentUuid")
+        state.legacy_parent[uuid] = parent if isinstance(parent, str) else None
+        state.legacy_ts[uuid] = ts
+        if parent is None and kind == "user":
+            m = obj.get("message")
+            p = text_of(m.get("content")) if isinstance(m, dict) else None
+            if p is not None:
+                state.legacy_prompt[uuid] = p
+        t.legacy = True
+        return LEGACY_PREFIX + uuid
+    return pi.agent_id if pi.agent_id is not None else state.session_id
+
+
+def _activity(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: PathInfo, t: Touched) -> Act:
+    """Resolve the record's agent, merge its session fields and times; the record's ``Act``."""
+    agent = _record_agent(state, obj, kind, ts, pi, t)
+    main = agent == state.session_id
+    rank = RANK_MAIN if main and obj.get("isSidechain") is not True else RANK_SIDECHAIN
+    _meta(state, obj, ts, rank)
+    if state.first_ts is None or ts < state.first_ts:
+        state.first_ts = ts
+    if state.last_ts is None or ts > state.last_ts:
+        state.last_ts = ts
+    t.session = True
+    return Act(obj, kind, ts, agent, main, rank)
+
+
+def _on_assistant(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
+    """Usage, spawns, tool starts; a main-thread reply that calls no tool ends the turn: the agent
+    waits for the user."""
+    used_tool = assistant(state, a.obj, INFER if t.bad_at is not None else a.ts, a.agent, a.rank, t)
+    return ("waiting" if not used_tool and a.main else "working"), _assistant_kind(a.obj, used_tool)
+
+
+def _on_user(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
+    return "working", user(state, a.obj, a.ts, a.agent, t)
+
+
+def _on_progress(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
+    progress(state, a.obj, a.ts, t)
+    return "working", None
+
+
+def _compaction_key(c: CompactionEv) -> tuple[str, str, str, int]:
+    return (c.ts, c.agent, c.trigger or "", -1 if c.pre_tokens is None else c.pre_tokens)
+
+
+def _on_system(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
+    """A ``compact_boundary`` system record is a compaction; any other is plain activity."""
+    uuid = a.obj.get("uuid")
+    if a.obj.get("subtype") != "compact_boundary" or not isinstance(uuid, str):
+        return "working", None
+    cm = a.obj.get("compactMetadata")
+    cm = cm if isinstance(cm, dict) else {}
+    trig = cm.get("trigger") if cm.get("trigger") in ("auto", "manual") else None
+    pre_v = cm.get("preTokens")
+    pre = pre_v if isinstance(pre_v, int) and not isinstance(pre_v, bool) and 0 <= pre_v <= MAX_TOKENS else None
+    comp = CompactionEv(a.agent, a.ts, trig, pre)
+    cur = state.compactions.get(uuid)
+    # the same boundary record read twice: a join (the smaller description), not the last read
+    if cur is None or _compaction_key(comp) < _compaction_key(cur):
+        state.compactions[uuid] = comp
+    t.compactions.add(uuid)
+    return "working", None
+
+
+def _on_attachment(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:
+    return "working", None
+
+
+# Activity kinds: each handler folds what its kind says beyond activity and returns the agent's
+# status evidence and the turn's kind (``toolstatus.turn_kind``, None: no turn).
+_ACTIVITY: dict[str, Callable[[SessionState, Act, Touched], tuple[str, str | None]]] = {
+    "user": _on_user,
+    "assistant": _on_assistant,
+    "system": _on_system,
+    "progress": _on_progress,
+    "attachment": _on_attachment,
+}
+_STATUS_KINDS = frozenset(("user", "assistant", "system"))  # kinds whose activity is status evidence
+
+
+def _credit(state: SessionState, a: Act, status: str, turn: str | None, t: Touched) -> None:
+    """Credit the record to its agent: times, status evidence, last turn, first prompt."""
+    ev = agent_ev(state, a.agent)
+    ev.ran = True
+    if a.kind == "assistant":
+        ev.has_assistant = True
+    if ev.first_ts is None or a.ts < ev.first_ts:
+        ev.first_ts = a.ts
+    if ev.last_ts is None or a.ts > ev.last_ts:
+        ev.last_ts = a.ts
+    if a.kind in _STATUS_KINDS and (ev.latest is None or (a.ts, status) > ev.latest):
+        ev.latest = (a.ts, status)
+    if turn is not None and (ev.last_turn is None or (a.ts, turn) > ev.last_turn):
+        ev.last_turn = (a.ts, turn)
+    if not a.main and a.obj.get("parentUuid") is None and a.kind == "user":
+        m = a.obj.get("message")
+        p = text_of(m.get("content")) if isinstance(m, dict) else None
+        if p is not None and (ev.root_prompt is None or (a.ts, p) < ev.root_prompt):
+            ev.root_prompt = (a.ts, p)
+            t.all_agents = True
+    t.agents.add(a.agent)
+
+
+def _assistant_kind(obj: dict[str, Any], used_tool: bool) -> str:
+    msg = obj.get("message")
+    if isinstance(msg, dict) and msg.get("model") == SYNTHETIC:
+        return synthetic_kind(obj.get("error"), obj.get("isApiErrorMessage") is True, text_of(msg.get("content")) or "")
+    return "tool" if used_tool else END
+
+
+def _meta(state: SessionState, obj: dict[str, Any], ts: str, rank: int) -> None:
+    cwd = obj.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        c = (0 if rank == RANK_MAIN else 1, ts, cwd)
+        if state.cwd is None or c < state.cwd:
+            state.cwd = c
+    for key, attr in (("gitBranch", "git_branch"), ("version", "version"), ("slug", "slug")):
+        v = obj.get(key)
+        if isinstance(v, str) and v:
+            cur = getattr(state, attr)
+            if cur is None or (ts, v) > cur:
+                setattr(state, attr, (ts, v))
+    ep = obj.get("entrypoint")
+    if isinstance(ep, str) and ep and (state.entrypoint is None or (ts, ep) > state.entrypoint):
+        state.entrypoint = (ts, ep)
+
+
+def sidecar(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """``agent-<id>.meta.json`` (2.1.x): the subagent's type when no spawn input names it."""
+    aid = path_info(row.origin).agent_id
+    at = obj.get("agentType")
+    if aid and isinstance(at, str) and at:
+        ev = agent_ev(state, aid)
+        if ev.meta_type is None or at > ev.meta_type:
+            ev.meta_type = at
+        t.agents.add(aid)

@@ -1,0 +1,91 @@
+"""The log (``events_raw``): appending rows and reading a session's rows back (SPEC §3, DESIGN.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+import orjson
+
+from ingestd.core.records import LogRow, NewLogRow
+
+LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
+
+INSERT_LOG = (
+    "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, session_id,"
+    " origin, origin_gen, origin_offset) VALUES (?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (idempotency_key) DO NOTHING"
+)
+
+# Rows the database refused to project (isolated by ``ingestd.store.isolate``) are never folded.
+NOT_ISOLATED = " AND id NOT IN (SELECT raw_event_id FROM quarantine WHERE reason = 'storage')"
+
+
+def row_from_db(r: Sequence[Any]) -> LogRow:
+    """A ``LogRow`` from a ``SELECT {LOG_COLUMNS}`` row."""
+    payload = r[3]
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", "surrogatepass")
+    return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
+
+
+def session_rows(conn: apsw.Connection, sid: str, after_id: int = 0, before_id: int | None = None) -> list[LogRow]:
+    """The session's log rows with ``after_id < id < before_id`` (no upper bound when None), by id,
+    without the rows the database refused to project (``NOT_ISOLATED``). Read-only."""
+    bound = " AND id < ?" if before_id is not None else ""
+    args: tuple[Any, ...] = (sid, after_id) if before_id is None else (sid, after_id, before_id)
+    return [
+        row_from_db(r)
+        for r in conn.execute(
+            f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ?{bound}{NOT_ISOLATED} ORDER BY id",
+            args,
+        )
+    ]
+
+
+def quarantine_marker(row: NewLogRow, raw_event_id: int | None, detail: str) -> NewLogRow:
+    """The ``quarantine`` log row (source ``ingestd``) recording that ``row`` was isolated.
+
+    Its payload names the isolated row (``raw_event_id``; None when even the row could not be
+    logged) and the database's refusal; the projector turns it into a ``storage`` quarantine row
+    and the shell never folds the isolated row (``NOT_ISOLATED``), so a replay agrees.
+    """
+    payload = orjson.dumps(
+        {"raw_event_id": raw_event_id, "key": row.idempotency_key, "reason": "storage", "detail": detail[:400]}
+    )
+    return NewLogRow(
+        f"q:{row.idempotency_key}",
+        "ingestd",
+        "quarantine",
+        payload,
+        row.received_at,
+        row.session_id,
+        row.origin,
+        row.origin_gen,
+        row.origin_offset,
+    )
+
+
+def _max_log_id(conn: apsw.Connection) -> int:
+    v: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
+    return int(v) if v is not None else 0
+
+
+def append(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> tuple[dict[str, int], int]:
+    """Insert log rows (existing keys skipped); return (key -> id of the inserted rows, rows inserted).
+
+    Inside the write transaction nobody else appends, and SQLite gives each new row
+    ``max(id) + 1``: when every row went in, the ids are the range past the old maximum in
+    row order, so no ``RETURNING`` row has to come back per insert (a third of the insert's
+    cost). When some keys already existed, the new rows are read back by id.
+    """
+    before = _max_log_id(conn)
+    conn.executemany(INSERT_LOG, [r.db_tuple() for r in rows])
+    after = _max_log_id(conn)
+    if after - before == len(rows):
+        return {r.idempotency_key: before + 1 + i for i, r in enumerate(rows)}, len(rows)
+    got: dict[str, int] = {
+        str(k): int(i) for i, k in conn.execute("SELECT id, idempotency_key FROM events_raw WHERE id > ?", (before,))
+    }
+    return got, after - before

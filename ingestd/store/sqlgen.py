@@ -1,0 +1,34 @@
+"""Upsert statements built from a row type's fields (``ingestd.core.rows``), so a table's column
+order is written once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def upsert_sql(
+    table: str,
+    fields: Sequence[str],
+    key: Sequence[str],
+    *,
+    update: Sequence[str] | None = None,
+    extra: Sequence[tuple[str, int]] = (),
+    where: str = "",
+) -> str:
+    """``INSERT INTO table (fields) ... ON CONFLICT (key) DO UPDATE`` built from a row type's fields.
+
+    Args:
+        table: the table.
+        fields: its columns in binding order (a row type's ``_fields``).
+        key: the conflict target.
+        update: columns replaced on conflict (default every field outside ``key``); ``()``: DO NOTHING.
+        extra: ``(column, n)``: a further column bound to the n-th (1-based) field's value.
+        where: a ``WHERE`` clause of the update (``excluded`` / the table name visible).
+    """
+    cols = [*fields, *(c for c, _ in extra)]
+    marks = [f"?{i}" for i in range(1, len(fields) + 1)] + [f"?{n}" for _, n in extra]
+    sets = update if update is not None else [c for c in cols if c not in key]
+    head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join(marks)}) ON CONFLICT ({', '.join(key)})"
+    if not sets:
+        return head + " DO NOTHING"
+    return head + " DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in sets) + where

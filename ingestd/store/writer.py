@@ -24,7 +24,7 @@ from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.touch import Ctx
 from ingestd.core.validate import refold_state
 from ingestd.logs import get_logger
-from ingestd.store import titles
+from ingestd.store import bulk, titles
 from ingestd.store.connection import write_txn
 
 log = get_logger("ingestd.store.writer")
@@ -236,7 +236,7 @@ def write_changes(conn: apsw.Connection, ch: derive.Changes, log: apsw.Connectio
     if ch.edges:
         conn.executemany(UPSERT_EDGE, ch.edges)
     if ch.token_usage:
-        conn.executemany(UPSERT_TOKENS, ch.token_usage)
+        bulk.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
     if ch.tool_calls:
         conn.executemany(UPSERT_TOOL, ch.tool_calls)
     if ch.compactions:

@@ -211,6 +211,10 @@ def _cell(xs: Sequence[float], floor: float, unit: str = "s", ratio: bool = True
     return text
 
 
+def _row(out: list[str], name: str, cells: list[str]) -> None:
+    out.append(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def render(results: Sequence[SideBySide], command: str, when: str) -> str:
     """The markdown section (pure): one table per corpus, a row per figure, a column per ingester."""
     out = [
@@ -229,50 +233,54 @@ def render(results: Sequence[SideBySide], command: str, when: str) -> str:
         floor = _med(r.floor) if r.floor else 0.0
         labels = list(r.figures)
         out.append(
-            f"### {r.corpus.name}: {r.corpus.bytes / 1e6:,.0f} MB, {r.rounds} rounds; load average "
-            f"{' → '.join(r.load)}"
+            f"### {r.corpus.name}: {r.corpus.bytes / 1e6:,.0f} MB, {r.rounds} rounds; load average {' → '.join(r.load)}"
         )
         out.append("")
         out.append("| figure | " + " | ".join(labels) + " |")
         out.append("|---|" + "---|" * len(labels))
-        out.append("| orjson.loads of every line, one core (the floor) | " + " | ".join(
-            [_cell(r.floor, floor)] * 1 + ["″"] * (len(labels) - 1)
-        ) + " |")
+        out.append(
+            "| orjson.loads of every line, one core (the floor) | "
+            + " | ".join([_cell(r.floor, floor)] * 1 + ["″"] * (len(labels) - 1))
+            + " |"
+        )
         if r.ccusage:
             cc = _cell(r.ccusage, floor) + f", peak {fmt_num(max(r.ccusage_rss))} MiB"
         else:
             cc = r.ccusage_note or "skipped"
-        out.append(f"| ccusage {CCUSAGE_VERSION} `daily --json` (native, stores nothing) | " + " | ".join(
-            [cc] + ["″"] * (len(labels) - 1)
-        ) + " |")
-
-        def row(name: str, cells: list[str]) -> None:
-            out.append(f"| {name} | " + " | ".join(cells) + " |")
+        out.append(
+            f"| ccusage {CCUSAGE_VERSION} `daily --json` (native, stores nothing) | "
+            + " | ".join([cc] + ["″"] * (len(labels) - 1))
+            + " |"
+        )
 
         figs = [r.figures[k] for k in labels]
-        row("`ingestd ingest`, cold", [_cell(f.cold, floor) for f in figs])
+        _row(out, "`ingestd ingest`, cold", [_cell(f.cold, floor) for f in figs])
         floor_cpu = _med(r.floor_cpu) if r.floor_cpu else 0.0
-        row(
+        _row(
+            out,
             f"cold ingest CPU (user+sys; ratio to the floor's CPU, {fmt_num(floor_cpu)} s)",
             [_cell(f.cold_cpu, floor_cpu) for f in figs],
         )
-        row("cold ingest peak memory", [f"{fmt_num(max(f.cold_rss))} MiB" if f.cold_rss else "–" for f in figs])
-        row("`ingestd ingest`, restart over the unchanged corpus", [_cell(f.restart, floor) for f in figs])
-        row("`ingestd replay`", [_cell(f.replay, floor) for f in figs])
-        row(
+        _row(out, "cold ingest peak memory", [f"{fmt_num(max(f.cold_rss))} MiB" if f.cold_rss else "–" for f in figs])
+        _row(out, "`ingestd ingest`, restart over the unchanged corpus", [_cell(f.restart, floor) for f in figs])
+        _row(out, "`ingestd replay`", [_cell(f.replay, floor) for f in figs])
+        _row(
+            out,
             "replay / cold ingest",
             [f"{_med(f.replay) / _med(f.cold):.2f}x" if f.replay and f.cold else "–" for f in figs],
         )
-        row("replay peak memory", [f"{fmt_num(max(f.replay_rss))} MiB" if f.replay_rss else "–" for f in figs])
-        row("`ingestd cost --json` (CLI wall)", [_cell(f.cost, floor, ratio=False) for f in figs])
-        row(
+        _row(out, "replay peak memory", [f"{fmt_num(max(f.replay_rss))} MiB" if f.replay_rss else "–" for f in figs])
+        _row(out, "`ingestd cost --json` (CLI wall)", [_cell(f.cost, floor, ratio=False) for f in figs])
+        _row(
+            out,
             "database size / corpus",
             [
                 f"{f.db_bytes[-1] / 1e6:,.0f} MB, {f.db_bytes[-1] / r.corpus.bytes:.2f}x" if f.db_bytes else "–"
                 for f in figs
             ],
         )
-        row(
+        _row(
+            out,
             "token totals vs ground_truth.json",
             ["equal" if f.totals_ok else ("–" if f.totals_ok is None else "**differ**") for f in figs],
         )
@@ -307,15 +315,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sidebyside", description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="append", choices=sorted(CORPORA), help="repeatable; default c100")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--baseline-src", type=Path, help="another ingestd source tree, measured as a second column")
-    ap.add_argument("--baseline-label", default="main")
+    ap.add_argument(
+        "--src",
+        action="append",
+        metavar="LABEL=DIR",
+        help="an ingestd source tree measured as a column (repeatable), e.g. main=/tmp/main-src;"
+        " default: this checkout's ingestd",
+    )
     ap.add_argument("--no-ccusage", action="store_true")
     ap.add_argument("--out", type=Path, default=REPO / "BENCHMARKS.md")
     args = ap.parse_args(argv)
-    ingesters = [Ingester("this branch", (ingestd_exe(),))]
-    if args.baseline_src:
-        env = {**os.environ, "PYTHONPATH": str(args.baseline_src.resolve())}
-        ingesters.append(Ingester(args.baseline_label, (sys.executable, "-m", "ingestd"), env))
+    ingesters = []
+    for spec in args.src or []:
+        label, _, src = spec.partition("=")
+        env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
+        ingesters.append(Ingester(label, (sys.executable, "-m", "ingestd"), env))
+    if not ingesters:
+        ingesters.append(Ingester("this checkout", (ingestd_exe(),)))
     if args.no_ccusage:
         cc, note = None, "skipped (--no-ccusage)"
     else:

@@ -25,10 +25,12 @@ from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
 from ingestd.core.keys import jsonl_key, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.touch import Ctx
+from ingestd.daemon.checkpointer import WAL_PAGES, Checkpointer
 from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
+from ingestd.store.connection import connect
 from ingestd.store.isolate import Backoff, apply_isolating
 from ingestd.store.writer import WATCHDOG_WINDOW_S, Checkpoint, FoldCache
 
@@ -374,14 +376,20 @@ def ingest_roots(
     b.max_line_bytes = max_line_bytes
     b.framers = framers
     b.should_stop = should_stop
+    ckpt: Checkpointer | None = None
     if pipeline:
         if batch_rows == BATCH_ROWS:
             b.batch_rows = batch_rows = PIPELINE_BATCH_ROWS
         b.pipe = WriterPipe(b._apply)
+        ckpt = _checkpointer(conn)
     try:
         _ingest_plans(b, conn, roots, paths, now, on_total, progress)
     finally:
         b.finish()
+        if ckpt is not None:
+            ckpt.stop()
+            conn.set_wal_hook(None)
+            conn.wal_autocheckpoint(WAL_PAGES)
     if b.distrusted:
         _restore_sessions(conn, b.distrusted, b)
     summary.skipped = dict(b.skipped)
@@ -394,6 +402,22 @@ def ingest_roots(
         }
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def _checkpointer(conn: apsw.Connection) -> Checkpointer | None:
+    """WAL checkpoints on a thread of their own while a pipelined ingest writes (None for a memory db).
+
+    SQLite's automatic checkpoint copies the WAL into the database inside the ``COMMIT`` that
+    crosses its threshold, on the writer thread; the daemon's ``Checkpointer`` does it from its
+    own connection instead, on the core the reader leaves idle.
+    """
+    path = conn.filename
+    if not path or path == ":memory:":
+        return None
+    ckpt = Checkpointer(lambda: connect(path))
+    ckpt.attach(conn)
+    ckpt.start()
+    return ckpt
 
 
 def _ingest_plans(

@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.src or []:
         label, _, src = spec.partition("=")
         env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
-        ingesters.append(Ingester(label, (sys.executable, "-m", "ingestd"), env))
+        ingesters.append(Ingester(label, (sys.executable, "-P", "-m", "ingestd"), env))
     if not ingesters:
         ingesters.append(Ingester("this checkout", (ingestd_exe(),)))
     if args.no_ccusage:

@@ -34,12 +34,17 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m ingestd.demo $(CORPUS)
 
+# bench.sidebyside: the one-run table of issue 14 (floor, ccusage 20, cold ingest, restart, replay,
+# cost, size; interleaved rounds). Add a column for another source tree with SIDE_SRC="--src main=DIR".
+SIDE_SRC ?=
 bench: $(STAMP)
 	$(BIN)/python -m bench.run --full
+	$(BIN)/python -m bench.sidebyside --corpus c100 --corpus c1000 --rounds 3 $(SIDE_SRC)
 	$(BIN)/python -m bench.framing
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick
+	$(BIN)/python -m bench.sidebyside --corpus c20 --rounds 3 $(SIDE_SRC)
 
 bench-team: $(STAMP)
 	$(BIN)/python -m bench.team

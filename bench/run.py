@@ -28,6 +28,7 @@ from bench.profile import profile_command, start_pid_profile
 from bench.queries import largest_session, measure_cost, measure_replay, measure_startup, measure_tree
 from bench.report import render
 from bench.results import CorpusResults, Results
+from bench.sidebyside import section_of as sidebyside_section
 from bench.stats import percentile
 
 
@@ -226,10 +227,11 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     res.elapsed_s = time.perf_counter() - t_start
     machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
     machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
-    # the framing section (python -m bench.framing) and the team-mode section (python -m bench.team)
-    # are measured separately: keep them, the team section last
+    # the side-by-side section (python -m bench.sidebyside), the framing section (python -m
+    # bench.framing) and the team-mode section (python -m bench.team) are measured separately:
+    # keep them, the team section last
     old = out.read_text() if out.exists() else ""
-    kept = framing_section(old)
+    kept = sidebyside_section(old) + framing_section(old)
     if "<!-- team:begin -->" in old:
         kept += "\n" + old[old.index("<!-- team:begin -->") :]
     out.write_text(render(res, machine_rows) + (f"\n{kept}" if kept else ""))

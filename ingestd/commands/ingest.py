@@ -62,7 +62,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
     cap = settings.load({}, dict(os.environ)).get_int("max_line_bytes")
     if not show_progress:
-        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap)
+        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap, pipeline=True)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
@@ -77,6 +77,7 @@ def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_p
             on_total=lambda n: bar.update(task, total=n),
             progress=lambda n: bar.advance(task, n),
             max_line_bytes=cap,
+            pipeline=True,
         )
 
 

@@ -28,9 +28,12 @@ from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
+from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
+from ingestd.store.connection import connect
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
 
@@ -39,6 +42,9 @@ log = get_logger("ingestd.ingest")
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 BATCH_ROWS = 20000
+# pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
+# most three batches (read, waiting, written) are in memory
+PIPELINE_BATCH_ROWS = 4000
 # A one-shot ingest retries a transient refusal briefly (busy past the 5 s busy timeout, a full
 # disk, an I/O error), then stops with the error; the daemon retries until it clears.
 CLI_BACKOFF = Backoff(first_s=0.1, max_s=1.0, max_attempts=4)
@@ -145,14 +151,33 @@ class _Batcher:
         # next read resumes where this one stopped (one pass over a growing or endless line)
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
+        # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
+        self.distrusted: list[str] = []
+        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
+        batch = (self.rows, self.cps)
+        self.rows = []
+        self.cps = []
+        if self.pipe is not None:
+            self.pipe.put(batch)
+        else:
+            self._apply(batch)
+
+    def finish(self) -> None:
+        """Wait for the writer thread (when pipelined) and re-raise its error."""
+        if self.pipe is not None:
+            pipe, self.pipe = self.pipe, None
+            pipe.close()
+
+    def _apply(self, batch: tuple[list[NewLogRow], list[Checkpoint]]) -> None:
+        rows, cps = batch
         res = apply_isolating(
             self.conn,
-            self.rows,
-            checkpoints=self.cps,
+            rows,
+            checkpoints=cps,
             component=self.component,
             backoff=self.backoff,
             ctx=self.ctx,
@@ -161,14 +186,12 @@ class _Batcher:
         )
         self.summary.rows_inserted += res.inserted
         self.summary.isolated += len(res.isolated)
-        for r in self.rows:
+        for r in rows:
             if r.idempotency_key in res.log_ids:
                 if r.reason:
                     self.skipped[r.reason] += 1
                 if r.recovered:
                     self.summary.recovered += 1
-        self.rows = []
-        self.cps = []
 
 
 def _read_file(
@@ -308,6 +331,7 @@ def ingest_roots(
     max_line_bytes: int = MAX_LINE_BYTES,
     framers: dict[tuple[str, str], tuple[int, Framer]] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    pipeline: bool = False,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
@@ -335,6 +359,10 @@ def ingest_roots(
         max_line_bytes: int, bytes; a longer line is logged as an oversized marker row.
         framers: the tailer's torn-tail framers, kept across calls (``_framer``); None: none kept.
         should_stop: polled between chunks; True stops reading (shutdown) after committing.
+        pipeline: write batches on a second thread while the next is read (``ingestd.ingest.pipeline``;
+            the same rows, transactions and order as without), in batches of ``PIPELINE_BATCH_ROWS``
+            unless ``batch_rows`` is given otherwise. For a backfill: the reader runs ahead of the
+            commits by up to two batches.
 
     Returns:
         ``Summary``.
@@ -349,6 +377,61 @@ def ingest_roots(
     b.max_line_bytes = max_line_bytes
     b.framers = framers
     b.should_stop = should_stop
+    ckpt: WalCheckpointer | None = None
+    if pipeline:
+        if batch_rows == BATCH_ROWS:
+            b.batch_rows = batch_rows = PIPELINE_BATCH_ROWS
+        b.pipe = WriterPipe(b._apply)
+        ckpt = _checkpointer(conn)
+    try:
+        _ingest_plans(b, conn, roots, paths, now, on_total, progress)
+    finally:
+        b.finish()
+        if ckpt is not None:
+            ckpt.stop()
+            conn.set_wal_hook(None)
+            conn.wal_autocheckpoint(WAL_PAGES)
+    if b.distrusted:
+        _restore_sessions(conn, b.distrusted, b)
+    summary.skipped = dict(b.skipped)
+    if totals:
+        summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
+        summary.agents = _count(conn, "SELECT count(*) FROM agents")
+        summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+        summary.quarantined = {
+            str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
+        }
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
+
+
+def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
+    """WAL checkpoints on a thread of their own while a pipelined ingest writes (None for a memory db).
+
+    SQLite's automatic checkpoint copies the WAL into the database inside the ``COMMIT`` that
+    crosses its threshold, on the writer thread; the daemon's ``WalCheckpointer`` does it from its
+    own connection instead, on the core the reader leaves idle.
+    """
+    path = conn.filename
+    if not path or path == ":memory:":
+        return None
+    ckpt = WalCheckpointer(lambda: connect(path))
+    ckpt.attach(conn)
+    ckpt.start()
+    return ckpt
+
+
+def _ingest_plans(
+    b: _Batcher,
+    conn: apsw.Connection,
+    roots: Sequence[Path],
+    paths: Sequence[Path] | None,
+    now: str,
+    on_total: Callable[[int], None] | None,
+    progress: Progress | None,
+) -> None:
+    """Plan the files to read (fingerprints, checkpoints), read them into ``b``, flush the last batch."""
+    summary, batch_rows = b.summary, b.batch_rows
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     distrusted: list[str] = []
     total = 0
@@ -392,18 +475,7 @@ def ingest_roots(
         if len(b.rows) >= batch_rows:
             b.flush()
     b.flush()
-    if distrusted:
-        _restore_sessions(conn, distrusted, b)
-    summary.skipped = dict(b.skipped)
-    if totals:
-        summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
-        summary.agents = _count(conn, "SELECT count(*) FROM agents")
-        summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
-        summary.quarantined = {
-            str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
-        }
-    summary.elapsed_s = time.perf_counter() - t0
-    return summary
+    b.distrusted = distrusted
 
 
 _CHECKPOINT_COLUMNS = (

@@ -23,7 +23,7 @@ from ingestd.core.rows import (
     TokenUsageRow,
     ToolCallRow,
 )
-from ingestd.store import titles
+from ingestd.store import bulk, titles
 from ingestd.store.sqlgen import upsert_sql
 
 UPSERT_SESSION = upsert_sql("sessions", SessionRow._fields, ("id",))
@@ -94,7 +94,6 @@ def write_changes(conn: apsw.Connection, ch: Changes, log: apsw.Connection | Non
     for sql, rows in (
         (UPSERT_AGENT, ch.agents),
         (UPSERT_EDGE, ch.edges),
-        (UPSERT_TOKENS, ch.token_usage),
         (UPSERT_TOOL, ch.tool_calls),
         (UPSERT_COMPACTION, ch.compactions),
         (INSERT_EVENT, ch.events),
@@ -102,6 +101,8 @@ def write_changes(conn: apsw.Connection, ch: Changes, log: apsw.Connection | Non
     ):
         if rows:
             conn.executemany(sql, rows)
+    if ch.token_usage:
+        bulk.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
 
 
 def write_checkpoints(conn: apsw.Connection, checkpoints: Iterable[Checkpoint]) -> None:

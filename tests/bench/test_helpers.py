@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.profile import hotspots_from_collapsed
@@ -82,3 +84,35 @@ def test_hotspots_from_collapsed_stacks() -> None:
     assert h.samples == 10
     assert h.self_top[0] == ("parse (b.py)", 0.6)
     assert dict(h.inclusive_top)["run (a.py)"] == 1.0
+
+
+def test_sidebyside_table_ratios_and_splice(tmp_path: Path) -> None:
+    from bench.corpus import Corpus
+    from bench.sidebyside import BEGIN, END, Figures, SideBySide, render, section_of, splice
+
+    corpus = Corpus("c1", tmp_path, tmp_path / "projects", 1, 1, {"corpus": {"jsonl_bytes": 1_000_000}})
+    res = SideBySide(corpus, 3, floor=[1.0, 2.0, 3.0], floor_cpu=[1.0, 1.0, 1.0], ccusage_note="skipped: no npm")
+    res.load = ["1", "2"]
+    res.figures["main"] = Figures(
+        cold=[8.0, 9.0, 10.0],
+        cold_cpu=[5.0] * 3,
+        cold_rss=[100.0] * 3,
+        restart=[0.2] * 3,
+        replay=[12.0] * 3,
+        replay_rss=[90.0] * 3,
+        cost=[0.1] * 3,
+        db_bytes=[1_400_000],
+        totals_ok=True,
+    )
+    res.figures["branch"] = Figures(cold=[4.0] * 3, replay=[5.0] * 3, db_bytes=[400_000], totals_ok=False)
+    text = render([res], "cmd", "now")
+    assert text.startswith(BEGIN) and text.rstrip().endswith(END)
+    assert "| figure | main | branch |" in text
+    assert "9.00 s (8.00–10.0), **4.50x**" in text  # median 9 over the floor's median 2
+    assert "**2.00x**" in text and "1.25x" in text and "1.33x" in text  # cold 4 / floor 2; replay / cold
+    assert "1.40x" in text and "0.40x" in text  # database / corpus
+    assert "skipped: no npm" in text and "**differ**" in text
+    doc = "# Benchmarks\n\nfigures\n\n<!-- framing: x -->\nframing\n"
+    once = splice(doc, text)
+    assert once.index(BEGIN) < once.index("<!-- framing:") and section_of(once) == text
+    assert splice(once, text.replace("main", "base")).count(BEGIN) == 1

@@ -1,0 +1,86 @@
+"""A one-slot hand-off from the reader to a single writer thread (issue 14: use both cores).
+
+A cold ``ingestd ingest`` alternates two kinds of work: framing, decoding and hashing the next
+lines (Python, holding the GIL) and writing the previous batch (``apply_batch``: the fold in
+Python, then SQLite statements, triggers, the WAL and ``fsync``, during which apsw releases the
+GIL). Run one after the other they leave a core idle; with the writes on their own thread the
+next batch is read while the last one is written.
+
+Determinism: there is exactly one writer thread and batches are applied in the order they were
+handed over, each exactly as the sequential path would apply it (same rows, same checkpoints,
+same transaction boundaries), so the log's ids, the keys and every projection row are the same
+whatever the scheduling. After a batch fails no later batch is applied (a later checkpoint
+must never commit past rows that did not), and the error is raised in the reader at its next
+hand-off or at ``close``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+_DONE = object()
+
+
+class WriterPipe(Generic[T]):
+    """Applies items with ``apply`` on one background thread, in order, at most one waiting.
+
+    Memory: the reader builds one batch, one waits in the slot and one is being written, so at
+    most three batches are alive at once.
+    """
+
+    def __init__(self, apply: Callable[[T], None], name: str = "ingest-writer") -> None:
+        self._apply = apply
+        self._q: queue.Queue[object] = queue.Queue(maxsize=1)
+        self._error: BaseException | None = None  # not yet raised in the reader
+        self._failed = False  # once set, nothing more is applied
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is _DONE:
+                return
+            if self._failed:
+                continue  # a batch failed: drop the rest, never commit past it
+            try:
+                self._apply(item)  # type: ignore[arg-type]
+            except BaseException as e:  # re-raised in the reader (put / close)
+                self._failed = True
+                self._error = e
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def put(self, item: T) -> None:
+        """Hand ``item`` to the writer (blocks while the slot is taken).
+
+        Raises:
+            whatever an earlier ``apply`` raised (that item and every later one were not applied).
+        """
+        if self._closed:
+            raise RuntimeError("put on a closed WriterPipe")
+        self._raise()
+        if self._failed:
+            raise RuntimeError("put after a failed apply")
+        self._q.put(item)
+
+    def close(self) -> None:
+        """Wait until every item handed over is applied (or dropped after a failure), stop the thread.
+
+        Raises:
+            whatever an ``apply`` raised.
+        """
+        if not self._closed:
+            self._closed = True
+            self._q.put(_DONE)
+            self._thread.join()
+        self._raise()

@@ -1,0 +1,115 @@
+"""The pipelined backfill (issue 14): a writer thread, the same rows, projections and log as sequential."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingestd.core.touch import Ctx
+from ingestd.errors import StorageError
+from ingestd.ingest import backfill
+from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest.pipeline import WriterPipe
+from tests.ingest.support import dump, new_db
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures" / "projects"
+CORPUS = REPO.parent / "shared" / "corpus" / "claude-projects"
+NOW = "2026-03-01T00:00:00.000Z"
+CTX = Ctx(instance="i", host_id="h")
+LOG = "SELECT id, idempotency_key, source, event_type, payload, session_id, origin, origin_offset FROM events_raw"
+CHECKPOINTS = "SELECT root, origin, committed_offset, size, head_hash FROM ingest_checkpoints ORDER BY 1, 2"
+
+
+def test_pipe_applies_in_order_on_one_other_thread() -> None:
+    seen: list[tuple[int, str]] = []
+
+    def apply(i: int) -> None:
+        time.sleep(0.001 * (i % 3))  # uneven work must not reorder
+        seen.append((i, threading.current_thread().name))
+
+    pipe: WriterPipe[int] = WriterPipe(apply)
+    for i in range(50):
+        pipe.put(i)
+    pipe.close()
+    assert [i for i, _ in seen] == list(range(50))
+    assert {name for _, name in seen} == {"ingest-writer"}
+
+
+def test_pipe_failure_stops_later_items_and_is_raised() -> None:
+    applied: list[int] = []
+    failed = threading.Event()
+
+    def apply(i: int) -> None:
+        if i == 3:
+            failed.set()
+            raise ValueError("refused")
+        applied.append(i)
+
+    pipe: WriterPipe[int] = WriterPipe(apply)
+    with pytest.raises(ValueError, match="refused"):
+        for i in range(20):
+            if failed.is_set():
+                time.sleep(0.01)
+            pipe.put(i)
+        pipe.close()
+    pipe.close()  # closing again waits, raises nothing more
+    assert applied == [0, 1, 2]
+
+
+def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], backfill.Summary]:
+    conn = new_db(db)
+    s = ingest_roots(conn, [root], now=NOW, ctx=CTX, **kw)
+    out = dump(conn), conn.execute(LOG).fetchall(), conn.execute(CHECKPOINTS).fetchall(), s
+    conn.close()
+    return out
+
+
+def _same(tmp_path: Path, root: Path, batch_rows: int) -> None:
+    seq = _ingest(root, tmp_path / "seq.db", batch_rows=batch_rows)
+    pip = _ingest(root, tmp_path / "pipe.db", batch_rows=batch_rows, pipeline=True)
+    assert pip[0] == seq[0]  # every projection row
+    assert pip[1] == seq[1]  # the log: ids, keys, exact bytes
+    assert pip[2] == seq[2]  # checkpoints
+    a, b = seq[3], pip[3]
+    assert (a.rows_inserted, a.lines, a.skipped, a.recovered, a.sessions, a.messages) == (
+        b.rows_inserted,
+        b.lines,
+        b.skipped,
+        b.recovered,
+        b.sessions,
+        b.messages,
+    )
+
+
+def test_pipelined_ingest_equals_sequential_fixtures(tmp_path: Path) -> None:
+    # batches of 7 rows: many hand-offs, mid-file checkpoints, the writer behind the reader
+    _same(tmp_path, FIXTURES, 7)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
+def test_pipelined_ingest_equals_sequential_real_corpus(tmp_path: Path) -> None:
+    _same(tmp_path, CORPUS, 500)
+
+
+def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = backfill.apply_isolating
+
+    def refusing(conn: Any, rows: Any, **kw: Any) -> Any:
+        calls.append(len(rows))
+        if len(calls) == 2:
+            raise StorageError("disk full")
+        return real(conn, rows, **kw)
+
+    monkeypatch.setattr(backfill, "apply_isolating", refusing)
+    conn = new_db(tmp_path / "x.db")
+    with pytest.raises(StorageError, match="disk full"):
+        ingest_roots(conn, [FIXTURES], now=NOW, ctx=CTX, batch_rows=5, pipeline=True)
+    # only the first batch committed, with its checkpoint; nothing past the refused batch
+    n: Any = conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]
+    assert n == calls[0]

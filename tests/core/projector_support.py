@@ -1,15 +1,22 @@
-"""Helpers for the projector tests: fixture trees as log rows, and an in-memory upsert model."""
+"""Helpers for the projector tests: fixture trees as log rows, and the projection tables they make
+(the real migrations and write path on an in-memory SQLite, ``Model``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 from ingestd.core.derive import Changes
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
+from ingestd.store import titles
+from ingestd.store import writer as sw
+from ingestd.store.migrate import migrate
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "projects"
@@ -49,38 +56,84 @@ def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:
     return out
 
 
+# The projection tables the projector writes: (name in ``Model.tables``, the writer's statement, the
+# key the table's unique constraint names, as positions in the statement's columns).
+_TABLES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("sessions", sw.UPSERT_SESSION, (0,)),
+    ("agents", sw.UPSERT_AGENT, (1, 0)),  # an agent is (session_id, id): SPEC §4.2
+    ("edges", sw.UPSERT_EDGE, (1, 3)),
+    ("tokens", sw.UPSERT_TOKENS, (3, 5)),
+    ("tools", sw.UPSERT_TOOL, (0, 1)),
+    ("compactions", sw.UPSERT_COMPACTION, (0, 1)),
+    ("events", sw.INSERT_EVENT, (0,)),
+    ("summaries", titles.UPSERT_SUMMARY, (0, 1, 2)),
+)
+
+
+def written_columns(sql: str) -> tuple[str, list[str]]:
+    """The table and the columns an ``INSERT`` binds, in the order of the row it is given.
+
+    A column bound to a parameter already used (``?5`` twice: the agents' ``evidence_status``
+    starts as their ``status``) is not a field of the row, so it is left out.
+    """
+    m = re.search(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \(([^)]*)\)", sql)
+    assert m is not None, sql
+    cols = [c.strip() for c in m.group(2).split(",")]
+    params = [p.strip() for p in m.group(3).split(",")]
+    seen: set[str] = set()
+    out = []
+    for c, p in zip(cols, params, strict=True):
+        if p == "?" or p not in seen:
+            out.append(c)
+        seen.add(p)
+    return m.group(1), out
+
+
+def _template() -> bytes:
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys = ON")
+    migrate(conn)
+    data = conn.serialize("main")
+    conn.close()
+    return data
+
+
+_TEMPLATE = _template()
+# ``token_usage.id`` is a rowid the projector leaves to SQLite (``None``): read back as such.
+_ASSIGNED = {("token_usage", "id"): "NULL"}
+_READ = [
+    (name, f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in cols)} FROM {table}", key)
+    for name, sql, key in _TABLES
+    for table, cols in [written_columns(sql)]
+]
+
+
 class Model:
-    """The projection tables as dicts, upserted like ``ingestd.store.writer`` does."""
+    """The projection tables of an in-memory SQLite database with the real migrations, written by
+    the real ``write_changes``, read back as dicts: table -> {unique key: row}.
+
+    Rows are tuples in the order of the projector's rows (the writer's column order), so a test
+    compares them with what ``fold`` returned. Each ``apply`` is one transaction, as in
+    ``apply_batch``; a constraint or trigger that refuses a row fails the test.
+    """
 
     def __init__(self) -> None:
-        self.tables: dict[str, dict[Any, tuple[Any, ...]]] = {
-            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events", "summaries")
-        }
+        self.conn = apsw.Connection(":memory:")
+        self.conn.deserialize("main", _TEMPLATE)
+        self.conn.execute("PRAGMA foreign_keys = ON")
 
     def apply(self, ch: Changes) -> None:
-        t = self.tables
-        for r in ch.sessions:
-            t["sessions"][r[0]] = r
-        for key in ch.retracted_agents:
-            t["agents"].pop(key, None)
-            t["edges"].pop(key, None)
-        for r in ch.agents:
-            t["agents"][(r[1], r[0])] = r  # an agent is (session_id, id): SPEC §4.2
-        for r in ch.edges:
-            t["edges"][(r[1], r[3])] = r
-        for r in ch.token_usage:
-            key = (r[3], r[5])
-            old = t["tokens"].get(key)
-            if old is None or _better(r, old):
-                t["tokens"][key] = r
-        for r in ch.tool_calls:
-            t["tools"][(r[0], r[1])] = r
-        for r in ch.compactions:
-            t["compactions"][(r[0], r[1])] = r
-        for r in ch.events:
-            t["events"].setdefault(r[0], r)
-        for r in ch.summaries:
-            t["summaries"][(r[0], r[1], r[2])] = r
+        with self.conn:
+            sw.write_changes(self.conn, ch)
+
+    @property
+    def tables(self) -> dict[str, dict[Any, tuple[Any, ...]]]:
+        """Every projection table read back, keyed by its unique key."""
+        out: dict[str, dict[Any, tuple[Any, ...]]] = {}
+        for name, select, key in _READ:
+            rows = self.conn.execute(select).fetchall()
+            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): tuple(r) for r in rows}
+        return out
 
     def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:
         """The agent row ``aid`` (of session ``sid``; without one, the only session having that id)."""
@@ -90,20 +143,14 @@ class Model:
 
     def agents_by_id(self) -> dict[str, tuple[Any, ...]]:
         """Agent rows by id, for inputs where no two sessions share an agent id (asserted)."""
-        out = {a: r for (_, a), r in self.tables["agents"].items()}
-        assert len(out) == len(self.tables["agents"]), "two sessions share an agent id"
+        agents = self.tables["agents"]
+        out = {a: r for (_, a), r in agents.items()}
+        assert len(out) == len(agents), "two sessions share an agent id"
         return out
 
     def totals(self) -> dict[str, int]:
+        """Tokens per bucket over the whole ``token_usage`` table."""
         out: dict[str, int] = {}
         for r in self.tables["tokens"].values():
             out[r[5]] = out.get(r[5], 0) + r[6]
         return out
-
-
-def _better(new: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
-    if new[9] != old[9]:
-        return bool(new[9] > old[9])
-    if new[8] != old[8]:
-        return bool(new[8] < old[8])
-    return bool(new[1] <= old[1])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestd.core.projector import fold_log
+from ingestd.core.projector import fold, fold_log, given
 from ingestd.core.touch import Ctx
 from tests.core.projector_support import Model, by_session, tree_rows
 
@@ -154,7 +154,8 @@ def test_hook_rows_fold() -> None:
         hook(8, "Stop", "2026-01-01T00:00:06.000Z"),
     ]
     m = Model()
-    m.apply(fold_log(sid, rows, Ctx())[1])
+    state, ch = fold_log(sid, rows, Ctx())
+    m.apply(ch)
     a = m.agents_by_id()
     assert a[sid].status == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
     assert a["ag1"].status == "completed" and a["ag1"].subagent_type == "Explore"
@@ -162,4 +163,19 @@ def test_hook_rows_fold() -> None:
     assert m.tables["tools"][(sid, "t1")][4:] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
     assert len(m.tables["events"]) == 8 and m.tables["events"][7].event_type == "SubagentStop"
     assert m.tables["sessions"][sid].project_path == "/w"
-    m.apply(fold_log(sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])
+    # SessionEnd folded onto the state so far ends the session and its waiting main agent
+    end = hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")
+    m.apply(fold(state, sid, [end], Ctx(), given([*rows, end]))[1])
+    s = m.tables["sessions"][sid]
+    assert (s.started_at, s.last_activity_at, s.status, s.end_reason) == (
+        "2026-01-01T00:00:01.000Z",
+        "2026-01-01T00:01:00.000Z",
+        "completed",
+        "other",
+    )
+    a = m.agents_by_id()
+    assert a[sid].status == "completed" and a["ag1"].status == "completed"
+    assert m.tables["events"][9].event_type == "SessionEnd"
+    whole = Model()
+    whole.apply(fold_log(sid, [*rows, end], Ctx())[1])
+    assert m.tables == whole.tables

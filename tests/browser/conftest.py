@@ -21,7 +21,8 @@ import orjson
 import pytest
 
 from tests.conftest import CORPUS, REPO
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
+from tests.support import free_port
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 

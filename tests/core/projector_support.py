@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import orjson
 
 from ingestd.core.derive import Changes
 from ingestd.core.framing import split_lines
@@ -45,6 +46,13 @@ def tree_rows(root: Path = FIXTURES) -> list[LogRow]:
                 )
             )
     return rows
+
+
+def hook_row(sid: str, row_id: int, name: str, received_at: str, **body: object) -> LogRow:
+    """A hook delivery of session ``sid`` as log row ``row_id``: the body is ``{"session_id": sid,
+    "hook_event_name": name, **body}``, received at ``received_at`` (UTC, ISO 8601 with ms)."""
+    payload = orjson.dumps({"session_id": sid, "hook_event_name": name, **body})
+    return LogRow(row_id, "hook", name, payload, received_at, sid, "hook")
 
 
 def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:

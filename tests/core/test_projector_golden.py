@@ -10,7 +10,7 @@ import pytest
 
 from ingestd.core.projector import fold, fold_log, given
 from ingestd.core.touch import Ctx
-from tests.core.projector_support import Model, by_session, tree_rows
+from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
 S1 = "11111111-1111-4111-8111-111111111111"
 S2 = "22222222-2222-4222-8222-222222222222"
@@ -133,15 +133,13 @@ def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
 
 
 def test_hook_rows_fold() -> None:
-    import orjson
 
     from ingestd.core.records import LogRow
 
     sid = "55555555-5555-4555-8555-555555555555"
 
     def hook(i: int, name: str, ts: str, **body: object) -> LogRow:
-        payload = orjson.dumps({"session_id": sid, "hook_event_name": name, "cwd": "/w", **body})
-        return LogRow(i, "hook", name, payload, ts, sid, "hook")
+        return hook_row(sid, i, name, ts, cwd="/w", **body)
 
     rows = [
         hook(1, "UserPromptSubmit", "2026-01-01T00:00:01.000Z", prompt="go"),

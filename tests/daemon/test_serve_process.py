@@ -19,8 +19,9 @@ from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
 from tests.daemon.support import user_line
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
 from tests.reliability.support import q
+from tests.support import free_port
 
 SID = "99999999-2222-3333-4444-555555555555"
 PROJECTED = {

@@ -100,6 +100,7 @@ def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path
     assert shipped_through(local) == result.shipped_through
 
 
+@pytest.mark.slow  # kill -9 class: make reliability; the in-flight kill stays in make test
 def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -> None:
     """The ship process dies while its COPY streams (the whole log in one batch, watched in
     pg_stat_activity, no lock held up): the store keeps nothing of it, the next ship sends the log."""
@@ -135,6 +136,7 @@ def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -
     pytest.fail("never caught the ship inside its COPY in 8 attempts")
 
 
+@pytest.mark.slow  # kill -9 class: make reliability; the in-flight kill stays in make test
 def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, pg_url: str) -> None:
     local = local_db(tmp_path / "a.db", [_source()], "host-r")
     host = database_identity(local).host_id

@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Two workers or more (-n auto: one per core); tests sharing a PostgreSQL cluster or a browser run
+# on one worker each (xdist_group, tests/conftest.py), so each is started once per run.
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" -n auto --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check ingestd tests
@@ -49,6 +51,7 @@ bench-quick: $(STAMP)
 bench-team: $(STAMP)
 	$(BIN)/python -m bench.team
 
+# the long and the kill -9 tests (marker `slow`), one at a time
 reliability: $(STAMP)
 	$(BIN)/pytest -m slow
 

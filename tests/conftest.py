@@ -51,6 +51,7 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its worker plugin registers later)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n`` (``make test``, ``--dist loadgroup``): the tests of the one PostgreSQL
     cluster and of the one browser each stay on one worker, so each is started once per run, and so

@@ -13,7 +13,7 @@ import asyncio
 import io
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from aiohttp.test_utils import TestClient
 from ingestd import forward
 from ingestd.http import guard
 from ingestd.http.app import ServeConfig, make_app
-from tests.hookclient import JSON_HEADERS, corpus_hook_bodies
+from tests.hookclient import JSON_HEADERS, corpus_hook_bodies, first_of_each_event
 from tests.reliability.support import SID, q
 
 Client = TestClient[Any, Any]
@@ -268,24 +268,7 @@ async def test_real_claude_code_hook_requests_from_the_corpus_get_200(
     # every delivery is stored once, except a redelivery of one tool or subagent event (SPEC's
     # idempotency key: session, tool_use_id or agent_id, event name), which is stored once
     rows = [bytes(p) for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook' ORDER BY id")]
-    assert sorted(rows) == sorted(_first_of_each_event(b for _, b in bodies))
-
-
-def _first_of_each_event(bodies: Iterable[bytes]) -> list[bytes]:
-    """The deliveries a store keeps: all, but one per repeated tool or subagent event."""
-    seen: set[tuple[object, ...]] = set()
-    out = []
-    for body in bodies:
-        doc = orjson.loads(body)
-        name = doc.get("hook_event_name")
-        event_id = doc.get("tool_use_id") if "Tool" in name or name == "PermissionDenied" else None
-        event_id = doc.get("agent_id") if name in ("SubagentStart", "SubagentStop") else event_id
-        key = (doc.get("session_id"), event_id, name)
-        if event_id and key in seen:
-            continue
-        seen.add(key)
-        out.append(body)
-    return out
+    assert sorted(rows) == sorted(first_of_each_event(b for _, b in bodies))
 
 
 async def test_the_forwarder_gets_its_bodies_stored(

@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Two workers or more (-n auto: one per core); tests sharing a PostgreSQL cluster or a browser run
-# on one worker each (xdist_group, tests/conftest.py), so each is started once per run.
+# One worker per core (-n auto); a file's tests stay on one worker (--dist loadfile), so a module's
+# shared fixtures (an ingested corpus, the browser's sites) are built once. (loadgroup would pin the
+# PostgreSQL tests to one worker, but pytest-xdist 3.8 cannot set its groups under pytest 9.)
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow" -n auto --dist loadgroup
+	$(BIN)/pytest -m "not slow" -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check ingestd tests

@@ -50,27 +50,3 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [k for k in os.environ if k.startswith("INGESTD_") and k != "INGESTD_CONFIG"]:
         monkeypatch.delenv(name)
 
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its worker plugin registers later)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n`` (``make test``, ``--dist loadgroup``): the tests of the one PostgreSQL
-    cluster and of the one browser each stay on one worker, so each is started once per run, and so
-    do the tests of a module sharing a module-scoped fixture (an ingested corpus), built once."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "browser" in names:
-            group = "browser"
-        elif "pg_cluster" in names:
-            group = "postgresql"
-        elif _uses_module_fixture(item):
-            group = item.nodeid.split("::")[0]
-        else:
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
-def _uses_module_fixture(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(d.scope in ("module", "package") for defs in info.name2fixturedefs.values() for d in defs)

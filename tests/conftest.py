@@ -49,4 +49,3 @@ def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INGESTD_CONFIG", str(tmp_path / "no-config.toml"))
     for name in [k for k in os.environ if k.startswith("INGESTD_") and k != "INGESTD_CONFIG"]:
         monkeypatch.delenv(name)
-

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -109,8 +110,15 @@ def _template() -> bytes:
 _TEMPLATE = _template()
 # ``token_usage.id`` is a rowid the projector leaves to SQLite (``None``): read back as such.
 _ASSIGNED = {("token_usage", "id"): "NULL"}
+# (name, SELECT in the writer's column order, unique key, the row type: a namedtuple of the columns,
+# so a test reads ``row.status`` or ``row[4]`` alike, and a row equals the projector's own row)
 _READ = [
-    (name, f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in cols)} FROM {table}", key)
+    (
+        name,
+        f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in cols)} FROM {table}",
+        key,
+        collections.namedtuple(f"{table}_row", cols),  # type: ignore[misc]
+    )
     for name, sql, key in _TABLES
     for table, cols in [written_columns(sql)]
 ]
@@ -120,9 +128,10 @@ class Model:
     """The projection tables of an in-memory SQLite database with the real migrations, written by
     the real ``write_changes``, read back as dicts: table -> {unique key: row}.
 
-    Rows are tuples in the order of the projector's rows (the writer's column order), so a test
-    compares them with what ``fold`` returned. Each ``apply`` is one transaction, as in
-    ``apply_batch``; a constraint or trigger that refuses a row fails the test.
+    Rows are namedtuples of the table's columns in the order of the projector's rows (the writer's
+    column order), so a test compares them with what ``fold`` returned and reads fields by name.
+    Each ``apply`` is one transaction, as in ``apply_batch``; a constraint or trigger that refuses a
+    row fails the test.
     """
 
     def __init__(self) -> None:
@@ -138,9 +147,9 @@ class Model:
     def tables(self) -> dict[str, dict[Any, tuple[Any, ...]]]:
         """Every projection table read back, keyed by its unique key."""
         out: dict[str, dict[Any, tuple[Any, ...]]] = {}
-        for name, select, key in _READ:
-            rows = self.conn.execute(select).fetchall()
-            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): tuple(r) for r in rows}
+        for name, select, key, row in _READ:
+            rows = [row(*r) for r in self.conn.execute(select)]
+            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): r for r in rows}
         return out
 
     def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:

@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from click.testing import CliRunner
@@ -40,8 +41,12 @@ def make_db(directory: Path) -> Path:
 
 
 def serve(db: Path, *extra: str) -> tuple[int, str]:
-    """``ingestd serve`` in-process: the checks run before anything binds or opens the database."""
-    r = CliRunner().invoke(cli, ["serve", "--db", str(db), "--no-tail", "--port", "0", *extra])
+    """``ingestd serve`` in-process: the checks run before anything binds or opens the database.
+
+    SQLite's log is not forwarded (``forward_sqlite_log`` is process-wide and would outlive the test:
+    later tests in this process would see SQLite's warnings on stderr)."""
+    with mock.patch("ingestd.logs.forward_sqlite_log"):
+        r = CliRunner().invoke(cli, ["serve", "--db", str(db), "--no-tail", "--port", "0", *extra])
     return r.exit_code, r.output
 
 

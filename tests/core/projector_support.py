@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import collections
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,13 +10,13 @@ from typing import Any
 import apsw
 import orjson
 
+from ingestd.core import rows
 from ingestd.core.derive import Changes
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
-from ingestd.store import titles
-from ingestd.store import writer as sw
 from ingestd.store.migrate import migrate
+from ingestd.store.upsert import write_changes
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "projects"
@@ -65,37 +63,18 @@ def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:
     return out
 
 
-# The projection tables the projector writes: (name in ``Model.tables``, the writer's statement, the
-# key the table's unique constraint names, as positions in the statement's columns).
-_TABLES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("sessions", sw.UPSERT_SESSION, (0,)),
-    ("agents", sw.UPSERT_AGENT, (1, 0)),  # an agent is (session_id, id): SPEC §4.2
-    ("edges", sw.UPSERT_EDGE, (1, 3)),
-    ("tokens", sw.UPSERT_TOKENS, (3, 5)),
-    ("tools", sw.UPSERT_TOOL, (0, 1)),
-    ("compactions", sw.UPSERT_COMPACTION, (0, 1)),
-    ("events", sw.INSERT_EVENT, (0,)),
-    ("summaries", titles.UPSERT_SUMMARY, (0, 1, 2)),
+# The projection tables the projector writes: (name in ``Model.tables``, the table, its row type in
+# ``ingestd.core.rows`` (whose fields are the columns written, in order), the unique key's columns).
+_TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
+    ("sessions", "sessions", rows.SessionRow, ("id",)),
+    ("agents", "agents", rows.AgentRow, ("session_id", "id")),  # an agent is (session_id, id): SPEC §4.2
+    ("edges", "orchestration_edges", rows.EdgeRow, ("session_id", "child_agent_id")),
+    ("tokens", "token_usage", rows.TokenUsageRow, ("message_id", "bucket")),
+    ("tools", "tool_calls", rows.ToolCallRow, ("session_id", "tool_use_id")),
+    ("compactions", "compactions", rows.CompactionRow, ("session_id", "boundary_id")),
+    ("events", "events", rows.EventRow, ("raw_event_id",)),
+    ("summaries", "summaries", rows.SummaryRow, ("origin", "origin_gen", "origin_offset")),
 )
-
-
-def written_columns(sql: str) -> tuple[str, list[str]]:
-    """The table and the columns an ``INSERT`` binds, in the order of the row it is given.
-
-    A column bound to a parameter already used (``?5`` twice: the agents' ``evidence_status``
-    starts as their ``status``) is not a field of the row, so it is left out.
-    """
-    m = re.search(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \(([^)]*)\)", sql)
-    assert m is not None, sql
-    cols = [c.strip() for c in m.group(2).split(",")]
-    params = [p.strip() for p in m.group(3).split(",")]
-    seen: set[str] = set()
-    out = []
-    for c, p in zip(cols, params, strict=True):
-        if p == "?" or p not in seen:
-            out.append(c)
-        seen.add(p)
-    return m.group(1), out
 
 
 def _template() -> bytes:
@@ -110,17 +89,15 @@ def _template() -> bytes:
 _TEMPLATE = _template()
 # ``token_usage.id`` is a rowid the projector leaves to SQLite (``None``): read back as such.
 _ASSIGNED = {("token_usage", "id"): "NULL"}
-# (name, SELECT in the writer's column order, unique key, the row type: a namedtuple of the columns,
-# so a test reads ``row.status`` or ``row[4]`` alike, and a row equals the projector's own row)
+# (name, SELECT of the row type's fields, row type, positions of the key's fields)
 _READ = [
     (
         name,
-        f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in cols)} FROM {table}",
-        key,
-        collections.namedtuple(f"{table}_row", cols),  # type: ignore[misc]
+        f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in row._fields)} FROM {table}",
+        row,
+        tuple(row._fields.index(k) for k in key),
     )
-    for name, sql, key in _TABLES
-    for table, cols in [written_columns(sql)]
+    for name, table, row, key in _TABLES
 ]
 
 
@@ -128,8 +105,8 @@ class Model:
     """The projection tables of an in-memory SQLite database with the real migrations, written by
     the real ``write_changes``, read back as dicts: table -> {unique key: row}.
 
-    Rows are namedtuples of the table's columns in the order of the projector's rows (the writer's
-    column order), so a test compares them with what ``fold`` returned and reads fields by name.
+    Rows are the projector's own row types (``ingestd.core.rows``) read back from the table, so a
+    test compares them with what ``fold`` returned and reads fields by name.
     Each ``apply`` is one transaction, as in ``apply_batch``; a constraint or trigger that refuses a
     row fails the test.
     """
@@ -141,15 +118,15 @@ class Model:
 
     def apply(self, ch: Changes) -> None:
         with self.conn:
-            sw.write_changes(self.conn, ch)
+            write_changes(self.conn, ch)
 
     @property
     def tables(self) -> dict[str, dict[Any, tuple[Any, ...]]]:
         """Every projection table read back, keyed by its unique key."""
         out: dict[str, dict[Any, tuple[Any, ...]]] = {}
-        for name, select, key, row in _READ:
-            rows = [row(*r) for r in self.conn.execute(select)]
-            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): r for r in rows}
+        for name, select, row, key in _READ:
+            got = [row(*r) for r in self.conn.execute(select)]
+            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): r for r in got}
         return out
 
     def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:
@@ -169,5 +146,5 @@ class Model:
         """Tokens per bucket over the whole ``token_usage`` table."""
         out: dict[str, int] = {}
         for r in self.tables["tokens"].values():
-            out[r[5]] = out.get(r[5], 0) + r[6]
+            out[r.bucket] = out.get(r.bucket, 0) + r.tokens
         return out

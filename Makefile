@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# One worker per core (-n auto); a file's tests stay on one worker (--dist loadfile), so a module's
+# shared fixtures (an ingested corpus, the browser's sites) are built once. (loadgroup would pin the
+# PostgreSQL tests to one worker, but pytest-xdist 3.8 cannot set its groups under pytest 9.)
 test: $(STAMP)
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check ingestd tests
@@ -49,6 +52,7 @@ bench-quick: $(STAMP)
 bench-team: $(STAMP)
 	$(BIN)/python -m bench.team
 
+# the long and the kill -9 tests (marker `slow`), one at a time
 reliability: $(STAMP)
 	$(BIN)/pytest -m slow
 

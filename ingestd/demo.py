@@ -2,7 +2,8 @@
 
 Usage: ``python -m ingestd.demo [CORPUS_DIR]`` (default ``../shared/corpus/claude-projects``, else the
 bundled ``fixtures/projects`` tree). Prints the ingest summary, the sessions, the agent tree of the
-session with the most agents, and the cost summary, through the report commands when they exist.
+session with the most agents, and the cost summary, through the report commands; exits non-zero when
+a step fails (``main``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import click
 
 from ingestd.commands.ingest import run_ingest
+from ingestd.errors import IngestdError
 from ingestd.store.connection import connect
 
 
@@ -27,55 +29,83 @@ def _corpus(argv: list[str]) -> Path:
 
 
 def _run(args: list[str]) -> bool:
+    """Run one ``ingestd`` command in-process; True when it exited 0.
+
+    A failing command has already printed its one-line message (``IngestdError``) or click's usage
+    error; nothing is raised.
+    """
     from ingestd.cli import cli
 
     try:
-        cli.main(args=args, prog_name="ingestd", standalone_mode=False)
-    except SystemExit as e:  # IngestdError already printed its one-line message
+        code = cli.main(args=args, prog_name="ingestd", standalone_mode=False)
+    except SystemExit as e:  # IngestdError: its message is printed, its exit code raised
         return e.code in (0, None)
-    return True
+    except click.ClickException as e:
+        e.show()
+        return False
+    return code in (0, None)
 
 
-def main(argv: list[str]) -> int:
-    """Run the demo; returns the exit status."""
-    corpus = _corpus(argv)
-    if not corpus.is_dir():
-        click.echo(f"demo: no corpus at {corpus}", err=True)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="ingestd-demo-") as tmp:
-        db = Path(tmp) / "demo.db"
-        click.echo(f"== ingest {corpus}")
-        s = run_ingest(db, (corpus,), show_progress=sys.stderr.isatty())
-        d = s.to_json()
-        click.echo(
-            f"files {d['files']}  lines {d['lines']}  sessions {d['sessions']}  agents {d['agents']}  "
-            f"messages {d['messages']}  {d['elapsed_s']} s  {d['mb_per_s']} MB/s"
-        )
-        conn = connect(db)
-        click.echo("\n== sessions")
-        if not _run(["sessions", "--db", str(db)]):
-            for row in conn.execute("SELECT id, project_path, started_at, status FROM sessions ORDER BY started_at"):
-                click.echo("  " + "  ".join(str(v) for v in row))
+def _busiest_session(db: Path) -> str | None:
+    """The session with the most edges, then the most agents (the tree worth showing), if any."""
+    conn = connect(db, readonly=True)
+    try:
         top = conn.execute(
             "SELECT a.session_id FROM agents a GROUP BY a.session_id ORDER BY"
             " (SELECT count(*) FROM orchestration_edges e WHERE e.session_id = a.session_id) DESC,"
             " count(*) DESC, a.session_id LIMIT 1"
         ).fetchall()
-        if top:
-            sid = str(top[0][0])
+    finally:
+        conn.close()
+    return str(top[0][0]) if top else None
+
+
+def main(argv: list[str]) -> int:
+    """Run the demo: ingest ``argv[0]`` (or the default tree) into a temporary database, then the
+    ``sessions``, ``tree`` and ``cost`` reports of it.
+
+    Returns:
+        0 when every step succeeded; 1 when one failed: the ingest raised ``IngestdError`` (its
+        message printed), a report command exited non-zero or the tree held no session to show
+        (the failed steps named on stderr after the others ran); 2 when the corpus folder does not
+        exist.
+    """
+    corpus = _corpus(argv)
+    if not corpus.is_dir():
+        click.echo(f"demo: no corpus at {corpus}", err=True)
+        return 2
+    failed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="ingestd-demo-") as tmp:
+        db = Path(tmp) / "demo.db"
+        click.echo(f"== ingest {corpus}")
+        try:
+            s = run_ingest(db, (corpus,), show_progress=sys.stderr.isatty())
+        except IngestdError as e:
+            click.echo(f"demo: ingest failed: {e.message}", err=True)
+            return 1
+        d = s.to_json()
+        click.echo(
+            f"files {d['files']}  lines {d['lines']}  sessions {d['sessions']}  agents {d['agents']}  "
+            f"messages {d['messages']}  {d['elapsed_s']} s  {d['mb_per_s']} MB/s"
+        )
+        if not d["sessions"]:
+            failed.append("ingest (no session found)")
+        click.echo("\n== sessions")
+        if not _run(["sessions", "--db", str(db)]):
+            failed.append("sessions")
+        sid = _busiest_session(db)
+        if sid is None:
+            failed.append("tree (no session has agents)")
+        else:
             click.echo(f"\n== tree {sid}")
             if not _run(["tree", sid, "--db", str(db)]):
-                for row in conn.execute(
-                    "SELECT id, type, subagent_type, status, parent_agent_id FROM agents WHERE session_id = ?"
-                    " ORDER BY first_seen_at",
-                    (sid,),
-                ):
-                    click.echo("  " + "  ".join(str(v) for v in row))
+                failed.append("tree")
         click.echo("\n== cost")
         if not _run(["cost", "--db", str(db)]):
-            for row in conn.execute("SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket ORDER BY bucket"):
-                click.echo(f"  {row[0]:<16} {row[1]:>14,}")
-        conn.close()
+            failed.append("cost")
+    if failed:
+        click.echo(f"demo: failed: {', '.join(failed)}", err=True)
+        return 1
     return 0
 
 

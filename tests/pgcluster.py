@@ -13,11 +13,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support import free_port
 
 
 def bin_dir() -> Path | None:
@@ -30,19 +31,13 @@ def bin_dir() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Cluster:
     """One running cluster: ``url(dbname)`` names a database in it."""
 
     bindir: Path
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ingestd-pg-")))
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     superuser: str = "postgres"
     _as: list[str] = field(default_factory=list)
 

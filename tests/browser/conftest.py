@@ -1,8 +1,8 @@
 """A real headless Chromium (Debian's ``chromium`` + ``chromium-driver``) driving the live view.
 
-One browser for the whole session; one daemon per data set (module-scoped, parametrised over the
-repository's ``fixtures/projects`` and the real corpus, which is skipped when ``../shared`` is
-absent). Tests skip, saying why, only when no Chromium or chromedriver is installed.
+One browser for the whole session; one daemon per data set, started once per session (``site`` is
+parametrised over the repository's ``fixtures/projects`` and the real corpus, which is skipped when
+``../shared`` is absent). Tests skip, saying why, only when no Chromium or chromedriver is installed.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
+from ingestd.cli import cli
 from tests.conftest import CORPUS, REPO
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
+from tests.support import free_port
 
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 
@@ -76,11 +79,10 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def cli_json(db: Path, *args: str) -> Any:
-    """``ingestd ARGS --db DB --json``, parsed (a separate process, like a user's terminal)."""
-    r = subprocess.run(
-        [sys.executable, "-m", "ingestd", *args, "--db", str(db), "--json"], capture_output=True, timeout=120
-    )
-    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    """``ingestd ARGS --db DB --json``, parsed (run in-process: a process per call cost a Python
+    start-up each, and the tree test makes one per session)."""
+    r = CliRunner().invoke(cli, [*args, "--db", str(db), "--json"])
+    assert r.exit_code == 0, (r.stderr[-2000:], r.exception)
     return orjson.loads(r.stdout)
 
 
@@ -104,15 +106,10 @@ class Site:
 DATA_SETS = {"fixtures": REPO / "fixtures" / "projects", "corpus": CORPUS / "claude-projects"}
 
 
-@pytest.fixture(scope="module", params=sorted(DATA_SETS))
-def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
-    """A daemon over a private copy of the data set, ingested first so the page starts complete."""
-    source = DATA_SETS[request.param]
-    if not source.is_dir():
-        pytest.skip(f"real corpus not found at {source}")
-    tmp = tmp_path_factory.mktemp(f"live-{request.param}")
+def _start_site(name: str, tmp: Path) -> Site:
+    """A daemon over a private copy of data set ``name``, ingested first so the page starts complete."""
     root = tmp / "projects"
-    shutil.copytree(source, root)
+    shutil.copytree(DATA_SETS[name], root)
     db = tmp / "live.db"
     r = subprocess.run(
         [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],
@@ -124,10 +121,30 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     daemon.start()
     shots = tmp / "screenshots"
     shots.mkdir()
+    return Site(name, daemon, root, shots)
+
+
+@pytest.fixture(scope="session")
+def _sites(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[dict[str, Site]]:
+    """Each data set's site, started the first time a test asks for it and kept for the session
+    (the tests alternate between data sets; restarting a daemon per switch cost seconds each)."""
+    sites: dict[str, Site] = {}
     try:
-        yield Site(request.param, daemon, root, shots)
+        yield sites
     finally:
-        # Leave the page first: its stream would log refused reconnects into the next test's console.
+        # Leave the page first: its stream would log refused reconnects into the console.
         browser.get("about:blank")
-        if daemon.proc is not None and daemon.proc.poll() is None:
-            daemon.stop()
+        for site in sites.values():
+            if site.daemon.proc is not None and site.daemon.proc.poll() is None:
+                site.daemon.stop()
+
+
+@pytest.fixture(scope="module", params=sorted(DATA_SETS))
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, _sites: dict[str, Site]) -> Site:
+    """The daemon of one data set (the real corpus is skipped when ``../shared`` is absent)."""
+    name = request.param
+    if not DATA_SETS[name].is_dir():
+        pytest.skip(f"real corpus not found at {DATA_SETS[name]}")
+    if name not in _sites:
+        _sites[name] = _start_site(name, tmp_path_factory.mktemp(f"live-{name}"))
+    return _sites[name]

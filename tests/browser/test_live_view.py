@@ -22,6 +22,7 @@ import pytest
 
 from tests.browser.conftest import Site
 from tests.reliability.support import q
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,18 +33,6 @@ XSS_TYPE = '"><svg onload=alert(3)>'
 
 
 # ---- helpers ---------------------------------------------------------------------------------------
-
-
-def wait_for(what: str, cond: Callable[[], Any], timeout_s: float = 15.0, poll_s: float = 0.02) -> Any:
-    """Poll ``cond`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(poll_s)
 
 
 def js(browser: Any, script: str, *args: Any) -> Any:

@@ -11,7 +11,8 @@ import pytest
 
 from ingestd.store.connection import connect
 from tests.conftest import REPO
-from tests.reliability.daemon import Daemon, free_port, record
+from tests.reliability.daemon import Daemon, record
+from tests.support import free_port
 
 
 def _counts(db: Path, url: str) -> tuple[int, int]:

@@ -27,6 +27,7 @@ from tests.central.support import central_log, local_db, local_log, ship_all
 from tests.conftest import CORPUS, REPO
 from tests.reliability.daemon import record
 from tests.seeded import seed
+from tests.support import wait_for
 
 
 def _source() -> Path:
@@ -41,16 +42,6 @@ def _ship_process(db: Path, url: str, batch_rows: int) -> subprocess.Popen[bytes
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def _wait(cond: Any, timeout_s: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def _ship_backends(url: str) -> list[tuple[Any, ...]]:
@@ -91,14 +82,16 @@ def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path
     )  # uncommitted: the ship's INSERT ... ON CONFLICT on that key waits for this transaction
     proc = _ship_process(tmp_path / "a.db", pg_url, 100_000)
     try:
-        waiting = _wait(lambda: [b for b in _ship_backends(pg_url) if b[2] == "Lock"])
+        waiting = wait_for(
+            "the ship to wait on the lock", lambda: [b for b in _ship_backends(pg_url) if b[2] == "Lock"]
+        )
         assert "COPY events_raw" in waiting[0][3]  # inside the COPY, held on the key the test holds
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
         blocker.rollback()
         blocker.close()
-    _wait(lambda: not _ship_backends(pg_url))
+    wait_for("the ship's backends to end", lambda: not _ship_backends(pg_url))
     assert _consistent(pg_url, local, ident.host_id) == 0
     assert central_log(pg_url, ident.host_id) == []
     result = ship_all(local, pg_url)
@@ -107,6 +100,7 @@ def test_kill_9_while_the_batch_is_in_flight_then_resume_is_exact(tmp_path: Path
     assert shipped_through(local) == result.shipped_through
 
 
+@pytest.mark.slow  # kill -9 class: make reliability; the in-flight kill stays in make test
 def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -> None:
     """The ship process dies while its COPY streams (the whole log in one batch, watched in
     pg_stat_activity, no lock held up): the store keeps nothing of it, the next ship sends the log."""
@@ -132,7 +126,7 @@ def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -
             proc.wait()
         if not seen:
             continue  # the COPY finished between two looks: try again on a fresh store
-        _wait(lambda u=url: not _ship_backends(u))
+        wait_for("the ship's backends to end", lambda u=url: not _ship_backends(u))
         assert _consistent(url, local, host) == 0
         assert central_log(url, host) == []
         result = ship_all(local, url)
@@ -142,6 +136,7 @@ def test_kill_9_mid_copy_then_resume_is_exact(tmp_path: Path, pg_cluster: Any) -
     pytest.fail("never caught the ship inside its COPY in 8 attempts")
 
 
+@pytest.mark.slow  # kill -9 class: make reliability; the in-flight kill stays in make test
 def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, pg_url: str) -> None:
     local = local_db(tmp_path / "a.db", [_source()], "host-r")
     host = database_identity(local).host_id
@@ -151,13 +146,15 @@ def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, p
     marks: list[int] = []
     for _ in range(4):
         proc = _ship_process(tmp_path / "a.db", pg_url, 700)
-        _wait(lambda p=proc: _ship_backends(pg_url) or p.poll() is not None)  # connected: the ship has begun
+        wait_for(
+            "the ship to connect", lambda p=proc: _ship_backends(pg_url) or p.poll() is not None
+        )  # connected: the ship has begun
         time.sleep(rng.uniform(0.05, 0.6))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
         proc.wait()
-        _wait(lambda: not _ship_backends(pg_url))
+        wait_for("the ship's backends to end", lambda: not _ship_backends(pg_url))
         marks.append(_consistent(pg_url, local, host))
     result = ship_all(local, pg_url)
     assert _consistent(pg_url, local, host) == local_log(local)[-1][0]

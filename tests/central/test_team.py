@@ -50,19 +50,32 @@ def build_team(src: Path, tmp_path: Path, url: str, *, subagents: bool = False) 
     return {"a": a, "b": b, "union": union, "url": url, "shared": hosts.shared, "central": central}
 
 
+@pytest.fixture(scope="session")
+def _teams() -> Iterator[dict[str, dict[str, Any]]]:
+    """Each source's team, built the first time a test asks for it and kept for the run (under
+    xdist the tests of the two sources interleave; rebuilding on every switch cost 15 s each)."""
+    teams: dict[str, dict[str, Any]] = {}
+    yield teams
+    for t in teams.values():
+        t["central"].close()
+        for k in ("a", "b", "union"):
+            t[k].close()
+
+
 @pytest.fixture(scope="module", params=sorted(SOURCES))
 def team(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, pg_cluster: Cluster
-) -> Iterator[dict[str, Any]]:
-    """Built once per source for the module: the tests below only read (re-ship adds nothing)."""
-    name = f"team_{request.param}"
-    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    t = build_team(SOURCES[request.param], tmp_path_factory.mktemp(name), pg_cluster.url(name))
-    yield t
-    t["central"].close()
-    for k in ("a", "b", "union"):
-        t[k].close()
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    pg_cluster: Cluster,
+    _teams: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """Built once per source: the tests below only read (re-ship adds nothing)."""
+    if request.param not in _teams:
+        name = f"team_{request.param}"
+        with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        _teams[request.param] = build_team(SOURCES[request.param], tmp_path_factory.mktemp(name), pg_cluster.url(name))
+    return _teams[request.param]
 
 
 def _cost(conn: Any, by: str | None = None, host: str | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Helpers for the projector tests: fixture trees as log rows, and an in-memory upsert model."""
+"""Helpers for the projector tests: fixture trees as log rows, and the projection tables they make
+(the real migrations and write path on an in-memory SQLite, ``Model``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import apsw
+import orjson
+
+from ingestd.core import rows
 from ingestd.core.derive import Changes
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
+from ingestd.store.migrate import migrate
+from ingestd.store.upsert import write_changes
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "projects"
@@ -40,6 +47,13 @@ def tree_rows(root: Path = FIXTURES) -> list[LogRow]:
     return rows
 
 
+def hook_row(sid: str, row_id: int, name: str, received_at: str, **body: object) -> LogRow:
+    """A hook delivery of session ``sid`` as log row ``row_id``: the body is ``{"session_id": sid,
+    "hook_event_name": name, **body}``, received at ``received_at`` (UTC, ISO 8601 with ms)."""
+    payload = orjson.dumps({"session_id": sid, "hook_event_name": name, **body})
+    return LogRow(row_id, "hook", name, payload, received_at, sid, "hook")
+
+
 def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:
     """Rows grouped by session (rows without one dropped)."""
     out: dict[str, list[LogRow]] = {}
@@ -49,38 +63,71 @@ def by_session(rows: Iterable[LogRow]) -> dict[str, list[LogRow]]:
     return out
 
 
+# The projection tables the projector writes: (name in ``Model.tables``, the table, its row type in
+# ``ingestd.core.rows`` (whose fields are the columns written, in order), the unique key's columns).
+_TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
+    ("sessions", "sessions", rows.SessionRow, ("id",)),
+    ("agents", "agents", rows.AgentRow, ("session_id", "id")),  # an agent is (session_id, id): SPEC §4.2
+    ("edges", "orchestration_edges", rows.EdgeRow, ("session_id", "child_agent_id")),
+    ("tokens", "token_usage", rows.TokenUsageRow, ("message_id", "bucket")),
+    ("tools", "tool_calls", rows.ToolCallRow, ("session_id", "tool_use_id")),
+    ("compactions", "compactions", rows.CompactionRow, ("session_id", "boundary_id")),
+    ("events", "events", rows.EventRow, ("raw_event_id",)),
+    ("summaries", "summaries", rows.SummaryRow, ("origin", "origin_gen", "origin_offset")),
+)
+
+
+def _template() -> bytes:
+    conn = apsw.Connection(":memory:")
+    conn.execute("PRAGMA foreign_keys = ON")
+    migrate(conn)
+    data = conn.serialize("main")
+    conn.close()
+    return data
+
+
+_TEMPLATE = _template()
+# ``token_usage.id`` is a rowid the projector leaves to SQLite (``None``): read back as such.
+_ASSIGNED = {("token_usage", "id"): "NULL"}
+# (name, SELECT of the row type's fields, row type, positions of the key's fields)
+_READ = [
+    (
+        name,
+        f"SELECT {', '.join(_ASSIGNED.get((table, c), c) for c in row._fields)} FROM {table}",
+        row,
+        tuple(row._fields.index(k) for k in key),
+    )
+    for name, table, row, key in _TABLES
+]
+
+
 class Model:
-    """The projection tables as dicts, upserted like ``ingestd.store.writer`` does."""
+    """The projection tables of an in-memory SQLite database with the real migrations, written by
+    the real ``write_changes``, read back as dicts: table -> {unique key: row}.
+
+    Rows are the projector's own row types (``ingestd.core.rows``) read back from the table, so a
+    test compares them with what ``fold`` returned and reads fields by name.
+    Each ``apply`` is one transaction, as in ``apply_batch``; a constraint or trigger that refuses a
+    row fails the test.
+    """
 
     def __init__(self) -> None:
-        self.tables: dict[str, dict[Any, tuple[Any, ...]]] = {
-            k: {} for k in ("sessions", "agents", "edges", "tokens", "tools", "compactions", "events", "summaries")
-        }
+        self.conn = apsw.Connection(":memory:")
+        self.conn.deserialize("main", _TEMPLATE)
+        self.conn.execute("PRAGMA foreign_keys = ON")
 
     def apply(self, ch: Changes) -> None:
-        t = self.tables
-        for r in ch.sessions:
-            t["sessions"][r[0]] = r
-        for key in ch.retracted_agents:
-            t["agents"].pop(key, None)
-            t["edges"].pop(key, None)
-        for r in ch.agents:
-            t["agents"][(r[1], r[0])] = r  # an agent is (session_id, id): SPEC §4.2
-        for r in ch.edges:
-            t["edges"][(r[1], r[3])] = r
-        for r in ch.token_usage:
-            key = (r[3], r[5])
-            old = t["tokens"].get(key)
-            if old is None or _better(r, old):
-                t["tokens"][key] = r
-        for r in ch.tool_calls:
-            t["tools"][(r[0], r[1])] = r
-        for r in ch.compactions:
-            t["compactions"][(r[0], r[1])] = r
-        for r in ch.events:
-            t["events"].setdefault(r[0], r)
-        for r in ch.summaries:
-            t["summaries"][(r[0], r[1], r[2])] = r
+        with self.conn:
+            write_changes(self.conn, ch)
+
+    @property
+    def tables(self) -> dict[str, dict[Any, tuple[Any, ...]]]:
+        """Every projection table read back, keyed by its unique key."""
+        out: dict[str, dict[Any, tuple[Any, ...]]] = {}
+        for name, select, row, key in _READ:
+            got = [row(*r) for r in self.conn.execute(select)]
+            out[name] = {(r[key[0]] if len(key) == 1 else tuple(r[i] for i in key)): r for r in got}
+        return out
 
     def agent(self, aid: str, sid: str | None = None) -> tuple[Any, ...]:
         """The agent row ``aid`` (of session ``sid``; without one, the only session having that id)."""
@@ -90,20 +137,14 @@ class Model:
 
     def agents_by_id(self) -> dict[str, tuple[Any, ...]]:
         """Agent rows by id, for inputs where no two sessions share an agent id (asserted)."""
-        out = {a: r for (_, a), r in self.tables["agents"].items()}
-        assert len(out) == len(self.tables["agents"]), "two sessions share an agent id"
+        agents = self.tables["agents"]
+        out = {a: r for (_, a), r in agents.items()}
+        assert len(out) == len(agents), "two sessions share an agent id"
         return out
 
     def totals(self) -> dict[str, int]:
+        """Tokens per bucket over the whole ``token_usage`` table."""
         out: dict[str, int] = {}
         for r in self.tables["tokens"].values():
-            out[r[5]] = out.get(r[5], 0) + r[6]
+            out[r.bucket] = out.get(r.bucket, 0) + r.tokens
         return out
-
-
-def _better(new: tuple[Any, ...], old: tuple[Any, ...]) -> bool:
-    if new[9] != old[9]:
-        return bool(new[9] > old[9])
-    if new[8] != old[8]:
-        return bool(new[8] < old[8])
-    return bool(new[1] <= old[1])

@@ -15,7 +15,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 HOOKS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hooks"
 SID = "66666666-6666-4666-8666-666666666666"
@@ -23,8 +23,7 @@ ORIGIN = "-home-u-h/" + SID + ".jsonl"
 
 
 def hook(i: int, name: str, sec: int, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:00:{sec:02d}.000Z", SID, "hook")
+    return hook_row(SID, i, name, f"2026-01-01T00:00:{sec:02d}.000Z", **body)
 
 
 def line(i: int, obj: dict[str, Any]) -> LogRow:

@@ -13,7 +13,7 @@ from ingestd.core.keys import short_hash
 from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow, line_row, path_info
 from ingestd.core.touch import Ctx
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "88888888-8888-4888-8888-888888888888"
 AG = "a7777777"
@@ -53,8 +53,7 @@ def tool_result(i: int, of: int, text: str, is_error: bool) -> LogRow:
 
 
 def hook(i: int, name: str, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(1000 + i, "hook", name, payload, f"2026-01-01T00:01:{i:02}.000Z", SID, "hook")
+    return hook_row(SID, 1000 + i, name, f"2026-01-01T00:01:{i:02}.000Z", **body)
 
 
 def outcome(rows: list[LogRow], agent: str = AG) -> tuple[str, str | None]:

@@ -10,7 +10,7 @@ import pytest
 from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "77777777-7777-4777-8777-777777777777"
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "hooks" / "crypto" / "PermissionRequest.jsonl"
@@ -18,8 +18,7 @@ CMD = {"command": "git rm --cached x.txt", "description": "Remove test files fro
 
 
 def hook(i: int, name: str, ts: str, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:00:0{ts}.000Z", SID, "hook")
+    return hook_row(SID, i, name, f"2026-01-01T00:00:0{ts}.000Z", **body)
 
 
 def _project(rows: list[LogRow]) -> Model:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingestd.core.projector import fold_log
+from ingestd.core.projector import fold, fold_log, given
 from ingestd.core.touch import Ctx
-from tests.core.projector_support import Model, by_session, tree_rows
+from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
 S1 = "11111111-1111-4111-8111-111111111111"
 S2 = "22222222-2222-4222-8222-222222222222"
@@ -133,15 +133,13 @@ def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
 
 
 def test_hook_rows_fold() -> None:
-    import orjson
 
     from ingestd.core.records import LogRow
 
     sid = "55555555-5555-4555-8555-555555555555"
 
     def hook(i: int, name: str, ts: str, **body: object) -> LogRow:
-        payload = orjson.dumps({"session_id": sid, "hook_event_name": name, "cwd": "/w", **body})
-        return LogRow(i, "hook", name, payload, ts, sid, "hook")
+        return hook_row(sid, i, name, ts, cwd="/w", **body)
 
     rows = [
         hook(1, "UserPromptSubmit", "2026-01-01T00:00:01.000Z", prompt="go"),
@@ -154,7 +152,8 @@ def test_hook_rows_fold() -> None:
         hook(8, "Stop", "2026-01-01T00:00:06.000Z"),
     ]
     m = Model()
-    m.apply(fold_log(sid, rows, Ctx())[1])
+    state, ch = fold_log(sid, rows, Ctx())
+    m.apply(ch)
     a = m.agents_by_id()
     assert a[sid].status == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
     assert a["ag1"].status == "completed" and a["ag1"].subagent_type == "Explore"
@@ -162,4 +161,19 @@ def test_hook_rows_fold() -> None:
     assert m.tables["tools"][(sid, "t1")][4:] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
     assert len(m.tables["events"]) == 8 and m.tables["events"][7].event_type == "SubagentStop"
     assert m.tables["sessions"][sid].project_path == "/w"
-    m.apply(fold_log(sid, [hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")], Ctx())[1])
+    # SessionEnd folded onto the state so far ends the session and its waiting main agent
+    end = hook(9, "SessionEnd", "2026-01-01T00:01:00.000Z", reason="other")
+    m.apply(fold(state, sid, [end], Ctx(), given([*rows, end]))[1])
+    s = m.tables["sessions"][sid]
+    assert (s.started_at, s.last_activity_at, s.status, s.end_reason) == (
+        "2026-01-01T00:00:01.000Z",
+        "2026-01-01T00:01:00.000Z",
+        "completed",
+        "other",
+    )
+    a = m.agents_by_id()
+    assert a[sid].status == "completed" and a["ag1"].status == "completed"
+    assert m.tables["events"][9].event_type == "SessionEnd"
+    whole = Model()
+    whole.apply(fold_log(sid, [*rows, end], Ctx())[1])
+    assert m.tables == whole.tables

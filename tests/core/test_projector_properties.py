@@ -10,7 +10,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model, by_session, tree_rows
+from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
 OPEN = "66666666-6666-4666-8666-666666666666"
 
@@ -34,8 +34,7 @@ def open_calls_session() -> list[LogRow]:
         return rec(i, agent, [{"type": "tool_use", "id": f"tu{i}", "name": "Bash", "input": {}}])
 
     def hook(i: int, name: str, **body: object) -> LogRow:
-        payload = orjson.dumps({"session_id": OPEN, "hook_event_name": name, "tool_name": "Bash", **body})
-        return LogRow(100 + i, "hook", name, payload, f"2026-01-01T00:01:{i:02}.000Z", OPEN, "hook")
+        return hook_row(OPEN, 100 + i, name, f"2026-01-01T00:01:{i:02}.000Z", tool_name="Bash", **body)
 
     done = {"type": "user", "sessionId": OPEN, "uuid": "r", "timestamp": "2026-01-01T00:02:00.000Z"}
     done["message"] = {"content": [{"type": "tool_result", "tool_use_id": "tu2", "content": "ok"}]}
@@ -75,10 +74,8 @@ def mixed_session() -> list[LogRow]:
 
     def hook(i: int, name: str, **body: object) -> LogRow:
         tp = f"/h/.claude/projects/-w-alpha/{MIXED}.jsonl"
-        payload = orjson.dumps(
-            {"session_id": MIXED, "hook_event_name": name, "cwd": "/w/alpha", "transcript_path": tp, **body}
-        )
-        return LogRow(200 + i, "hook", name, payload, f"2026-01-01T00:00:{30 + i:02}.000Z", MIXED, "hook")
+        at = f"2026-01-01T00:00:{30 + i:02}.000Z"
+        return hook_row(MIXED, 200 + i, name, at, cwd="/w/alpha", transcript_path=tp, **body)
 
     spawn = {"type": "tool_use", "id": "tuS", "name": "Task", "input": {"prompt": "p", "subagent_type": "Explore"}}
     return [

@@ -18,7 +18,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "5e5e5e5e-0000-4000-8000-000000000001"
 SUB = "a5b6c7d"
@@ -27,8 +27,7 @@ SUBFILE = f"-w-p/{SID}/subagents/agent-{SUB}.jsonl"
 
 
 def hook(i: int, name: str, **body: Any) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, "cwd": "/w/p", **body})
-    return LogRow(100 + i, "hook", name, payload, f"2026-01-01T00:01:{i:02}.000Z", SID, "hook")
+    return hook_row(SID, 100 + i, name, f"2026-01-01T00:01:{i:02}.000Z", cwd="/w/p", **body)
 
 
 def line(i: int, origin: str, obj: dict[str, Any]) -> LogRow:

@@ -9,7 +9,7 @@ import orjson
 from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "88888888-8888-4888-8888-888888888888"
 ORIGIN = f"-home-u-m/{SID}.jsonl"
@@ -20,8 +20,7 @@ def line(i: int, obj: dict[str, object]) -> LogRow:
 
 
 def hook(i: int, name: str, sec: int, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:00:{sec:02d}.000Z", SID, "hook")
+    return hook_row(SID, i, name, f"2026-01-01T00:00:{sec:02d}.000Z", **body)
 
 
 def session(rows: list[LogRow]) -> tuple[object, ...]:

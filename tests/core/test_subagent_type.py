@@ -9,7 +9,7 @@ import orjson
 
 from ingestd.core.records import LogRow
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "99999999-9999-4999-8999-999999999999"
 DIR = f"-home-u-t/{SID}/subagents"
@@ -37,8 +37,7 @@ def meta(i: int, aid: str, at: str) -> LogRow:
 
 
 def hook(i: int, name: str, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:01:0{i}.000Z", SID, "hook")
+    return hook_row(SID, i, name, f"2026-01-01T00:01:0{i}.000Z", **body)
 
 
 SPAWN = {

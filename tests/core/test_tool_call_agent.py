@@ -10,7 +10,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 # a session id that sorts before the subagent's id: a plain min() join would pick the main agent
 SID = "00000000-0000-4000-8000-000000000000"
@@ -19,8 +19,7 @@ ORIGIN = f"-home-u-p/{SID}/subagents/agent-{SUB}.jsonl"
 
 
 def hook(i: int, name: str, **body: object) -> LogRow:
-    payload = orjson.dumps({"session_id": SID, "hook_event_name": name, **body})
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:00:0{i}.000Z", SID, "hook")
+    return hook_row(SID, i, name, f"2026-01-01T00:00:0{i}.000Z", **body)
 
 
 TOOL_USE = {

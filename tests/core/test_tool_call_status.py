@@ -11,17 +11,15 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from tests.core.folding import Incremental
-from tests.core.projector_support import Model
+from tests.core.projector_support import Model, hook_row
 
 SID = "12121212-1212-4121-8121-121212121212"
 ORIGIN = f"-home-u-s/{SID}.jsonl"
 
 
 def hook(i: int, name: str, **body: object) -> LogRow:
-    payload = orjson.dumps(
-        {"session_id": SID, "hook_event_name": name, "tool_name": "Bash", "tool_use_id": "tu", **body}
-    )
-    return LogRow(i, "hook", name, payload, f"2026-01-01T00:00:0{i}.000Z", SID, "hook")
+    body = {"tool_name": "Bash", "tool_use_id": "tu", **body}
+    return hook_row(SID, i, name, f"2026-01-01T00:00:0{i}.000Z", **body)
 
 
 def use(i: int) -> LogRow:

@@ -19,8 +19,9 @@ from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
 from tests.daemon.support import user_line
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
 from tests.reliability.support import q
+from tests.support import free_port
 
 SID = "99999999-2222-3333-4444-555555555555"
 PROJECTED = {
@@ -35,6 +36,7 @@ def transcript_line(i: int) -> bytes:
     return user_line(SID, i, text="line", timestamp="2026-01-01T00:00:00.000Z")
 
 
+@pytest.mark.slow  # kill -9 class: make reliability (issue 13)
 @pytest.mark.timeout(60)
 def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     root = tmp_path / "projects"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,7 @@ from ingestd.daemon.progress import BackfillProgress
 from ingestd.errors import DaemonError
 from ingestd.http.app import ServeConfig, make_app, serve
 from tests.reliability.support import q
-
-
-async def until(pred: Callable[[], bool], what: str, deadline_s: float = 10.0) -> None:
-    end = time.monotonic() + deadline_s
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+from tests.support import until
 
 
 async def test_a_taken_port_fails_before_the_database_is_touched(tmp_path: Path) -> None:
@@ -71,13 +63,13 @@ async def test_the_first_backup_waits_for_the_startup_backfill(
     cfg = ServeConfig(db_path=db, projects=(root,), watchdog_interval_s=3600, rescan_interval_s=3600)
     with capture_logs() as logs:
         await aiohttp_client(make_app(cfg, ingest=slow_backfill))
-        await until(lambda: any(e["event"] == "schedule_waiting" for e in logs), "the schedule to wait")
+        await until("the schedule to wait", lambda: any(e["event"] == "schedule_waiting" for e in logs))
         for _ in range(20):  # give a wrongly ordered schedule every chance to run
             await asyncio.sleep(0.01)
         assert not backups.exists() or not list(backups.iterdir()), "a backup was taken before the backfill"
         gate.set()
         await until(
-            lambda: q(db, "SELECT count(*) FROM meta WHERE key = 'last_backup_at'")[0][0] == 1, "the backup's stamp"
+            "the backup's stamp", lambda: q(db, "SELECT count(*) FROM meta WHERE key = 'last_backup_at'")[0][0] == 1
         )
     assert done == ["backfill"]
     assert any(backups.glob("ingestd-*.db"))

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 import ingestd
 from ingestd.cli import cli
 from ingestd.daemon import presence
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
+from tests.support import free_port
 
 
 def _status(db: Path, *extra: str) -> tuple[dict[str, Any], str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +11,13 @@ from ingestd.http.app import TAILER, ServeConfig, make_app
 from tests.daemon.support import user_line
 from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import q
+from tests.support import until
 
 SID = "11111111-2222-3333-4444-555555555555"
 
 
 def line(i: int, text: str = "hello") -> bytes:
     return user_line(SID, i, text=text, timestamp=f"2026-01-01T00:00:{i:02d}.000Z")
-
-
-async def until(pred: Callable[[], bool], what: str, deadline_s: float = 10.0) -> None:
-    end = time.monotonic() + deadline_s
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def offsets(db: Path) -> list[tuple[int, int]]:
@@ -44,13 +36,13 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     db = tmp_path / "t.db"
     cfg = ServeConfig(db_path=db, projects=(root,), schedule=False, watchdog_interval_s=3600, rescan_interval_s=3600)
     client = await aiohttp_client(make_app(cfg), headers=JSON_HEADERS)
-    await until(lambda: len(offsets(db)) == 1, "catch-up")
+    await until("catch-up", lambda: len(offsets(db)) == 1)
 
     # append: projected promptly
     t0 = time.monotonic()
     with f.open("ab") as fh:
         fh.write(line(2))
-    await until(lambda: len(offsets(db)) == 2, "append")
+    await until("append", lambda: len(offsets(db)) == 2)
     append_latency = time.monotonic() - t0
 
     # torn line: held back until its newline arrives
@@ -59,16 +51,16 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     seen = tailer.batches_seen
     with f.open("ab") as fh:
         fh.write(l3[:20])
-    await until(lambda: tailer.batches_seen > seen, "the torn write to be handled")
+    await until("the torn write to be handled", lambda: tailer.batches_seen > seen)
     assert len(offsets(db)) == 2
     with f.open("ab") as fh:
         fh.write(l3[20:])
-    await until(lambda: len(offsets(db)) == 3, "torn line completed")
+    await until("torn line completed", lambda: len(offsets(db)) == 3)
     assert q(db, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'")[0][0] == 0
 
     # truncate and rewrite: a new generation, the old rows stay
     f.write_bytes(line(7, "rewritten"))
-    await until(lambda: any(g == 1 for g, _ in offsets(db)), "rewrite")
+    await until("rewrite", lambda: any(g == 1 for g, _ in offsets(db)))
     assert q(db, "SELECT count(*) FROM events_raw WHERE event_type = 'file_reset'")[0][0] == 1
 
     # delete: nothing is deleted from the database
@@ -76,7 +68,7 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     sessions = q(db, "SELECT id FROM sessions")
     seen = tailer.batches_seen
     f.unlink()
-    await until(lambda: tailer.batches_seen > seen, "the deletion to be handled")
+    await until("the deletion to be handled", lambda: tailer.batches_seen > seen)
     assert q(db, "SELECT count(*) FROM events_raw")[0][0] == before
     assert q(db, "SELECT id FROM sessions") == sessions == [(SID,)]
     await client.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import apsw
@@ -13,6 +12,7 @@ from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
+from tests.support import wait_for
 
 
 def _rows(start: int, n: int) -> list[NewLogRow]:
@@ -20,15 +20,6 @@ def _rows(start: int, n: int) -> list[NewLogRow]:
         NewLogRow(f"k{i}", "hook", "Stop", b"{}" + b" " * 2000, "2026-01-01T00:00:00.000Z", f"s{i % 5}", "hook")
         for i in range(start, start + n)
     ]
-
-
-def _wait(cond: object, deadline_s: float = 10.0) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if cond():  # type: ignore[operator]
-            return True
-        time.sleep(0.005)
-    return False
 
 
 def test_commits_leave_checkpoints_to_the_thread(tmp_path: Path) -> None:
@@ -44,7 +35,7 @@ def test_commits_leave_checkpoints_to_the_thread(tmp_path: Path) -> None:
     cp.start()  # the WAL hook has signalled it meanwhile
     try:
         # with no write running, it copies every frame
-        assert _wait(lambda: cp.last is not None and cp.last[0] == cp.last[1] > 1000)
+        wait_for("a checkpoint of the whole WAL", lambda: cp.last is not None and cp.last[0] == cp.last[1] > 1000, 10)
         # everything was copied: the next write starts the WAL over from its beginning
         apply_batch(conn, _rows(6000, 1))
         frames = int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0][1])

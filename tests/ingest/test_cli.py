@@ -23,9 +23,3 @@ def test_missing_root_is_fatal(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["ingest", "--projects", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db")])
     assert r.exit_code == 2
     assert "is not a readable directory" in r.output
-
-
-def test_demo_runs_on_fixtures(capsys: object) -> None:
-    from ingestd.demo import main
-
-    assert main([str(FIXTURES)]) == 0

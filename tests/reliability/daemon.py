@@ -13,12 +13,10 @@ import http.client
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,14 +25,9 @@ import orjson
 
 from ingestd.core.framing import split_lines
 from tests.reliability.support import q
+from tests.support import free_port
 
 SLUG = "-tmp-reliability"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def record(sid: str, i: int, *, assistant: bool) -> bytes:
@@ -274,15 +267,6 @@ def kill_loop(tmp: Path, *, kills: int, history: tuple[int, int], seed: int, up_
         load.finish()
     settle_and_verify(d, load, tmp / "replay", min_acked=20 * (kills + 1))
     return load
-
-
-def wait_for(what: str, cond: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    """Poll ``cond`` until it holds; fail naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def settle_and_verify(d: Daemon, load: Load, workdir: Path, *, min_acked: int) -> None:

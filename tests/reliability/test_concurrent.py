@@ -18,8 +18,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.reliability.daemon import Daemon, Load, build_history, free_port, settle_and_verify, wait_for
+from tests.reliability.daemon import Daemon, Load, build_history, settle_and_verify
 from tests.reliability.support import q
+from tests.support import free_port, wait_for
 
 
 @pytest.mark.timeout(120)

@@ -30,8 +30,8 @@ import orjson
 import pytest
 
 from tests.hookclient import JSON_HEADERS
-from tests.reliability.daemon import free_port, wait_for
 from tests.reliability.support import q
+from tests.support import free_port, wait_for
 
 ATTACKERS = 300  # more than the daemon's descriptors
 RECONNECTS_PER_TICK = 5  # 25 new attacking connections a second once the first wave is in

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.reliability.daemon import Daemon, free_port
+from tests.reliability.daemon import Daemon
+from tests.support import can_bind_mount, free_port
 
 SERVE = [sys.executable, "-m", "ingestd", "serve", "--no-tail", "--projects", "/nonexistent"]
 
@@ -28,18 +28,6 @@ def second(db: str, cwd: Path, mount: str | None = None) -> subprocess.Completed
     if mount is not None:
         argv = ["unshare", "-m", "sh", "-c", f"{mount} && exec {shlex.join(argv)}"]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
-
-
-def can_bind_mount(tmp: Path) -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    (tmp / "probe-src").mkdir()
-    (tmp / "probe-dst").mkdir()
-    r = subprocess.run(
-        ["unshare", "-m", "sh", "-c", f"mount --bind {tmp / 'probe-src'} {tmp / 'probe-dst'}"],
-        capture_output=True,
-    )
-    return r.returncode == 0
 
 
 @pytest.mark.timeout(180)

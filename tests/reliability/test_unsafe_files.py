@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from click.testing import CliRunner
@@ -25,6 +25,7 @@ from ingestd import filecheck
 from ingestd.cli import cli
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.support import can_bind_mount
 
 OTHER_UID = 4242  # no such user: ``user_name`` shows the number
 ME = filecheck.user_name(os.geteuid())
@@ -40,8 +41,12 @@ def make_db(directory: Path) -> Path:
 
 
 def serve(db: Path, *extra: str) -> tuple[int, str]:
-    """``ingestd serve`` in-process: the checks run before anything binds or opens the database."""
-    r = CliRunner().invoke(cli, ["serve", "--db", str(db), "--no-tail", "--port", "0", *extra])
+    """``ingestd serve`` in-process: the checks run before anything binds or opens the database.
+
+    SQLite's log is not forwarded (``forward_sqlite_log`` is process-wide and would outlive the test:
+    later tests in this process would see SQLite's warnings on stderr)."""
+    with mock.patch("ingestd.logs.forward_sqlite_log"):
+        r = CliRunner().invoke(cli, ["serve", "--db", str(db), "--no-tail", "--port", "0", *extra])
     return r.exit_code, r.output
 
 
@@ -146,19 +151,8 @@ def test_own_private_files_pass_and_a_symlink_is_checked_at_its_target(tmp_path:
 # -- read-only media -------------------------------------------------------------------------
 
 
-def read_only_mount_works(tmp: Path) -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    (tmp / "p1").mkdir()
-    (tmp / "p2").mkdir()
-    r = subprocess.run(
-        ["unshare", "-m", "sh", "-c", f"mount --bind -o ro {tmp / 'p1'} {tmp / 'p2'}"], capture_output=True
-    )
-    return r.returncode == 0
-
-
 def test_read_commands_on_read_only_media_open_the_database_read_only(tmp_path: Path) -> None:
-    if not read_only_mount_works(tmp_path):
+    if not can_bind_mount(tmp_path, read_only=True):
         pytest.skip("needs a read-only bind mount (unshare -m and mount); not permitted here")
     src, mnt = tmp_path / "src", tmp_path / "mnt"
     mnt.mkdir()

@@ -20,6 +20,7 @@ from ingestd.report.treeview import render_tree
 from ingestd.report.window import Window, resolve_zone
 from ingestd.store import pricing
 from ingestd.store.connection import connect
+from tests.report.rows import table_rows
 
 UTCZ = resolve_zone("UTC", {})
 ALL = Window(None, None)
@@ -55,12 +56,16 @@ BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
 
 def _assert_buckets_shown(text: str, doc: dict[str, Any]) -> None:
-    """Every bucket with tokens in the answer is shown, with each row's and the total's value."""
-    for k in BUCKETS:
-        if doc["totals"][k]:
-            assert tokens(doc["totals"][k]) in text, k
-            for r in doc["rows"]:
-                assert tokens(r["totals"][k]) in text, (k, r.get("key"))
+    """Every row of the answer is a row on screen (the total last), and every bucket with tokens in
+    the answer shows each row's value in that row's own cell, as do its tokens and cost."""
+    shown = table_rows(text, doc.get("by") or "total")
+    want = [*doc["rows"], doc]
+    assert len(shown) == len(want), shown
+    for r, row in zip(want, shown, strict=True):
+        for k in BUCKETS:
+            if doc["totals"][k]:
+                assert row[k] == tokens(r["totals"][k]), (k, r.get("key"), row)
+        assert row["tokens"] == tokens(r["tokens"]) and row["cost"] == usd(r).plain, (r.get("key"), row)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -164,12 +169,8 @@ def test_cost_by_agent_shortens_sidechain_ids_unambiguously() -> None:
 def test_sessions_show_the_title_prefix_tokens_and_cost_at_every_width(report_db: Path, width: int) -> None:
     doc = sessions_report(connect(report_db, readonly=True), window=ALL)
     text = _render(width, lambda c: render_sessions(c, doc, UTCZ, "/home/dev"))
-    for prefix, tok, cost in (
-        ("b2299999", "0", "$0.00"),
-        ("b2222222", "539", "$0.0035+?"),
-        ("a1111111", "6.9k", "$0.04"),
-    ):
-        assert prefix in text and tok in text and cost in text
+    shown = [(row["session"], row["tokens"], row["cost"]) for row in table_rows(text, "project")]
+    assert shown == [("b2299999", "0", "$0.00"), ("b2222222", "539", "$0.0035+?"), ("a1111111", "6.9k", "$0.04")]
     assert "Refactor" in text, "the title"
     assert not re.search(r"(?<![\d-])\d{2}-\d{2}-\d{2}\b", text), "two-digit years"
     assert "3 sessions" in text

@@ -1,0 +1,60 @@
+"""Helpers every test folder shares: waiting on a condition with a deadline, a free port, and
+whether this machine lets a test bind-mount (STYLE.md: no sleeps for synchronisation)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+POLL_S = 0.02
+
+
+def wait_for(what: str, cond: Callable[[], Any], timeout_s: float = 30.0, poll_s: float = POLL_S) -> Any:
+    """Poll ``cond`` until it returns something truthy and return that; fail naming ``what`` after
+    ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(poll_s)
+
+
+async def until(what: str, cond: Callable[[], Any], timeout_s: float = 10.0, poll_s: float = POLL_S) -> Any:
+    """``wait_for`` for a test running on the event loop: the loop keeps running between polls."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(poll_s)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def can_bind_mount(tmp: Path, *, read_only: bool = False) -> bool:
+    """Whether ``unshare -m`` and ``mount --bind`` (``-o ro`` with ``read_only``) work here (root
+    in a container that allows it); probed with two folders made under ``tmp``."""
+    if shutil.which("unshare") is None:
+        return False
+    src, dst = tmp / "probe-src", tmp / "probe-dst"
+    src.mkdir(exist_ok=True)
+    dst.mkdir(exist_ok=True)
+    opts = "-o ro " if read_only else ""
+    r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {opts}{src} {dst}"], capture_output=True)
+    return r.returncode == 0

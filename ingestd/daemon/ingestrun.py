@@ -28,7 +28,6 @@ import apsw
 from ingestd.core.framing import MAX_LINE_BYTES, Framer
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
-from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
@@ -65,9 +64,10 @@ class IngestRunner:
         roots: the projects roots.
         clock: ns since the epoch (stamped on the rows as ``received_at``).
         batch_rows: int, log rows per transaction.
-        watchdog_window_s: int, seconds of inactivity before an agent is ``unknown`` (the
-            daemon's setting; the pass runs after every transaction, as on the hook writer).
         max_line_bytes: int, longer lines are logged as oversized markers.
+
+    The watchdog pass after every transaction applies the window the log records (the daemon
+    logs its own at start, ``ingestd.daemon.main``), as on the hook writer.
 
     A transient refusal (busy, full, I/O) is retried until it clears, with backoff; meanwhile
     the ``tailer`` component is reported stalled (``ingestd.store.stall``, ``/api/health``).
@@ -80,7 +80,6 @@ class IngestRunner:
         *,
         clock: Callable[[], int] = time.time_ns,
         batch_rows: int = INGEST_BATCH_ROWS,
-        watchdog_window_s: int = WATCHDOG_WINDOW_S,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._open_conn = open_conn
@@ -94,7 +93,6 @@ class IngestRunner:
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock
         self._batch_rows = batch_rows
-        self._watchdog_window_s = watchdog_window_s
         self.cache = FoldCache()  # used on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="ingestd-ingest", initializer=_lower_priority
@@ -139,7 +137,6 @@ class IngestRunner:
                 batch_rows=self._batch_rows,
                 paths=paths,
                 cache=self.cache,
-                watchdog_window_s=self._watchdog_window_s,
                 totals=False,
                 backoff=self._backoff,
                 component="tailer",

@@ -21,9 +21,10 @@ from aiohttp.test_utils import TestClient
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import checks
+from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.health import Health
 from ingestd.errors import BusyError
-from ingestd.http.app import WRITER, ServeConfig, make_app
+from ingestd.http.app import WRITER, make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate

@@ -107,6 +107,14 @@ def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
     return old
 
 
+def _parses_back(text: str, new: dict[str, Any]) -> str | None:
+    """``text`` when it parses back to exactly ``new``, else None (the caller re-renders)."""
+    try:
+        return text if json.loads(text) == new else None
+    except ValueError:
+        return None
+
+
 def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: Style) -> str | None:
     """``old_text`` with ingestd's hooks inserted in place (``ingestd.core.jsonedit``), or None.
 
@@ -139,12 +147,7 @@ def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any
                 edits.append(jsonedit.insertion(old_text, ev_span, pieces, 2, layout))
         if added_events:
             edits.append(jsonedit.insertion(old_text, hooks_span, added_events, 1, layout))
-    text = jsonedit.apply(old_text, edits)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
+    return _parses_back(jsonedit.apply(old_text, edits), new)
 
 
 def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callable[[Any], bool]) -> str | None:
@@ -190,9 +193,4 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
         ranges += jsonedit.removals(root, [hooks_span])
     elif gone_events:
         ranges += jsonedit.removals(hooks_span, gone_events)
-    text = jsonedit.remove(old_text, ranges)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
+    return _parses_back(jsonedit.remove(old_text, ranges), new)

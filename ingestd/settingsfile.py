@@ -3,8 +3,8 @@
 - ``detect_style`` / ``render``: the file's layout (indent of spaces or tabs of any width, or one
   line; the space after colons; ASCII escapes; a final newline) is detected and reused, so a
   rewrite in a regular style changes only the lines whose content changes.
-- ``write_new``: a new file with exactly a given mode (a backup keeps the original's mode: a 0600
-  settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
+- ``write_new`` (``ingestd.atomicfile``): a new file with exactly a given mode (a backup keeps the
+  original's mode: a 0600 settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
   symlink planted at its name.
 - ``splice_install`` / ``splice_uninstall``: ingestd's hooks inserted into or cut out of the
   user's text in place (``ingestd.core.jsonedit``), every other byte kept; checked by parsing back.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,16 +75,6 @@ def render(settings: dict[str, Any], style: Style = CLAUDE_STYLE) -> str:
         settings, indent=style.indent, separators=(style.item_sep, style.key_sep), ensure_ascii=style.ascii
     )
     return out + ("\n" if style.newline else "")
-
-
-def write_new(path: Path, data: str, mode: int) -> None:
-    """Create ``path`` (it must not exist, and is never a symlink followed) with exactly ``mode``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fh.fileno(), mode)  # exactly the mode, whatever the umask
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def backups_of(path: Path) -> list[Path]:

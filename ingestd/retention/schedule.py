@@ -131,7 +131,9 @@ def prune_and_retain(
     return pruned, retention
 
 
-def _scheduled_prune(conn: apsw.Connection, db_path: Path, settings: Settings, now: datetime, run: ScheduledRun) -> None:
+def _scheduled_prune(
+    conn: apsw.Connection, db_path: Path, settings: Settings, now: datetime, run: ScheduledRun
+) -> None:
     """The prune job: ``prune_and_retain``, its stamp, its log lines; a failure goes to ``run.errors``."""
     try:
         pruned, retention = prune_and_retain(conn, db_path, settings, now, keep_keys=False)

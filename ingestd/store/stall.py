@@ -20,6 +20,8 @@ from pathlib import Path
 
 import orjson
 
+from ingestd import atomicfile
+
 
 @dataclass(frozen=True, slots=True)
 class Stall:
@@ -72,11 +74,7 @@ def _write_mirror() -> None:
                 for s in _stalls.values()
             ],
         }
-        tmp = _mirror.with_name(_mirror.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(orjson.dumps(doc))
-        os.replace(tmp, _mirror)
+        atomicfile.replace(_mirror, orjson.dumps(doc), 0o600)
 
 
 def read_mirror(db_path: Path, now_unix_s: float) -> list[dict[str, object]]:

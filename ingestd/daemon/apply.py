@@ -16,6 +16,7 @@ import apsw
 from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
 from ingestd.daemon.committer import ApplyFn
+from ingestd.daemon.health import WRITER
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import identity_in_txn
 from ingestd.store.isolate import Backoff, apply_isolating
@@ -43,7 +44,7 @@ def make_store(*, ctx: Ctx | None = None) -> ApplyFn:
         return apply_isolating(
             conn,
             rows,
-            component="hooks",
+            component=WRITER,
             backoff=HOOK_BACKOFF,
             ctx=chosen[0],
             cache=cache,

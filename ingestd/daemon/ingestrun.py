@@ -34,6 +34,7 @@ from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity
 from ingestd.store.isolate import Backoff
+from ingestd.store.stall import NO_REPORT, StallReport
 
 log = get_logger("ingestd.tailer")
 
@@ -65,12 +66,13 @@ class IngestRunner:
         clock: ns since the epoch (stamped on the rows as ``received_at``).
         batch_rows: int, log rows per transaction.
         max_line_bytes: int, longer lines are logged as oversized markers.
+        report: hears of the ``tailer`` retrying a transient refusal (the daemon's ``Health``).
 
     The watchdog pass after every transaction applies the window the log records (the daemon
     logs its own at start, ``ingestd.daemon.main``), as on the hook writer.
 
     A transient refusal (busy, full, I/O) is retried until it clears, with backoff; meanwhile
-    the ``tailer`` component is reported stalled (``ingestd.store.stall``, ``/api/health``).
+    the ``tailer`` part is reported stalled to ``report`` (``/api/health``, ``ingestd status``).
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class IngestRunner:
         clock: Callable[[], int] = time.time_ns,
         batch_rows: int = INGEST_BATCH_ROWS,
         max_line_bytes: int = MAX_LINE_BYTES,
+        report: StallReport = NO_REPORT,
     ) -> None:
         self._open_conn = open_conn
         self._max_line_bytes = max_line_bytes
@@ -88,7 +91,11 @@ class IngestRunner:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] = {}
         self._stopping = threading.Event()
         self._backoff = Backoff(
-            max_s=TAILER_MAX_WAIT_S, max_attempts=None, wait=self._stopping.wait, stop=self._stopping.is_set
+            max_s=TAILER_MAX_WAIT_S,
+            max_attempts=None,
+            wait=self._stopping.wait,
+            stop=self._stopping.is_set,
+            report=report,
         )
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock

@@ -1,7 +1,7 @@
 """The daemon's entry point: lock, port, database preparation, signals (``ingestd serve``).
 
 ``run`` is what the command calls once it holds the lock and the bound port: it configures
-logging, mirrors stalls for ``ingestd status`` and runs ``serve`` in ``asyncio.run``. ``serve``
+logging and runs ``serve`` in ``asyncio.run``. ``serve``
 takes the single-instance lock and binds the port before any database work (so either failure
 is reported at once), prepares the database (``prepare_db``: migrations, re-projection, the
 watchdog window logged), builds the app (``ingestd.http.app.make_app``), listens through the
@@ -70,22 +70,16 @@ def connection_cap(wanted: int, nofile_soft: int) -> int:
 def run(cfg: ServeConfig, *, held: lock_mod.DaemonLock, sock: socket.socket, log_level: str) -> None:
     """Run the daemon in this process until a signal (``ingestd serve``, after the lock and the port).
 
-    Side effects: reconfigures logging at ``log_level``, forwards SQLite's log, mirrors stalls
-    to ``<db>.stalls.json`` while running (``ingestd.store.stall``).
+    Side effects: reconfigures logging at ``log_level``, forwards SQLite's log.
     """
     from ingestd.logs import configure, forward_sqlite_log
-    from ingestd.store import stall
 
     configure(level=log_level, force=True)  # the CLI configured the default level already
     forward_sqlite_log()
     # The writer thread shares the GIL with the loop: a short switch interval keeps a
     # commit from waiting up to 5 ms (the default) for the loop to yield.
     sys.setswitchinterval(0.001)
-    stall.mirror_to(cfg.db_path)  # so `ingestd status` can show a stalled writer
-    try:
-        asyncio.run(serve(cfg, held=held, sock=sock))
-    finally:
-        stall.mirror_to(None)
+    asyncio.run(serve(cfg, held=held, sock=sock))
 
 
 async def serve(

@@ -36,6 +36,7 @@ from ingestd.http.hooks import Receipts, error_response, make_handler
 from ingestd.http.live import add_live_routes
 from ingestd.http.web import add_page_routes
 from ingestd.logs import get_logger
+from ingestd.store import stall
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 
@@ -128,7 +129,7 @@ def make_app(
     app = web.Application(middlewares=_middlewares(cfg, conns), client_max_size=cfg.hooks.max_body_bytes + 1)
     app[CONFIG] = cfg
     app[STOP] = asyncio.Event()
-    health = app[HEALTH] = Health(cfg.stall_after_s)
+    health = app[HEALTH] = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = app[CHECKPOINTER] = WalCheckpointer(lambda: connect(cfg.db_path))
     writer = app[WRITER] = Committer(
@@ -191,6 +192,7 @@ def _tailer_ctx(clock: Callable[[], int], changes: ChangeSource, ingest: IngestF
                 cfg.projects,
                 clock=clock,
                 max_line_bytes=cfg.max_line_bytes,
+                report=health,
             )
         else:
             run_ingest = ingest

@@ -16,61 +16,65 @@ from ingestd.retention.schedule import policy_from, prune_and_retain
 from ingestd.settings import load
 
 
-def register(cli: click.Group) -> None:
-    @cli.command("prune")
-    @db_option
-    @click.option("--dry-run", is_flag=True, help="List exactly the rows and backups that would go; change nothing.")
-    @setting_option("retention_events_days", "--events-older-than", metavar="DAYS")
-    @setting_option(
-        "retention_token_usage_days",
-        "--delete-token-usage-older-than",
-        metavar="DAYS",
-        help="Also delete token_usage older than DAYS (cost history is lost).",
-    )
-    @click.option(
-        "--i-understand-cost-history-is-lost",
-        "ack",
-        is_flag=True,
-        default=None,
-        help="Required with --delete-token-usage-older-than.",
-    )
-    @click.option(
-        "--only",
-        "only",
-        multiple=True,
-        metavar="TABLE",
-        help="Prune only this table (repeatable). Protected tables are refused.",
-    )
-    @setting_option("prune_batch_rows", "--batch-rows", type=click.IntRange(min=1))
-    @setting_option("backup_dir", "--backup-dir", type=click.Path(file_okay=False, path_type=Path))
-    @json_option
-    def prune_cmd(
-        db_path: Path | None, dry_run: bool, ack: bool | None, only: tuple[str, ...], as_json: bool, **given: object
-    ) -> None:
-        """Delete events older than 90 days (token_usage only when asked explicitly) and old backups.
+@click.command("prune")
+@db_option
+@click.option("--dry-run", is_flag=True, help="List exactly the rows and backups that would go; change nothing.")
+@setting_option("retention_events_days", "--events-older-than", metavar="DAYS")
+@setting_option(
+    "retention_token_usage_days",
+    "--delete-token-usage-older-than",
+    metavar="DAYS",
+    help="Also delete token_usage older than DAYS (cost history is lost).",
+)
+@click.option(
+    "--i-understand-cost-history-is-lost",
+    "ack",
+    is_flag=True,
+    default=None,
+    help="Required with --delete-token-usage-older-than.",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="TABLE",
+    help="Prune only this table (repeatable). Protected tables are refused.",
+)
+@setting_option("prune_batch_rows", "--batch-rows", type=click.IntRange(min=1))
+@setting_option("backup_dir", "--backup-dir", type=click.Path(file_okay=False, path_type=Path))
+@json_option
+def prune_cmd(
+    db_path: Path | None, dry_run: bool, ack: bool | None, only: tuple[str, ...], as_json: bool, **given: object
+) -> None:
+    """Delete events older than 90 days (token_usage only when asked explicitly) and old backups.
 
-        Runs in short batches ordered by (occurred_at, id) and writes a receipt per table.
-        """
-        if given.get("backup_dir") is not None:
-            given["backup_dir"] = str(given["backup_dir"])
-        settings = load({**given, "retention_token_usage_acknowledged": True if ack else None}, dict(os.environ))
-        policy = dataclasses.replace(policy_from(settings), only=only)
-        pr.targets(policy)  # refuse protected / unacknowledged before opening anything
-        path = resolve_db(db_path)
-        conn = open_db(db_path, create=False)
-        results, retention = prune_and_retain(
-            conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only
+    Runs in short batches ordered by (occurred_at, id) and writes a receipt per table.
+    """
+    if given.get("backup_dir") is not None:
+        given["backup_dir"] = str(given["backup_dir"])
+    settings = load({**given, "retention_token_usage_acknowledged": True if ack else None}, dict(os.environ))
+    policy = dataclasses.replace(policy_from(settings), only=only)
+    pr.targets(policy)  # refuse protected / unacknowledged before opening anything
+    path = resolve_db(db_path)
+    conn = open_db(db_path, create=False)
+    results, retention = prune_and_retain(
+        conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only
+    )
+    if as_json:
+        emit_json(
+            {
+                "dry_run": dry_run,
+                "targets": [r.to_json() for r in results],
+                "backups": retention.to_json() if retention else None,
+            }
         )
-        if as_json:
-            emit_json(
-                {
-                    "dry_run": dry_run,
-                    "targets": [r.to_json() for r in results],
-                    "backups": retention.to_json() if retention else None,
-                }
-            )
-            return
-        _print(results, retention, dry_run)
+        return
+    _print(results, retention, dry_run)
+
+
+def register(cli: click.Group) -> None:
+    """Add the command to the CLI (``ingestd.cli`` finds this function)."""
+    cli.add_command(prune_cmd)
 
 
 def _print(results: list[pr.PruneResult], retention: bk.RetentionResult | None, dry_run: bool) -> None:

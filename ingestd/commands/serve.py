@@ -39,34 +39,38 @@ FLAGS = (
 )
 
 
-def register(cli: click.Group) -> None:
-    @cli.command("serve")
-    @db_option
-    @projects_option
-    @setting_options(*FLAGS)
-    @click.option("--token-env", default=None, metavar="NAME", help="Read the bearer token from this env variable.")
-    @click.option(
-        "--token-file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="Read the bearer token from this file.",
-    )
-    @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts [setting tail].")
-    def serve_cmd(
-        db_path: Path | None,
-        projects: tuple[Path, ...],
-        token_env: str | None,
-        token_file: Path | None,
-        no_tail: bool,
-        **given: object,
-    ) -> None:
-        """Run the daemon: hook receiver on POST /hooks, transcript tailer, watchdog, read API.
+@click.command("serve")
+@db_option
+@projects_option
+@setting_options(*FLAGS)
+@click.option("--token-env", default=None, metavar="NAME", help="Read the bearer token from this env variable.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read the bearer token from this file.",
+)
+@click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts [setting tail].")
+def serve_cmd(
+    db_path: Path | None,
+    projects: tuple[Path, ...],
+    token_env: str | None,
+    token_file: Path | None,
+    no_tail: bool,
+    **given: object,
+) -> None:
+    """Run the daemon: hook receiver on POST /hooks, transcript tailer, watchdog, read API.
 
-        Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
-        """
-        env = dict(os.environ)
-        settings = settings_mod.load({**given, "tail": False if no_tail else None}, env)
-        start(settings, env, db_path=db_path, projects=projects, token_env=token_env, token_file=token_file)
+    Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
+    """
+    env = dict(os.environ)
+    settings = settings_mod.load({**given, "tail": False if no_tail else None}, env)
+    start(settings, env, db_path=db_path, projects=projects, token_env=token_env, token_file=token_file)
+
+
+def register(cli: click.Group) -> None:
+    """Add the command to the CLI (``ingestd.cli`` finds this function)."""
+    cli.add_command(serve_cmd)
 
 
 def start(

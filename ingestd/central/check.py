@@ -21,6 +21,7 @@ from ingestd.central.project import PROJECT_LOCK, PROJECTION_TABLES, project_sto
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
 from ingestd.report.usage import Usage
+from ingestd.store import rollup
 from ingestd.verify import MAX_DETAILS, Check
 
 # table -> (columns compared, order): every column except token_usage's surrogate id.
@@ -41,16 +42,15 @@ DIGEST: dict[str, tuple[str, str]] = {
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
     "quarantine": ("*", "raw_event_id, reason"),
 }
-ROLLUP_SCAN = (
-    "SELECT t.host_id, t.session_id, t.model, t.bucket, ingestd_slot(t.occurred_at) AS slot,"
-    " ingestd_rate(t.model, t.bucket, t.occurred_at) AS rate_effective_from,"
-    " ingestd_tier(t.model, t.bucket, ingestd_rate(t.model, t.bucket, t.occurred_at), t.prompt_tokens) AS tier,"
-    " t.speed, sum(t.tokens) AS tokens, count(*) AS row_count, sum(t.web_search_requests) AS web_search_requests"
-    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
+_RATE = "ingestd_rate(t.model, t.bucket, t.occurred_at)"
+# The local rollup's scan (``ingestd.store.rollup.scan_sql``) per host, in the store's own functions.
+ROLLUP_SCAN = rollup.scan_sql(
+    "ingestd_slot(t.occurred_at)",
+    _RATE,
+    f"ingestd_tier(t.model, t.bucket, {_RATE}, t.prompt_tokens)",
+    keys=("t.host_id",),
 )
-_ROLLUP_COLS = (
-    "host_id, session_id, model, bucket, slot, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
-)
+_ROLLUP_COLS = "host_id, " + rollup.ROLLUP_COLUMNS
 
 
 def _digest(pg: psycopg.Connection[Any], table: str) -> tuple[int, str]:

@@ -44,17 +44,18 @@ def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows
     pg = store_connection(url)
     todo = pending(local, pg, sizes=dry_run)
     if dry_run:
-        if as_json:
-            emit_json({"dry_run": True, "store": where, **todo.to_json()})
-        else:
-            click.echo(
+        _say(
+            as_json,
+            {"dry_run": True, "store": where, **todo.to_json()},
+            (
                 f"would ship {todo.rows:,} log rows ({todo.payload_bytes:,} payload bytes, local ids "
                 f"{todo.first_id}..{todo.last_id}) of host {todo.host_id} to {where} "
                 f"(shipped through local id {todo.shipped_through})"
                 if todo.rows
                 else f"nothing to ship: host {todo.host_id} is shipped through local id "
                 f"{todo.shipped_through} to {where}"
-            )
+            ),
+        )
         return
     size = settings.get_int("ship_batch_rows")
     if sys.stderr.isatty() and not as_json and todo.rows:
@@ -67,13 +68,20 @@ def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows
             result = ship(local, pg, batch_rows=size, on_batch=lambda n: bar.advance(task, n))
     else:
         result = ship(local, pg, batch_rows=size)
+    _say(
+        as_json,
+        {"dry_run": False, "store": where, **result.to_json()},
+        f"shipped {result.sent:,} log rows ({result.inserted:,} new to the store) of host {result.host_id} "
+        f"to {where} in {result.batches} batches; shipped through local id {result.shipped_through}",
+    )
+
+
+def _say(as_json: bool, doc: dict[str, object], line: str) -> None:
+    """The answer: ``doc`` as one JSON document with ``--json``, else ``line``."""
     if as_json:
-        emit_json({"dry_run": False, "store": where, **result.to_json()})
+        emit_json(doc)
     else:
-        click.echo(
-            f"shipped {result.sent:,} log rows ({result.inserted:,} new to the store) of host {result.host_id} "
-            f"to {where} in {result.batches} batches; shipped through local id {result.shipped_through}"
-        )
+        click.echo(line)
 
 
 def register(cli: click.Group) -> None:

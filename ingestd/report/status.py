@@ -7,6 +7,7 @@ checkpoints with the transcript files' sizes on disk only when ``stat_files`` is
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,7 @@ def status_report(
             "watchdog": {"window_s": effective_window(conn)},
             "skipped": _skipped(conn, counters),
             "counters": counters,
-            "unpriced": _unpriced(conn),
+            "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
             "last_prune": _last_prune(conn),
             "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
@@ -223,13 +224,17 @@ def _skipped(conn: apsw.Connection, counters: dict[str, int]) -> dict[str, Any]:
     return {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason}
 
 
-def _unpriced(conn: apsw.Connection) -> dict[str, Any]:
-    """Usage with no rate row at all, per model (``Usage.unpriced_json``)."""
+# Usage with no rate row at all, per (model, bucket), from the rollup; both stores run this text.
+UNPRICED_SQL = (
+    "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
+    " WHERE rate_effective_from = '' GROUP BY 1, 2"
+)
+
+
+def unpriced_section(rows: Iterable[Sequence[Any]]) -> dict[str, Any]:
+    """The ``unpriced`` section (``Usage.unpriced_json``) from the rows of ``UNPRICED_SQL``. Pure."""
     unpriced = Usage()
-    for model, bucket, tokens, n in conn.execute(
-        "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
-        " WHERE rate_effective_from = '' GROUP BY 1, 2"
-    ):
+    for model, bucket, tokens, n in rows:
         unpriced.add(model, bucket, "", int(tokens), int(n), {})
     return unpriced.unpriced_json()
 

@@ -27,6 +27,7 @@ its own machine gives it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -167,14 +168,8 @@ class ProjectResult:
     reprojected: bool
 
     def to_json(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {
-            "slices": self.slices,
-            "log_rows": self.log_rows,
-            "sessions": self.sessions,
-            "projected_through": self.projected_through,
-            "reprojected": self.reprojected,
-        }
+        """JSON shape: every field by name."""
+        return dataclasses.asdict(self)
 
 
 def _payload(v: Any) -> bytes:

@@ -17,6 +17,7 @@ instance is refused (two machines with the same host name), rather than mixing t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,15 +92,8 @@ class Pending:
     last_id: int | None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {
-            "host_id": self.host_id,
-            "shipped_through": self.shipped_through,
-            "rows": self.rows,
-            "payload_bytes": self.payload_bytes,
-            "first_id": self.first_id,
-            "last_id": self.last_id,
-        }
+        """JSON shape: every field by name."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +115,8 @@ class ShipResult:
     shipped_through: int
 
     def to_json(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {
-            "host_id": self.host_id,
-            "sent": self.sent,
-            "inserted": self.inserted,
-            "batches": self.batches,
-            "shipped_through": self.shipped_through,
-        }
+        """JSON shape: every field by name."""
+        return dataclasses.asdict(self)
 
 
 def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:

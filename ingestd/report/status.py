@@ -184,10 +184,7 @@ def status_report(
             "database": _database(conn, db_path),
             "host": _host(conn),
             "rows": {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables},
-            "sessions": {
-                "by_status": sessions_by_status,
-                "active": sum(sessions_by_status.get(s, 0) for s in ACTIVE_STATUSES),
-            },
+            "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
@@ -199,6 +196,10 @@ def status_report(
             "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
         }
+
+
+def _active(by_status: dict[str, int]) -> int:
+    return sum(by_status.get(s, 0) for s in ACTIVE_STATUSES)
 
 
 def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ingestd import settingsfile
+from ingestd import atomicfile, settingsfile
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
 
@@ -349,15 +349,18 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
     mode = 0o600
     if p.old_text is not None:
         mode = stat.S_IMODE(target.stat().st_mode)
-        backup = p.path.with_name(f"{p.path.name}.bak-{stamp}")
-        n = 1
+        # After the newest of this second: a name pruned a moment ago is not reused (it would sort oldest).
+        taken = [
+            int(m.group(2) or 0)
+            for b in settingsfile.backups_of(p.path)
+            if (m := settingsfile.BACKUP_NAME.search(b.name)) and m.group(1) == stamp
+        ]
+        n = max(taken) + 1 if taken else 0
+        backup = p.path.with_name(f"{p.path.name}.bak-{stamp}" + (f"-{n}" if n else ""))
         while os.path.lexists(backup):
-            backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
             n += 1
-        settingsfile.write_new(backup, p.old_text, mode)
+            backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
+        atomicfile.write_new(backup, p.old_text, mode)
         settingsfile.prune_backups(p.path)
-    tmp = target.with_name(f".{target.name}.ingestd-tmp")
-    tmp.unlink(missing_ok=True)
-    settingsfile.write_new(tmp, p.new_text, mode)
-    os.replace(tmp, target)
+    atomicfile.replace(target, p.new_text, mode)
     return backup

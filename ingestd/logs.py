@@ -90,7 +90,12 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
 
 
 def get_logger(name: str) -> Any:
-    """A bound logger carrying ``logger=name`` (lazy: it follows ``configure`` whenever it runs)."""
+    """A logger named ``name``; lazy, it follows ``configure`` whenever that runs.
+
+    The name is not bound into the context: the factory gives the logger its name and, once
+    ``configure`` has run, ``add_logger_name`` writes it as ``logger=name`` on every line.
+    Lines caught by ``structlog.testing.capture_logs`` therefore carry no ``logger`` key.
+    """
     return structlog.get_logger(name)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestd import atomicfile
 from ingestd.errors import ConfigError
 
 UNIT_NAME = "ingestd.service"
@@ -166,10 +167,7 @@ def install(spec: ServiceSpec, path: Path, *, start: bool, run: Runner = run_com
         spec.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if start and path.exists():  # bootstrap refuses a loaded label: unload the old one first
             run(_manager(spec.platform, path, "uninstall")[0])
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(spec))
-    tmp.chmod(0o644)
-    os.replace(tmp, path)
+    atomicfile.replace(path, render(spec), 0o644)
     return _run_all(_manager(spec.platform, path, "install"), run) if start else []
 
 

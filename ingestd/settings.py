@@ -1,18 +1,23 @@
-"""The settings table and its one pure resolver.
+"""The settings table and its one pure resolver: every tunable of every command, ``serve``'s included.
 
-Each setting is a row ``(name, default, help)`` with a kind; the unit is in the
-name (``_days``, ``_s``, ``_rows``). A value is resolved in this order, first
+Each setting is a row ``(name, default, help)`` with a kind and bounds; the unit is in the
+name (``_days``, ``_s``, ``_ms``, ``_bytes``, ``_rows``). A value is resolved in this order, first
 found wins::
 
     explicit argument (a CLI flag) → environment INGESTD_<NAME> → config file → default
 
 The resolver is pure: the environment and the parsed config file are passed in.
 The shell reads the file with ``load_config_file`` (TOML, keys are the setting
-names, e.g. ``retention_events_days = 120``). Adding a setting is adding a row.
+names, e.g. ``retention_events_days = 120`` or ``port = 9000``) and resolves once per command
+(``ingestd serve`` once at start; the daemon hands the result to whoever needs a value).
+A command's flags for its settings are generated from this table
+(``ingestd.commands._common.setting_options``), so a flag, its environment variable and its
+config key always name the same thing. Adding a setting is adding a row.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -21,7 +26,11 @@ from pathlib import Path
 
 from ingestd.errors import ConfigError
 
-Value = int | bool | str | None
+Value = int | float | bool | str | None
+
+# Every int setting is a count, a size or a duration: a billion of any unit is past any sane value and
+# keeps days, seconds and bytes inside what timedelta and C ints take (no OverflowError downstream).
+MAX_INT = 999_999_999
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +41,18 @@ class Setting:
         name: str, snake_case with the unit in the name; env var is ``INGESTD_`` + upper-case name.
         default: the value when nothing else sets it (None: off / unset).
         help: one line for ``--help`` and the docs.
-        kind: ``"int"``, ``"bool"`` or ``"str"``; None is admitted where the default is None
-            (spelled ``""``, ``none`` or ``never`` in the environment).
+        kind: ``"int"``, ``"float"``, ``"bool"`` or ``"str"``; None is admitted where the default is
+            None (spelled ``""``, ``none`` or ``never`` in the environment).
+        low: int | float, the smallest value an int or float setting takes (inclusive).
+        high: int | float, the largest (inclusive).
     """
 
     name: str
     default: Value
     help: str
     kind: str
+    low: int | float = 0
+    high: int | float = MAX_INT
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -106,6 +119,21 @@ SETTINGS: tuple[Setting, ...] = (
         "/api/health answers 503 when the writer or tailer has been stuck (busy or failing) this long.",
         "int",
     ),
+    Setting("host", "127.0.0.1", "Bind address of `serve` (an address beyond loopback needs a token).", "str"),
+    Setting("port", 7391, "TCP port of `serve` (0 picks a free one).", "int", 0, 65535),
+    Setting("max_body_bytes", 1 << 20, "Hook bodies larger than this many bytes get 413.", "int", 1),
+    Setting("hook_timeout_ms", 2000, "A hook not committed within this many ms is answered 503.", "int", 1),
+    Setting(
+        "watchdog_window_s",
+        600.0,
+        "Idle seconds before a non-terminal agent becomes `unknown` (logged, so replay applies it too).",
+        "float",
+        1,
+    ),
+    Setting("watchdog_interval_s", 30.0, "Seconds between the daemon's watchdog checks.", "float", 0.1),
+    Setting("rescan_interval_s", 60.0, "Seconds between the daemon's safety-net rescans of the roots.", "float", 0.1),
+    Setting("tail", True, "`serve` reads transcripts (false: receive hooks only; the flag is --no-tail).", "bool"),
+    Setting("log_level", "info", "Log level of `serve` (debug, info, warning, error).", "str"),
     Setting(
         "ship_to",
         None,
@@ -117,10 +145,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 
-# Every int setting is a count, a size or a duration: a billion of any unit is past any sane value and
-# keeps days, seconds and bytes inside what timedelta and C ints take (no OverflowError downstream).
-MAX_INT = 999_999_999
-
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -131,6 +155,22 @@ _NONE = {"", "none", "never", "null"}
 def env_name(name: str) -> str:
     """The environment variable of a setting: ``INGESTD_`` + upper-case name."""
     return "INGESTD_" + name.upper()
+
+
+def _number(setting: Setting, raw: object) -> int | float:
+    """``raw`` as the setting's int or float, inside its bounds. Raises ValueError otherwise."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ValueError(raw)
+    value: int | float
+    if setting.kind == "int":
+        value = int(raw) if isinstance(raw, int | str) else int(str(raw))
+    else:
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError(raw)
+    if not setting.low <= value <= setting.high:
+        raise ValueError(raw)
+    return value
 
 
 def _coerce(setting: Setting, raw: object, where: str) -> Value:
@@ -146,20 +186,15 @@ def _coerce(setting: Setting, raw: object, where: str) -> Value:
             if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
                 return raw.strip().lower() in _TRUE
             raise ValueError(raw)
-        if setting.kind == "int":
-            if isinstance(raw, bool):
-                raise ValueError(raw)
-            value = int(raw) if isinstance(raw, int | str) else int(str(raw))
-            if not 0 <= value <= MAX_INT:
-                raise ValueError(raw)
-            return value
+        if setting.kind in ("int", "float"):
+            return _number(setting, raw)
         if not isinstance(raw, str):
             raise ValueError(raw)
         return raw
     except ValueError:
+        bounds = f" ({setting.low:,} to {setting.high:,})" if setting.kind in ("int", "float") else ""
         raise ConfigError(
-            f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}"
-            + (f" (0 to {MAX_INT:,})" if setting.kind == "int" else ""),
+            f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}{bounds}",
             setting=setting.name,
         ) from None
 
@@ -182,6 +217,20 @@ class Settings:
         """An int setting that may be None (off)."""
         v = self.values[name]
         return None if v is None else self.get_int(name)
+
+    def get_float(self, name: str) -> float:
+        """A float (or int) setting that must be set."""
+        v = self.values[name]
+        if not isinstance(v, int | float) or isinstance(v, bool):
+            raise ConfigError(f"setting {name} must be a number, not {v!r}", setting=name)
+        return float(v)
+
+    def get_str(self, name: str) -> str:
+        """A str setting that must be set."""
+        v = self.values[name]
+        if not isinstance(v, str):
+            raise ConfigError(f"setting {name} must be a string, not {v!r}", setting=name)
+        return v
 
     def get_bool(self, name: str) -> bool:
         """A bool setting."""
@@ -230,6 +279,10 @@ def resolve(
         else:
             values[s.name], sources[s.name] = s.default, "default"
     return Settings(values, sources)
+
+
+DEFAULTS: Settings = resolve({}, {}, {})
+"""Every setting at its default: the defaults the daemon's configuration records are built from."""
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:

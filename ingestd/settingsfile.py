@@ -3,8 +3,8 @@
 - ``detect_style`` / ``render``: the file's layout (indent of spaces or tabs of any width, or one
   line; the space after colons; ASCII escapes; a final newline) is detected and reused, so a
   rewrite in a regular style changes only the lines whose content changes.
-- ``write_new``: a new file with exactly a given mode (a backup keeps the original's mode: a 0600
-  settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
+- ``write_new`` (``ingestd.atomicfile``): a new file with exactly a given mode (a backup keeps the
+  original's mode: a 0600 settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
   symlink planted at its name.
 - ``splice_install`` / ``splice_uninstall``: ingestd's hooks inserted into or cut out of the
   user's text in place (``ingestd.core.jsonedit``), every other byte kept; checked by parsing back.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,16 +77,6 @@ def render(settings: dict[str, Any], style: Style = CLAUDE_STYLE) -> str:
     return out + ("\n" if style.newline else "")
 
 
-def write_new(path: Path, data: str, mode: int) -> None:
-    """Create ``path`` (it must not exist, and is never a symlink followed) with exactly ``mode``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fh.fileno(), mode)  # exactly the mode, whatever the umask
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def backups_of(path: Path) -> list[Path]:
     """The backups ``apply_plan`` made of ``path`` (``<name>.bak-<stamp>[-n]``), oldest first. Reads only."""
     found = []
@@ -105,6 +94,14 @@ def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
     for b in old:
         b.unlink(missing_ok=True)
     return old
+
+
+def _parses_back(text: str, new: dict[str, Any]) -> str | None:
+    """``text`` when it parses back to exactly ``new``, else None (the caller re-renders)."""
+    try:
+        return text if json.loads(text) == new else None
+    except ValueError:
+        return None
 
 
 def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: Style) -> str | None:
@@ -139,12 +136,7 @@ def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any
                 edits.append(jsonedit.insertion(old_text, ev_span, pieces, 2, layout))
         if added_events:
             edits.append(jsonedit.insertion(old_text, hooks_span, added_events, 1, layout))
-    text = jsonedit.apply(old_text, edits)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
+    return _parses_back(jsonedit.apply(old_text, edits), new)
 
 
 def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callable[[Any], bool]) -> str | None:
@@ -190,9 +182,4 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
         ranges += jsonedit.removals(root, [hooks_span])
     elif gone_events:
         ranges += jsonedit.removals(hooks_span, gone_events)
-    text = jsonedit.remove(old_text, ranges)
-    try:
-        ok = json.loads(text) == new
-    except ValueError:
-        ok = False
-    return text if ok else None
+    return _parses_back(jsonedit.remove(old_text, ranges), new)

@@ -20,7 +20,8 @@ from ingestd.central.pg import pg_errors
 from ingestd.central.project import PROJECT_LOCK, PROJECTION_TABLES, project_store
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
-from ingestd.report.usage import Usage
+from ingestd.report.status import UNPRICED_SQL, unpriced_section
+from ingestd.store import rollup
 from ingestd.verify import MAX_DETAILS, Check
 
 # table -> (columns compared, order): every column except token_usage's surrogate id.
@@ -41,16 +42,15 @@ DIGEST: dict[str, tuple[str, str]] = {
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
     "quarantine": ("*", "raw_event_id, reason"),
 }
-ROLLUP_SCAN = (
-    "SELECT t.host_id, t.session_id, t.model, t.bucket, ingestd_slot(t.occurred_at) AS slot,"
-    " ingestd_rate(t.model, t.bucket, t.occurred_at) AS rate_effective_from,"
-    " ingestd_tier(t.model, t.bucket, ingestd_rate(t.model, t.bucket, t.occurred_at), t.prompt_tokens) AS tier,"
-    " t.speed, sum(t.tokens) AS tokens, count(*) AS row_count, sum(t.web_search_requests) AS web_search_requests"
-    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"
+_RATE = "ingestd_rate(t.model, t.bucket, t.occurred_at)"
+# The local rollup's scan (``ingestd.store.rollup.scan_sql``) per host, in the store's own functions.
+ROLLUP_SCAN = rollup.scan_sql(
+    "ingestd_slot(t.occurred_at)",
+    _RATE,
+    f"ingestd_tier(t.model, t.bucket, {_RATE}, t.prompt_tokens)",
+    keys=("t.host_id",),
 )
-_ROLLUP_COLS = (
-    "host_id, session_id, model, bucket, slot, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
-)
+_ROLLUP_COLS = "host_id, " + rollup.ROLLUP_COLUMNS
 
 
 def _digest(pg: psycopg.Connection[Any], table: str) -> tuple[int, str]:
@@ -80,29 +80,53 @@ def rollup_differences(pg: psycopg.Connection[Any], limit: int = MAX_DETAILS) ->
     return out[:limit]
 
 
+def _hosts(pg: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """The hosts that shipped here, with their marks."""
+    return [
+        {
+            "host_id": r[0],
+            "instance": r[1],
+            "shipped_through": int(r[2]),
+            "rows_shipped": int(r[3]),
+            "log_as_of": r[4],
+            "last_shipped_at": format_utc(r[5]),
+        }
+        for r in pg.execute(
+            "SELECT host_id, instance, shipped_through, rows_shipped, log_as_of, last_shipped_at FROM hosts"
+            " ORDER BY host_id"
+        )
+    ]
+
+
+def _count(pg: psycopg.Connection[Any], sql: str, params: tuple[Any, ...] = ()) -> int:
+    return int((pg.execute(sql, params).fetchone() or (0,))[0])
+
+
+def _projector(pg: psycopg.Connection[Any]) -> dict[str, Any]:
+    """How far the central projector has folded the log."""
+    prog = pg.execute("SELECT projected_through, projection_revision FROM projector_progress").fetchone()
+    done = int(prog[0]) if prog else 0
+    return {
+        "projected_through": done,
+        "log_max_id": _count(pg, "SELECT COALESCE(max(id), 0) FROM events_raw"),
+        "rows_behind": _count(pg, "SELECT count(*) FROM events_raw WHERE id > %s", (done,)),
+        "revision": prog[1] if prog else None,
+    }
+
+
+def _by_status(pg: psycopg.Connection[Any], table: str) -> dict[str, Any]:
+    return {
+        "by_status": {
+            str(k): int(n) for k, n in pg.execute(f"SELECT status, count(*) FROM {table} GROUP BY 1 ORDER BY 1")
+        }
+    }
+
+
 def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, Any]:
     """Health of the central store: ledger, hosts and their marks, projector lag, rows, statuses. Read-only."""
     with pg_errors():
         plan = mig.status(pg)
         applied = mig.applied(pg)
-        hosts = (
-            [
-                {
-                    "host_id": r[0],
-                    "instance": r[1],
-                    "shipped_through": int(r[2]),
-                    "rows_shipped": int(r[3]),
-                    "log_as_of": r[4],
-                    "last_shipped_at": format_utc(r[5]),
-                }
-                for r in pg.execute(
-                    "SELECT host_id, instance, shipped_through, rows_shipped, log_as_of, last_shipped_at FROM hosts"
-                    " ORDER BY host_id"
-                )
-            ]
-            if applied
-            else []
-        )
         doc: dict[str, Any] = {
             "now": format_utc(now),
             "store": "postgresql",
@@ -112,43 +136,18 @@ def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, An
                 "pending": [p.stem for p in plan.pending],
                 "problems": list(plan.problems),
             },
-            "hosts": hosts,
+            "hosts": _hosts(pg) if applied else [],
         }
         if not applied:
             return doc
-        log_max = pg.execute("SELECT COALESCE(max(id), 0) FROM events_raw").fetchone()
-        prog = pg.execute("SELECT projected_through, projection_revision FROM projector_progress").fetchone()
-        top = int(log_max[0]) if log_max else 0
-        done = int(prog[0]) if prog else 0
-        doc["projector"] = {
-            "projected_through": done,
-            "log_max_id": top,
-            "rows_behind": int(
-                (pg.execute("SELECT count(*) FROM events_raw WHERE id > %s", (done,)).fetchone() or (0,))[0]
-            ),
-            "revision": prog[1] if prog else None,
-        }
+        doc["projector"] = _projector(pg)
         doc["rows"] = {
-            t: int((pg.execute(f"SELECT count(*) FROM {t}").fetchone() or (0,))[0])
+            t: _count(pg, f"SELECT count(*) FROM {t}")
             for t in ("events_raw", "hosts", *PROJECTION_TABLES, "model_pricing")
         }
-        doc["sessions"] = {
-            "by_status": {
-                str(k): int(n) for k, n in pg.execute("SELECT status, count(*) FROM sessions GROUP BY 1 ORDER BY 1")
-            }
-        }
-        doc["agents"] = {
-            "by_status": {
-                str(k): int(n) for k, n in pg.execute("SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")
-            }
-        }
-        unpriced = Usage()
-        for model, bucket, tokens, n in pg.execute(
-            "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
-            " WHERE rate_effective_from = '' GROUP BY 1, 2"
-        ):
-            unpriced.add(model, bucket, "", int(tokens), int(n), {})
-        doc["unpriced"] = unpriced.unpriced_json()
+        doc["sessions"] = _by_status(pg, "sessions")
+        doc["agents"] = _by_status(pg, "agents")
+        doc["unpriced"] = unpriced_section(pg.execute(UNPRICED_SQL))
     return doc
 
 

@@ -17,6 +17,7 @@ instance is refused (two machines with the same host name), rather than mixing t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,15 +92,8 @@ class Pending:
     last_id: int | None
 
     def to_json(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {
-            "host_id": self.host_id,
-            "shipped_through": self.shipped_through,
-            "rows": self.rows,
-            "payload_bytes": self.payload_bytes,
-            "first_id": self.first_id,
-            "last_id": self.last_id,
-        }
+        """JSON shape: every field by name."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +115,8 @@ class ShipResult:
     shipped_through: int
 
     def to_json(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {
-            "host_id": self.host_id,
-            "sent": self.sent,
-            "inserted": self.inserted,
-            "batches": self.batches,
-            "shipped_through": self.shipped_through,
-        }
+        """JSON shape: every field by name."""
+        return dataclasses.asdict(self)
 
 
 def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:
@@ -266,6 +254,23 @@ def ship_batch(
     return len(rows), inserted, last
 
 
+def prepare(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Ctx:
+    """Once per store connection before shipping: migrate the store when behind, register this host.
+
+    Returns:
+        This database's identity (``meta.host_id``, ``meta.instance``).
+
+    Raises:
+        ConfigError: the host id belongs to another database in the store.
+        MigrationError: the central ledger refuses.
+        StorageError: either database refused.
+    """
+    ident = database_identity(local)
+    migrate(pg)
+    _register(pg, ident)
+    return ident
+
+
 def ship(
     local: apsw.Connection,
     pg: psycopg.Connection[Any],
@@ -273,6 +278,7 @@ def ship(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     on_batch: Callable[[int], None] | None = None,
     max_batches: int | None = None,
+    prepared: Ctx | None = None,
 ) -> ShipResult:
     """Ship every local log row past the host's mark, one transaction per batch.
 
@@ -282,6 +288,8 @@ def ship(
         batch_rows: int, rows per transaction.
         on_batch: called with the rows of each committed batch (progress).
         max_batches: stop after this many batches (the daemon ships a bounded slice per pass).
+        prepared: the identity ``prepare`` returned for this ``pg`` connection (the daemon's
+            ``Shipper`` prepares once per connection); None: ``prepare`` runs first.
 
     Returns:
         ``ShipResult``.
@@ -293,9 +301,7 @@ def ship(
     """
     if batch_rows < 1:
         raise ConfigError("ship batch size must be at least 1 row")
-    ident = database_identity(local)
-    migrate(pg)
-    _register(pg, ident)
+    ident = prepared if prepared is not None else prepare(local, pg)
     sent = inserted = batches = 0
     mark = _central_mark(pg, ident.host_id)
     pg.rollback()
@@ -321,7 +327,8 @@ class Shipper:
 
     A store that is unreachable or refuses only fails that pass (logged by the caller); the
     store connection is dropped and opened again on the next pass, and the watermark makes the
-    retry exact.
+    retry exact. The store is migrated and this host registered once per store connection
+    (``prepare``), not on every pass.
     """
 
     def __init__(self, db_path: str, url: str, *, batch_rows: int = DEFAULT_BATCH_ROWS, max_batches: int = 10) -> None:
@@ -331,6 +338,7 @@ class Shipper:
         self.max_batches = max_batches
         self._local: apsw.Connection | None = None
         self._pg: psycopg.Connection[Any] | None = None
+        self._ident: Ctx | None = None  # ``prepare``d on the current store connection
 
     def run_once(self) -> ShipResult:
         """Ship up to ``max_batches`` batches. Blocking (run it off the event loop).
@@ -349,10 +357,15 @@ class Shipper:
         if self._pg is None:
             self._pg = pg_connect(self.url)
         try:
-            return ship(self._local, self._pg, batch_rows=self.batch_rows, max_batches=self.max_batches)
+            if self._ident is None:
+                self._ident = prepare(self._local, self._pg)
+            return ship(
+                self._local, self._pg, batch_rows=self.batch_rows, max_batches=self.max_batches, prepared=self._ident
+            )
         except BaseException:
             self._pg.close()
             self._pg = None
+            self._ident = None
             raise
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ import click
 import orjson
 
 from ingestd import filecheck
+from ingestd import settings as settings_mod
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
 from ingestd.store.migrate import migrate, status
@@ -30,6 +31,46 @@ def db_option(f: F) -> F:
         envvar="INGESTD_DB",
         help="Database file [default: $XDG_DATA_HOME/ingestd/ingestd.db].",
     )(f)
+
+
+def _click_type(setting: settings_mod.Setting) -> Any:
+    """The click type of a setting: its kind, with its bounds for numbers."""
+    if setting.kind == "int":
+        return click.IntRange(int(setting.low), int(setting.high))
+    if setting.kind == "float":
+        return click.FloatRange(setting.low, setting.high)
+    return click.BOOL if setting.kind == "bool" else click.STRING
+
+
+def setting_option(name: str, *flags: str, **extra: Any) -> Callable[[F], F]:
+    """A flag for the setting ``name``, generated from the settings table (``ingestd.settings``).
+
+    The flag is ``--name-with-dashes`` unless ``flags`` are given; its parameter is the setting's
+    name; its default is None (not given: the environment, the config file or the table's
+    default decide, in that order, when the command resolves); its type and bounds are the
+    table's (``extra`` may override them: ``type=``, ``metavar=``, ``is_flag=``); its help is the
+    table's, with the default and the environment variable.
+    """
+    s = settings_mod.BY_NAME[name]
+    shown = "none" if s.default is None else str(s.default).lower() if s.kind == "bool" else s.default
+    options: dict[str, Any] = {
+        "type": _click_type(s),
+        "default": None,
+        "help": f"{s.help} [default: {shown}; env {settings_mod.env_name(name)}]",
+    }
+    options.update(extra)
+    return click.option(*(flags or (f"--{name.replace('_', '-')}",)), name, **options)
+
+
+def setting_options(*names: str) -> Callable[[F], F]:
+    """``setting_option`` for each of ``names``, in that order in ``--help``."""
+
+    def decorate(f: F) -> F:
+        for name in reversed(names):
+            f = setting_option(name)(f)
+        return f
+
+    return decorate
 
 
 def json_option(f: F) -> F:

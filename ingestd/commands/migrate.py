@@ -26,16 +26,16 @@ def register(cli: click.Group) -> None:
             if as_json:
                 emit_json(
                     {
-                        "applied": [{"id": a.id, "name": a.name, "checksum": a.checksum} for a in st.applied],
+                        "applied": [{"id": a.id, "name": a.name, "checksum": a.sha256} for a in st.applied],
                         "pending": [{"id": p.id, "name": p.name, "checksum": p.sha256} for p in st.pending],
                         "problems": list(st.problems),
                     }
                 )
             else:
                 for a in st.applied:
-                    click.echo(f"applied  {a.stem}  {(a.checksum or 'no checksum')[:12]}")
+                    click.echo(f"applied  {a.stem}  {(a.sha256 or 'no checksum')[:12]}")
                 for p in st.pending:
-                    click.echo(f"pending  {p.stem}  {p.sha256[:12]}")
+                    click.echo(f"pending  {p.stem}  {(p.sha256 or '')[:12]}")
                 for problem in st.problems:
                     click.echo(f"problem  {problem}", err=True)
             if st.problems:

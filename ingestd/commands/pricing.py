@@ -15,115 +15,120 @@ from ingestd.report.words import plural
 from ingestd.store import pricing
 
 
-def register(cli: click.Group) -> None:
-    @cli.group("pricing")
-    def pricing_group() -> None:
-        """Read and add model price rows (USD per million tokens, per bucket)."""
+@click.group("pricing")
+def pricing_group() -> None:
+    """Read and add model price rows (USD per million tokens, per bucket)."""
 
-    @pricing_group.command("list")
-    @db_option
-    @click.option("--model", default=None, help="Only this exact model id.")
-    @json_option
-    def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
-        """List price rows."""
-        rows = pricing.list_prices(open_read_db(db_path), model)
-        if as_json:
-            emit_json({"rows": [r.to_json() for r in rows]})
-            return
-        from rich.console import Console
 
-        from ingestd.report.render import render_prices
+@pricing_group.command("list")
+@db_option
+@click.option("--model", default=None, help="Only this exact model id.")
+@json_option
+def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
+    """List price rows."""
+    rows = pricing.list_prices(open_read_db(db_path), model)
+    if as_json:
+        emit_json({"rows": [r.to_json() for r in rows]})
+        return
+    from rich.console import Console
 
-        render_prices(Console(), [r.to_json() for r in rows])
+    from ingestd.report.render import render_prices
 
-    @pricing_group.command("set")
-    @db_option
-    @click.argument("model")
-    @click.option("--effective-from", required=True, help="Date or zoned ISO-8601 instant the rates apply from.")
-    @click.option("--source", default="operator", show_default=True, help="Where the rates come from.")
-    @click.option("--input", "input_", type=str, default=None, help="USD per MTok for the input bucket.")
-    @click.option("--output", type=str, default=None)
-    @click.option("--cache-read", type=str, default=None)
-    @click.option("--cache-write-5m", type=str, default=None)
-    @click.option("--cache-write-1h", type=str, default=None)
-    @click.option(
-        "--long-context-threshold",
-        type=int,
-        default=None,
-        help="Prompt tokens above which a request is priced at the --long-context rates (at it: standard).",
-    )
-    @click.option(
-        "--long-context",
-        "long_context",
-        multiple=True,
-        metavar="BUCKET=USD",
-        help="Tier rate of one bucket (USD per MTok), one per bucket given; repeatable.",
-    )
-    @click.option("--speed", "speeds", multiple=True, metavar="SPEED=X", help="Rate multiplier of usage.speed SPEED.")
-    @click.option("--web-search-fee", type=str, default=None, help="USD per web search request (with --output).")
-    @json_option
-    def set_cmd(
-        db_path: Path | None,
-        model: str,
-        effective_from: str,
-        source: str,
-        input_: str | None,
-        output: str | None,
-        cache_read: str | None,
-        cache_write_5m: str | None,
-        cache_write_1h: str | None,
-        long_context_threshold: int | None,
-        long_context: tuple[str, ...],
-        speeds: tuple[str, ...],
-        web_search_fee: str | None,
-        as_json: bool,
-    ) -> None:
-        """Add rates for MODEL from --effective-from on (stored usage is re-priced, no re-ingest)."""
-        given = {
-            "input": input_,
-            "output": output,
-            "cache_read": cache_read,
-            "cache_write_5m": cache_write_5m,
-            "cache_write_1h": cache_write_1h,
+    render_prices(Console(), [r.to_json() for r in rows])
+
+
+@pricing_group.command("set")
+@db_option
+@click.argument("model")
+@click.option("--effective-from", required=True, help="Date or zoned ISO-8601 instant the rates apply from.")
+@click.option("--source", default="operator", show_default=True, help="Where the rates come from.")
+@click.option("--input", "input_", type=str, default=None, help="USD per MTok for the input bucket.")
+@click.option("--output", type=str, default=None)
+@click.option("--cache-read", type=str, default=None)
+@click.option("--cache-write-5m", type=str, default=None)
+@click.option("--cache-write-1h", type=str, default=None)
+@click.option(
+    "--long-context-threshold",
+    type=int,
+    default=None,
+    help="Prompt tokens above which a request is priced at the --long-context rates (at it: standard).",
+)
+@click.option(
+    "--long-context",
+    "long_context",
+    multiple=True,
+    metavar="BUCKET=USD",
+    help="Tier rate of one bucket (USD per MTok), one per bucket given; repeatable.",
+)
+@click.option("--speed", "speeds", multiple=True, metavar="SPEED=X", help="Rate multiplier of usage.speed SPEED.")
+@click.option("--web-search-fee", type=str, default=None, help="USD per web search request (with --output).")
+@json_option
+def set_cmd(
+    db_path: Path | None,
+    model: str,
+    effective_from: str,
+    source: str,
+    input_: str | None,
+    output: str | None,
+    cache_read: str | None,
+    cache_write_5m: str | None,
+    cache_write_1h: str | None,
+    long_context_threshold: int | None,
+    long_context: tuple[str, ...],
+    speeds: tuple[str, ...],
+    web_search_fee: str | None,
+    as_json: bool,
+) -> None:
+    """Add rates for MODEL from --effective-from on (stored usage is re-priced, no re-ingest)."""
+    given = {
+        "input": input_,
+        "output": output,
+        "cache_read": cache_read,
+        "cache_write_5m": cache_write_5m,
+        "cache_write_1h": cache_write_1h,
+    }
+    rates = {k: v for k, v in given.items() if v is not None}
+    if not rates:
+        raise InputError("give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)")
+    item: dict[str, object] = {"model": model, "effective_from": effective_from, "rates": rates, "source": source}
+    if long_context_threshold is not None or long_context:
+        item["long_context"] = {
+            "threshold": long_context_threshold,
+            "rates": _pairs("--long-context", long_context),
         }
-        rates = {k: v for k, v in given.items() if v is not None}
-        if not rates:
-            raise InputError(
-                "give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)"
-            )
-        item: dict[str, object] = {"model": model, "effective_from": effective_from, "rates": rates, "source": source}
-        if long_context_threshold is not None or long_context:
-            item["long_context"] = {
-                "threshold": long_context_threshold,
-                "rates": _pairs("--long-context", long_context),
-            }
-        if speeds:
-            item["speed_multipliers"] = _pairs("--speed", speeds)
-        if web_search_fee is not None:
-            item["server_tool_fees"] = {"web_search_requests": web_search_fee}
-        rows = pricing.parse_rows([item], default_source=source)
-        n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
-        if as_json:
-            emit_json({"written": n, "rows": [r.to_json() for r in rows]})
-        else:
-            click.echo(f"wrote {plural(n, 'price row')} for {model} from {rows[0].effective_from}")
+    if speeds:
+        item["speed_multipliers"] = _pairs("--speed", speeds)
+    if web_search_fee is not None:
+        item["server_tool_fees"] = {"web_search_requests": web_search_fee}
+    rows = pricing.parse_rows([item], default_source=source)
+    n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
+    if as_json:
+        emit_json({"written": n, "rows": [r.to_json() for r in rows]})
+    else:
+        click.echo(f"wrote {plural(n, 'price row')} for {model} from {rows[0].effective_from}")
 
-    @pricing_group.command("load")
-    @db_option
-    @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-    @json_option
-    def load_cmd(db_path: Path | None, file: Path, as_json: bool) -> None:
-        """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}]."""
-        try:
-            doc = orjson.loads(file.read_bytes())
-        except orjson.JSONDecodeError as e:
-            raise InputError(f"{file} is not valid JSON: {e}") from e
-        rows = pricing.parse_rows(doc, default_source=f"file:{file.name}")
-        n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
-        if as_json:
-            emit_json({"written": n})
-        else:
-            click.echo(f"wrote {plural(n, 'price row')} from {file}")
+
+@pricing_group.command("load")
+@db_option
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def load_cmd(db_path: Path | None, file: Path, as_json: bool) -> None:
+    """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}]."""
+    try:
+        doc = orjson.loads(file.read_bytes())
+    except orjson.JSONDecodeError as e:
+        raise InputError(f"{file} is not valid JSON: {e}") from e
+    rows = pricing.parse_rows(doc, default_source=f"file:{file.name}")
+    n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
+    if as_json:
+        emit_json({"written": n})
+    else:
+        click.echo(f"wrote {plural(n, 'price row')} from {file}")
+
+
+def register(cli: click.Group) -> None:
+    """Add the command to the CLI (``ingestd.cli`` finds this function)."""
+    cli.add_command(pricing_group)
 
 
 def _pairs(option: str, values: tuple[str, ...]) -> dict[str, str]:

@@ -40,64 +40,68 @@ def comp_side(pair: str, i: int) -> str:
     return pair.split(": ", 1)[1].split(" vs ")[i]
 
 
-def register(cli: click.Group) -> None:
-    @cli.command("replay")
-    @db_option
-    @store_option
-    @click.option(
-        "--workdir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Where the snapshot and the two rebuilds go [default: next to the database].",
-    )
-    @json_option
-    def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None, as_json: bool) -> None:
-        """Rebuild every projection from the log twice and compare with the live database.
+@click.command("replay")
+@db_option
+@store_option
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the snapshot and the two rebuilds go [default: next to the database].",
+)
+@json_option
+def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None, as_json: bool) -> None:
+    """Rebuild every projection from the log twice and compare with the live database.
 
-        Exit 0 when the three agree; exit 1 printing the first differing rows per table.
-        With --store: the central store's log is re-folded twice inside a transaction that is
-        rolled back, and compared with its live projections.
-        """
-        if store_url:
-            from ingestd.central.check import replay as central_replay
+    Exit 0 when the three agree; exit 1 printing the first differing rows per table.
+    With --store: the central store's log is re-folded twice inside a transaction that is
+    rolled back, and compared with its live projections.
+    """
+    if store_url:
+        from ingestd.central.check import replay as central_replay
 
-            outcome = central_replay(store_connection(store_url))
-            if as_json:
-                emit_json(outcome.to_json())
-            else:
-                for t, d in outcome.to_json()["tables"].items():
-                    click.echo(f"{t}: rows {d['rows']} {'equal' if d['equal'] else 'DIFFERENT'}")
-                click.echo(f"log rows {outcome.log_rows}")
-            if not outcome.ok:
-                raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
-            return
-        path = resolve_db(db_path)
-        if not path.exists():
-            raise ConfigError(f"no database at {path}: pass --db")
-        if sys.stderr.isatty() and not as_json:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                transient=True,
-            ) as bar:
-                task = bar.add_task("replay", total=total_rows(path) or None)
-                result = replay(
-                    path,
-                    workdir=workdir,
-                    on_phase=lambda name: bar.update(task, description=name),
-                    on_rows=lambda n: bar.advance(task, n),
-                )
-        else:
-            result = replay(path, workdir=workdir)
+        outcome = central_replay(store_connection(store_url))
         if as_json:
-            emit_json(result.to_json())
+            emit_json(outcome.to_json())
         else:
-            _print(result)
-        if not result.comparison.ok:
-            raise CheckFailed(
-                "replay mismatch in " + ", ".join(sorted({k.split(":")[0] for k in result.comparison.differences}))
+            for t, d in outcome.to_json()["tables"].items():
+                click.echo(f"{t}: rows {d['rows']} {'equal' if d['equal'] else 'DIFFERENT'}")
+            click.echo(f"log rows {outcome.log_rows}")
+        if not outcome.ok:
+            raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
+        return
+    path = resolve_db(db_path)
+    if not path.exists():
+        raise ConfigError(f"no database at {path}: pass --db")
+    if sys.stderr.isatty() and not as_json:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("replay", total=total_rows(path) or None)
+            result = replay(
+                path,
+                workdir=workdir,
+                on_phase=lambda name: bar.update(task, description=name),
+                on_rows=lambda n: bar.advance(task, n),
             )
+    else:
+        result = replay(path, workdir=workdir)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        _print(result)
+    if not result.comparison.ok:
+        raise CheckFailed(
+            "replay mismatch in " + ", ".join(sorted({k.split(":")[0] for k in result.comparison.differences}))
+        )
+
+
+def register(cli: click.Group) -> None:
+    """Add the command to the CLI (``ingestd.cli`` finds this function)."""
+    cli.add_command(replay_cmd)

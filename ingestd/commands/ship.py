@@ -13,68 +13,77 @@ from ingestd.errors import ConfigError
 from ingestd.settings import load
 
 
-def register(cli: click.Group) -> None:
-    @cli.command("ship")
-    @db_option
-    @click.option(
-        "--to",
-        "to_url",
-        default=None,
-        metavar="URL",
-        help="The central store, postgresql://user@host/db (no password in it: ~/.pgpass or PGPASSWORD) "
-        "[setting ship_to].",
+@click.command("ship")
+@db_option
+@click.option(
+    "--to",
+    "to_url",
+    default=None,
+    metavar="URL",
+    help="The central store, postgresql://user@host/db (no password in it: ~/.pgpass or PGPASSWORD) [setting ship_to].",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be shipped; send nothing.")
+@click.option("--batch-rows", type=click.IntRange(min=1), default=None, help="Rows per transaction.")
+@json_option
+def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, as_json: bool) -> None:
+    """Ship every local log row the central store does not have yet.
+
+    One PostgreSQL transaction per batch holds the rows (COPY) and this host's high-water
+    mark, so an interrupted ship resumes exactly where it stopped. Rows are keyed by
+    (host_id, idempotency key): shipping again adds nothing.
+    """
+    from ingestd.central.pg import describe
+    from ingestd.central.ship import pending, ship
+
+    settings = load({"ship_to": to_url, "ship_batch_rows": batch_rows}, dict(os.environ))
+    url = settings.get_opt_str("ship_to")
+    if not url:
+        raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
+    where = describe(url)
+    local = open_db(db_path, create=False)
+    pg = store_connection(url)
+    todo = pending(local, pg, sizes=dry_run)
+    if dry_run:
+        _say(
+            as_json,
+            {"dry_run": True, "store": where, **todo.to_json()},
+            (
+                f"would ship {todo.rows:,} log rows ({todo.payload_bytes:,} payload bytes, local ids "
+                f"{todo.first_id}..{todo.last_id}) of host {todo.host_id} to {where} "
+                f"(shipped through local id {todo.shipped_through})"
+                if todo.rows
+                else f"nothing to ship: host {todo.host_id} is shipped through local id "
+                f"{todo.shipped_through} to {where}"
+            ),
+        )
+        return
+    size = settings.get_int("ship_batch_rows")
+    if sys.stderr.isatty() and not as_json and todo.rows:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(
+            TextColumn("ship"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+        ) as bar:
+            task = bar.add_task("ship", total=todo.rows)
+            result = ship(local, pg, batch_rows=size, on_batch=lambda n: bar.advance(task, n))
+    else:
+        result = ship(local, pg, batch_rows=size)
+    _say(
+        as_json,
+        {"dry_run": False, "store": where, **result.to_json()},
+        f"shipped {result.sent:,} log rows ({result.inserted:,} new to the store) of host {result.host_id} "
+        f"to {where} in {result.batches} batches; shipped through local id {result.shipped_through}",
     )
-    @click.option("--dry-run", is_flag=True, help="Say what would be shipped; send nothing.")
-    @click.option("--batch-rows", type=click.IntRange(min=1), default=None, help="Rows per transaction.")
-    @json_option
-    def ship_cmd(
-        db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, as_json: bool
-    ) -> None:
-        """Ship every local log row the central store does not have yet.
 
-        One PostgreSQL transaction per batch holds the rows (COPY) and this host's high-water
-        mark, so an interrupted ship resumes exactly where it stopped. Rows are keyed by
-        (host_id, idempotency key): shipping again adds nothing.
-        """
-        from ingestd.central.pg import describe
-        from ingestd.central.ship import pending, ship
 
-        settings = load({"ship_to": to_url, "ship_batch_rows": batch_rows}, dict(os.environ))
-        url = settings.get_opt_str("ship_to")
-        if not url:
-            raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
-        where = describe(url)
-        local = open_db(db_path, create=False)
-        pg = store_connection(url)
-        todo = pending(local, pg, sizes=dry_run)
-        if dry_run:
-            if as_json:
-                emit_json({"dry_run": True, "store": where, **todo.to_json()})
-            else:
-                click.echo(
-                    f"would ship {todo.rows:,} log rows ({todo.payload_bytes:,} payload bytes, local ids "
-                    f"{todo.first_id}..{todo.last_id}) of host {todo.host_id} to {where} "
-                    f"(shipped through local id {todo.shipped_through})"
-                    if todo.rows
-                    else f"nothing to ship: host {todo.host_id} is shipped through local id "
-                    f"{todo.shipped_through} to {where}"
-                )
-            return
-        size = settings.get_int("ship_batch_rows")
-        if sys.stderr.isatty() and not as_json and todo.rows:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+def _say(as_json: bool, doc: dict[str, object], line: str) -> None:
+    """The answer: ``doc`` as one JSON document with ``--json``, else ``line``."""
+    if as_json:
+        emit_json(doc)
+    else:
+        click.echo(line)
 
-            with Progress(
-                TextColumn("ship"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
-            ) as bar:
-                task = bar.add_task("ship", total=todo.rows)
-                result = ship(local, pg, batch_rows=size, on_batch=lambda n: bar.advance(task, n))
-        else:
-            result = ship(local, pg, batch_rows=size)
-        if as_json:
-            emit_json({"dry_run": False, "store": where, **result.to_json()})
-        else:
-            click.echo(
-                f"shipped {result.sent:,} log rows ({result.inserted:,} new to the store) of host {result.host_id} "
-                f"to {where} in {result.batches} batches; shipped through local id {result.shipped_through}"
-            )
+
+def register(cli: click.Group) -> None:
+    """Add the command to the CLI (``ingestd.cli`` finds this function)."""
+    cli.add_command(ship_cmd)

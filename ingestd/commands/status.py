@@ -59,7 +59,7 @@ def register(cli: click.Group) -> None:
             return
         from rich.console import Console
 
-        from ingestd.report.render import render_status
+        from ingestd.report.statusview import render_status
 
         render_status(Console(), doc)
 

@@ -68,6 +68,46 @@ def _string_end(text: str, i: int) -> int:
     raise ValueError(f"unterminated string at {i}")
 
 
+def _member(text: str, j: int, depth: int, span: Span) -> Span:
+    """One ``"key": value`` of the object ``span`` at ``j``, recorded in ``span.members``."""
+    j = _skip(text, j)
+    if j >= len(text) or text[j] != '"':
+        raise ValueError(f"expected a key at {j}")
+    kstart, kend = j, _string_end(text, j)
+    key = json.loads(text[j:kend])
+    j = _skip(text, kend)
+    if j >= len(text) or text[j] != ":":
+        raise ValueError(f"expected ':' at {j}")
+    child = _value(text, j + 1, depth + 1)
+    child.key_start = kstart
+    span.members[key] = child
+    return child
+
+
+def _container(text: str, i: int, depth: int, kind: str) -> Span:
+    """The object or array opening at ``i``: its members (object) or items (array), one loop for both."""
+    close = "}" if kind == "object" else "]"
+    span = Span(i, i, kind)
+    j = _skip(text, i + 1)
+    if j < len(text) and text[j] == close:
+        span.end = j + 1
+        return span
+    while True:
+        if kind == "object":
+            child = _member(text, j, depth, span)
+        else:
+            child = _value(text, j, depth + 1)
+            span.items.append(child)
+        j = _skip(text, child.end)
+        if j < len(text) and text[j] == ",":
+            j += 1
+            continue
+        if j < len(text) and text[j] == close:
+            span.end = j + 1
+            return span
+        raise ValueError(f"expected ',' or '{close}' at {j}")
+
+
 def _value(text: str, i: int, depth: int) -> Span:
     if depth > 200:
         raise ValueError("nested too deeply")
@@ -75,49 +115,8 @@ def _value(text: str, i: int, depth: int) -> Span:
     if i >= len(text):
         raise ValueError("unexpected end")
     c = text[i]
-    if c == "{":
-        span = Span(i, i, "object")
-        j = _skip(text, i + 1)
-        if j < len(text) and text[j] == "}":
-            span.end = j + 1
-            return span
-        while True:
-            j = _skip(text, j)
-            if j >= len(text) or text[j] != '"':
-                raise ValueError(f"expected a key at {j}")
-            kstart, kend = j, _string_end(text, j)
-            key = json.loads(text[j:kend])
-            j = _skip(text, kend)
-            if j >= len(text) or text[j] != ":":
-                raise ValueError(f"expected ':' at {j}")
-            child = _value(text, j + 1, depth + 1)
-            child.key_start = kstart
-            span.members[key] = child
-            j = _skip(text, child.end)
-            if j < len(text) and text[j] == ",":
-                j += 1
-                continue
-            if j < len(text) and text[j] == "}":
-                span.end = j + 1
-                return span
-            raise ValueError(f"expected ',' or '}}' at {j}")
-    if c == "[":
-        span = Span(i, i, "array")
-        j = _skip(text, i + 1)
-        if j < len(text) and text[j] == "]":
-            span.end = j + 1
-            return span
-        while True:
-            child = _value(text, j, depth + 1)
-            span.items.append(child)
-            j = _skip(text, child.end)
-            if j < len(text) and text[j] == ",":
-                j += 1
-                continue
-            if j < len(text) and text[j] == "]":
-                span.end = j + 1
-                return span
-            raise ValueError(f"expected ',' or ']' at {j}")
+    if c in "{[":
+        return _container(text, i, depth, "object" if c == "{" else "array")
     if c == '"':
         return Span(i, _string_end(text, i), "scalar")
     j = i

@@ -11,23 +11,30 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
-class Pin:
-    """A released migration.
+class Migration:
+    """A migration as the ledger knows it: released (a pin), found on disk, or applied.
 
     Attributes:
         id: int, strictly increasing.
         name: str, the file name without ``NNNN_`` and ``.sql``.
-        sha256: str, hex digest of the file's bytes.
+        sha256: str | None, hex digest of the file's bytes; None only for an applied row of a
+            ledger that predates checksums (filled on the next verify).
     """
 
     id: int
     name: str
-    sha256: str
+    sha256: str | None
 
     @property
     def stem(self) -> str:
         """The file name without ``.sql``: ``NNNN_name``."""
         return f"{self.id:04d}_{self.name}"
+
+
+# The three roles of one record; the names say which list a value comes from.
+Pin = Migration  # released and pinned here (sha256 always set)
+FileOnDisk = Migration  # a file in migrations/
+Applied = Migration  # a ``schema_version`` row
 
 
 PINS: tuple[Pin, ...] = (
@@ -54,34 +61,6 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(2, "pricing_seed", "fbcd383ba57522fa6a57939383a1e180ec523e56115a2ea60293d3f55cbdcced"),
     Pin(3, "price_dimensions_titles", "8114b21de21b1eab655fb8b0bead1c592426dcfc02fa996e2f1d00bb0daa25df"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class FileOnDisk:
-    """A migration file found on disk: id, name, sha256 of its bytes."""
-
-    id: int
-    name: str
-    sha256: str
-
-    @property
-    def stem(self) -> str:
-        """The file name without ``.sql``: ``NNNN_name``."""
-        return f"{self.id:04d}_{self.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """A ``schema_version`` row; ``checksum`` is None in a ledger that predates checksums."""
-
-    id: int
-    name: str
-    checksum: str | None
-
-    @property
-    def stem(self) -> str:
-        """The file name without ``.sql``: ``NNNN_name``."""
-        return f"{self.id:04d}_{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +117,12 @@ def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] 
             problems.append(
                 f"the database has migration {row.id} ({row.name}) that this ingestd does not know: upgrade ingestd"
             )
-        elif row.checksum is None:
+        elif row.sha256 is None:
             fill.append(pinned)
-        elif row.checksum != pinned.sha256:
+        elif row.sha256 != pinned.sha256:
             problems.append(
-                f"applied migration {pinned.stem} has recorded checksum {row.checksum[:12]}…, "
-                f"not the pinned {pinned.sha256[:12]}…: {_fix(pinned)}"
+                f"applied migration {pinned.stem} has recorded checksum {row.sha256[:12]}…, "
+                f"not the pinned {(pinned.sha256 or '')[:12]}…: {_fix(pinned)}"
             )
     done = {row.id for row in applied}
     pending = tuple(p for p in pins if p.id not in done)

@@ -15,8 +15,8 @@ import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
-from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.committer import ApplyFn
+from ingestd.daemon.health import WRITER
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import identity_in_txn
 from ingestd.store.isolate import Backoff, apply_isolating
@@ -26,10 +26,11 @@ from ingestd.store.writer import apply_batch
 HOOK_BACKOFF = Backoff(max_attempts=1)
 
 
-def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WINDOW_S) -> ApplyFn:
+def make_store(*, ctx: Ctx | None = None) -> ApplyFn:
     """An ``ApplyFn`` over ``apply_isolating`` with its own ``FoldCache``.
 
-    ``ctx`` defaults to the database's identity.
+    ``ctx`` defaults to the database's identity. The watchdog pass applies the window the log
+    records (the daemon logs its own at start, ``ingestd.daemon.main``).
     """
     cache = FoldCache()
     chosen: list[Ctx] = [ctx] if ctx is not None else []
@@ -43,11 +44,10 @@ def make_store(*, ctx: Ctx | None = None, watchdog_window_s: int = WATCHDOG_WIND
         return apply_isolating(
             conn,
             rows,
-            component="hooks",
+            component=WRITER,
             backoff=HOOK_BACKOFF,
             ctx=chosen[0],
             cache=cache,
-            watchdog_window_s=watchdog_window_s,
         ).inserted
 
     return store

@@ -2,7 +2,7 @@
 
 A taken port (or a held lock, ``ingestd.daemon.lock``) is then reported in the time it takes Python to
 start, whatever backfill, migration or backup would follow (issue 15: it used to read a 287 MB backfill
-first). Light on purpose: the standard library and ``ingestd.errors`` only.
+first). Light on purpose: the standard library, ``ingestd.errors`` and the settings table only.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import socket
 
 from ingestd.errors import DaemonError
+from ingestd.settings import DEFAULTS
 
-DEFAULT_PORT = 7391
+DEFAULT_PORT = DEFAULTS.get_int("port")
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -28,13 +28,13 @@ import apsw
 from ingestd.core.framing import MAX_LINE_BYTES, Framer
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
-from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import Summary, ingest_roots
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity
 from ingestd.store.isolate import Backoff
+from ingestd.store.stall import NO_REPORT, StallReport
 
 log = get_logger("ingestd.tailer")
 
@@ -65,12 +65,14 @@ class IngestRunner:
         roots: the projects roots.
         clock: ns since the epoch (stamped on the rows as ``received_at``).
         batch_rows: int, log rows per transaction.
-        watchdog_window_s: int, seconds of inactivity before an agent is ``unknown`` (the
-            daemon's setting; the pass runs after every transaction, as on the hook writer).
         max_line_bytes: int, longer lines are logged as oversized markers.
+        report: hears of the ``tailer`` retrying a transient refusal (the daemon's ``Health``).
+
+    The watchdog pass after every transaction applies the window the log records (the daemon
+    logs its own at start, ``ingestd.daemon.main``), as on the hook writer.
 
     A transient refusal (busy, full, I/O) is retried until it clears, with backoff; meanwhile
-    the ``tailer`` component is reported stalled (``ingestd.store.stall``, ``/api/health``).
+    the ``tailer`` part is reported stalled to ``report`` (``/api/health``, ``ingestd status``).
     """
 
     def __init__(
@@ -80,8 +82,8 @@ class IngestRunner:
         *,
         clock: Callable[[], int] = time.time_ns,
         batch_rows: int = INGEST_BATCH_ROWS,
-        watchdog_window_s: int = WATCHDOG_WINDOW_S,
         max_line_bytes: int = MAX_LINE_BYTES,
+        report: StallReport = NO_REPORT,
     ) -> None:
         self._open_conn = open_conn
         self._max_line_bytes = max_line_bytes
@@ -89,12 +91,15 @@ class IngestRunner:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] = {}
         self._stopping = threading.Event()
         self._backoff = Backoff(
-            max_s=TAILER_MAX_WAIT_S, max_attempts=None, wait=self._stopping.wait, stop=self._stopping.is_set
+            max_s=TAILER_MAX_WAIT_S,
+            max_attempts=None,
+            wait=self._stopping.wait,
+            stop=self._stopping.is_set,
+            report=report,
         )
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock
         self._batch_rows = batch_rows
-        self._watchdog_window_s = watchdog_window_s
         self.cache = FoldCache()  # used on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="ingestd-ingest", initializer=_lower_priority
@@ -139,7 +144,6 @@ class IngestRunner:
                 batch_rows=self._batch_rows,
                 paths=paths,
                 cache=self.cache,
-                watchdog_window_s=self._watchdog_window_s,
                 totals=False,
                 backoff=self._backoff,
                 component="tailer",

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ingestd import __version__
+from ingestd import __version__, atomicfile
 from ingestd.core.timefmt import format_utc, parse
 
 PROBE_TIMEOUT_S = 1.0
@@ -39,13 +39,7 @@ def state_path(db_path: Path) -> Path:
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
     """Write ``doc`` atomically (a temporary file renamed over the old one), private (0600)."""
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    atomicfile.replace(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", 0o600)
 
 
 def write_started(db_path: Path, *, host: str, port: int, now: datetime) -> Path:

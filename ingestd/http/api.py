@@ -3,11 +3,10 @@
 Routes (``add_api_routes``):
 
 - ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``, or 503 in the error shape with
-  every reason (``ingestd.daemon.health``): the database not writable (read-only file, directory or
-  file system; the last write refused), ``PRAGMA quick_check`` failed at start, the writer or
-  tailer stalled or failing
-  (503 ``unhealthy``), or a writer or the tailer retrying a transient refusal (``ingestd.store.stall``:
-  503 ``{"status": "stalled", "reason", "stalls"}``)
+  every reason (``ingestd.daemon.health``, one vocabulary): the database not writable (read-only
+  file, directory or file system; the last write refused), ``PRAGMA quick_check`` failed at start,
+  the writer or the tailer stalled (a unit of work running too long, or retrying a transient
+  refusal) or failing (503 ``unhealthy``)
 - ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
 - ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
 - ``GET /api/sessions/{id}/timeline``: the session's tool calls and compactions
@@ -47,7 +46,6 @@ from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
 from ingestd.report.window import API_NAMES, make_window, resolve_zone
-from ingestd.store import stall
 from ingestd.store.connection import connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
@@ -140,19 +138,7 @@ async def health(request: web.Request) -> web.Response:
         version = scalar(conn, "SELECT max(id) FROM schema_version")
         return {"status": "ok", "schema_version": version, "now": format_utc(datetime.now(UTC))}
 
-    resp = await _run(request, build)
-    return _stalled(resp) if resp.status == 200 else resp
-
-
-def _stalled(resp: web.Response) -> web.Response:
-    """A writer or tailer retrying a transient refusal (``ingestd.store.stall``): 503 with the reason."""
-    stalls = stall.current()
-    if not stalls:
-        return resp
-    doc = orjson.loads(resp.body) if isinstance(resp.body, bytes) else {}
-    reasons = "; ".join(f"{s['component']}: {s['reason']}" for s in stalls)
-    doc.update(status="stalled", reason=f"stalled, retrying: {reasons}", stalls=stalls)
-    return web.Response(status=503, body=orjson.dumps(doc), content_type="application/json")
+    return await _run(request, build)
 
 
 async def sessions(request: web.Request) -> web.Response:
@@ -196,12 +182,14 @@ async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
     now = datetime.now(UTC)
+    # in the daemon's process: its parts retrying a transient refusal are listed too
+    health_state = request.app.get(HEALTH)
+    stalls = [] if health_state is None else health_state.stalls()
 
     def build(c: apsw.Connection) -> dict[str, Any]:
         # on the worker thread, like the database reads: the state file is a file read too
         daemon = presence.self_report(db_path, now).to_json()
-        # in the daemon's process: its components retrying a transient refusal are listed too
-        return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stall.current()}
+        return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stalls}
 
     return await _run(request, build)
 

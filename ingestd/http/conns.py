@@ -34,6 +34,7 @@ from typing import Any
 from aiohttp import web
 
 from ingestd.logs import get_logger
+from ingestd.settings import DEFAULTS
 
 log = get_logger("ingestd.http")
 
@@ -55,9 +56,9 @@ class ConnLimits:
             connection, accepted but not yet read, must not be closed by the accepts that follow it.
     """
 
-    header_timeout_s: float = 10.0
-    keepalive_timeout_s: float = 15.0
-    max_connections: int = 512
+    header_timeout_s: float = DEFAULTS.get_int("header_timeout_ms") / 1000
+    keepalive_timeout_s: float = DEFAULTS.get_int("keepalive_timeout_ms") / 1000
+    max_connections: int = DEFAULTS.get_int("max_connections")
     warn_interval_s: float = 10.0
     young_s: float = 0.1
 

@@ -38,6 +38,7 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.daemon.committer import Committer, CommitterClosed, CommitterOverloaded
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
+from ingestd.settings import DEFAULTS
 
 log = get_logger("ingestd.http")
 
@@ -54,9 +55,9 @@ class HookConfig:
         body_timeout_ms: int, answer 408 if the body has not arrived in this time.
     """
 
-    max_body_bytes: int = 1 << 20
-    hook_timeout_ms: int = 2000
-    body_timeout_ms: int = 10000
+    max_body_bytes: int = DEFAULTS.get_int("max_body_bytes")
+    hook_timeout_ms: int = DEFAULTS.get_int("hook_timeout_ms")
+    body_timeout_ms: int = DEFAULTS.get_int("body_timeout_ms")
 
 
 @dataclass(slots=True)

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ingestd.core.timefmt import parse
 from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
 from ingestd.report.printable import printable
-from ingestd.report.short import short_ids, unique_suffixes
+from ingestd.report.short import cut, cut_start, short_ids, unique_suffixes
 from ingestd.report.window import Zone
 from ingestd.report.words import plural
 
@@ -49,7 +46,7 @@ def usd(doc: dict[str, Any]) -> Text:
     return text
 
 
-def _skipped(doc: dict[str, Any]) -> str:
+def skipped_line(doc: dict[str, Any]) -> str:
     """``3 (not_json 2, not_object 1)``: the total, then the same lines by reason."""
     n, by_reason = doc["lines"], doc["by_reason"]
     if not n:
@@ -120,11 +117,6 @@ def unpriced_note(console: Console, doc: dict[str, Any]) -> None:
         )
 
 
-def _cut(text: str, width: int) -> str:
-    """``text`` in at most ``width`` cells, an ellipsis marking a cut."""
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
 def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
     """The table fitted to the console; when even its key columns cannot share a line, one block
     per row (``layout.stacked``), which drops and cuts nothing."""
@@ -163,19 +155,11 @@ def _title(row: dict[str, Any]) -> Text:
     return Text("-", style="dim")
 
 
-def _elide_end(text: str, width: int) -> str:
-    return text if cell_len(text) <= width else text[: max(1, width - 1)] + "…"
-
-
-def _elide_start(text: str, width: int) -> str:
-    return text if cell_len(text) <= width else "…" + text[-max(1, width - 1) :]
-
-
 def _project_col(head: str, paths: list[str | None], footer: Cell = "", min_width: int = 8) -> Col:
     """Project paths as their shortest unique suffix (``short.unique_suffixes``), elided at the start."""
     names = unique_suffixes(paths)
     cells: list[Cell] = [names.get(p, "-") if p else "-" for p in paths]
-    return Col(head, cells, footer=footer, elide=_elide_start, min_width=min_width)
+    return Col(head, cells, footer=footer, elide=cut_start, min_width=min_width)
 
 
 def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
@@ -197,7 +181,7 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
     cols = [
         _project_col("project", [r["project_path"] for r in rows]),
         Col("session", [r["session_id"][:8] for r in rows], key=True),
-        Col("title", titles, elide=_elide_end, min_width=16),
+        Col("title", titles, elide=cut, min_width=16),
         Col("started", started, compact=started_c),  # type: ignore[arg-type]
         Col("last activity", last, compact=last_c, compact_head="last active"),  # type: ignore[arg-type]
         Col("status", [_status(r["status"]) for r in rows]),
@@ -300,152 +284,6 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None
     unpriced_note(console, doc)
 
 
-def _ago(value: str | None, now: datetime) -> str:
-    dt = parse(value) if value else None
-    if dt is None:
-        return "never"
-    s = int((now.astimezone(UTC) - dt).total_seconds())
-    if s < 120:
-        return f"{value} ({s}s ago)"
-    if s < 7200:
-        return f"{value} ({s // 60}m ago)"
-    if s < 172800:
-        return f"{value} ({s // 3600}h ago)"
-    return f"{value} ({s // 86400}d ago)"
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)
-
-
-def _uptime(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(seconds)
-    d, rem = divmod(s, 86400)
-    h, rem = divmod(rem, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m {sec}s"
-
-
-def _daemon(doc: dict[str, Any] | None) -> Text:
-    """``running: pid 123 on 127.0.0.1:7391, up 2h 5m, ingestd 0.1.0`` or why it is not."""
-    if doc is None:
-        return Text("not checked")
-    if doc["running"]:
-        t = Text(doc["state"], style="green" if doc["state"] == "running" else "red")
-        t.append(f": pid {doc['pid']} on {doc['address']}, up {_uptime(doc['uptime_s'])}, ingestd {doc['version']}")
-        if doc["problem"]:
-            t.append(f"; {doc['problem']}", style="red")
-        return t
-    words = {"not_responding": "not responding", "stopped": "not running", "never_started": "not running"}
-    t = Text(words.get(doc["state"], doc["state"]), style="bold red")
-    if doc["problem"]:
-        t.append(f": {doc['problem']}")
-    if doc["state"] != "never_started":
-        t.append(f" (last started {doc['started_at']}" + (f", pid {doc['pid']})" if doc["pid"] else ")"))
-    t.append("; start it: `ingestd service install` or `ingestd serve`", style="dim")
-    return t
-
-
-def render_status(console: Console, doc: dict[str, Any]) -> None:
-    """Health as a two-column table, then row counts. With the daemon down, the statuses are
-    labelled ``as of <time>, daemon not running``: nothing has updated them since."""
-    doc = printable(doc)  # text from transcripts never drives the terminal
-    now = parse(doc["now"]) or datetime.now(UTC)
-    t = Table(show_header=False, title="ingestd status", title_justify="left")
-    t.add_column(style="bold")
-    t.add_column()
-    t.add_row("daemon", _daemon(doc.get("daemon")))
-    stale = "" if doc.get("live", True) else f" (as of {doc.get('as_of') or 'never'}, daemon not running)"
-    sc = doc["schema"]
-    t.add_row("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none")
-    db = doc["database"]
-    t.add_row("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})")
-    host = doc.get("host") or {}
-    t.add_row(
-        "host",
-        f"{host.get('host_id') or '(not yet chosen)'}; shipped through log id {host.get('shipped_through', 0)}, "
-        f"{plural(host.get('unshipped_rows', 0), 'row')} not shipped",
-    )
-    sess = doc["sessions"]
-    active = "active now" if not stale else "active"
-    t.add_row(
-        "sessions",
-        Text(f"{sess['active']} {active}; " + ", ".join(f"{k} {v}" for k, v in sess["by_status"].items()))
-        + Text(stale, style="yellow"),
-    )
-    t.add_row(
-        "agents",
-        Text(", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
-        + Text(stale, style="yellow"),
-    )
-    if "watchdog" in doc:
-        t.add_row("watchdog", f"an agent idle {doc['watchdog']['window_s']} s becomes unknown")
-    t.add_row("last commit", _ago(doc.get("last_commit_at"), now))
-    t.add_row("last ingest", _ago(doc["last_ingest_at"], now))
-    t.add_row("last hook", _ago(doc["last_hook_at"], now))
-    tail = doc["tail"]
-    lag = f"{plural(tail['files_tracked'], 'file')} tracked"
-    if tail["bytes_behind_on_disk"] is not None:
-        lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {plural(tail['files_behind_on_disk'], 'file')}"
-        if tail["files_missing_on_disk"]:
-            lag += f"; {plural(tail['files_missing_on_disk'], 'file')} gone from disk (kept in the log)"
-    t.add_row("tail", lag)
-    t.add_row("skipped lines", _skipped(doc["skipped"]))
-    t.add_row(
-        "unpriced models",
-        Text(
-            ", ".join(
-                f"{m} ({tokens(u['tokens'])} tok, {plural(u['messages'], 'message')})"
-                for m, u in doc["unpriced"].items()
-            )
-        )
-        if doc["unpriced"]
-        else Text("none"),
-    )
-    p = doc["last_prune"]
-    t.add_row("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}")
-    t.add_row("last backup", _ago(doc["backup"]["last_backup_at"], now))
-    for st in doc.get("stalls") or []:
-        t.add_row(
-            "stalled",
-            Text(f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"),
-        )
-    console.print(t)
-    render_quarantine(console, doc.get("quarantine"))
-    rows = Table("table", "rows", title="rows per table", title_justify="left")
-    for name, n in doc["rows"].items():
-        rows.add_row(name, f"{n:,}")
-    console.print(rows)
-
-
-def render_quarantine(console: Console, q: dict[str, Any] | None) -> None:
-    """The quarantined records of ``status``: counts per reason, then the newest with where they are."""
-    if not q or not q["records"]:
-        console.print("quarantined records: none")
-        return
-    counts = ", ".join(f"{k} {v}" for k, v in q["by_reason"].items())
-    t = Table(
-        "reason",
-        "origin",
-        "offset",
-        "detail",
-        title=f"quarantined records: {q['records']} ({counts}); newest {len(q['listed'])}",
-        title_justify="left",
-    )
-    for r in q["listed"]:
-        off = r["origin_offset"]
-        t.add_row(r["reason"], Text(r["origin"]), "-" if off is None else str(off), Text(r["detail"]))
-    console.print(t)
-
-
 def _from_utc(instant: str) -> str:
     """``2025-11-01`` for midnight UTC (how rates are usually dated), else ``2025-11-01 09:30``."""
     day, _, rest = instant.partition("T")
@@ -461,12 +299,12 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
         Col("bucket", [r["bucket"] for r in rows], key=True),
         Col("USD/MTok", [r["usd_per_mtok"] for r in rows], justify="right", key=True),
         Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
-        Col("source", [r["source"] for r in rows], elide=lambda s, w: s[: max(1, w - 1)] + "…", min_width=12),
+        Col("source", [r["source"] for r in rows], elide=cut, min_width=12),
     ]
     extra: list[Cell] = [_dimensions(r) for r in rows]
     if any(extra):
         # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee); first to give way
-        cols.insert(3, Col("also", extra, elide=_cut, min_width=8))
+        cols.insert(3, Col("also", extra, elide=cut, min_width=8))
     _print_table(console, plural(len(rows), "price row"), cols, ["also", "source", "from (UTC)"])
 
 

@@ -6,6 +6,7 @@
   of their hexadecimal part (``sidechain-07609b35`` for ``sidechain-07609b35-1460-...``), so a
   shortened id still names one agent and can be typed where a prefix is accepted.
 - ``flow`` packs phrases into lines of a width, breaking between phrases, never inside one.
+- ``cut`` / ``cut_start`` fit one text to a width, an ellipsis marking the cut end or start.
 
 Pure functions; ``--json`` always carries the full names.
 """
@@ -92,3 +93,23 @@ def flow(phrases: Sequence[str], width: int, sep: str = "  ") -> list[str]:
     if cur:
         lines.append(cur)
     return lines
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its end cut and marked with an ellipsis."""
+    if cell_len(text) <= width:
+        return text
+    keep = max(0, width - 1)
+    while keep and cell_len(text[:keep]) > width - 1:
+        keep -= 1
+    return text[:keep] + "…"
+
+
+def cut_start(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its start cut and marked with an ellipsis (paths: the end names)."""
+    if cell_len(text) <= width:
+        return text
+    keep = max(0, width - 1)
+    while keep and cell_len(text[-keep:]) > width - 1:
+        keep -= 1
+    return "…" + (text[-keep:] if keep else "")

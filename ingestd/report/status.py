@@ -7,6 +7,7 @@ checkpoints with the transcript files' sizes on disk only when ``stat_files`` is
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -171,64 +172,87 @@ def status_report(
                 "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             )
         ]
-        rows = {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
         sessions_by_status = _counts(conn, "SELECT status, count(*) FROM sessions GROUP BY 1 ORDER BY 1")
-        agents_by_status = _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")
-        last_line = scalar(conn, "SELECT received_at FROM events_raw WHERE source = 'jsonl' ORDER BY id DESC LIMIT 1")
-        last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
-        last_ingest = max((t for t in (last_line, last_ckpt) if t), default=None)
-        last_hook = scalar(conn, "SELECT max(occurred_at) FROM events")
-        last_commit = scalar(conn, "SELECT received_at FROM events_raw ORDER BY id DESC LIMIT 1")
-        # Each skipped line is one 'invalid' log row; the writer's skipped.<reason> counters break
-        # the same lines down by reason (they are not more lines).
-        invalid_lines = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") or 0)
+        seen = _last_seen(conn)
         counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
-        by_reason: dict[str, int] = {}
-        for name, value in counters.items():
-            if name.startswith("skipped") and value:
-                reason = name.split(".", 1)[1] if "." in name else name
-                by_reason[reason] = by_reason.get(reason, 0) + value
-        unpriced = Usage()
-        for model, bucket, tokens, n in conn.execute(
-            "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
-            " WHERE rate_effective_from = '' GROUP BY 1, 2"
-        ):
-            unpriced.add(model, bucket, "", int(tokens), int(n), {})
-        prune = conn.execute(
-            "SELECT ran_at, target, cutoff, rows FROM prune_receipts WHERE dry_run = 0 ORDER BY ran_at DESC, id DESC"
-            " LIMIT 1"
-        ).fetchall()
-        backup = _counts(conn, "SELECT key, 0 FROM meta WHERE key LIKE 'last_backup%'")
-        backup_doc = {k: scalar(conn, "SELECT value FROM meta WHERE key = ?", (k,)) for k in sorted(backup)}
-        live = bool(daemon and daemon.get("running"))
-        doc = {
+        return {
             "now": format_utc(now),
             "daemon": daemon,
-            "live": live,
-            "as_of": _as_of(daemon, last_commit, last_hook, last_ingest),
+            "live": bool(daemon and daemon.get("running")),
+            "as_of": _as_of(daemon, seen["last_commit_at"], seen["last_hook_at"], seen["last_ingest_at"]),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
             "host": _host(conn),
-            "rows": rows,
-            "sessions": {
-                "by_status": sessions_by_status,
-                "active": sum(sessions_by_status.get(s, 0) for s in ACTIVE_STATUSES),
-            },
-            "agents": {"by_status": agents_by_status},
-            "last_ingest_at": last_ingest,
-            "last_hook_at": last_hook,
-            "last_commit_at": last_commit,
-            "tail": _tail(conn, now, last_ingest, stat_files),
+            "rows": {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables},
+            "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
+            "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
+            **seen,
+            "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
             "watchdog": {"window_s": effective_window(conn)},
-            "skipped": {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason},
+            "skipped": _skipped(conn, counters),
             "counters": counters,
-            "unpriced": unpriced.unpriced_json(),
-            "last_prune": (
-                None
-                if not prune
-                else {"ran_at": prune[0][0], "target": prune[0][1], "cutoff": prune[0][2], "rows": prune[0][3]}
-            ),
-            "backup": {"last_backup_at": backup_doc.get("last_backup_at"), **backup_doc},
+            "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
+            "last_prune": _last_prune(conn),
+            "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
         }
-    return doc
+
+
+def _active(by_status: dict[str, int]) -> int:
+    return sum(by_status.get(s, 0) for s in ACTIVE_STATUSES)
+
+
+def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:
+    """``last_ingest_at`` (a transcript line or checkpoint), ``last_hook_at``, ``last_commit_at``."""
+    last_line = scalar(conn, "SELECT received_at FROM events_raw WHERE source = 'jsonl' ORDER BY id DESC LIMIT 1")
+    last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
+    return {
+        "last_ingest_at": max((t for t in (last_line, last_ckpt) if t), default=None),
+        "last_hook_at": scalar(conn, "SELECT max(occurred_at) FROM events"),
+        "last_commit_at": scalar(conn, "SELECT received_at FROM events_raw ORDER BY id DESC LIMIT 1"),
+    }
+
+
+def _skipped(conn: apsw.Connection, counters: dict[str, int]) -> dict[str, Any]:
+    """``{"lines", "by_reason"}``: each skipped line is one 'invalid' log row; the writer's
+    ``skipped.<reason>`` counters break the same lines down by reason (they are not more lines)."""
+    invalid_lines = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") or 0)
+    by_reason: dict[str, int] = {}
+    for name, value in counters.items():
+        if name.startswith("skipped") and value:
+            reason = name.split(".", 1)[1] if "." in name else name
+            by_reason[reason] = by_reason.get(reason, 0) + value
+    return {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason}
+
+
+# Usage with no rate row at all, per (model, bucket), from the rollup; both stores run this text.
+UNPRICED_SQL = (
+    "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
+    " WHERE rate_effective_from = '' GROUP BY 1, 2"
+)
+
+
+def unpriced_section(rows: Iterable[Sequence[Any]]) -> dict[str, Any]:
+    """The ``unpriced`` section (``Usage.unpriced_json``) from the rows of ``UNPRICED_SQL``. Pure."""
+    unpriced = Usage()
+    for model, bucket, tokens, n in rows:
+        unpriced.add(model, bucket, "", int(tokens), int(n), {})
+    return unpriced.unpriced_json()
+
+
+def _last_prune(conn: apsw.Connection) -> dict[str, Any] | None:
+    """The newest real (not dry-run) prune receipt, or None."""
+    prune = conn.execute(
+        "SELECT ran_at, target, cutoff, rows FROM prune_receipts WHERE dry_run = 0 ORDER BY ran_at DESC, id DESC"
+        " LIMIT 1"
+    ).fetchall()
+    if not prune:
+        return None
+    return {"ran_at": prune[0][0], "target": prune[0][1], "cutoff": prune[0][2], "rows": prune[0][3]}
+
+
+def _backup(conn: apsw.Connection) -> dict[str, Any]:
+    """The ``meta`` keys ``last_backup*``, ``last_backup_at`` always present."""
+    backup = _counts(conn, "SELECT key, 0 FROM meta WHERE key LIKE 'last_backup%'")
+    backup_doc = {k: scalar(conn, "SELECT value FROM meta WHERE key = ?", (k,)) for k in sorted(backup)}
+    return {"last_backup_at": backup_doc.get("last_backup_at"), **backup_doc}

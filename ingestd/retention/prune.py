@@ -180,41 +180,55 @@ def prune_table(
             mark = scalar(conn, "SELECT max(id) FROM events_raw")
         return PruneResult(table, cutoff, len(keys), keys, True, None, mark, 0)
 
-    ran_at = format_utc(now)
-    kept: list[tuple[str, int]] = []
-    total = 0
+    run = _Deletion(table, tcol, icol, cutoff, format_utc(now), batch_rows, keep_keys)
     batches = 0
-    receipt_id: int | None = None
-    watermark: int | None = None
-    select = f"SELECT {tcol}, {icol} FROM {table} WHERE {tcol} < ? ORDER BY {tcol}, {icol} LIMIT ?"
-    delete = f"DELETE FROM {table} WHERE {icol} = ?"
-
-    def one_batch(c: apsw.Connection) -> int:
-        nonlocal receipt_id, watermark, total
-        if receipt_id is None:
-            watermark = scalar(c, "SELECT max(id) FROM events_raw")
-            c.execute(
-                "INSERT INTO prune_receipts (ran_at, target, cutoff, rows, dry_run, max_raw_event_id) "
-                "VALUES (?, ?, ?, 0, 0, ?)",
-                (ran_at, table, cutoff, watermark),
-            )
-            receipt_id = c.last_insert_rowid()
-        page = [(str(r[0]), int(r[1])) for r in c.execute(select, (cutoff, batch_rows))]
-        c.executemany(delete, [(k[1],) for k in page])
-        total += len(page)
-        c.execute("UPDATE prune_receipts SET rows = ? WHERE id = ?", (total, receipt_id))
-        if keep_keys:
-            kept.extend(page)
-        return len(page)
-
     while True:
-        n = write_txn(conn, one_batch)
+        n = write_txn(conn, run.batch)
         batches += 1
         if on_batch is not None and n:
             on_batch(n)
         if n < batch_rows:
             break
-    return PruneResult(table, cutoff, total, kept, False, receipt_id, watermark, batches)
+    return PruneResult(table, cutoff, run.total, run.kept, False, run.receipt_id, run.watermark, batches)
+
+
+@dataclass(slots=True)
+class _Deletion:
+    """One real prune of ``table``: its receipt (written with the first batch) and running totals."""
+
+    table: str
+    tcol: str
+    icol: str
+    cutoff: str
+    ran_at: str
+    batch_rows: int
+    keep_keys: bool
+    total: int = 0
+    kept: list[tuple[str, int]] = field(default_factory=list)
+    receipt_id: int | None = None
+    watermark: int | None = None
+
+    def batch(self, c: apsw.Connection) -> int:
+        """Delete the next ``batch_rows`` rows (oldest first) inside the caller's transaction; rows deleted."""
+        if self.receipt_id is None:
+            self.watermark = scalar(c, "SELECT max(id) FROM events_raw")
+            c.execute(
+                "INSERT INTO prune_receipts (ran_at, target, cutoff, rows, dry_run, max_raw_event_id) "
+                "VALUES (?, ?, ?, 0, 0, ?)",
+                (self.ran_at, self.table, self.cutoff, self.watermark),
+            )
+            self.receipt_id = c.last_insert_rowid()
+        select = (
+            f"SELECT {self.tcol}, {self.icol} FROM {self.table} WHERE {self.tcol} < ?"
+            f" ORDER BY {self.tcol}, {self.icol} LIMIT ?"
+        )
+        page = [(str(r[0]), int(r[1])) for r in c.execute(select, (self.cutoff, self.batch_rows))]
+        c.executemany(f"DELETE FROM {self.table} WHERE {self.icol} = ?", [(k[1],) for k in page])
+        self.total += len(page)
+        c.execute("UPDATE prune_receipts SET rows = ? WHERE id = ?", (self.total, self.receipt_id))
+        if self.keep_keys:
+            self.kept.extend(page)
+        return len(page)
 
 
 @dataclass(frozen=True, slots=True)

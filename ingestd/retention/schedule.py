@@ -63,7 +63,7 @@ def backup_dir_from(settings: Settings, db_path: Path) -> Path:
     return Path(d).expanduser() if d else bk.default_backup_dir(db_path)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ScheduledRun:
     """What one ``run_scheduled`` call did.
 
@@ -82,6 +82,92 @@ class ScheduledRun:
     errors: list[str] = field(default_factory=list)
 
 
+def prune_and_retain(
+    conn: apsw.Connection,
+    db_path: Path,
+    settings: Settings,
+    now: datetime,
+    *,
+    policy: pr.Policy | None = None,
+    dry_run: bool = False,
+    keep_keys: bool = True,
+    backups: bool = True,
+) -> tuple[list[pr.PruneResult], bk.RetentionResult | None]:
+    """The retention pass ``ingestd prune`` and the schedule share: prune the projections, then the backups.
+
+    Args:
+        conn: the live database.
+        db_path: its file (the default backup directory is beside it).
+        settings: resolved settings (batch size, backup retention, ``ship_to``).
+        now: aware datetime, the clock reading.
+        policy: the prune policy (default ``policy_from(settings)``).
+        dry_run: list what would go, change nothing.
+        keep_keys: keep each pruned row's key in the result (``prune --dry-run`` lists them).
+        backups: apply backup retention too (``prune --only`` does not).
+
+    Returns:
+        The prune results per table, and the backup retention result (None when ``backups`` is false).
+
+    Side effects: deletes rows in short transactions (unshipped log rows kept in team mode) and old backups.
+    """
+    pruned = pr.prune(
+        conn,
+        policy if policy is not None else policy_from(settings),
+        now=now,
+        dry_run=dry_run,
+        batch_rows=settings.get_int("prune_batch_rows"),
+        keep_keys=keep_keys,
+        shipped_through=shipped_through(conn) if settings.get_opt_str("ship_to") else None,
+    )
+    if not backups:
+        return pruned, None
+    retention = bk.apply_retention(
+        backup_dir_from(settings, db_path),
+        now=now,
+        retention_days=settings.get_int("backup_retention_days"),
+        keep_newest=settings.get_int("backup_keep_newest"),
+        dry_run=dry_run,
+    )
+    return pruned, retention
+
+
+def _scheduled_prune(
+    conn: apsw.Connection, db_path: Path, settings: Settings, now: datetime, run: ScheduledRun
+) -> None:
+    """The prune job: ``prune_and_retain``, its stamp, its log lines; a failure goes to ``run.errors``."""
+    try:
+        pruned, retention = prune_and_retain(conn, db_path, settings, now, keep_keys=False)
+        assert retention is not None
+        bk.set_meta(conn, "last_prune_at", format_utc(now))
+        run.pruned.extend(pruned)
+        for p in pruned:
+            log.info("prune finished", target=p.table, cutoff=p.cutoff, rows=p.rows, batches=p.batches)
+        log.info("backup retention finished", deleted=len(retention.deleted), kept=len(retention.kept))
+    except IngestdError as e:
+        run.errors.append(f"prune: {e.message}")
+        log.error("scheduled prune failed", error=e.message)
+        return
+    run.backup_retention = retention
+
+
+def _scheduled_backup(db_path: Path, settings: Settings, now: datetime, run: ScheduledRun) -> None:
+    """The backup job; a failure goes to ``run.errors``."""
+    try:
+        result = bk.backup(
+            db_path,
+            now=now,
+            directory=backup_dir_from(settings, db_path),
+            retention_days=settings.get_int("backup_retention_days"),
+            keep_newest=settings.get_int("backup_keep_newest"),
+        )
+    except IngestdError as e:
+        run.errors.append(f"backup: {e.message}")
+        log.error("scheduled backup failed", error=e.message)
+        return
+    run.backup = result
+    log.info("backup finished", path=result.path, bytes=result.bytes, elapsed_ms=int(result.elapsed_s * 1000))
+
+
 def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> ScheduledRun:
     """Run prune and backup if they are due; record when each ran in ``meta``. Blocking.
 
@@ -95,51 +181,13 @@ def run_scheduled(db_path: Path, settings: Settings, now: datetime) -> Scheduled
     """
     if not settings.get_bool("schedule_enabled"):
         return ScheduledRun(enabled=False)
+    run = ScheduledRun(True)
     conn = connect(db_path)
-    pruned: list[pr.PruneResult] = []
-    retention: bk.RetentionResult | None = None
-    result: bk.BackupResult | None = None
-    errors: list[str] = []
     try:
-        stamp = format_utc(now)
         if _job_due(conn, "prune", settings, now):
-            try:
-                pruned = pr.prune(
-                    conn,
-                    policy_from(settings),
-                    now=now,
-                    batch_rows=settings.get_int("prune_batch_rows"),
-                    keep_keys=False,
-                    shipped_through=shipped_through(conn) if settings.get_opt_str("ship_to") else None,
-                )
-                retention = bk.apply_retention(
-                    backup_dir_from(settings, db_path),
-                    now=now,
-                    retention_days=settings.get_int("backup_retention_days"),
-                    keep_newest=settings.get_int("backup_keep_newest"),
-                )
-                bk.set_meta(conn, "last_prune_at", stamp)
-                for p in pruned:
-                    log.info("prune finished", target=p.table, cutoff=p.cutoff, rows=p.rows, batches=p.batches)
-                log.info("backup retention finished", deleted=len(retention.deleted), kept=len(retention.kept))
-            except IngestdError as e:
-                errors.append(f"prune: {e.message}")
-                log.error("scheduled prune failed", error=e.message)
+            _scheduled_prune(conn, db_path, settings, now, run)
         if _job_due(conn, "backup", settings, now):
-            try:
-                result = bk.backup(
-                    db_path,
-                    now=now,
-                    directory=backup_dir_from(settings, db_path),
-                    retention_days=settings.get_int("backup_retention_days"),
-                    keep_newest=settings.get_int("backup_keep_newest"),
-                )
-                log.info(
-                    "backup finished", path=result.path, bytes=result.bytes, elapsed_ms=int(result.elapsed_s * 1000)
-                )
-            except IngestdError as e:
-                errors.append(f"backup: {e.message}")
-                log.error("scheduled backup failed", error=e.message)
+            _scheduled_backup(db_path, settings, now, run)
     finally:
         conn.close()
-    return ScheduledRun(True, pruned, result, retention, errors)
+    return run

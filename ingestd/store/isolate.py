@@ -4,7 +4,8 @@
 
 - a **transient** refusal (the database is busy or locked past the busy timeout, the disk is
   full, an I/O error) is retried with exponential backoff; while it lasts the component is
-  *stalled* (``ingestd.store.stall``: ``ingestd status`` / ``/api/health`` show it);
+  *stalled*, reported to the backoff's ``StallReport`` (``ingestd.store.stall``; in the daemon its
+  ``Health``: ``/api/health``, ``/api/status`` and, through the mirror file, ``ingestd status``);
 - any other refusal (a constraint or guard trigger, something the core's validation did not
   foresee) splits the batch in halves until the failing row is alone; that row is then
   appended *without its projection* and quarantined with the database's message
@@ -55,6 +56,7 @@ class Backoff:
         wait: waits the given seconds between retries (the daemon passes an event's ``wait``
             so a shutdown cuts it short; tests pass a fake).
         stop: when it returns True, the next retry is not made (shutdown): the error is raised.
+        report: hears of each retry and of their end (the daemon's ``Health``; default nobody).
     """
 
     first_s: float = 0.1
@@ -62,6 +64,7 @@ class Backoff:
     max_attempts: int | None = 8
     wait: Callable[[float], object] = time.sleep
     stop: Callable[[], bool] | None = None
+    report: stall.StallReport = stall.NO_REPORT
 
 
 def is_transient(e: StorageError) -> bool:
@@ -78,7 +81,7 @@ def about_rows(e: BaseException) -> bool:
 
 
 def retrying(component: str, fn: Callable[[], BatchResult], backoff: Backoff) -> BatchResult:
-    """``fn()``, retried on transient refusals with backoff; the component is stalled meanwhile.
+    """``fn()``, retried on transient refusals with backoff; ``component`` is reported stalled meanwhile.
 
     Raises:
         StorageError: a non-transient refusal at once, a transient one after ``max_attempts``.
@@ -97,12 +100,12 @@ def retrying(component: str, fn: Callable[[], BatchResult], backoff: Backoff) ->
                 if backoff.stop is not None and backoff.stop():
                     raise
                 delay = min(backoff.max_s, backoff.first_s * 2 ** min(attempt - 1, 16))
-                stall.begin(component, str(e))
+                backoff.report.retrying(component, str(e))
                 log.warning("write_stalled", component=component, error=str(e), attempt=attempt, retry_in_s=delay)
                 backoff.wait(delay)
     finally:
         if attempt:
-            stall.end(component)
+            backoff.report.retried(component)
 
 
 def apply_isolating(
@@ -120,7 +123,7 @@ def apply_isolating(
 
     Args:
         conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
-        component: str, the name a stall is reported under (``ingest``, ``tailer``, ``hooks``).
+        component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
 
     Returns:

@@ -26,11 +26,27 @@ TIER_SQL = (
     "COALESCE((SELECT CASE WHEN t.prompt_tokens > q.long_context_threshold THEN 1 ELSE 0 END FROM model_pricing q"
     f" WHERE q.model = t.model AND q.bucket = t.bucket AND q.effective_from = {RATE_SQL}), 0)"
 )
-SCAN_SQL = (
-    f"SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed,"
-    " sum(t.tokens), count(*), sum(t.web_search_requests)"
-    " FROM token_usage t GROUP BY 1, 2, 3, 4, 5, 6, 7"
-)
+
+
+def scan_sql(slot: str = SLOT_SQL, rate: str = RATE_SQL, tier: str = TIER_SQL, *, keys: tuple[str, ...] = ()) -> str:
+    """The grouped scan of ``token_usage`` the rollup must equal, in ``ROLLUP_COLUMNS`` order.
+
+    Args:
+        slot, rate, tier: the dialect's expressions of a row's quarter-hour slot, resolved rate date
+            and tier (SQLite: the defaults; the central store: its ``ingestd_slot`` / ``ingestd_rate``
+            / ``ingestd_tier`` functions, ``ingestd.central.check``).
+        keys: grouping columns before the rollup's own (the central store's ``t.host_id``).
+    """
+    lead = "".join(f"{k}, " for k in keys)
+    groups = ", ".join(str(i) for i in range(1, len(keys) + 8))
+    return (
+        f"SELECT {lead}t.session_id, t.model, t.bucket, {slot}, {rate}, {tier}, t.speed,"
+        " sum(t.tokens), count(*), sum(t.web_search_requests)"
+        f" FROM token_usage t GROUP BY {groups}"
+    )
+
+
+SCAN_SQL = scan_sql()
 ROLLUP_COLUMNS = (
     "session_id, model, bucket, slot, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
 )

@@ -1,48 +1,76 @@
 """Stalls: a writer retrying a transient refusal (busy, full, I/O) says so (SPEC §12, §10).
 
-A process-wide registry, thread-safe: ``ingestd.store.isolate.retrying`` marks a component
-stalled while it waits to retry and clears it when the write goes through or gives up.
-``/api/health`` answers 503 with the stall's reason while any component is stalled, and
-``/api/status`` lists them. The daemon also mirrors them to a small file beside the database
-(``mirror_to``: ``<db>.stalls.json``, private, removed when the stall clears) so ``ingestd
-status`` in another process can list them (``read_mirror``); a full disk may keep that file
-from being written, the API always knows.
+``ingestd.store.isolate.retrying`` reports each retry, and the end of them, to the ``StallReport``
+its ``Backoff`` names. In the daemon that is its ``Health`` (``ingestd.daemon.health``): the part
+is *stalled* while it retries, ``/api/health`` answers 503 with the reason and ``/api/status``
+lists it, in the one vocabulary of health problems. The CLI reports to nobody (``NO_REPORT``):
+its log lines say it, and it gives up after a few attempts.
+
+``ingestd status`` runs in another process, so the daemon also mirrors its stalls to a small file
+beside the database (``write_mirror``: ``<db>.stalls.json``, private, removed when the stalls
+clear), which ``read_mirror`` reads while that daemon runs; a full disk may keep the file from
+being written, the API always knows.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import orjson
+
+from ingestd import atomicfile
+
+
+class StallReport(Protocol):
+    """Who hears about a part retrying a transient refusal (the daemon's ``Health``)."""
+
+    def retrying(self, part: str, reason: str) -> None:
+        """``part`` met a transient refusal (``reason``) and will retry."""
+
+    def retried(self, part: str) -> None:
+        """``part``'s write went through, or it gave up: no longer retrying."""
+
+
+class _NoReport:
+    def retrying(self, part: str, reason: str) -> None:
+        return None
+
+    def retried(self, part: str) -> None:
+        return None
+
+
+NO_REPORT: StallReport = _NoReport()
 
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """One stalled component.
+    """One part retrying a transient refusal.
 
     Attributes:
-        component: str, ``ingest`` / ``tailer`` / ``hooks``.
+        component: str, the part (``writer``, ``tailer``; ``ingest`` in the CLI).
         reason: str, the database's last refusal.
-        since_ns: int, monotonic ns when the stall began.
+        since_unix_s: float, wall-clock seconds when the retries began.
         retries: int, retries so far.
-        since_unix_s: float, wall-clock seconds when it began (for the mirror file).
     """
 
     component: str
     reason: str
-    since_ns: int
+    since_unix_s: float
     retries: int
-    since_unix_s: float = 0.0
 
-
-_lock = threading.Lock()
-_stalls: dict[str, Stall] = {}
-_mirror: Path | None = None
+    def to_json(self, now_unix_s: float) -> dict[str, object]:
+        """``{component, reason, seconds, retries}``: the shape of ``/api/status`` and ``ingestd status`` ``stalls``."""
+        return {
+            "component": self.component,
+            "reason": self.reason,
+            "seconds": round(max(0.0, now_unix_s - self.since_unix_s), 3),
+            "retries": self.retries,
+        }
 
 
 def mirror_path(db_path: Path) -> Path:
@@ -50,33 +78,23 @@ def mirror_path(db_path: Path) -> Path:
     return Path(str(db_path) + ".stalls.json")
 
 
-def mirror_to(db_path: Path | None) -> None:
-    """Mirror stalls to ``mirror_path(db_path)`` from now on (None: stop). Called by ``serve``."""
-    global _mirror
-    with _lock:  # nothing written yet: a second daemon refused by the lock must not touch the file
-        _mirror = None if db_path is None else mirror_path(db_path)
+def write_mirror(path: Path, stalls: Sequence[Stall]) -> None:
+    """Rewrite the mirror ``path`` with ``stalls`` and this pid, or remove it when there are none.
 
-
-def _write_mirror() -> None:
-    """Rewrite (or remove) the mirror; under ``_lock``. Best effort: an OSError is ignored."""
-    if _mirror is None:
-        return
+    Best effort: an OSError (a full disk) is ignored; the daemon's API still knows.
+    """
     with contextlib.suppress(OSError):
-        if not _stalls:
-            _mirror.unlink(missing_ok=True)
+        if not stalls:
+            path.unlink(missing_ok=True)
             return
         doc = {
             "pid": os.getpid(),
             "stalls": [
                 {"component": s.component, "reason": s.reason, "since_unix_s": s.since_unix_s, "retries": s.retries}
-                for s in _stalls.values()
+                for s in stalls
             ],
         }
-        tmp = _mirror.with_name(_mirror.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(orjson.dumps(doc))
-        os.replace(tmp, _mirror)
+        atomicfile.replace(path, orjson.dumps(doc), 0o600)
 
 
 def read_mirror(db_path: Path, now_unix_s: float) -> list[dict[str, object]]:
@@ -89,45 +107,12 @@ def read_mirror(db_path: Path, now_unix_s: float) -> list[dict[str, object]]:
     except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
         return []
     return [
-        {
-            "component": str(s.get("component")),
-            "reason": str(s.get("reason")),
-            "seconds": round(max(0.0, now_unix_s - float(s.get("since_unix_s", now_unix_s))), 3),
-            "retries": int(s.get("retries", 0)),
-        }
+        Stall(
+            str(s.get("component")),
+            str(s.get("reason")),
+            float(s.get("since_unix_s", now_unix_s)),
+            int(s.get("retries", 0)),
+        ).to_json(now_unix_s)
         for s in items
         if isinstance(s, dict)
-    ]
-
-
-def begin(component: str, reason: str) -> None:
-    """Mark ``component`` stalled (again) with ``reason``; counts the retry."""
-    with _lock:
-        prev = _stalls.get(component)
-        since = prev.since_ns if prev is not None else time.monotonic_ns()
-        wall = prev.since_unix_s if prev is not None else time.time()
-        _stalls[component] = Stall(component, reason, since, (prev.retries if prev else 0) + 1, wall)
-        _write_mirror()
-
-
-def end(component: str) -> None:
-    """The component's write went through (or gave up): no longer stalled."""
-    with _lock:
-        if _stalls.pop(component, None) is not None:
-            _write_mirror()
-
-
-def current() -> list[dict[str, object]]:
-    """The stalled components, as JSON-ready dicts (``component``, ``reason``, ``seconds``, ``retries``)."""
-    now = time.monotonic_ns()
-    with _lock:
-        items = sorted(_stalls.values(), key=lambda s: s.component)
-    return [
-        {
-            "component": s.component,
-            "reason": s.reason,
-            "seconds": round((now - s.since_ns) / 1e9, 3),
-            "retries": s.retries,
-        }
-        for s in items
     ]

@@ -271,3 +271,33 @@ def test_tls_settings_pass_through_to_libpq(pg_url: str) -> None:
     with pytest.raises(StorageError, match="SSL"):
         pg_connect(pg_url + "?sslmode=require")
     pg_connect(pg_url + "?sslmode=disable").close()
+
+
+def test_the_daemons_shipper_migrates_and_registers_once_per_store_connection(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingestd.central import ship as ship_mod
+
+    local = local_db(tmp_path / "s.db", [REPO / "fixtures" / "projects"], "host-once")
+    local.close()
+    prepared: list[str] = []
+    real_prepare = ship_mod.prepare
+
+    def counting(local: Any, pg: Any) -> Any:
+        prepared.append("x")
+        return real_prepare(local, pg)
+
+    monkeypatch.setattr(ship_mod, "prepare", counting)
+    shipper = ship_mod.Shipper(str(tmp_path / "s.db"), pg_url, batch_rows=5, max_batches=1)
+    try:
+        passes = [shipper.run_once() for _ in range(4)]
+        assert [p.sent for p in passes][:2] == [5, 5] and prepared == ["x"]
+        assert shipper._pg is not None
+        shipper._pg.close()  # the store went away: the next pass reconnects and prepares again
+        with pytest.raises(Exception):  # noqa: B017 - whatever the closed connection raises
+            shipper.run_once()
+        shipper.run_once()
+        assert prepared == ["x", "x"]
+    finally:
+        shipper.close()
+    assert len(central_log(pg_url, "host-once")) == sum(p.sent for p in passes) + 5

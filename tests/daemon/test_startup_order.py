@@ -13,9 +13,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from ingestd.daemon import lock as lock_mod
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.main import serve
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.errors import DaemonError
-from ingestd.http.app import ServeConfig, make_app, serve
+from ingestd.http.app import make_app
 from tests.reliability.support import q
 from tests.support import until
 
@@ -132,20 +134,15 @@ def test_the_daemon_runner_shows_progress_for_the_startup_backfill_only(tmp_path
     assert finished["bytes"] == finished["total_bytes"] > 0
 
 
-def test_serve_option_defaults_are_the_configurations_own() -> None:
-    # the command writes its defaults out (to check the port before importing the daemon)
-    import dataclasses
-
-    from ingestd.commands.serve import DEFAULTS
+def test_the_configurations_defaults_are_the_settings_tables(tmp_path: Path) -> None:
+    # one table of defaults: a configuration built from default settings equals the default configuration
     from ingestd.daemon.bind import DEFAULT_PORT
-    from ingestd.http.app import ServeConfig
-    from ingestd.http.hooks import HookConfig
+    from ingestd.settings import DEFAULTS
 
-    serve_defaults = {f.name: f.default for f in dataclasses.fields(ServeConfig)}
-    hook_defaults = {f.name: f.default for f in dataclasses.fields(HookConfig)}
-    for name, value in DEFAULTS.items():
-        assert serve_defaults.get(name, hook_defaults.get(name)) == value, name
-    assert serve_defaults["port"] == DEFAULT_PORT
+    built = ServeConfig.from_settings(DEFAULTS, db_path=tmp_path / "x.db", projects=(), token=None)
+    assert built == ServeConfig(db_path=tmp_path / "x.db")
+    assert built.port == DEFAULT_PORT == 7391 and built.host == "127.0.0.1"
+    assert built.hooks.max_body_bytes == 1 << 20 and built.watchdog_window_s == 600.0
 
 
 def test_the_serve_command_checks_port_and_lock_before_importing_the_daemon() -> None:

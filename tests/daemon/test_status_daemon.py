@@ -105,7 +105,8 @@ def test_state_file_round_trip_and_a_foreign_pid(tmp_path: Path) -> None:
 
 
 async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_client: Any) -> None:
-    from ingestd.http.app import ServeConfig, make_app
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.http.app import make_app
 
     db = tmp_path / "api.db"
     started = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ingestd.http.app import TAILER, ServeConfig, make_app
+from ingestd.daemon.config import ServeConfig
+from ingestd.http.app import TAILER, make_app
 from tests.daemon.support import user_line
 from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import q

@@ -16,7 +16,8 @@ from aiohttp.test_utils import TestClient
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
-from ingestd.http.app import ServeConfig, make_app
+from ingestd.daemon.config import ServeConfig
+from ingestd.http.app import make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from tests.hookclient import JSON_HEADERS, first_of_each_event

@@ -18,7 +18,8 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
-from ingestd.http.app import ServeConfig, make_app
+from ingestd.daemon.config import ServeConfig
+from ingestd.http.app import make_app
 from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import SID, assert_kept, q, snapshot
 

@@ -33,7 +33,8 @@ from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
 from ingestd.core.touch import Ctx
-from ingestd.http.app import ServeConfig, make_app
+from ingestd.daemon.config import ServeConfig
+from ingestd.http.app import make_app
 from ingestd.store.connection import connect
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.migrate import migrate

@@ -21,9 +21,10 @@ from aiohttp.test_utils import TestClient
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import checks
+from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.health import Health
 from ingestd.errors import BusyError
-from ingestd.http.app import WRITER, ServeConfig, make_app
+from ingestd.http.app import WRITER, make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
@@ -186,3 +187,21 @@ def test_a_commit_on_the_tailers_connection_counts_as_progress(tmp_path: Path) -
     now[0] = 11.5
     assert h.problems() == ["tailer stalled: one unit of work has run for 5.5 s"]
     conn.close()
+
+
+async def test_the_tailer_reports_its_retries_to_the_daemons_health(aiohttp_client: Any, db: Path) -> None:
+    # one stall mechanism: the tailer's backoff reports to the app's Health, which mirrors the file
+    from ingestd.daemon.ingestrun import IngestRunner
+    from ingestd.http.api import HEALTH
+    from ingestd.http.app import TAILER, make_app
+    from ingestd.store import stall
+
+    app = make_app(ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600))
+    await aiohttp_client(app)
+    runner = app[TAILER]._ingest
+    assert isinstance(runner, IngestRunner)
+    runner._backoff.report.retrying("tailer", "database error: database is locked")
+    assert app[HEALTH].stalls()[0]["component"] == "tailer"
+    assert stall.read_mirror(db, 0.0)[0]["reason"] == "database error: database is locked"
+    runner._backoff.report.retried("tailer")
+    assert app[HEALTH].problems() == [] and not stall.mirror_path(db).exists()

@@ -230,12 +230,15 @@ def test_a_row_the_database_refuses_is_isolated_and_the_rest_commits(tmp_path: P
 
 
 def test_transient_refusals_are_retried_and_shown_as_a_stall() -> None:
+    from ingestd.daemon.health import Health
     from ingestd.errors import BusyError, StorageError
-    from ingestd.store import isolate, stall
+    from ingestd.store import isolate
     from ingestd.store.writer import BatchResult
 
     calls: list[int] = []
     seen: list[list[dict[str, object]]] = []
+    problems: list[list[str]] = []
+    health = Health()
 
     def flaky() -> BatchResult:
         calls.append(1)
@@ -243,45 +246,53 @@ def test_transient_refusals_are_retried_and_shown_as_a_stall() -> None:
             raise StorageError("database error: disk I/O error", cause="IOError")
         return BatchResult(inserted=1)
 
-    policy = isolate.Backoff(first_s=0.01, max_attempts=None, wait=lambda s: seen.append(stall.current()))
+    def wait(s: float) -> None:
+        seen.append(health.stalls())
+        problems.append(health.problems())
+
+    policy = isolate.Backoff(first_s=0.01, max_attempts=None, wait=wait, report=health)
     assert isolate.retrying("tailer", flaky, policy).inserted == 1
     assert len(calls) == 3 and [s[0]["component"] for s in seen] == ["tailer", "tailer"]
     assert seen[-1][0]["retries"] == 2 and "I/O" in str(seen[-1][0]["reason"])
-    assert stall.current() == []  # cleared once the write went through
+    assert problems[-1][0].startswith("tailer stalled: retrying for ") and "disk I/O error" in problems[-1][0]
+    assert health.stalls() == [] and health.problems() == []  # cleared once the write went through
     with pytest.raises(BusyError):
         isolate.retrying(
             "ingest",
             lambda: (_ for _ in ()).throw(BusyError("busy")),
-            isolate.Backoff(max_attempts=2, wait=lambda s: None),
+            isolate.Backoff(max_attempts=2, wait=lambda s: None, report=health),
         )
-    assert stall.current() == []
+    assert health.stalls() == []  # cleared when it gave up too
 
 
 async def test_health_is_503_while_stalled(tmp_path: Path) -> None:
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
 
-    from ingestd.http.api import add_api_routes
-    from ingestd.store import stall
+    from ingestd.daemon.health import Health
+    from ingestd.http.api import HEALTH, add_api_routes
 
     db = tmp_path / "h.db"
     conn = connect(db)
     migrate(conn)
     conn.close()
     app = web.Application()
+    health = app[HEALTH] = Health()
     add_api_routes(app, db_path=db)
     async with TestClient(TestServer(app)) as client:
         assert (await client.get("/api/health")).status == 200
-        stall.begin("tailer", "database error: database or disk is full")
-        try:
-            resp = await client.get("/api/health")
-            doc = await resp.json()
-            assert resp.status == 503 and doc["status"] == "stalled" and "disk is full" in doc["reason"]
-            st = await (await client.get("/api/status")).json()
-            assert st["stalls"][0]["component"] == "tailer"
-        finally:
-            stall.end("tailer")
+        health.retrying("tailer", "database error: database or disk is full")
+        resp = await client.get("/api/health")
+        doc = await resp.json()
+        # one shape and one vocabulary for every reason the daemon is unhealthy
+        assert resp.status == 503 and doc["error"]["code"] == "unhealthy"
+        assert doc["error"]["message"].startswith("tailer stalled: retrying for ")
+        assert doc["error"]["message"].endswith("s: database error: database or disk is full")
+        st = await (await client.get("/api/status")).json()
+        assert [(s["component"], s["retries"]) for s in st["stalls"]] == [("tailer", 1)]
+        health.retried("tailer")
         assert (await client.get("/api/health")).status == 200
+        assert (await (await client.get("/api/status")).json())["stalls"] == []
 
 
 # -- framing ------------------------------------------------------------------------------------
@@ -464,27 +475,24 @@ def test_the_tailer_reads_a_growing_torn_line_once(tmp_path: Path) -> None:
 
 
 def test_ingestd_status_shows_the_daemons_stall_from_its_mirror_file(tmp_path: Path) -> None:
+    from ingestd.daemon.health import Health
     from ingestd.store import stall
 
     db = tmp_path / "m.db"
     conn = connect(db)
     migrate(conn)
     conn.close()
-    stall.mirror_to(db)
-    try:
-        assert not stall.mirror_path(db).exists()  # nothing written until something stalls
-        stall.begin("tailer", "database error: database is locked")
-        st = run_cli("status", "--db", str(db), "--no-stat", "--json")
-        [got] = orjson.loads(st.stdout)["stalls"]
-        assert got["component"] == "tailer" and "locked" in got["reason"] and got["retries"] == 1
-        assert "stalled" in run_cli("status", "--db", str(db), "--no-stat").stdout
-        assert stall.mirror_path(db).stat().st_mode & 0o077 == 0  # private, like the database
-        stall.end("tailer")
-        assert not stall.mirror_path(db).exists()
-        assert orjson.loads(run_cli("status", "--db", str(db), "--no-stat", "--json").stdout)["stalls"] == []
-    finally:
-        stall.end("tailer")
-        stall.mirror_to(None)
+    health = Health(mirror=stall.mirror_path(db))
+    assert not stall.mirror_path(db).exists()  # nothing written until something stalls
+    health.retrying("tailer", "database error: database is locked")
+    st = run_cli("status", "--db", str(db), "--no-stat", "--json")
+    [got] = orjson.loads(st.stdout)["stalls"]
+    assert got["component"] == "tailer" and "locked" in got["reason"] and got["retries"] == 1
+    assert "stalled" in run_cli("status", "--db", str(db), "--no-stat").stdout
+    assert stall.mirror_path(db).stat().st_mode & 0o077 == 0  # private, like the database
+    health.retried("tailer")
+    assert not stall.mirror_path(db).exists()
+    assert orjson.loads(run_cli("status", "--db", str(db), "--no-stat", "--json").stdout)["stalls"] == []
     # a file left by a daemon that is gone says nothing
     stall.mirror_path(db).write_bytes(orjson.dumps({"pid": 2**22 + 12345, "stalls": [{"component": "x"}]}))
     assert stall.read_mirror(db, 0.0) == []

@@ -169,7 +169,8 @@ def test_ingest_fault_is_a_clean_error_and_a_rerun_completes_exactly(
 
 async def test_hook_receiver_disk_full_answers_500_then_recovers(aiohttp_client: Any, tmp_path: Path) -> None:
     from ingestd.daemon import apply as apply_mod
-    from ingestd.http.app import ServeConfig, make_app
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.http.app import make_app
 
     store = apply_mod.make_store()
     limit: list[int | None] = [None]

@@ -22,8 +22,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from ingestd import forward
+from ingestd.daemon.config import ServeConfig
 from ingestd.http import guard
-from ingestd.http.app import ServeConfig, make_app
+from ingestd.http.app import make_app
 from tests.hookclient import JSON_HEADERS, corpus_hook_bodies, first_of_each_event
 from tests.reliability.support import SID, q
 

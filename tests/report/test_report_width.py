@@ -248,3 +248,16 @@ def test_sessions_show_titles_when_there_is_room(report_db: Path) -> None:
     for r in titled:
         [row] = [line for line in text.splitlines() if r["session_id"][:8] in line]
         assert r["title"][:20] in row
+
+
+def test_cut_and_cut_start_fit_wide_characters_to_the_cells() -> None:
+    from rich.cells import cell_len
+
+    from ingestd.report.short import cut, cut_start
+
+    assert cut("abcdef", 6) == "abcdef" and cut("abcdefgh", 6) == "abcde…"
+    assert cut_start("/a/b/spotter", 8) == "…spotter"
+    for text in ("日本語のプロジェクト名", "mixed 日本 text here"):
+        for width in range(2, 12):
+            assert cell_len(cut(text, width)) <= width and cut(text, width).endswith(("…", text[-1]))
+            assert cell_len(cut_start(text, width)) <= width

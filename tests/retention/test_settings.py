@@ -64,3 +64,13 @@ def test_config_file_round_trip(tmp_path: Path) -> None:
 def test_every_setting_has_unit_or_kind_in_name() -> None:
     for s in SETTINGS:
         assert s.help and s.name == s.name.lower()
+
+
+def test_float_settings_and_bounds() -> None:
+    s = resolve({}, {"INGESTD_WATCHDOG_WINDOW_S": "90.5"}, {"rescan_interval_s": 2})
+    assert s.get_float("watchdog_window_s") == 90.5 and s.get_float("rescan_interval_s") == 2.0
+    for env in ({"INGESTD_WATCHDOG_WINDOW_S": "0.5"}, {"INGESTD_WATCHDOG_WINDOW_S": "nan"}, {"INGESTD_PORT": "65536"}):
+        with pytest.raises(ConfigError, match="is not a valid"):
+            resolve({}, env, {})
+    with pytest.raises(ConfigError, match=r"setting port from config file: True is not a valid int \(0 to 65,535\)"):
+        resolve({}, {}, {"port": True})

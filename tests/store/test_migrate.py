@@ -38,7 +38,7 @@ def test_apply_twice_is_byte_identical(tmp_path: Path) -> None:
     before = schema_dump(conn)
     assert migrate(conn) == []
     assert schema_dump(conn) == before
-    assert [a.checksum for a in applied(conn)] == [p.sha256 for p in ledger.PINS]
+    assert [a.sha256 for a in applied(conn)] == [p.sha256 for p in ledger.PINS]
 
 
 def test_tampered_file_refused_naming_it_and_nothing_applied(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_legacy_ledger_without_checksums_is_upgraded_then_edits_are_caught(tmp_p
     conn.execute("INSERT INTO schema_version VALUES (1, 'schema', '2025-01-01T00:00:00.000Z')")
     applied_now = migrate(conn)
     assert [p.id for p in applied_now] == [p.id for p in ledger.PINS[1:]]
-    assert applied(conn)[0].checksum == ledger.PINS[0].sha256
+    assert applied(conn)[0].sha256 == ledger.PINS[0].sha256
     conn.execute("UPDATE schema_version SET checksum = 'x' WHERE id = 1")
     with pytest.raises(MigrationError):
         migrate(conn)

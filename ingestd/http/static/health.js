@@ -17,14 +17,16 @@ export function healthView() {
       try {
         health = await api("/api/health");
       } catch (e) {
-        health = { status: "error", reason: e.message };
+        // a 503 names every problem in the one error shape: {"error": {"code": "unhealthy", "message"}}
+        health = { status: e.code === "unhealthy" ? "unhealthy" : "error", reason: e.message };
       }
       const st = await api("/api/status");
       const tail = st.tail;
       body.replaceChildren(
         h("section", { class: "panel", id: "health-daemon" }, h("h2", {}, "Daemon"), dl([
           ["Status", h("span", { class: "status " + (health.status === "ok" ? "status-completed" : "status-error"), id: "daemon-status" }, health.status)],
-          ["Reason", health.reason || health.message || null],
+          ["Reason", health.reason || null],
+          ["Stalled", (st.stalls || []).map((s) => `${s.component}: retrying for ${s.seconds} s (${s.retries} retries): ${s.reason}`).join("; ") || null],
           ["Schema", st.schema.version === null ? null : `${st.schema.version} (${st.schema.name})`],
           ["Database", st.database.path],
           ["Size", `${fmtTokens(st.database.size_bytes)} bytes (WAL ${fmtTokens(st.database.wal_bytes || 0)})`],

@@ -176,6 +176,8 @@ class Codecs:
 # names one dictionary for good (``_dictionary_id``), so a cached entry is never wrong, only
 # incomplete.
 _BY_CONN: weakref.WeakKeyDictionary[Any, Codecs] = weakref.WeakKeyDictionary()
+# Log rows (with the batch) when training last failed on a connection.
+_FAILED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def codecs_of(conn: Any, *, need: int | None = None) -> Codecs:
@@ -256,7 +258,8 @@ def _samples(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs) -> list[bytes
 def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str) -> Codecs:
     """Train the dictionary when the log is first big enough; store it (in the caller's transaction)."""
     top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
-    if (int(top) if top is not None else 0) + len(rows) < TRAIN_MIN_ROWS:
+    logged = (int(top) if top is not None else 0) + len(rows)
+    if logged < max(TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
         return codecs
     samples = _samples(conn, rows, codecs)
     if len(samples) < TRAIN_MIN_ROWS:
@@ -264,8 +267,10 @@ def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: st
     try:
         trained = zstandard.train_dictionary(DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level)
     except zstandard.ZstdError as e:
-        # Too little variety to train on: the rows stay plain zstd; tried again next batch.
+        # Too little variety to train on: the rows stay plain zstd; tried again once the log
+        # has doubled (not at every commit of a daemon receiving hooks).
         log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
+        _FAILED[conn] = logged
         return codecs
     dictionary = trained.as_bytes()
     new_id = _dictionary_id(conn, dictionary)

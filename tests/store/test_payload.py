@@ -179,3 +179,24 @@ def test_verify_names_a_payload_that_does_not_decode(conn: apsw.Connection) -> N
     got = check_payloads(conn)
     assert not got.ok
     assert [d.split(":")[0] for d in got.details] == ["events_raw row 2", "events_raw row 4"]
+
+
+def test_a_failed_training_is_retried_once_the_log_has_doubled(
+    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 100)
+    calls: list[int] = []
+
+    def refuse(*args: object, **kw: object) -> object:
+        calls.append(len(args[1]))  # type: ignore[arg-type]
+        raise zstandard.ZstdError("cannot train dict")
+
+    monkeypatch.setattr(zstandard, "train_dictionary", refuse)
+    apply_batch(conn, _rows(100))
+    for i in range(5):  # small commits, as a daemon's: no new attempt each time
+        apply_batch(conn, _rows(10, start=100 + 10 * i))
+    assert len(calls) == 1
+    apply_batch(conn, _rows(60, start=200))  # the log has doubled since the failure
+    assert len(calls) == 2
+    assert {c for _, c, _ in _stored(conn)} == {payload.PLAIN}
+    assert check_payloads(conn).ok

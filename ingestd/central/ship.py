@@ -81,7 +81,7 @@ class Pending:
         host_id: str, this machine's id.
         shipped_through: int, the central high-water mark (local ``events_raw.id``; 0: nothing yet).
         rows: int, local log rows past the mark.
-        payload_bytes: int, bytes of their payloads.
+        payload_bytes: int, bytes of their payloads as read (what the store will hold; stored compressed here).
         first_id / last_id: int | None, the local id range.
     """
 

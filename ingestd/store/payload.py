@@ -278,7 +278,7 @@ def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: st
         "INSERT INTO payload_codecs (id, kind, dictionary, created_at) VALUES (?, 'zstd', ?, ?)",
         (new_id, dictionary, received_at),
     )
-    log.info("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
+    log.debug("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
     got = Codecs({**codecs.dictionaries, new_id: dictionary}, codecs.level)
     _BY_CONN[conn] = got
     return got

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import apsw
@@ -299,12 +299,6 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
         codec, blob = codecs.encode(t[3])
         out.append((*t[:3], blob, *t[4:], codec))
     return out
-
-
-def decode_all(conn: Any, stored: Iterable[tuple[Any, Any]]) -> Iterable[bytes]:
-    """``decode`` over ``(codec, payload)`` pairs from ``conn``. Read-only."""
-    for codec, blob in stored:
-        yield decode(conn, int(codec), blob)
 
 
 def register_sql(conn: apsw.Connection) -> None:

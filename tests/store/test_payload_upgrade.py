@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.core import ledger
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.store import payload
 from ingestd.store.connection import connect
-from ingestd.store.migrate import migrate
+from ingestd.store.migrate import MIGRATIONS_DIR, migrate
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
@@ -26,9 +27,24 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with monkeypatch.context() as m:
         m.setattr(payload, "_writer_codecs", lambda c: payload.Codecs({}))
         ingest_roots(conn, [projects], now="2026-01-02T00:00:00.000Z")
-    conn.execute("DROP TRIGGER payload_codecs_no_update")
-    conn.execute("DROP TRIGGER payload_codecs_no_delete")
+    # back to the schema of 0012: the objects of later migrations go, 0012's triggers come back
+    ref_dir = db.parent / "migrations-0012"
+    ref_dir.mkdir()
+    for f in sorted(MIGRATIONS_DIR.glob("00*.sql"))[:12]:
+        shutil.copy(f, ref_dir / f.name)
+    ref = connect(db.parent / "ref.db")
+    migrate(ref, directory=ref_dir, pins=ledger.PINS[:12])
+    want = {str(n): str(q) for n, q in ref.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")}
+    ref.close()
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        if want.get(name) != conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchall()[0][0]:
+            conn.execute(f'DROP TRIGGER "{name}"')
+    have = {str(n) for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for name, sql in want.items():
+        if name not in have:
+            conn.execute(sql)
     conn.execute("DROP TABLE payload_codecs")
+    conn.execute("DROP TABLE IF EXISTS rollup_deferred")
     conn.execute("ALTER TABLE events_raw DROP COLUMN codec")
     conn.execute("DELETE FROM schema_version WHERE id >= 13")
     conn.execute("VACUUM")
@@ -58,10 +74,10 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13]
-    # nothing rewritten: the same rows, the same bytes, codec 0; one new table's pages at most
+    assert [p.id for p in migrate(conn)] == [13, 15]
+    # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
-    assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 2
+    assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 4  # two new tables, the schema
     conn.close()
     assert _log(db) == before
     code, out = _cli("verify", "--db", str(db))

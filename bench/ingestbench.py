@@ -81,6 +81,7 @@ class IngestResult:
         summary: dict, the last cold run's ``--json`` summary.
         error: str, why the measurement stopped ("" when it did not).
         events_raw: int, rows in the log after the last run.
+        payload_bytes: int, their payloads as stored (compressed: ``ingestd.store.payload``).
     """
 
     corpus: Corpus
@@ -91,6 +92,7 @@ class IngestResult:
     summary: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     events_raw: int = 0
+    payload_bytes: int = 0
 
 
 def _fail(r: ProcResult) -> str:
@@ -132,4 +134,5 @@ def measure_ingest(corpus: Corpus, *, runs: int, timeout_s: float, long_run_s: f
     res.db_bytes = db_size_bytes(db)
     res.check = check_totals(corpus.truth, bucket_totals(db))
     res.events_raw = count(db, "SELECT count(*) FROM events_raw")
+    res.payload_bytes = count(db, "SELECT sum(length(payload)) FROM events_raw")
     return res

@@ -57,11 +57,13 @@ def _local(work: Path, name: str, mb: int, seed: int, host: str) -> Path:
 
 
 def _payload_bytes(db: Path) -> int:
+    """The log's payload bytes as read (what ship sends; stored compressed locally)."""
     from ingestd.store.connection import connect
+    from ingestd.store.payload import size_of
 
     conn = connect(db, readonly=True)
     try:
-        return int(conn.execute("SELECT sum(length(payload)) FROM events_raw").fetchall()[0][0])
+        return sum(size_of(conn, c, p) for c, p in conn.execute("SELECT codec, payload FROM events_raw"))
     finally:
         conn.close()
 

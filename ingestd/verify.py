@@ -20,12 +20,17 @@ from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
 from ingestd.store import rollup
 from ingestd.store.connection import translate
+from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK
 
 MAX_DETAILS = 20
+# name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed
+# log rows need to be read (migration 0013), so it is append-only as the log.
 TRIGGERS = {
-    "events_raw_no_update": ("UPDATE", "append-only"),
-    "events_raw_no_delete": ("DELETE", "append-only"),
+    "events_raw_no_update": ("events_raw", "UPDATE", "append-only"),
+    "events_raw_no_delete": ("events_raw", "DELETE", "append-only"),
+    "payload_codecs_no_update": ("payload_codecs", "UPDATE", "append-only"),
+    "payload_codecs_no_delete": ("payload_codecs", "DELETE", "append-only"),
 }
 # Message ids anywhere in a payload: assistant records carry message.id, agent_progress
 # copies carry data.message.message.id (FORMATS.md §2). A byte scan finds both without parsing.
@@ -74,7 +79,7 @@ def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], w
     finally:
         conn.execute("ROLLBACK TO verify_probe")
         conn.execute("RELEASE verify_probe")
-    return f"{what} on events_raw was NOT refused: the append-only trigger is missing or broken"
+    return f"{what} was NOT refused: the append-only trigger is missing or broken"
 
 
 def check_append_only(conn: apsw.Connection) -> Check:
@@ -84,13 +89,13 @@ def check_append_only(conn: apsw.Connection) -> Check:
         r[0]: (r[1], r[2] or "")
         for r in conn.execute("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
     }
-    for name, (verb, word) in TRIGGERS.items():
+    for name, (table, verb, word) in TRIGGERS.items():
         if name not in found:
             problems.append(f"trigger {name} is missing")
             continue
         tbl, sql = found[name]
-        if tbl != "events_raw" or f"BEFORE {verb}" not in sql.upper() or word not in sql:
-            problems.append(f"trigger {name} is not a BEFORE {verb} abort on events_raw: {sql!r}")
+        if tbl != table or f"BEFORE {verb}" not in sql.upper() or word not in sql:
+            problems.append(f"trigger {name} is not a BEFORE {verb} abort on {table}: {sql!r}")
     conn.execute("BEGIN")
     try:
         row = conn.execute("SELECT id FROM events_raw ORDER BY id LIMIT 1").fetchall()
@@ -104,17 +109,24 @@ def check_append_only(conn: apsw.Connection) -> Check:
             row = conn.execute("SELECT last_insert_rowid()").fetchall()
             probed = "a probe row (empty log)"
         rid = row[0][0]
-        for sql, what in (
-            ("UPDATE events_raw SET event_type = event_type WHERE id = ?", "UPDATE"),
-            ("DELETE FROM events_raw WHERE id = ?", "DELETE"),
+        for sql, params, what in (
+            ("UPDATE events_raw SET event_type = event_type WHERE id = ?", (rid,), "UPDATE on events_raw"),
+            ("UPDATE events_raw SET codec = codec WHERE id = ?", (rid,), "UPDATE of a codec on events_raw"),
+            ("DELETE FROM events_raw WHERE id = ?", (rid,), "DELETE on events_raw"),
+            ("UPDATE payload_codecs SET dictionary = dictionary WHERE id = 1", (), "UPDATE on payload_codecs"),
+            ("DELETE FROM payload_codecs WHERE id = 1", (), "DELETE on payload_codecs"),
         ):
-            problem = _expect_abort(conn, sql, (rid,), what)
+            problem = _expect_abort(conn, sql, params, what)
             if problem:
                 problems.append(problem)
     finally:
         with contextlib.suppress(apsw.Error):
             conn.execute("ROLLBACK")
-    return Check("append_only", not problems, problems or [f"UPDATE and DELETE refused on {probed}"])
+    return Check(
+        "append_only",
+        not problems,
+        problems or [f"UPDATE and DELETE refused on {probed} and on the payload codecs"],
+    )
 
 
 def check_rollup(conn: apsw.Connection) -> Check:
@@ -152,8 +164,11 @@ def check_usage_in_log(conn: apsw.Connection) -> Check:
     }
     total = len(wanted)
     if wanted:
-        for (payload,) in conn.execute("SELECT payload FROM events_raw"):
-            data = payload if isinstance(payload, bytes) else str(payload).encode("utf-8", "surrogatepass")
+        for codec, stored in conn.execute("SELECT codec, payload FROM events_raw"):
+            try:
+                data = decode_payload(conn, codec, stored)
+            except StorageError:
+                continue  # named by check_payloads
             if b'"id"' not in data:
                 continue
             for m in _ID_RE.finditer(data):
@@ -165,6 +180,30 @@ def check_usage_in_log(conn: apsw.Connection) -> Check:
     if len(missing) > MAX_DETAILS:
         details.append(f"... and {len(missing) - MAX_DETAILS} more")
     return Check("usage_in_log", not missing, details or [f"{total} messages found in the log"])
+
+
+def check_payloads(conn: apsw.Connection) -> Check:
+    """Every log payload decodes with a codec its database holds (migration 0013). Read-only.
+
+    A full scan of the log, each row decoded as every reader decodes it
+    (``ingestd.store.payload.decode``).
+    """
+    problems: list[str] = []
+    by_codec: dict[int, int] = {}
+    bad = 0
+    for rid, codec, stored in conn.execute("SELECT id, codec, payload FROM events_raw"):
+        try:
+            decode_payload(conn, codec, stored)
+        except StorageError as e:
+            bad += 1
+            if len(problems) < MAX_DETAILS:
+                problems.append(f"events_raw row {rid}: {e.message}")
+            continue
+        by_codec[codec] = by_codec.get(codec, 0) + 1
+    if bad > len(problems):
+        problems.append(f"... and {bad - len(problems)} more")
+    spread = ", ".join(f"codec {c}: {n}" for c, n in sorted(by_codec.items())) or "no rows"
+    return Check("payloads", not problems, problems or [f"every payload decodes ({spread})"])
 
 
 def check_prices(conn: apsw.Connection) -> Check:
@@ -184,6 +223,7 @@ CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
     ("foreign_keys", check_foreign_keys),
     ("integrity", check_integrity),
     ("usage_in_log", check_usage_in_log),
+    ("payloads", check_payloads),
     ("prices", check_prices),
 )
 

@@ -34,6 +34,8 @@ from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors, write_txn
 from ingestd.store.identity import database_identity
+from ingestd.store.payload import decode as decode_payload
+from ingestd.store.payload import size_of as payload_size
 
 log = get_logger("ingestd.central.ship")
 
@@ -80,7 +82,7 @@ class Pending:
         host_id: str, this machine's id.
         shipped_through: int, the central high-water mark (local ``events_raw.id``; 0: nothing yet).
         rows: int, local log rows past the mark.
-        payload_bytes: int, bytes of their payloads.
+        payload_bytes: int, bytes of their payloads as read (what the store will hold; stored compressed here).
         first_id / last_id: int | None, the local id range.
     """
 
@@ -142,12 +144,16 @@ def pending(local: apsw.Connection, pg: psycopg.Connection[Any], *, sizes: bool 
     mark = _central_mark(pg, ident.host_id)
     pg.rollback()
     with storage_errors():
-        size_sql = "COALESCE(sum(length(payload)), 0)" if sizes else "0"
-        got: Any = local.execute(
-            f"SELECT count(*), {size_sql}, min(id), max(id) FROM events_raw WHERE id > ?", (mark,)
-        ).fetchall()[0]
-    n, size, lo, hi = got
-    return Pending(ident.host_id, mark, int(n), int(size), lo, hi)
+        got: Any = local.execute("SELECT count(*), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)).fetchall()[
+            0
+        ]
+        n, lo, hi = got
+        size = 0
+        if sizes and n:
+            # the bytes as read (what the store will hold), not as stored here
+            for codec, stored in local.execute("SELECT codec, payload FROM events_raw WHERE id > ?", (mark,)):
+                size += payload_size(local, codec, stored)
+    return Pending(ident.host_id, mark, int(n), size, lo, hi)
 
 
 def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
@@ -224,9 +230,14 @@ def ship_batch(
             log.warning("ship_log_diverged", host_id=host_id, mark=mark)
             mark = 0
         with storage_errors():
-            rows: list[Any] = local.execute(
-                f"SELECT {_LOCAL_COLUMNS} FROM events_raw WHERE id > ? ORDER BY id LIMIT ?", (mark, batch_rows)
-            ).fetchall()
+            # the store keeps the exact bytes (SPEC §3): payloads are shipped decoded
+            rows: list[Any] = [
+                (*r[:4], decode_payload(local, r[10], r[4]), *r[5:10])
+                for r in local.execute(
+                    f"SELECT {_LOCAL_COLUMNS}, codec FROM events_raw WHERE id > ? ORDER BY id LIMIT ?",
+                    (mark, batch_rows),
+                )
+            ]
         if not rows:
             return 0, 0, mark
         as_of = ""

@@ -50,6 +50,7 @@ PINS: tuple[Pin, ...] = (
     Pin(10, "session_titles", "8867a57913e28df75648f2fe549375cf78279603679eea6e9f32ef72e70d9a84"),
     Pin(11, "price_dimensions", "d79ebcf2e9ef46b27aa3ff09e9255826f5e66053afaa71299c4314958eb3fa0b"),
     Pin(12, "price_dimensions_seed", "2b780a30954d02c39336ddfc5012c346b6223789e4bef83747ff2507ae012069"),
+    Pin(13, "payload_codecs", "225f216c1adf5b8b263f6a05a524cf16523994207d16e912b87e42d0b207cf4f"),
     Pin(15, "rollup_deferred", "b51453a57647876be909937511b236b1577ee1219946f329436844cda290c3d9"),
 )
 

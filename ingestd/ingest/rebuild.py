@@ -21,6 +21,7 @@ from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
 from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
+from ingestd.store.payload import decode as decode_payload
 from ingestd.store.watchdog_pass import effective_window, watchdog_pass
 from ingestd.store.writer import SessionWork, fold_into
 
@@ -42,10 +43,10 @@ def logged_window(src: apsw.Connection) -> int | None:
 
     Scans the log (no index on event_type): a rebuild reads all of it anyway.
     """
-    for (payload,) in src.execute(
-        "SELECT payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog' ORDER BY id DESC"
+    for codec, stored in src.execute(
+        "SELECT codec, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog' ORDER BY id DESC"
     ):
-        w = window_of(payload)
+        w = window_of(decode_payload(src, codec, stored))
         if w is not None:
             return w
     return None
@@ -55,11 +56,11 @@ def isolated_ids(src: apsw.Connection) -> set[int]:
     """Log ids of the rows the database refused to project live, from their ``quarantine``
     marker rows (``ingestd.store.isolate``): a rebuild does not fold them either. Read-only."""
     out: set[int] = set()
-    for (payload,) in src.execute(
-        "SELECT payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'quarantine'"
+    for codec, stored in src.execute(
+        "SELECT codec, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'quarantine'"
     ):
         try:
-            rid = orjson.loads(payload).get("raw_event_id")
+            rid = orjson.loads(decode_payload(src, codec, stored)).get("raw_event_id")
         except (orjson.JSONDecodeError, AttributeError):
             continue
         if isinstance(rid, int) and not isinstance(rid, bool):
@@ -132,14 +133,14 @@ def rebuild_projections(
 def _batches(src: apsw.Connection, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
     """The session's log rows in ``order``, ``batch_size`` at a time, isolated ones (``skip``) left out."""
     cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
-    while batch := [row_from_db(r) for r in itertools.islice(cur, batch_size)]:
+    while batch := [row_from_db(src, r) for r in itertools.islice(cur, batch_size)]:
         yield [r for r in batch if r.id not in skip] if skip else batch
 
 
 def _all_rows(src: apsw.Connection, sid: str, skip: set[int]) -> list[LogRow]:
     """Every log row of the session by id, isolated ones (``skip``) left out: a refold's history."""
     cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,))
-    return [r for r in map(row_from_db, cur) if r.id not in skip]
+    return [r for r in (row_from_db(src, x) for x in cur) if r.id not in skip]
 
 
 def _flush(

@@ -25,6 +25,11 @@ BUSY_TIMEOUT_MS = 5000
 # keys in random order (stable ids, message ids, times), so every batch touches pages all
 # over them; a cache that holds them saves re-reading those pages in every transaction.
 WRITER_CACHE_KIB = 32768
+# The -wal file is truncated back to this size after a checkpoint resets it (SQLite keeps it at
+# its high-water mark otherwise: a daemon that backfilled a corpus kept a -wal as large as its
+# biggest transaction, about the size of the database again, for as long as it ran). 4 MiB is
+# the default auto-checkpoint's 1000 pages: what the WAL holds between two checkpoints.
+JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
 
@@ -95,6 +100,7 @@ def apply_policy(conn: apsw.Connection, *, readonly: bool = False) -> None:
         # one) in memory: in a file they cost a pwrite per page touched per row, about half the
         # time of a token_usage insert.
         _set_and_check(conn, "temp_store", "MEMORY", "2")
+        _set_and_check(conn, "journal_size_limit", str(JOURNAL_SIZE_LIMIT_BYTES), str(JOURNAL_SIZE_LIMIT_BYTES))
     _set_and_check(conn, "foreign_keys", "ON", "1")
     # FULL = 2: in WAL mode the WAL is synced at every commit (durable 2xx).
     _set_and_check(conn, "synchronous", "FULL", "2")

@@ -9,12 +9,14 @@ import apsw
 import orjson
 
 from ingestd.core.records import LogRow, NewLogRow
+from ingestd.store.payload import decode as decode_payload
+from ingestd.store.payload import encode_rows
 
-LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
+LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
 
 INSERT_LOG = (
     "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, session_id,"
-    " origin, origin_gen, origin_offset) VALUES (?,?,?,?,?,?,?,?,?)"
+    " origin, origin_gen, origin_offset, codec) VALUES (?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (idempotency_key) DO NOTHING"
 )
 
@@ -22,12 +24,9 @@ INSERT_LOG = (
 NOT_ISOLATED = " AND id NOT IN (SELECT raw_event_id FROM quarantine WHERE reason = 'storage')"
 
 
-def row_from_db(r: Sequence[Any]) -> LogRow:
-    """A ``LogRow`` from a ``SELECT {LOG_COLUMNS}`` row."""
-    payload = r[3]
-    if isinstance(payload, str):
-        payload = payload.encode("utf-8", "surrogatepass")
-    return LogRow(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8])
+def row_from_db(conn: apsw.Connection, r: Sequence[Any]) -> LogRow:
+    """A ``LogRow`` from a ``SELECT {LOG_COLUMNS}`` row of ``conn`` (the payload decoded: the bytes as read)."""
+    return LogRow(r[0], r[1], r[2], decode_payload(conn, r[9], r[3]), r[4], r[5], r[6], r[7], r[8])
 
 
 def session_rows(conn: apsw.Connection, sid: str, after_id: int = 0, before_id: int | None = None) -> list[LogRow]:
@@ -36,7 +35,7 @@ def session_rows(conn: apsw.Connection, sid: str, after_id: int = 0, before_id: 
     bound = " AND id < ?" if before_id is not None else ""
     args: tuple[Any, ...] = (sid, after_id) if before_id is None else (sid, after_id, before_id)
     return [
-        row_from_db(r)
+        row_from_db(conn, r)
         for r in conn.execute(
             f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ?{bound}{NOT_ISOLATED} ORDER BY id",
             args,
@@ -81,7 +80,7 @@ def append(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> tuple[dict[str, 
     cost). When some keys already existed, the new rows are read back by id.
     """
     before = _max_log_id(conn)
-    conn.executemany(INSERT_LOG, [r.db_tuple() for r in rows])
+    conn.executemany(INSERT_LOG, encode_rows(conn, rows))
     after = _max_log_id(conn)
     if after - before == len(rows):
         return {r.idempotency_key: before + 1 + i for i, r in enumerate(rows)}, len(rows)

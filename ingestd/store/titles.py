@@ -33,6 +33,7 @@ from ingestd.core.decode import decode_line
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.rows import SummaryRow
+from ingestd.store.payload import decode as decode_payload
 from ingestd.store.sqlgen import upsert_sql
 
 UPSERT_SUMMARY = upsert_sql("summaries", SummaryRow._fields, ("origin", "origin_gen", "origin_offset"), update=())
@@ -87,12 +88,16 @@ def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterabl
             (origin, gen, offset),
         ).fetchall()[0][0]
         best: tuple[str, str] | None = None
-        for sid, payload, received_at in log.execute(
-            "SELECT session_id, payload, received_at FROM events_raw"
-            " WHERE origin = ? AND source = 'jsonl' AND instr(payload, ?) > 0",
-            (origin, _needle(leaf)),
+        needle = _needle(leaf)
+        # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
+        for sid, codec, stored, received_at in log.execute(
+            "SELECT session_id, codec, payload, received_at FROM events_raw"
+            " WHERE origin = ? AND source = 'jsonl' AND (codec != 0 OR instr(payload, ?) > 0)",
+            (origin, needle),
         ):
-            data = payload if isinstance(payload, bytes) else str(payload).encode("utf-8", "surrogatepass")
+            data = decode_payload(log, codec, stored)
+            if needle not in data:
+                continue
             obj = decode_line(data).obj
             if obj is None or obj.get("uuid") != leaf or sid is None:
                 continue

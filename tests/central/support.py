@@ -24,6 +24,7 @@ from ingestd.ingest.backfill import ingest_roots
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import decode as decode_payload
 
 NOW = "2026-06-01T00:00:00.000Z"
 
@@ -136,11 +137,12 @@ def central_log(url: str, host_id: str) -> list[tuple[Any, ...]]:
 
 
 def local_log(conn: apsw.Connection, through: int | None = None) -> list[tuple[Any, ...]]:
-    """The local log rows in ``central_log``'s shape (``id <= through`` when given)."""
+    """The local log rows in ``central_log``'s shape (``id <= through`` when given), payloads decoded:
+    the store keeps the bytes as read."""
     return [
-        (r[0], r[1], r[2], r[3], r[4] if isinstance(r[4], bytes) else r[4].encode(), r[5], r[6])
+        (r[0], r[1], r[2], r[3], decode_payload(conn, r[7], r[4]), r[5], r[6])
         for r in conn.execute(
-            "SELECT id, idempotency_key, source, event_type, payload, received_at, session_id FROM events_raw"
+            "SELECT id, idempotency_key, source, event_type, payload, received_at, session_id, codec FROM events_raw"
             " WHERE id <= ? ORDER BY id",
             (through if through is not None else 1 << 62,),
         )

@@ -23,6 +23,7 @@ from ingestd.errors import ConfigError
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity, shipped_through
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import decode as decode_payload
 from tests.central.support import central_log, local_db, local_log, ship_all
 from tests.conftest import CORPUS, REPO
 from tests.reliability.daemon import record
@@ -174,6 +175,10 @@ def test_dry_run_says_what_would_go_and_sends_nothing(tmp_path: Path, pg_url: st
     conn = connect(path)
     n = conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]
     assert (doc["rows"], doc["host_id"], doc["shipped_through"]) == (n, "host-d", 0)
+    # the bytes as read, which the store will hold, not the compressed bytes stored here
+    raw = [decode_payload(conn, c, p) for c, p in conn.execute("SELECT codec, payload FROM events_raw")]
+    stored = conn.execute("SELECT sum(length(payload)) FROM events_raw").fetchall()[0][0]
+    assert doc["payload_bytes"] == sum(map(len, raw)) > stored
     with psycopg.connect(pg_url) as c:  # the dry run created nothing in the store
         assert c.execute("SELECT to_regclass('events_raw')").fetchone() == (None,)
     res = runner.invoke(cli, ["ship", "--db", str(path), "--to", pg_url, "--json"])

@@ -105,7 +105,8 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
         assert daemon.stop() == 0, log.read_text()[-2000:]
 
     stored = [
-        orjson.loads(bytes(p))["tool_use_id"] for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook'")
+        orjson.loads(bytes(p))["tool_use_id"]
+        for (p,) in q(db, "SELECT payload_bytes(codec, payload) FROM events_raw WHERE source = 'hook'")
     ]
     assert len(stored) == len(set(stored))  # no duplicates
     assert set(acked) <= set(stored)  # every 2xx is in the log
@@ -119,8 +120,8 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     migrate(fresh)
     raw = q(
         db,
-        "SELECT idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen,"
-        " origin_offset FROM events_raw ORDER BY id",
+        "SELECT idempotency_key, source, event_type, payload_bytes(codec, payload), received_at, session_id,"
+        " origin, origin_gen, origin_offset FROM events_raw ORDER BY id",
     )
     rows = [NewLogRow(r[0], r[1], r[2], bytes(r[3]), *r[4:]) for r in raw]
     for i in range(0, len(rows), 500):

@@ -17,6 +17,7 @@ from ingestd.daemon import watchdog
 from ingestd.daemon.committer import Committer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import decode as decode_payload
 
 T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1e9)
 S = 1_000_000_000
@@ -59,9 +60,9 @@ def _watchdog_rows(db: Path) -> list[tuple[str, bytes]]:
     conn = connect(db, readonly=True)
     try:
         rows = conn.execute(
-            "SELECT received_at, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog'"
+            "SELECT received_at, codec, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'watchdog'"
         ).fetchall()
-        return [(r[0], bytes(r[1])) for r in rows]
+        return [(r[0], decode_payload(conn, r[1], r[2])) for r in rows]
     finally:
         conn.close()
 

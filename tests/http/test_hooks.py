@@ -20,6 +20,7 @@ from ingestd.daemon.config import ServeConfig
 from ingestd.http.app import make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
+from ingestd.store.payload import register_sql
 from tests.hookclient import JSON_HEADERS, first_of_each_event
 
 Client = TestClient[Any, Any]
@@ -46,9 +47,12 @@ def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
 
 
 def rows(
-    db: Path, sql: str = "SELECT idempotency_key, source, event_type, payload, session_id, origin FROM events_raw"
+    db: Path,
+    sql: str = "SELECT idempotency_key, source, event_type, payload_bytes(codec, payload), session_id, origin"
+    " FROM events_raw",
 ) -> list[Any]:
     conn = connect(db, readonly=True)
+    register_sql(conn)  # payload_bytes(codec, payload): the bytes as read
     try:
         return conn.execute(sql).fetchall()
     finally:
@@ -246,7 +250,10 @@ async def test_concurrent_clients_every_2xx_exactly_once(make_client: MakeClient
 
     acked = [t for got in await asyncio.gather(*(one_client(c) for c in range(n_clients))) for t in got]
     assert len(acked) == n_clients * per_client
-    stored = [orjson.loads(bytes(p))["tool_use_id"] for (p,) in rows(db, "SELECT payload FROM events_raw")]
+    stored = [
+        orjson.loads(bytes(p))["tool_use_id"]
+        for (p,) in rows(db, "SELECT payload_bytes(codec, payload) FROM events_raw")
+    ]
     assert sorted(stored) == sorted(acked)
     (batches,) = rows(db, "SELECT count(*) FROM events_raw")[0:1]
     assert batches[0] == len(acked)

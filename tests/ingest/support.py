@@ -10,11 +10,13 @@ import apsw
 from ingestd.replay.dump import TABLES, canonical_rows
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import register_sql
 
 
 def new_db(path: Path) -> apsw.Connection:
     conn = connect(path)
     migrate(conn)
+    register_sql(conn)  # payload_bytes(codec, payload): the bytes as read
     return conn
 
 

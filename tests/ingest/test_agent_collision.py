@@ -146,8 +146,8 @@ def test_interleaved_rows_of_both_sessions_converge(tmp_path: Path) -> None:
     rows = [
         (r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8])
         for r in whole.execute(
-            "SELECT idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen,"
-            " origin_offset FROM events_raw ORDER BY id"
+            "SELECT idempotency_key, source, event_type, payload_bytes(codec, payload), received_at, session_id,"
+            " origin, origin_gen, origin_offset FROM events_raw ORDER BY id"
         )
     ]
     per = {S1: [r for r in rows if r[5] == S1], S2: [r for r in rows if r[5] == S2]}

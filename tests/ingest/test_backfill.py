@@ -13,6 +13,7 @@ from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.ingest.scan import discover
+from ingestd.store.payload import decode as decode_payload
 from tests.ingest.support import count, dump, new_db
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +44,8 @@ def test_log_keeps_every_line_including_invalid(tmp_path: Path) -> None:
     conn = new_db(tmp_path / "x.db")
     ingest_roots(conn, [root], now=NOW)
     assert count(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") == 1
-    raw: Any = conn.execute("SELECT payload FROM events_raw WHERE event_type = 'invalid'").fetchall()[0][0]
-    assert bytes(raw) == b"this line is not json {"
+    [(codec, raw)] = conn.execute("SELECT codec, payload FROM events_raw WHERE event_type = 'invalid'").fetchall()
+    assert decode_payload(conn, codec, raw) == b"this line is not json {"
     assert count(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'future-record-kind'") == 1
     assert count(conn, "SELECT value FROM ingest_stats WHERE name = 'skipped.not_json'") == 1
 
@@ -81,10 +82,12 @@ def test_rewritten_file_is_reset_and_logged(tmp_path: Path) -> None:
     s = ingest_roots(conn, [root], now=NOW)
     assert s.resets == 1
     row: Any = conn.execute(
-        "SELECT source, origin_gen, payload FROM events_raw WHERE event_type = 'file_reset'"
+        "SELECT source, origin_gen, codec, payload FROM events_raw WHERE event_type = 'file_reset'"
     ).fetchall()
     assert row[0][0] == "ingestd" and row[0][1] == 1
-    assert orjson.loads(row[0][2])["origin"].endswith("44444444-4444-4444-8444-444444444444.jsonl")
+    assert orjson.loads(decode_payload(conn, row[0][2], row[0][3]))["origin"].endswith(
+        "44444444-4444-4444-8444-444444444444.jsonl"
+    )
     gen = conn.execute("SELECT origin_gen FROM ingest_checkpoints WHERE origin LIKE '%44444444%'").fetchall()
     assert gen[0][0] == 1
     # same size, different bytes before the offset: also a rewrite

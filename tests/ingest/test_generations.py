@@ -56,7 +56,7 @@ def test_superseded_generation_still_counts(tmp_path: Path) -> None:
         assert dump(dst) == dump(conn)
     # the log says which lines are current: generation 1 holds msg_1 and msg_3 only
     current = conn.execute(
-        "SELECT payload FROM events_raw WHERE origin = ? AND origin_gen = 1 AND source = 'jsonl'"
+        "SELECT payload_bytes(codec, payload) FROM events_raw WHERE origin = ? AND origin_gen = 1 AND source = 'jsonl'"
         " ORDER BY origin_offset",
         (f"-p/{SID}.jsonl",),
     ).fetchall()

@@ -224,13 +224,17 @@ def verify(db: Path, root: Path, acked: list[str], workdir: Path) -> None:
     """Every 2xx exactly once; every complete line exactly once, verbatim; replay exits 0."""
     stored = [
         str(orjson.loads(bytes(p))["tool_use_id"])
-        for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook'")
+        for (p,) in q(db, "SELECT payload_bytes(codec, payload) FROM events_raw WHERE source = 'hook'")
     ]
     assert len(stored) == len(set(stored)), "a hook delivery is in the log twice"
     missing = set(acked) - set(stored)
     assert not missing, f"{len(missing)} acknowledged deliveries lost, e.g. {sorted(missing)[:3]}"
     want = expected_lines(root)
-    rows = q(db, "SELECT origin, origin_gen, origin_offset, payload, event_type FROM events_raw WHERE source = 'jsonl'")
+    rows = q(
+        db,
+        "SELECT origin, origin_gen, origin_offset, payload_bytes(codec, payload), event_type FROM events_raw"
+        " WHERE source = 'jsonl'",
+    )
     got: dict[str, list[tuple[int, bytes]]] = {}
     for origin, gen, off, payload, etype in rows:
         assert gen == 0 and etype != "invalid", (origin, off, etype)  # no torn line stored, no false rewrite

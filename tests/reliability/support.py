@@ -7,6 +7,7 @@ from typing import Any
 
 from ingestd.replay import replay
 from ingestd.store.connection import connect
+from ingestd.store.payload import register_sql
 
 SID = "11111111-2222-4333-8444-555555555555"
 # Every table a bad input must not disturb, canonically ordered (the log first).
@@ -36,6 +37,7 @@ def snapshot(db: Path) -> dict[str, list[Any]]:
 def q(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     """Rows of one read-only query."""
     conn = connect(db, readonly=True)
+    register_sql(conn)  # payload_bytes(codec, payload): the bytes as read
     try:
         return conn.execute(sql, params).fetchall()
     finally:

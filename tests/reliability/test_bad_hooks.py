@@ -248,7 +248,9 @@ async def test_bad_hook_body(client: Client, case: Case, tmp_path: Path) -> None
     assert text == b""
     new = after["events_raw"][len(before["events_raw"]) :]
     assert len(new) == 1
-    got = q(db, "SELECT payload, event_type, source FROM events_raw WHERE id = ?", (new[0][0],))[0]
+    got = q(db, "SELECT payload_bytes(codec, payload), event_type, source FROM events_raw WHERE id = ?", (new[0][0],))[
+        0
+    ]
     assert bytes(got[0]) == case.body  # verbatim, damaged bytes included
     assert got[1:] == (case.event_type, "hook")
     assert_kept(before, after, session=SID)

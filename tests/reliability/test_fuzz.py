@@ -38,6 +38,7 @@ from ingestd.http.app import make_app
 from ingestd.store.connection import connect
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import register_sql
 from ingestd.store.writer import apply_batch
 from tests.reliability.support import assert_replay_ok
 
@@ -211,6 +212,7 @@ class HookHarness:
         self.client: TestClient[Any, Any] = TestClient(TestServer(make_app(cfg)), loop=self.loop)
         self.loop.run_until_complete(self.client.start_server())
         self.reader = connect(db, readonly=True)
+        register_sql(self.reader)
         self.stored = 0  # bodies answered 200 and appended to the log (not redeliveries)
 
     def post(self, body: bytes, content_type: str) -> tuple[int, bytes]:
@@ -242,7 +244,9 @@ def check_hook(h: HookHarness, body: bytes, content_type: str) -> None:
         assert status == 415, (status, text[:200])  # only JSON is taken, whatever the body (SPEC §10)
     else:
         assert status in (200, 400, 413), (status, text[:200])
-    got = h.reader.execute("SELECT payload, source FROM events_raw WHERE id > ?", (upto,)).fetchall()
+    got = h.reader.execute(
+        "SELECT payload_bytes(codec, payload), source FROM events_raw WHERE id > ?", (upto,)
+    ).fetchall()
     if status == 200:
         assert text == b""
         if got == []:  # a redelivery: an event with the same natural key is already stored
@@ -319,6 +323,7 @@ class StoreHarness:
     def __init__(self, db: Path) -> None:
         self.db = db
         self.conn = connect(db)
+        register_sql(self.conn)
         migrate(self.conn)
         self.files = itertools.count()
         self.cache = FoldCache()  # as the daemon keeps one: each example costs its own rows only
@@ -413,7 +418,9 @@ def check_transcript(s: StoreHarness, data: bytes, cuts: list[int], session: str
     assert res.inserted == len({r.idempotency_key for r in rows})
     assert log_digest(s.conn, upto) == before
     # every complete line stored verbatim, in order, at its offset
-    got = s.conn.execute("SELECT payload, origin_offset FROM events_raw WHERE id > ? ORDER BY id", (upto,)).fetchall()
+    got = s.conn.execute(
+        "SELECT payload_bytes(codec, payload), origin_offset FROM events_raw WHERE id > ? ORDER BY id", (upto,)
+    ).fetchall()
     assert [(bytes(p), o) for p, o in got] == [(ln.data, ln.offset) for ln in lines]
 
 

@@ -350,7 +350,7 @@ def test_an_oversized_assistant_line_is_billed_and_round_trips_through_replay(tm
     migrate(conn)
     s = ingest_roots(conn, [root], now=NOW, max_line_bytes=100_000)
     assert s.oversized == 1
-    [(payload,)] = q(db, "SELECT payload FROM events_raw WHERE event_type = 'oversized'")
+    [(payload,)] = q(db, "SELECT payload_bytes(codec, payload) FROM events_raw WHERE event_type = 'oversized'")
     assert len(payload) < 100_000  # head and tail only
     marker = orjson.loads(payload)["oversized"]
     assert marker["length"] > 300_000 and len(marker["blake2b"]) == 16

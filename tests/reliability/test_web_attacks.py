@@ -283,4 +283,6 @@ async def test_the_forwarder_gets_its_bodies_stored(
         return forward.main(["--url", f"http://127.0.0.1:{client.port}/hooks", "--timeout-s", "5"])
 
     assert await asyncio.get_running_loop().run_in_executor(None, run) == 0
-    assert [bytes(p) for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook'")] == [body], name
+    assert [
+        bytes(p) for (p,) in q(db, "SELECT payload_bytes(codec, payload) FROM events_raw WHERE source = 'hook'")
+    ] == [body], name

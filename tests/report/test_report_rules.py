@@ -205,8 +205,8 @@ def test_status_shows_skipped_lines_as_a_total_then_by_reason(report_db: Path) -
     conn.execute("INSERT INTO ingest_stats (name, value) VALUES ('skipped.not_json', 2), ('skipped.not_object', 1)")
     for i in (1, 2):
         conn.execute(
-            "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, origin)"
-            " SELECT idempotency_key || ?, source, event_type, payload, received_at, origin FROM events_raw"
+            "INSERT INTO events_raw (idempotency_key, source, event_type, payload, codec, received_at, origin)"
+            " SELECT idempotency_key || ?, source, event_type, payload, codec, received_at, origin FROM events_raw"
             " WHERE event_type = 'invalid' LIMIT 1",
             (str(i),),
         )

@@ -9,7 +9,7 @@ import apsw
 import pytest
 
 from ingestd.errors import BusyError, IntegrityError, StorageError
-from ingestd.store.connection import connect, default_db_path, translate, write_txn
+from ingestd.store.connection import JOURNAL_SIZE_LIMIT_BYTES, connect, default_db_path, translate, write_txn
 
 
 def test_every_pragma_reads_back(tmp_path: Path) -> None:
@@ -18,6 +18,22 @@ def test_every_pragma_reads_back(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchall() == [(1,)]
     assert conn.execute("PRAGMA busy_timeout").fetchall() == [(5000,)]
     assert conn.execute("PRAGMA synchronous").fetchall() == [(2,)]
+    assert conn.execute("PRAGMA journal_size_limit").fetchall() == [(JOURNAL_SIZE_LIMIT_BYTES,)]
+
+
+def test_a_large_transaction_does_not_leave_its_wal_behind(tmp_path: Path) -> None:
+    """The -wal file goes back to ``JOURNAL_SIZE_LIMIT_BYTES`` once a checkpoint resets it (a
+    daemon keeps its connection open: SQLite would keep the WAL at its largest size)."""
+    db = tmp_path / "x.db"
+    conn = connect(db)
+    conn.execute("CREATE TABLE t (b BLOB)")
+    big = 3 * JOURNAL_SIZE_LIMIT_BYTES
+    write_txn(conn, lambda c: c.executemany("INSERT INTO t VALUES (randomblob(65536))", [()] * (big // 65536)))
+    wal = tmp_path / "x.db-wal"
+    assert wal.stat().st_size > big
+    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+    write_txn(conn, lambda c: c.execute("INSERT INTO t VALUES (x'00')"))
+    assert wal.stat().st_size <= JOURNAL_SIZE_LIMIT_BYTES
 
 
 def test_fresh_database_is_private(tmp_path: Path) -> None:

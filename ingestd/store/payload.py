@@ -1,0 +1,312 @@
+"""Log payloads stored compressed and read back byte for byte (SPEC §3, §11; migration 0013).
+
+Every ``events_raw.payload`` goes in through ``Codecs.encode`` and comes out through
+``Codecs.decode``; nothing else reads the stored value. ``events_raw.codec`` says how:
+
+- ``0`` (``RAW``): the bytes as read. Every row written before migration 0013, and a row that
+  compression would not make smaller.
+- ``1`` (``PLAIN``): a zstd frame without dictionary (rows written before the database has
+  enough lines to train one).
+- ``n >= 2``: a zstd frame written with the dictionary stored in ``payload_codecs`` row ``n`` (its
+  id derived from its bytes: ``_dictionary_id``).
+
+Rows are compressed one by one (any row is read alone), so a short JSON line on its own
+compresses poorly (measured on the corpus: 2.6x); a dictionary trained on the database's
+first lines holds what lines share (keys, envelopes, common text) and lifts that to about
+4x (BENCHMARKS.md, "Database size"). It is trained once, when the log (with the batch being
+written) first holds ``TRAIN_MIN_ROWS`` lines, from its first ``TRAIN_ROWS`` lines; it is
+stored in the same transaction as the first rows written with it, and never changes
+(``payload_codecs`` is append-only, as the log).
+
+The compressor sits behind ``Codecs.encode(bytes) -> (codec, blob)``: a ``Codecs`` pickles
+(the zstd contexts are rebuilt in the receiving process), so a worker process can compress
+rows for the writer. ``encode_rows`` is the writer's entry point: it brings the connection's
+codecs up to date, trains the dictionary when due, and returns the rows ready to insert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import apsw
+import zstandard
+
+from ingestd.core.records import NewLogRow
+from ingestd.errors import StorageError
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.store.payload")
+
+RAW = 0
+PLAIN = 1
+# zstd level 3 (zstd's default): with the dictionary, level 1 gives 3.5x and level 6 4.0x at
+# 3x the CPU (measured on the corpus, BENCHMARKS.md).
+LEVEL = 3
+# The dictionary: zstd's recommended size, trained on the first lines (more lines or a bigger
+# dictionary did not help on the corpus, and training time grows with both). Fixed cover
+# parameters (segment k, d-mers d) instead of zstd's search over them: 0.1-0.25 s of CPU
+# instead of 0.5-1.1 s for the same ratio within 1% (BENCHMARKS.md, "Database size").
+DICT_BYTES = 112_640
+TRAIN_K = 1024
+TRAIN_D = 8
+TRAIN_ROWS = 2000
+TRAIN_MIN_ROWS = 1000
+TRAIN_MAX_BYTES = 16 * 1024 * 1024
+
+
+class Codecs:
+    """The payload codecs of one database: codec id -> zstd dictionary (None: no dictionary).
+
+    ``encode`` writes with the newest codec (``current``); ``decode`` reads any codec the
+    database has. Picklable: only the ids and dictionary bytes travel, the zstd contexts are
+    made on first use in each process.
+    """
+
+    def __init__(self, dictionaries: Mapping[int, bytes | None], level: int = LEVEL) -> None:
+        self.dictionaries: dict[int, bytes | None] = dict(dictionaries)
+        self.level = level
+        # the newest (the last given): dictionaries are loaded oldest first, after PLAIN
+        self.current = next(reversed(self.dictionaries), RAW)
+        self._cctx: zstandard.ZstdCompressor | None = None
+        self._dctx: dict[int, zstandard.ZstdDecompressor] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"dictionaries": self.dictionaries, "level": self.level}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["dictionaries"], state["level"])  # type: ignore[misc]
+
+    @classmethod
+    def load(cls, conn: Any) -> Codecs:
+        """The codecs a database holds (``payload_codecs``; none before migration 0013). Read-only.
+
+        Args:
+            conn: an apsw or sqlite3 connection.
+        """
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payload_codecs'").fetchall()
+        if not has:
+            return cls({})
+        rows = conn.execute(
+            "SELECT id, dictionary FROM payload_codecs ORDER BY dictionary IS NOT NULL, created_at, rowid"
+        ).fetchall()
+        return cls({int(i): (bytes(d) if d is not None else None) for i, d in rows})
+
+    def _compressor(self) -> zstandard.ZstdCompressor:
+        if self._cctx is None:
+            dictionary = self.dictionaries.get(self.current)
+            if dictionary is None:
+                self._cctx = zstandard.ZstdCompressor(level=self.level, write_checksum=False)
+            else:
+                d = zstandard.ZstdCompressionDict(dictionary)
+                d.precompute_compress(level=self.level)
+                self._cctx = zstandard.ZstdCompressor(
+                    level=self.level, dict_data=d, write_checksum=False, write_dict_id=False
+                )
+        return self._cctx
+
+    def encode(self, data: bytes) -> tuple[int, bytes]:
+        """``(codec, stored value)`` for a payload: compressed when that is smaller, else ``(RAW, data)``.
+
+        Args:
+            data: the payload, bytes exactly as read.
+
+        Returns:
+            ``(codec, blob)``; ``decode(codec, blob) == data``. Pure apart from the cached context.
+        """
+        if self.current == RAW:
+            return RAW, data
+        blob = self._compressor().compress(data)
+        if len(blob) >= len(data):
+            return RAW, data
+        # A copy of exactly its size: the one-shot result is the compress bound's buffer shrunk
+        # in place, and a batch of those held 2.5x their bytes (a cold ingest's peak memory
+        # went from 268 to 329 MiB; with the copy, 25 MB of blobs cost 27 MB).
+        return self.current, bytes(memoryview(blob))
+
+    def decode(self, codec: int, blob: bytes | str) -> bytes:
+        """The payload's bytes exactly as read, from its stored value.
+
+        Args:
+            codec: ``events_raw.codec``.
+            blob: ``events_raw.payload`` as stored (a str only for a raw row a foreign writer
+                bound as text: its UTF-8, lone surrogates kept).
+
+        Raises:
+            StorageError: the codec is unknown to this database or the value does not decode
+                (the log is damaged: ``ingestd verify`` names such rows).
+        """
+        if codec == RAW:
+            return blob if isinstance(blob, bytes) else str(blob).encode("utf-8", "surrogatepass")
+        dctx = self._dctx.get(codec)
+        if dctx is None:
+            if codec not in self.dictionaries:
+                raise StorageError(
+                    f"a log payload is stored with codec {codec}, which this database's payload_codecs does not "
+                    "hold: the database is damaged or was written by a newer ingestd",
+                    codec=codec,
+                )
+            dictionary = self.dictionaries[codec]
+            dctx = (
+                zstandard.ZstdDecompressor()
+                if dictionary is None
+                else zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary))
+            )
+            self._dctx[codec] = dctx
+        try:
+            return dctx.decompress(blob if isinstance(blob, bytes) else bytes(str(blob), "utf-8"))
+        except zstandard.ZstdError as e:
+            raise StorageError(f"a log payload (codec {codec}) does not decode: {e}", codec=codec) from e
+
+    def size_of(self, codec: int, blob: bytes | str) -> int:
+        """Bytes of the payload as read, without decoding it (a zstd frame records its size)."""
+        if codec == RAW:
+            return len(blob) if isinstance(blob, bytes) else len(str(blob).encode("utf-8", "surrogatepass"))
+        if not isinstance(blob, bytes):
+            blob = str(blob).encode("utf-8")
+        try:
+            return int(zstandard.frame_content_size(blob))
+        except zstandard.ZstdError as e:
+            raise StorageError(f"a log payload (codec {codec}) has no readable zstd frame: {e}", codec=codec) from e
+
+
+# One Codecs per open connection (apsw connections; others are loaded per call). A codec id
+# names one dictionary for good (``_dictionary_id``), so a cached entry is never wrong, only
+# incomplete.
+_BY_CONN: weakref.WeakKeyDictionary[Any, Codecs] = weakref.WeakKeyDictionary()
+# Log rows (with the batch) when training last failed on a connection.
+_FAILED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def codecs_of(conn: Any, *, need: int | None = None) -> Codecs:
+    """The codecs of ``conn``'s database, cached per connection. Read-only.
+
+    Args:
+        conn: an apsw connection (a sqlite3 one is loaded afresh every call).
+        need: a codec id about to be decoded: a cache that lacks it is reloaded (another
+            connection may have trained a dictionary since).
+    """
+    try:
+        got = _BY_CONN.get(conn)
+    except TypeError:
+        return Codecs.load(conn)
+    if got is None or (need is not None and need != RAW and need not in got.dictionaries):
+        got = Codecs.load(conn)
+        _BY_CONN[conn] = got
+    return got
+
+
+def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
+    """The one way to read a stored payload: the bytes exactly as read. Read-only.
+
+    Args:
+        conn: the connection the row was read from (its ``payload_codecs``).
+        codec: ``events_raw.codec``; blob: ``events_raw.payload``.
+
+    Raises:
+        StorageError: see ``Codecs.decode``.
+    """
+    if codec == RAW and isinstance(blob, bytes):
+        return blob
+    return codecs_of(conn, need=codec).decode(codec, blob)
+
+
+def size_of(conn: Any, codec: int, blob: bytes | str) -> int:
+    """Bytes of a stored payload as read, without decoding it (``Codecs.size_of``). Read-only."""
+    return codecs_of(conn, need=codec).size_of(codec, blob)
+
+
+def _writer_codecs(conn: Any) -> Codecs:
+    """The connection's codecs, checked against the database inside the write transaction (a
+    dictionary this connection trained in a batch that rolled back is not written with)."""
+    got = codecs_of(conn)
+    ids = {int(r[0]) for r in conn.execute("SELECT id FROM payload_codecs").fetchall()}
+    if ids != set(got.dictionaries):
+        got = Codecs.load(conn)
+        _BY_CONN[conn] = got
+    return got
+
+
+def _dictionary_id(conn: Any, dictionary: bytes) -> int:
+    """The codec id of a new dictionary: derived from its bytes (>= 2, 31 bits), so one id never
+    names two dictionaries, even across a rolled-back transaction and another writer's training;
+    the next free id on the (unlikely) collision."""
+    n = 2 + int.from_bytes(hashlib.blake2b(dictionary, digest_size=4).digest(), "big") % (2**31 - 2)
+    while conn.execute("SELECT 1 FROM payload_codecs WHERE id = ?", (n,)).fetchall():
+        n += 1
+    return n
+
+
+def _samples(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs) -> list[bytes]:
+    """The first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's."""
+    out: list[bytes] = []
+    size = 0
+    stored = conn.execute(
+        "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (TRAIN_ROWS,)
+    )
+    batch = (r.payload for r in rows if r.source != "ingestd")
+    for data in (*(codecs.decode(int(c), p) for c, p in stored), *batch):
+        if len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
+            break
+        out.append(data)
+        size += len(data)
+    return out
+
+
+def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str) -> Codecs:
+    """Train the dictionary when the log is first big enough; store it (in the caller's transaction)."""
+    top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
+    logged = (int(top) if top is not None else 0) + len(rows)
+    if logged < max(TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
+        return codecs
+    samples = _samples(conn, rows, codecs)
+    if len(samples) < TRAIN_MIN_ROWS:
+        return codecs
+    try:
+        trained = zstandard.train_dictionary(DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level)
+    except zstandard.ZstdError as e:
+        # Too little variety to train on: the rows stay plain zstd; tried again once the log
+        # has doubled (not at every commit of a daemon receiving hooks).
+        log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
+        _FAILED[conn] = logged
+        return codecs
+    dictionary = trained.as_bytes()
+    new_id = _dictionary_id(conn, dictionary)
+    conn.execute(
+        "INSERT INTO payload_codecs (id, kind, dictionary, created_at) VALUES (?, 'zstd', ?, ?)",
+        (new_id, dictionary, received_at),
+    )
+    log.debug("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
+    got = Codecs({**codecs.dictionaries, new_id: dictionary}, codecs.level)
+    _BY_CONN[conn] = got
+    return got
+
+
+def encode_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
+    """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
+
+    Inside the caller's write transaction: may train and store the dictionary (see the module
+    docstring). The idempotency key is the row's own, computed over the bytes as read.
+    """
+    codecs = _writer_codecs(conn)
+    if codecs.current == PLAIN and rows:
+        codecs = _train(conn, rows, codecs, max(r.received_at for r in rows))
+    out: list[tuple[Any, ...]] = []
+    for r in rows:
+        t = r.db_tuple()
+        codec, blob = codecs.encode(t[3])
+        out.append((*t[:3], blob, *t[4:], codec))
+    return out
+
+
+def register_sql(conn: apsw.Connection) -> None:
+    """Make ``payload_bytes(codec, payload)`` callable in SQL on ``conn``: ``decode`` as a function,
+    for ad hoc queries and tests (``SELECT payload_bytes(codec, payload) FROM events_raw``)."""
+
+    def payload_bytes(*args: Any) -> Any:
+        codec, blob = args
+        return decode(conn, int(codec), blob)
+
+    conn.create_scalar_function("payload_bytes", payload_bytes, 2, deterministic=True)

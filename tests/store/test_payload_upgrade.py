@@ -1,0 +1,108 @@
+"""A database from before migration 0013 (every payload stored as read) upgrades without a
+rewrite, keeps every row readable and replays; rows appended after it are compressed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.core import ledger
+from ingestd.ingest.backfill import ingest_roots
+from ingestd.store import payload
+from ingestd.store.connection import connect
+from ingestd.store.migrate import MIGRATIONS_DIR, migrate
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
+
+
+def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``projects`` ingested as ingestd did before 0013: the bytes as read, no codec column."""
+    conn = connect(db)
+    migrate(conn)
+    with monkeypatch.context() as m:
+        m.setattr(payload, "_writer_codecs", lambda c: payload.Codecs({}))
+        ingest_roots(conn, [projects], now="2026-01-02T00:00:00.000Z")
+    # back to the schema of 0012: the objects of later migrations go, 0012's triggers come back
+    ref_dir = db.parent / "migrations-0012"
+    ref_dir.mkdir()
+    for f in sorted(MIGRATIONS_DIR.glob("00*.sql"))[:12]:
+        shutil.copy(f, ref_dir / f.name)
+    ref = connect(db.parent / "ref.db")
+    migrate(ref, directory=ref_dir, pins=ledger.PINS[:12])
+    want = {str(n): str(q) for n, q in ref.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")}
+    ref.close()
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        if want.get(name) != conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchall()[0][0]:
+            conn.execute(f'DROP TRIGGER "{name}"')
+    have = {str(n) for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for name, sql in want.items():
+        if name not in have:
+            conn.execute(sql)
+    conn.execute("DROP TABLE payload_codecs")
+    conn.execute("DROP TABLE IF EXISTS rollup_deferred")
+    conn.execute("ALTER TABLE events_raw DROP COLUMN codec")
+    conn.execute("DELETE FROM schema_version WHERE id >= 13")
+    conn.execute("VACUUM")
+    conn.close()
+
+
+def _log(db: Path) -> list[tuple[int, bytes]]:
+    conn = connect(db, readonly=True)
+    try:
+        return [(int(i), bytes(p)) for i, p in conn.execute("SELECT id, payload FROM events_raw ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, list(args))
+    return res.exit_code, res.stdout
+
+
+def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    projects = tmp_path / "projects"
+    shutil.copytree(FIXTURES, projects)
+    db = tmp_path / "old.db"
+    _old_database(db, projects, monkeypatch)
+    before = _log(db)
+    assert len(before) > 20
+    conn = connect(db)
+    assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
+    pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
+    assert [p.id for p in migrate(conn)] == [13, 15]
+    # nothing rewritten: the same rows, the same bytes, codec 0
+    assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
+    assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 4  # two new tables, the schema
+    conn.close()
+    assert _log(db) == before
+    code, out = _cli("verify", "--db", str(db))
+    assert code == 0, out
+    code, out = _cli("replay", "--db", str(db), "--json")
+    assert code == 0, out
+
+    # a new transcript appended afterwards: its lines are compressed, the old rows stay as they are
+    src = next(p for p in sorted(projects.rglob("*.jsonl")) if len(p.read_bytes().splitlines()) > 3)
+    lines = [orjson.loads(x) for x in src.read_bytes().splitlines()]
+    new_sid = "00000000-0000-4000-8000-000000000013"
+    for rec in lines:
+        if isinstance(rec, dict) and "sessionId" in rec:
+            rec["sessionId"] = new_sid
+    (src.parent / f"{new_sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
+    conn = connect(db)
+    ingest_roots(conn, [projects], now="2026-01-03T00:00:00.000Z")
+    old_codecs = {c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id <= ?", (len(before),))}
+    new_codecs = [c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id > ?", (len(before),))]
+    conn.close()
+    assert old_codecs == {payload.RAW}
+    # plain zstd (too few lines yet to train a dictionary); a line compression cannot shrink stays raw
+    assert len(new_codecs) >= len(lines) and new_codecs.count(payload.PLAIN) > len(new_codecs) // 2, new_codecs
+    assert _log(db)[: len(before)] == before
+    code, out = _cli("verify", "--db", str(db))
+    assert code == 0, out
+    code, out = _cli("replay", "--db", str(db), "--json")
+    assert code == 0, out

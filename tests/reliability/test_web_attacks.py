@@ -268,7 +268,10 @@ async def test_real_claude_code_hook_requests_from_the_corpus_get_200(
         assert await resp.read() == b""
     # every delivery is stored once, except a redelivery of one tool or subagent event (SPEC's
     # idempotency key: session, tool_use_id or agent_id, event name), which is stored once
-    rows = [bytes(p) for (p,) in q(db, "SELECT payload FROM events_raw WHERE source = 'hook' ORDER BY id")]
+    rows = [
+        bytes(p)
+        for (p,) in q(db, "SELECT payload_bytes(codec, payload) FROM events_raw WHERE source = 'hook' ORDER BY id")
+    ]
     assert sorted(rows) == sorted(first_of_each_event(b for _, b in bodies))
 
 

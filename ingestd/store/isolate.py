@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import apsw
 
@@ -133,28 +133,44 @@ def apply_isolating(
         StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
             any row (the checkpoints or the transaction itself).
     """
-    policy = backoff or Backoff()
-    cps = list(checkpoints)
-    total = BatchResult()
+    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s)
+    iso.go(list(rows), list(checkpoints))
+    return iso.total
 
-    def one(part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> BatchResult:
-        return retrying(
-            component,
+
+@dataclass
+class _Isolator:
+    """One ``apply_isolating`` call: its arguments and the ``BatchResult`` summed over its parts."""
+
+    conn: apsw.Connection
+    component: str
+    policy: Backoff
+    ctx: Ctx | None
+    cache: FoldCache | None
+    watchdog_window_s: int
+    total: BatchResult = field(default_factory=BatchResult)
+
+    def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
+        """Apply one part (retrying transient refusals) and add its result to ``total``."""
+        res = retrying(
+            self.component,
             lambda: apply_batch(
-                conn,
+                self.conn,
                 part,
                 checkpoints=part_cps,
-                ctx=ctx,
-                cache=cache,
-                watchdog_window_s=watchdog_window_s,
+                ctx=self.ctx,
+                cache=self.cache,
+                watchdog_window_s=self.watchdog_window_s,
                 isolated=isolated,
             ),
-            policy,
+            self.policy,
         )
+        _add(self.total, res)
 
-    def go(part: Sequence[NewLogRow], part_cps: list[Checkpoint]) -> None:
+    def go(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint]) -> None:
+        """Apply ``part``; on a refusal about its rows, halve it until the refused row is alone."""
         try:
-            _add(total, one(part, part_cps, None))
+            self.one(part, part_cps, None)
             return
         except Exception as e:
             # a projector bug (any exception) is isolated like a refusal: one record, not the batch
@@ -163,25 +179,25 @@ def apply_isolating(
             err = e
         if len(part) > 1:
             mid = len(part) // 2
-            go(part[:mid], [])
-            go(part[mid:], part_cps)
+            self.go(part[:mid], [])
+            self.go(part[mid:], part_cps)
             return
-        row = part[0]
+        self.quarantine(part[0], part_cps, err)
+
+    def quarantine(self, row: NewLogRow, part_cps: list[Checkpoint], err: Exception) -> None:
+        """Store the refused ``row`` with its quarantine row, or, if even that fails, its marker alone."""
         log.warning("row_quarantined", reason="storage", origin=row.origin, offset=row.origin_offset, error=repr(err))
         why = str(err) if isinstance(err, StorageError) else f"projection failed: {err!r}"
         try:
-            _add(total, one(part, part_cps, {row.idempotency_key: why}))
+            self.one([row], part_cps, {row.idempotency_key: why})
         except StorageError as e2:
             if not about_rows(e2):
                 raise
             # not even the bare row can be stored: its marker alone records what was lost, and where
             log.error("row_unstorable", origin=row.origin, offset=row.origin_offset, error=str(e2))
             marker = quarantine_marker(row, None, f"{why}; the row itself could not be logged: {e2}")
-            _add(total, one([marker], part_cps, None))
-        total.isolated.append(row.idempotency_key)
-
-    go(list(rows), cps)
-    return total
+            self.one([marker], part_cps, None)
+        self.total.isolated.append(row.idempotency_key)
 
 
 def _add(total: BatchResult, part: BatchResult) -> None:

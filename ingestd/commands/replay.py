@@ -7,8 +7,16 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
-from ingestd.errors import CheckFailed, ConfigError
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    open_read_db,
+    resolve_db,
+    store_connection,
+    store_option,
+)
+from ingestd.errors import CheckFailed
 from ingestd.replay import ReplayResult, replay, total_rows
 
 
@@ -71,8 +79,7 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
             raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
         return
     path = resolve_db(db_path)
-    if not path.exists():
-        raise ConfigError(f"no database at {path}: pass --db")
+    open_read_db(path).close()  # there, and migrated: a log of an older schema is not replayed
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

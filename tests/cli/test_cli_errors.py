@@ -43,7 +43,7 @@ def test_out_of_range_ports_are_usage_errors(db_path: Path) -> None:
 
 def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) -> None:
     missing = tmp_path / "nope" / "x.db"
-    for args in (["sessions"], ["cost"], ["status"], ["pricing", "list"]):
+    for args in (["sessions"], ["cost"], ["status"], ["pricing", "list"], ["replay"]):
         code, out = run(*args, "--db", str(missing))
         assert not missing.parent.exists(), args
         assert code == 2 and out.startswith(f"ingestd: no database at {missing}"), (args, out)
@@ -54,6 +54,7 @@ def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) ->
     conn = connect(db_path)
     last = conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0]
     conn.execute("DELETE FROM schema_version WHERE id = ?", (last,))
-    code, out = run("sessions", "--db", str(db_path))
-    assert code == 2 and "needs migrations" in out and "ingestd migrate" in out
+    for cmd in ("sessions", "replay"):  # replay too: an older schema's log is not replayed half-way
+        code, out = run(cmd, "--db", str(db_path))
+        assert code == 2 and "needs migrations" in out and "ingestd migrate" in out, (cmd, out)
     assert conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0] < last  # nothing re-applied

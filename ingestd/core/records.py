@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ingestd.core.decode import decode_line
@@ -104,8 +105,12 @@ class PathInfo:
     agent_id: str | None
 
 
+@lru_cache(maxsize=4096)
 def path_info(origin: str) -> PathInfo:
     """Classify a transcript path relative to its projects root.
+
+    Memoised (the fold asks once per record, for a handful of files per batch; ``PathInfo`` is
+    frozen, so sharing one is safe).
 
     ``<slug>/<sid>.jsonl`` main file; ``<slug>/<sid>/subagents/agent-<id>.jsonl`` (also under
     ``subagents/workflows/wf_*/``, 2.1.x); ``<slug>/agent-<id>.jsonl`` flat (2.0.x, e.g.

@@ -15,7 +15,8 @@ from ingestd.commands._common import db_option, default_projects, emit_json, jso
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.errors import ConfigError
-from ingestd.ingest.backfill import Summary, ingest_roots
+from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest.readfile import Summary
 from ingestd.store.identity import database_identity
 
 

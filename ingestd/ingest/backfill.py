@@ -9,38 +9,30 @@ a new generation, with a ``file_reset`` row (source ``ingestd``) in the log.
 
 from __future__ import annotations
 
-import collections
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import apsw
-import orjson
 
-from ingestd.core.decode import decode_line
-from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
-from ingestd.core.keys import jsonl_key, reset_key, short_hash
-from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
+from ingestd.core.framing import MAX_LINE_BYTES, Framer
 from ingestd.core.revision import INGEST_REVISION
-from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
 from ingestd.ingest.pipeline import WriterPipe
+from ingestd.ingest.readfile import Batcher, Progress, Summary, read_file
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
 from ingestd.store.foldcache import FoldCache
-from ingestd.store.isolate import Backoff, apply_isolating
+from ingestd.store.isolate import Backoff
 
 log = get_logger("ingestd.ingest")
 
-HEAD_BYTES = 64
-CHUNK_BYTES = 8 << 20
 BATCH_ROWS = 20000
 # pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
 # most three batches (read, waiting, written) are in memory
@@ -48,269 +40,6 @@ PIPELINE_BATCH_ROWS = 4000
 # A one-shot ingest retries a transient refusal briefly (busy past the 5 s busy timeout, a full
 # disk, an I/O error), then stops with the error; the daemon retries until it clears.
 CLI_BACKOFF = Backoff(first_s=0.1, max_s=1.0, max_attempts=4)
-
-Progress = Callable[[int], None]
-
-
-@dataclass(slots=True)
-class Summary:
-    """What one ingest run did (the ``ingestd ingest`` report).
-
-    Attributes:
-        files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
-        files_unreadable: int, files that could not be opened or read (permissions, I/O errors):
-            skipped this run with their offset kept, so a later run picks them up.
-        lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
-        resets: int, rewritten files re-read from 0.
-        oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
-        skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
-        recovered: int, lines decoded only leniently.
-        isolated: int, rows the database refused, logged without projection (quarantined).
-        quarantined: dict reason -> int, records in quarantine after the run (``ingestd status``).
-        sessions / agents / messages: int, totals in the database after the run.
-        elapsed_s: float, seconds.
-    """
-
-    files: int = 0
-    files_read: int = 0
-    files_unchanged: int = 0
-    files_unreadable: int = 0
-    lines: int = 0
-    bytes: int = 0
-    rows_inserted: int = 0
-    resets: int = 0
-    oversized: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    recovered: int = 0
-    isolated: int = 0
-    quarantined: dict[str, int] = field(default_factory=dict)
-    sessions: int = 0
-    agents: int = 0
-    messages: int = 0
-    elapsed_s: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary as the ``--json`` document."""
-        mb = self.bytes / 1e6
-        return {
-            "files": self.files,
-            "files_read": self.files_read,
-            "files_unchanged": self.files_unchanged,
-            "files_unreadable": self.files_unreadable,
-            "lines": self.lines,
-            "bytes": self.bytes,
-            "rows_inserted": self.rows_inserted,
-            "resets": self.resets,
-            "oversized": self.oversized,
-            "skipped": dict(sorted(self.skipped.items())),
-            "recovered": self.recovered,
-            "isolated": self.isolated,
-            "quarantined": dict(sorted(self.quarantined.items())),
-            "sessions": self.sessions,
-            "agents": self.agents,
-            "messages": self.messages,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "mb_per_s": round(mb / self.elapsed_s, 1) if self.elapsed_s > 0 else None,
-        }
-
-
-def _head_hash(path: str, offset: int) -> str:
-    if offset <= 0:
-        return ""
-    start = max(0, offset - HEAD_BYTES)
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        return short_hash(fh.read(offset - start))
-
-
-class _Batcher:
-    def __init__(
-        self,
-        conn: apsw.Connection,
-        ctx: Ctx,
-        summary: Summary,
-        batch_rows: int,
-        cache: FoldCache | None = None,
-        watchdog_window_s: int = WATCHDOG_WINDOW_S,
-        backoff: Backoff | None = None,
-        component: str = "ingest",
-    ) -> None:
-        self.conn = conn
-        self.backoff = backoff
-        self.component = component
-        self.ctx = ctx
-        self.summary = summary
-        self.batch_rows = batch_rows
-        self.watchdog_window_s = watchdog_window_s
-        self.rows: list[NewLogRow] = []
-        self.cps: list[Checkpoint] = []
-        self.cache = cache if cache is not None else FoldCache()
-        self.skipped: collections.Counter[str] = collections.Counter()
-        self.max_line_bytes = MAX_LINE_BYTES
-        # the tailer's framers of files whose last line is still torn, by (root, origin): the
-        # next read resumes where this one stopped (one pass over a growing or endless line)
-        self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
-        self.should_stop: Callable[[], bool] | None = None
-        # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.distrusted: list[str] = []
-        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
-
-    def flush(self) -> None:
-        if not self.rows and not self.cps:
-            return
-        batch = (self.rows, self.cps)
-        self.rows = []
-        self.cps = []
-        if self.pipe is not None:
-            self.pipe.put(batch)
-        else:
-            self._apply(batch)
-
-    def finish(self) -> None:
-        """Wait for the writer thread (when pipelined) and re-raise its error."""
-        if self.pipe is not None:
-            pipe, self.pipe = self.pipe, None
-            pipe.close()
-
-    def _apply(self, batch: tuple[list[NewLogRow], list[Checkpoint]]) -> None:
-        rows, cps = batch
-        res = apply_isolating(
-            self.conn,
-            rows,
-            checkpoints=cps,
-            component=self.component,
-            backoff=self.backoff,
-            ctx=self.ctx,
-            cache=self.cache,
-            watchdog_window_s=self.watchdog_window_s,
-        )
-        self.summary.rows_inserted += res.inserted
-        self.summary.isolated += len(res.isolated)
-        for r in rows:
-            if r.idempotency_key in res.log_ids:
-                if r.reason:
-                    self.skipped[r.reason] += 1
-                if r.recovered:
-                    self.summary.recovered += 1
-
-
-def _read_file(
-    b: _Batcher,
-    root: str,
-    f: Found,
-    cp: tuple[Any, ...] | None,
-    now: str,
-    progress: Progress | None,
-) -> None:
-    """Append ``f``'s new lines (and a reset row if it was rewritten) to the batcher."""
-    origin = f.origin
-    oh = short_hash(origin.encode("utf-8", "surrogateescape"))
-    pi = path_info(origin)
-    gen, offset = 0, 0
-    if cp is not None:
-        gen, offset, head, rev = int(cp[0]), int(cp[1]), str(cp[2]), int(cp[3])
-        if rev != INGEST_REVISION:
-            offset = 0
-        elif f.size < offset or (offset > 0 and _head_hash(f.path, offset) != head):
-            gen += 1
-            payload = orjson.dumps({"origin": origin, "gen": gen, "reason": "rewritten"})
-            b.rows.append(
-                NewLogRow(reset_key(oh, gen), "ingestd", FILE_RESET, payload, now, pi.session_id, origin, gen)
-            )
-            b.summary.resets += 1
-            offset = 0
-    b.summary.files_read += 1
-    if f.is_meta:
-        with open(f.path, "rb") as fh:
-            data = fh.read()
-        b.rows.append(
-            NewLogRow(
-                jsonl_key(oh, gen, 0, data),
-                "jsonl",
-                META,
-                data,
-                now,
-                pi.session_id,
-                origin,
-                gen,
-                0,
-                obj=decode_line(data).obj,
-            )
-        )
-        b.summary.bytes += len(data)
-        b.cps.append(
-            Checkpoint(
-                root, origin, pi.session_id, gen, len(data), f.size, f.mtime_ns, f.inode, "", INGEST_REVISION, now
-            )
-        )
-        return
-    framer = _framer(b, root, f, gen, offset)
-    with open(f.path, "rb") as fh:
-        fh.seek(framer.read)
-        while True:
-            if b.should_stop is not None and b.should_stop():
-                return  # shutting down: what was framed commits, the rest is read next time
-            chunk = fh.read(CHUNK_BYTES)
-            if not chunk:
-                break
-            b.summary.bytes += len(chunk)
-            if progress is not None:
-                progress(len(chunk))
-            lines = framer.feed(chunk)
-            b.summary.lines += len(lines)
-            for ln in lines:
-                if isinstance(ln, Line):
-                    b.rows.append(
-                        line_row(
-                            ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id
-                        )
-                    )
-                else:
-                    b.summary.oversized += 1
-                    log.warning("line_oversized", origin=origin, offset=ln.offset, length=ln.length)
-                    b.rows.append(
-                        oversized_row(
-                            ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=pi.session_id
-                        )
-                    )
-            if len(b.rows) >= b.batch_rows:
-                # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
-                b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now, size=-1))
-                b.flush()
-    if b.framers is not None:
-        if framer.pending:
-            b.framers[(root, origin)] = (gen, framer)
-        else:
-            b.framers.pop((root, origin), None)
-    b.cps.append(_cp(root, f, pi.session_id, gen, framer.offset, now))
-
-
-def _framer(b: _Batcher, root: str, f: Found, gen: int, offset: int) -> Framer:
-    """A framer for ``f`` from its committed ``offset``: the tailer's kept one when it stopped at
-    that same line of the same generation and the file still reaches where it read to."""
-    if b.framers is not None:
-        kept = b.framers.pop((root, f.origin), None)
-        if kept is not None:
-            kgen, fr = kept
-            if kgen == gen and fr.offset == offset and fr.read <= f.size and fr.max_line_bytes == b.max_line_bytes:
-                return fr
-    return Framer(offset, b.max_line_bytes)
-
-
-def _cp(root: str, f: Found, sid: str | None, gen: int, offset: int, now: str, size: int | None = None) -> Checkpoint:
-    return Checkpoint(
-        root,
-        f.origin,
-        sid,
-        gen,
-        offset,
-        f.size if size is None else size,
-        f.mtime_ns,
-        f.inode,
-        _head_hash(f.path, offset),
-        INGEST_REVISION,
-        now,
-    )
 
 
 def ingest_roots(
@@ -373,16 +102,11 @@ def ingest_roots(
     """
     t0 = time.perf_counter()
     summary = Summary()
-    b = _Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s, backoff or CLI_BACKOFF, component)
+    b = Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s, backoff or CLI_BACKOFF, component)
     b.max_line_bytes = max_line_bytes
     b.framers = framers
     b.should_stop = should_stop
-    ckpt: WalCheckpointer | None = None
-    if pipeline:
-        if batch_rows == BATCH_ROWS:
-            b.batch_rows = batch_rows = PIPELINE_BATCH_ROWS
-        b.pipe = WriterPipe(b._apply)
-        ckpt = _checkpointer(conn)
+    ckpt = _pipelined(b, conn) if pipeline else None
     try:
         _ingest_plans(b, conn, roots, paths, now, on_total, progress)
     finally:
@@ -395,14 +119,28 @@ def ingest_roots(
         _restore_sessions(conn, b.distrusted, b)
     summary.skipped = dict(b.skipped)
     if totals:
-        summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
-        summary.agents = _count(conn, "SELECT count(*) FROM agents")
-        summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
-        summary.quarantined = {
-            str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
-        }
+        _totals(conn, summary)
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def _pipelined(b: Batcher, conn: apsw.Connection) -> WalCheckpointer | None:
+    """Make ``b`` hand its batches to one writer thread (``PIPELINE_BATCH_ROWS`` unless the caller
+    chose a batch size) and start the WAL checkpointer thread; returns it, to be stopped."""
+    if b.batch_rows == BATCH_ROWS:
+        b.batch_rows = PIPELINE_BATCH_ROWS
+    b.pipe = WriterPipe(b._apply)
+    return _checkpointer(conn)
+
+
+def _totals(conn: apsw.Connection, summary: Summary) -> None:
+    """Fill the summary's counts over the projections (sessions, agents, messages, quarantine)."""
+    summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
+    summary.agents = _count(conn, "SELECT count(*) FROM agents")
+    summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+    summary.quarantined = {
+        str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
+    }
 
 
 def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
@@ -422,7 +160,7 @@ def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
 
 
 def _ingest_plans(
-    b: _Batcher,
+    b: Batcher,
     conn: apsw.Connection,
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
@@ -463,7 +201,7 @@ def _ingest_plans(
         on_total(total)
     for root_s, f, cp in plans:
         try:
-            _read_file(b, root_s, f, cp, now, progress)
+            read_file(b, root_s, f, cp, now, progress)
         except FileNotFoundError:
             continue  # vanished between discovery and reading: its log rows are kept
         except OSError as e:
@@ -526,7 +264,7 @@ def _trusted(conn: apsw.Connection, origin: str, cp: tuple[Any, ...], known: set
     )
 
 
-def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: _Batcher) -> None:
+def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher) -> None:
     """Re-project the sessions of re-read files that still have no ``sessions`` row.
 
     The re-read appended nothing when the log already held the file's lines (same keys), so

@@ -11,7 +11,7 @@ import pytest
 
 from ingestd.core.touch import Ctx
 from ingestd.errors import StorageError
-from ingestd.ingest import backfill
+from ingestd.ingest import backfill, readfile
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.pipeline import WriterPipe
 from tests.ingest.support import dump, new_db
@@ -98,7 +98,7 @@ def test_pipelined_ingest_equals_sequential_real_corpus(tmp_path: Path) -> None:
 
 def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = backfill.apply_isolating
+    real = readfile.apply_isolating
 
     def refusing(conn: Any, rows: Any, **kw: Any) -> Any:
         calls.append(len(rows))
@@ -106,7 +106,7 @@ def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeyp
             raise StorageError("disk full")
         return real(conn, rows, **kw)
 
-    monkeypatch.setattr(backfill, "apply_isolating", refusing)
+    monkeypatch.setattr(readfile, "apply_isolating", refusing)
     conn = new_db(tmp_path / "x.db")
     with pytest.raises(StorageError, match="disk full"):
         ingest_roots(conn, [FIXTURES], now=NOW, ctx=CTX, batch_rows=5, pipeline=True)

@@ -1,0 +1,319 @@
+"""Reading one transcript file past its checkpoint into batches of log rows (SPEC §7).
+
+``read_file`` frames the bytes after the committed offset (or re-reads a rewritten file under a new
+generation, with a ``file_reset`` row); ``Batcher`` holds the rows and checkpoints and applies them,
+on this thread or on the pipeline's writer thread (``ingestd.ingest.pipeline``).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+import orjson
+
+from ingestd.core.decode import decode_line
+from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
+from ingestd.core.keys import jsonl_key, reset_key, short_hash
+from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
+from ingestd.core.revision import INGEST_REVISION
+from ingestd.core.rows import Checkpoint
+from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.ingest.pipeline import WriterPipe
+from ingestd.ingest.scan import Found
+from ingestd.logs import get_logger
+from ingestd.store.foldcache import FoldCache
+from ingestd.store.isolate import Backoff, apply_isolating
+
+log = get_logger("ingestd.ingest")
+
+HEAD_BYTES = 64
+CHUNK_BYTES = 8 << 20
+
+Progress = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class Summary:
+    """What one ingest run did (the ``ingestd ingest`` report).
+
+    Attributes:
+        files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
+        files_unreadable: int, files that could not be opened or read (permissions, I/O errors):
+            skipped this run with their offset kept, so a later run picks them up.
+        lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
+        resets: int, rewritten files re-read from 0.
+        oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
+        skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
+        recovered: int, lines decoded only leniently.
+        isolated: int, rows the database refused, logged without projection (quarantined).
+        quarantined: dict reason -> int, records in quarantine after the run (``ingestd status``).
+        sessions / agents / messages: int, totals in the database after the run.
+        elapsed_s: float, seconds.
+    """
+
+    files: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    files_unreadable: int = 0
+    lines: int = 0
+    bytes: int = 0
+    rows_inserted: int = 0
+    resets: int = 0
+    oversized: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    recovered: int = 0
+    isolated: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    agents: int = 0
+    messages: int = 0
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as the ``--json`` document."""
+        mb = self.bytes / 1e6
+        return {
+            "files": self.files,
+            "files_read": self.files_read,
+            "files_unchanged": self.files_unchanged,
+            "files_unreadable": self.files_unreadable,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "rows_inserted": self.rows_inserted,
+            "resets": self.resets,
+            "oversized": self.oversized,
+            "skipped": dict(sorted(self.skipped.items())),
+            "recovered": self.recovered,
+            "isolated": self.isolated,
+            "quarantined": dict(sorted(self.quarantined.items())),
+            "sessions": self.sessions,
+            "agents": self.agents,
+            "messages": self.messages,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "mb_per_s": round(mb / self.elapsed_s, 1) if self.elapsed_s > 0 else None,
+        }
+
+
+def _head_hash(path: str, offset: int) -> str:
+    if offset <= 0:
+        return ""
+    start = max(0, offset - HEAD_BYTES)
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        return short_hash(fh.read(offset - start))
+
+
+class Batcher:
+    """Log rows and checkpoints of one ingest run, applied in batches (``flush``); see ``ingest_roots``."""
+
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        ctx: Ctx,
+        summary: Summary,
+        batch_rows: int,
+        cache: FoldCache | None = None,
+        watchdog_window_s: int = WATCHDOG_WINDOW_S,
+        backoff: Backoff | None = None,
+        component: str = "ingest",
+    ) -> None:
+        self.conn = conn
+        self.backoff = backoff
+        self.component = component
+        self.ctx = ctx
+        self.summary = summary
+        self.batch_rows = batch_rows
+        self.watchdog_window_s = watchdog_window_s
+        self.rows: list[NewLogRow] = []
+        self.cps: list[Checkpoint] = []
+        self.cache = cache if cache is not None else FoldCache()
+        self.skipped: collections.Counter[str] = collections.Counter()
+        self.max_line_bytes = MAX_LINE_BYTES
+        # the tailer's framers of files whose last line is still torn, by (root, origin): the
+        # next read resumes where this one stopped (one pass over a growing or endless line)
+        self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
+        self.should_stop: Callable[[], bool] | None = None
+        # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
+        self.distrusted: list[str] = []
+        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
+
+    def flush(self) -> None:
+        if not self.rows and not self.cps:
+            return
+        batch = (self.rows, self.cps)
+        self.rows = []
+        self.cps = []
+        if self.pipe is not None:
+            self.pipe.put(batch)
+        else:
+            self._apply(batch)
+
+    def finish(self) -> None:
+        """Wait for the writer thread (when pipelined) and re-raise its error."""
+        if self.pipe is not None:
+            pipe, self.pipe = self.pipe, None
+            pipe.close()
+
+    def _apply(self, batch: tuple[list[NewLogRow], list[Checkpoint]]) -> None:
+        rows, cps = batch
+        res = apply_isolating(
+            self.conn,
+            rows,
+            checkpoints=cps,
+            component=self.component,
+            backoff=self.backoff,
+            ctx=self.ctx,
+            cache=self.cache,
+            watchdog_window_s=self.watchdog_window_s,
+        )
+        self.summary.rows_inserted += res.inserted
+        self.summary.isolated += len(res.isolated)
+        for r in rows:
+            if r.idempotency_key in res.log_ids:
+                if r.reason:
+                    self.skipped[r.reason] += 1
+                if r.recovered:
+                    self.summary.recovered += 1
+
+
+def read_file(
+    b: Batcher,
+    root: str,
+    f: Found,
+    cp: tuple[Any, ...] | None,
+    now: str,
+    progress: Progress | None,
+) -> None:
+    """Append ``f``'s new lines (and a reset row if it was rewritten) to the batcher ``b``.
+
+    Args:
+        b: the batch being built (flushed whenever it holds ``b.batch_rows`` rows).
+        root: str, the projects root's checkpoint key; f: the file; cp: its checkpoint row
+            (``_CHECKPOINT_COLUMNS`` order) or None; now: canonical UTC read time.
+        progress: called with the number of bytes just read.
+
+    Raises:
+        OSError: the file cannot be opened or read (the caller skips it; its offset is kept).
+    """
+    origin = f.origin
+    oh = short_hash(origin.encode("utf-8", "surrogateescape"))
+    sid = path_info(origin).session_id
+    gen, offset = _resume(b, f, cp, oh, sid, now)
+    b.summary.files_read += 1
+    if f.is_meta:
+        _read_meta(b, root, f, oh, sid, gen, now)
+        return
+    framer = _framer(b, root, f, gen, offset)
+    if not _read_lines(b, root, f, framer, oh, sid, gen, now, progress):
+        return  # shutting down: what was framed commits, the rest is read next time
+    if b.framers is not None:
+        if framer.pending:
+            b.framers[(root, origin)] = (gen, framer)
+        else:
+            b.framers.pop((root, origin), None)
+    b.cps.append(_cp(root, f, sid, gen, framer.offset, now))
+
+
+def _resume(b: Batcher, f: Found, cp: tuple[Any, ...] | None, oh: str, sid: str | None, now: str) -> tuple[int, int]:
+    """(generation, offset) to read ``f`` from: its checkpoint's, or 0 under a new generation (with
+    a ``file_reset`` row) when the file shrank or the bytes before the offset changed."""
+    if cp is None:
+        return 0, 0
+    gen, offset, head, rev = int(cp[0]), int(cp[1]), str(cp[2]), int(cp[3])
+    if rev != INGEST_REVISION:
+        return gen, 0
+    if f.size < offset or (offset > 0 and _head_hash(f.path, offset) != head):
+        gen += 1
+        payload = orjson.dumps({"origin": f.origin, "gen": gen, "reason": "rewritten"})
+        b.rows.append(NewLogRow(reset_key(oh, gen), "ingestd", FILE_RESET, payload, now, sid, f.origin, gen))
+        b.summary.resets += 1
+        return gen, 0
+    return gen, offset
+
+
+def _read_meta(b: Batcher, root: str, f: Found, oh: str, sid: str | None, gen: int, now: str) -> None:
+    """A subagent's ``.meta.json``: one row of the whole file, re-read whole when it changes."""
+    with open(f.path, "rb") as fh:
+        data = fh.read()
+    b.rows.append(
+        NewLogRow(
+            jsonl_key(oh, gen, 0, data), "jsonl", META, data, now, sid, f.origin, gen, 0, obj=decode_line(data).obj
+        )
+    )
+    b.summary.bytes += len(data)
+    b.cps.append(Checkpoint(root, f.origin, sid, gen, len(data), f.size, f.mtime_ns, f.inode, "", INGEST_REVISION, now))
+
+
+def _read_lines(
+    b: Batcher,
+    root: str,
+    f: Found,
+    framer: Framer,
+    oh: str,
+    sid: str | None,
+    gen: int,
+    now: str,
+    progress: Progress | None,
+) -> bool:
+    """Frame ``f`` from ``framer.read`` to its end into rows of ``b``; False when told to stop."""
+    with open(f.path, "rb") as fh:
+        fh.seek(framer.read)
+        while True:
+            if b.should_stop is not None and b.should_stop():
+                return False
+            chunk = fh.read(CHUNK_BYTES)
+            if not chunk:
+                return True
+            b.summary.bytes += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+            lines = framer.feed(chunk)
+            b.summary.lines += len(lines)
+            for ln in lines:
+                if isinstance(ln, Line):
+                    b.rows.append(
+                        line_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+                    )
+                else:
+                    b.summary.oversized += 1
+                    log.warning("line_oversized", origin=f.origin, offset=ln.offset, length=ln.length)
+                    b.rows.append(
+                        oversized_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+                    )
+            if len(b.rows) >= b.batch_rows:
+                # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
+                b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))
+                b.flush()
+
+
+def _framer(b: Batcher, root: str, f: Found, gen: int, offset: int) -> Framer:
+    """A framer for ``f`` from its committed ``offset``: the tailer's kept one when it stopped at
+    that same line of the same generation and the file still reaches where it read to."""
+    if b.framers is not None:
+        kept = b.framers.pop((root, f.origin), None)
+        if kept is not None:
+            kgen, fr = kept
+            if kgen == gen and fr.offset == offset and fr.read <= f.size and fr.max_line_bytes == b.max_line_bytes:
+                return fr
+    return Framer(offset, b.max_line_bytes)
+
+
+def _cp(root: str, f: Found, sid: str | None, gen: int, offset: int, now: str, size: int | None = None) -> Checkpoint:
+    return Checkpoint(
+        root,
+        f.origin,
+        sid,
+        gen,
+        offset,
+        f.size if size is None else size,
+        f.mtime_ns,
+        f.inode,
+        _head_hash(f.path, offset),
+        INGEST_REVISION,
+        now,
+    )

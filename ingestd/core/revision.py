@@ -30,9 +30,12 @@ History:
     9: a record timestamp outside the years 2000-2099 is refused like any impossible time (its
        usage counts at the inferred time; before, year 1 lost the row and year 9999 kept a
        session active forever).
+    10: NaN, Infinity and numbers beyond a double (1e999) are not JSON in the lenient decoding
+       pass either (``core.decode``): such a line is ``not_json`` (kept in the log, skipped), no
+       longer a ``recovered`` record; a hook body with one gets 400 ``invalid_json``.
 """
 
-PROJECTION_REVISION = 9
+PROJECTION_REVISION = 10
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

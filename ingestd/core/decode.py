@@ -104,20 +104,6 @@ def repaired(value: Any) -> Any:
         return None
 
 
-def _not_json(name: str) -> Any:
-    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259 §6; orjson refuses them, and
-    Claude Code's ``JSON.stringify`` never writes them): the lenient pass refuses them too."""
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    """A number too large for a double (``1e999``) is refused, as orjson refuses it."""
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is out of range")
-    return value
-
-
 def decode_line(data: bytes) -> Decoded:
     """Decode one line (no terminator) into a JSON object, leniently.
 
@@ -142,7 +128,7 @@ def decode_line(data: bytes) -> Decoded:
         return Decoded(None, reason="not_object")
     try:
         text = data.decode("utf-8", "replace")
-        loose = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        loose = json.loads(text)
         if not isinstance(loose, dict):
             return Decoded(None, reason="not_object")
         return Decoded(_scrub(loose), recovered=True)

@@ -30,9 +30,9 @@ History:
     9: a record timestamp outside the years 2000-2099 is refused like any impossible time (its
        usage counts at the inferred time; before, year 1 lost the row and year 9999 kept a
        session active forever).
-    10: NaN, Infinity and numbers beyond a double (1e999) are not JSON in the lenient decoding
-       pass either (``core.decode``): such a line is ``not_json`` (kept in the log, skipped), no
-       longer a ``recovered`` record; a hook body with one gets 400 ``invalid_json``.
+    10: a transcript record's ``"timestamp": null`` is a timestamp that is not an instant
+       (quarantined, its usage at the inferred time), no longer an absent one dated at the read
+       time.
 """
 
 PROJECTION_REVISION = 10

@@ -8,7 +8,7 @@ projection row names the reason, origin and byte offset (``ingestd status`` list
 and whatever of the record is sound is still projected:
 
 - ``timestamp``: the record's ``timestamp`` is present but not an admitted instant (e.g.
-  ``2026-13-45T25:61:61.999Z``). Its usage still counts; the message's ``occurred_at`` is
+  ``2026-13-45T25:61:61.999Z``, or ``null``). Its usage still counts; the message's ``occurred_at`` is
   *inferred* (``infer_time``): the nearest valid timestamp before it in the same file (origin
   and generation) by byte offset, else the nearest after it, else the row's ``received_at``.
   Every other use of the record's time (activity, tool start) takes ``received_at``, as a
@@ -195,7 +195,8 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     if row.source != "jsonl" or off is None:
         return vt if vt is not None else row.received_at
     og = (row.origin, row.origin_gen)
-    if raw is not None and vt is None:
+    # present but not an instant, ``null`` included (only an absent key means "no timestamp")
+    if vt is None and "timestamp" in obj:
         if og not in state.ts_index:
             state.ts_index[og] = ([], [])
             if og in state.seen_origins:

@@ -108,7 +108,6 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
         # not JSON (RFC 8259): refused, not stored verbatim as if it were
         (b'{"hook_event_name":"Stop","session_id":"s","x":NaN}', "invalid_json"),
         (b'{"hook_event_name":"Stop","session_id":"s","x":-Infinity}', "invalid_json"),
-        (b'{"hook_event_name":"Stop","session_id":"s","x":1e999}', "invalid_json"),
     ],
 )
 async def test_400_with_reason_and_nothing_written(

@@ -79,10 +79,13 @@ def run_cli(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-# a month 13; a year the guard refuses (its row was lost); a year that kept a session active forever
-@pytest.mark.parametrize("bad_ts", [BAD_TS, "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1900-01-01T00:00:00Z"])
+# a month 13; a year the guard refuses (its row was lost); a year that kept a session active forever;
+# null (it was dated at read time, as if absent, with no quarantine row)
+@pytest.mark.parametrize(
+    "bad_ts", [BAD_TS, "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1900-01-01T00:00:00Z", None]
+)
 def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_stored(
-    tmp_path: Path, bad_ts: str
+    tmp_path: Path, bad_ts: str | None
 ) -> None:
     root = tmp_path / "projects"
     (root / "-p").mkdir(parents=True)
@@ -119,7 +122,7 @@ def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_st
         f"-p/{SID}.jsonl",
         offset,
     )
-    assert bad_ts in listed["detail"]
+    assert repr(bad_ts) in listed["detail"]
     human = run_cli("status", "--db", str(db), "--no-stat")
     assert "quarantined records: 1" in human.stdout
     rep = run_cli("replay", "--db", str(db), "--json")

@@ -45,6 +45,7 @@ class Setting:
             None (spelled ``""``, ``none`` or ``never`` in the environment).
         low: int | float, the smallest value an int or float setting takes (inclusive).
         high: int | float, the largest (inclusive).
+        choices: tuple of str, the values a str setting takes (any case; empty: any string).
     """
 
     name: str
@@ -53,6 +54,7 @@ class Setting:
     kind: str
     low: int | float = 0
     high: int | float = MAX_INT
+    choices: tuple[str, ...] = ()
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -133,7 +135,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("watchdog_interval_s", 30.0, "Seconds between the daemon's watchdog checks.", "float", 0.1),
     Setting("rescan_interval_s", 60.0, "Seconds between the daemon's safety-net rescans of the roots.", "float", 0.1),
     Setting("tail", True, "`serve` reads transcripts (false: receive hooks only; the flag is --no-tail).", "bool"),
-    Setting("log_level", "info", "Log level of `serve` (debug, info, warning, error).", "str"),
+    Setting(
+        "log_level",
+        "info",
+        "Log level of `serve` (debug, info, warning, error, critical).",
+        "str",
+        choices=("debug", "info", "warning", "error", "critical"),
+    ),
     Setting(
         "ship_to",
         None,
@@ -190,9 +198,15 @@ def _coerce(setting: Setting, raw: object, where: str) -> Value:
             return _number(setting, raw)
         if not isinstance(raw, str):
             raise ValueError(raw)
+        if setting.choices:
+            if raw.strip().lower() not in setting.choices:
+                raise ValueError(raw)
+            return raw.strip().lower()
         return raw
     except ValueError:
         bounds = f" ({setting.low:,} to {setting.high:,})" if setting.kind in ("int", "float") else ""
+        if setting.choices:
+            bounds = f" (one of {', '.join(setting.choices)})"
         raise ConfigError(
             f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}{bounds}",
             setting=setting.name,

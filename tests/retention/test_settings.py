@@ -44,6 +44,9 @@ def test_off_switch_and_none_spellings() -> None:
         ({"INGESTD_RETENTION_EVENTS_DAYS": "99999999999"}, {}),
         ({}, {"max_line_bytes": 10**12}),
         ({}, {"no_such_setting": 1}),
+        # a log level logging does not know (was: a KeyError traceback once serve configured logging)
+        ({"INGESTD_LOG_LEVEL": "verbose"}, {}),
+        ({}, {"log_level": "trace"}),
     ],
 )
 def test_bad_values_are_config_errors(env: dict[str, str], config: dict[str, object]) -> None:

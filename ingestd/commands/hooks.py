@@ -11,10 +11,28 @@ from typing import Any, TypeVar
 import click
 
 from ingestd import hooksetup
+from ingestd import settings as settings_mod
+from ingestd.commands._common import setting_option
 from ingestd.daemon.bind import DEFAULT_PORT
+from ingestd.errors import ConfigError
 from ingestd.installpath import find_installed
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _port(given: int | None) -> int:
+    """The daemon's port as ``serve`` resolves it: the flag, ``INGESTD_PORT``, the config file, 7391.
+
+    Raises:
+        ConfigError: a bad setting, or port 0 (``serve`` then picks any free port: no fixed URL).
+    """
+    port = settings_mod.load({"port": given}, dict(os.environ)).get_int("port")
+    if port == 0:
+        raise ConfigError("the port setting is 0 (serve picks any free port): pass the daemon's port with --port")
+    return port
+
+
+_PORT_HELP = "The daemon's port [default: the port setting, as serve reads it: INGESTD_PORT, the config file, 7391]."
 
 
 def _target(port: int, token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
@@ -60,15 +78,13 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
-    @click.option(
-        "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True, help="The daemon's port."
-    )
+    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
-    def install_cmd(project: Path | None, dry_run: bool, port: int, token_env: str | None, legacy: bool) -> None:
+    def install_cmd(project: Path | None, dry_run: bool, port: int | None, token_env: str | None, legacy: bool) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
         path = _path(project)
-        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(port, token_env, legacy))
+        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(_port(port), token_env, legacy))
         _say_which(legacy)
         _run(p, dry_run)
 
@@ -80,12 +96,13 @@ def register(cli: click.Group) -> None:
         _run(hooksetup.plan(path, hooksetup.read_text(path), "uninstall", _target(DEFAULT_PORT, None, False)), dry_run)
 
     @hooks_group.command("print")
-    @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
-    def print_cmd(port: int, token_env: str | None, legacy: bool) -> None:
+    def print_cmd(port: int | None, token_env: str | None, legacy: bool) -> None:
         """Print the hooks block ingestd installs (touches no file)."""
-        click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(_target(port, token_env, legacy))}), nl=False)
+        target = _target(_port(port), token_env, legacy)
+        click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 
 
 def _run(p: hooksetup.Plan, dry_run: bool) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestd import filecheck
 from ingestd.errors import ConfigError
 
 Value = int | float | bool | str | None
@@ -310,9 +311,23 @@ def default_config_path(env: Mapping[str, str]) -> Path:
 def load_config_file(path: Path) -> dict[str, object]:
     """Read the TOML config file; a missing file is an empty config. Reads the filesystem.
 
+    The file is checked as the database is (``ingestd.filecheck``): it decides where the daemon
+    listens, which web origins may write to it and where the log is shipped, so a file (or a
+    directory holding it) that others can change is refused; one owned by root is accepted.
+
     Raises:
-        ConfigError: the file exists but is not valid TOML.
+        ConfigError: the file exists but is not valid TOML, or others can change it.
     """
+    try:
+        root_owned = path.stat().st_uid == 0
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        root_owned = False  # reported below, by the check or the read
+    findings = filecheck.problems([path])
+    if root_owned:
+        findings = [f for f in findings if f.path != str(path) or not f.problem.startswith("owned by")]
+    filecheck.require_safe(findings)
     try:
         data = path.read_bytes()
     except FileNotFoundError:

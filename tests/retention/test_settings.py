@@ -77,3 +77,22 @@ def test_float_settings_and_bounds() -> None:
             resolve({}, env, {})
     with pytest.raises(ConfigError, match=r"setting port from config file: True is not a valid int \(0 to 65,535\)"):
         resolve({}, {}, {"port": True})
+
+
+def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
+    # was: read as any other: whoever could write it could set ship_to (the log shipped to their
+    # server), allowed_origins (their web page may post hooks) or host
+    p = tmp_path / "config.toml"
+    p.write_text('ship_to = "postgresql://evil.example/x"\n')
+    p.chmod(0o666)
+    with pytest.raises(ConfigError, match=r"config.toml: mode 0666: writable by group and others; fix: chmod 600"):
+        load_config_file(p)
+    p.chmod(0o644)
+    assert load_config_file(p) == {"ship_to": "postgresql://evil.example/x"}
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "config.toml").write_text("port = 9000\n")
+    shared.chmod(0o777)
+    with pytest.raises(ConfigError, match="directory mode 0777"):
+        load_config_file(shared / "config.toml")
+    assert load_config_file(shared / "missing.toml") == {}

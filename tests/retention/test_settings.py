@@ -96,3 +96,11 @@ def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="directory mode 0777"):
         load_config_file(shared / "config.toml")
     assert load_config_file(shared / "missing.toml") == {}
+
+
+def test_the_readme_names_every_setting() -> None:
+    # was: `retention_*`, `backup_*`, `schedule_*`, "see `ingestd prune --help`", whose help names
+    # none of backup_keep_newest, schedule_enabled, ...: those settings were nowhere to be found
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Settings") : readme.index("## Reading the data")]
+    assert [s.name for s in SETTINGS if f"`{s.name}`" not in section] == []

@@ -104,3 +104,21 @@ def test_the_readme_names_every_setting() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme[readme.index("## Settings") : readme.index("## Reading the data")]
     assert [s.name for s in SETTINGS if f"`{s.name}`" not in section] == []
+
+
+def test_a_relative_backup_dir_setting_is_the_databases_not_the_working_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: relative to the working directory, so the daemon (started by the service in /) backed up
+    # to /bk while `ingestd backup` and `prune`'s retention used ./bk wherever they were run
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.retention.schedule import backup_dir_from
+
+    db = tmp_path / "data" / "i.db"
+    monkeypatch.chdir(tmp_path)
+    for s in (resolve({}, {}, {"backup_dir": "bk"}), resolve({}, {"INGESTD_BACKUP_DIR": "bk"}, {})):
+        assert backup_dir_from(s, db) == tmp_path / "data" / "bk"
+        assert ServeConfig.from_settings(s, db_path=db, projects=(), token=None).backup_dir == tmp_path / "data" / "bk"
+    assert backup_dir_from(resolve({"backup_dir": "bk"}, {}, {}), db) == Path("bk")  # --dir bk: the shell's
+    home = resolve({}, {"INGESTD_BACKUP_DIR": "~/bk"}, {})
+    assert ServeConfig.from_settings(home, db_path=db, projects=(), token=None).backup_dir == Path("~/bk").expanduser()

@@ -81,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("backup_keep_newest", 7, "Always keep this many newest backups, whatever their age.", "int"),
     Setting("backup_dir", None, "Backup directory; default: a `backups/` folder next to the database.", "str"),
-    Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int"),
+    Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int", 1),
     Setting(
         "max_line_bytes",
         64 << 20,
@@ -150,7 +150,7 @@ SETTINGS: tuple[Setting, ...] = (
         "environment supply it) the daemon ships the log to, batch by batch; prune then keeps unshipped rows.",
         "str",
     ),
-    Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int"),
+    Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int", 1),
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 

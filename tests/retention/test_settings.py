@@ -47,6 +47,9 @@ def test_off_switch_and_none_spellings() -> None:
         # a log level logging does not know (was: a KeyError traceback once serve configured logging)
         ({"INGESTD_LOG_LEVEL": "verbose"}, {}),
         ({}, {"log_level": "trace"}),
+        # 0 rows per batch: accepted here, then every scheduled prune / shipping pass of the daemon failed
+        ({}, {"prune_batch_rows": 0}),
+        ({"INGESTD_SHIP_BATCH_ROWS": "0"}, {}),
     ],
 )
 def test_bad_values_are_config_errors(env: dict[str, str], config: dict[str, object]) -> None:

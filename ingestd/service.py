@@ -79,7 +79,13 @@ def service_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _systemd_env(name: str, value: str) -> str:
-    """One ``Environment=`` assignment, quoted (no ``$`` expansion there; ``%`` specifiers doubled)."""
+    """One ``Environment=`` assignment, quoted (no ``$`` expansion there; ``%`` specifiers doubled).
+
+    Raises:
+        ConfigError: the value holds a line break (it would end the line and start another directive).
+    """
+    if "\n" in value or "\r" in value:
+        raise ConfigError(f"{name} holds a line break: it cannot be written into the service file")
     text = f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
     return f'Environment="{text}"\n'
 

@@ -152,3 +152,7 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
         "INGESTD_CONFIG": f"{tmp_path}/.config/ingestd/config.toml",
         "INGESTD_PORT": "9100",
     }
+    bad = CliRunner().invoke(
+        cli, ["service", "install", "--dry-run"], env={**env, "INGESTD_HOST": "x\nExecStartPre=/bin/sh"}
+    )
+    assert bad.exit_code == 2 and "INGESTD_HOST holds a line break" in bad.output

@@ -76,16 +76,18 @@ class HookTarget:
     """Where hooks go.
 
     Attributes:
-        port: int, the daemon's port on 127.0.0.1.
+        port: int, the daemon's port.
         token_env: str | None, the environment variable holding the token (the name, never the value).
         legacy: bool, Claude Code < 2.1.63: command forwarders for every event.
         python: str, interpreter that runs the forwarder (default: this one).
+        host: str, the daemon's loopback address (``127.0.0.1``, ``::1`` or ``localhost``).
     """
 
     port: int
     token_env: str | None = None
     legacy: bool = False
     python: str = sys.executable
+    host: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         if self.token_env is not None:
@@ -93,7 +95,8 @@ class HookTarget:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/hooks"
 
 
 def check_env_name(name: str) -> str:

@@ -17,11 +17,12 @@ import plistlib
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestd import atomicfile
 from ingestd.errors import ConfigError
+from ingestd.settings import SETTINGS, default_config_path, env_name
 
 UNIT_NAME = "ingestd.service"
 AGENT_LABEL = "io.github.ingestd"
@@ -48,11 +49,15 @@ class ServiceSpec:
         argv: list[str], the whole ``ingestd serve ...`` command line, absolute paths.
         log_file: Path, where launchd writes stdout/stderr (systemd uses the journal).
         platform: str, ``linux`` or ``darwin``.
+        env: dict[str, str], variables the daemon gets besides ``PYTHONUNBUFFERED``: the config file
+            written out in full (``INGESTD_CONFIG``) and the ``INGESTD_*`` settings of the shell that
+            installed it, so the service resolves its settings as ``ingestd serve`` there would.
     """
 
     argv: list[str]
     log_file: Path
     platform: str
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int | None) -> list[str]:
@@ -63,6 +68,26 @@ def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int
     if port is not None:
         argv += ["--port", str(port)]
     return argv
+
+
+def service_env(env: dict[str, str]) -> dict[str, str]:
+    """What the service's environment must carry for its settings to resolve as in ``env``: the config
+    file's absolute path and every ``INGESTD_<setting>`` variable set there. Pure."""
+    out = {"INGESTD_CONFIG": os.path.abspath(default_config_path(env))}
+    out.update({env_name(s.name): env[env_name(s.name)] for s in SETTINGS if env_name(s.name) in env})
+    return out
+
+
+def _systemd_env(name: str, value: str) -> str:
+    """One ``Environment=`` assignment, quoted (no ``$`` expansion there; ``%`` specifiers doubled).
+
+    Raises:
+        ConfigError: the value holds a line break (it would end the line and start another directive).
+    """
+    if "\n" in value or "\r" in value:
+        raise ConfigError(f"{name} holds a line break: it cannot be written into the service file")
+    text = f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
+    return f'Environment="{text}"\n'
 
 
 def _systemd_quote(arg: str) -> str:
@@ -89,6 +114,7 @@ def render_systemd(spec: ServiceSpec) -> str:
         "Restart=on-failure\n"
         f"RestartSec={RESTART_SEC}\n"
         "Environment=PYTHONUNBUFFERED=1\n"
+        f"{''.join(_systemd_env(k, v) for k, v in spec.env.items())}"
         "StandardOutput=journal\n"
         "StandardError=journal\n"
         "SyslogIdentifier=ingestd\n"
@@ -106,7 +132,7 @@ def render_launchd(spec: ServiceSpec) -> str:
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},
         "ThrottleInterval": RESTART_SEC,
-        "EnvironmentVariables": {"PYTHONUNBUFFERED": "1"},
+        "EnvironmentVariables": {"PYTHONUNBUFFERED": "1", **spec.env},
         "StandardOutPath": str(spec.log_file),
         "StandardErrorPath": str(spec.log_file),
         "ProcessType": "Background",

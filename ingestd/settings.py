@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestd import filecheck
 from ingestd.errors import ConfigError
 
 Value = int | float | bool | str | None
@@ -45,6 +46,7 @@ class Setting:
             None (spelled ``""``, ``none`` or ``never`` in the environment).
         low: int | float, the smallest value an int or float setting takes (inclusive).
         high: int | float, the largest (inclusive).
+        choices: tuple of str, the values a str setting takes (any case; empty: any string).
     """
 
     name: str
@@ -53,6 +55,7 @@ class Setting:
     kind: str
     low: int | float = 0
     high: int | float = MAX_INT
+    choices: tuple[str, ...] = ()
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -78,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("backup_keep_newest", 7, "Always keep this many newest backups, whatever their age.", "int"),
     Setting("backup_dir", None, "Backup directory; default: a `backups/` folder next to the database.", "str"),
-    Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int"),
+    Setting("prune_batch_rows", 2000, "Rows deleted per (short) write transaction.", "int", 1),
     Setting(
         "max_line_bytes",
         64 << 20,
@@ -133,7 +136,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("watchdog_interval_s", 30.0, "Seconds between the daemon's watchdog checks.", "float", 0.1),
     Setting("rescan_interval_s", 60.0, "Seconds between the daemon's safety-net rescans of the roots.", "float", 0.1),
     Setting("tail", True, "`serve` reads transcripts (false: receive hooks only; the flag is --no-tail).", "bool"),
-    Setting("log_level", "info", "Log level of `serve` (debug, info, warning, error).", "str"),
+    Setting(
+        "log_level",
+        "info",
+        "Log level of `serve` (debug, info, warning, error, critical).",
+        "str",
+        choices=("debug", "info", "warning", "error", "critical"),
+    ),
     Setting(
         "ship_to",
         None,
@@ -141,7 +150,7 @@ SETTINGS: tuple[Setting, ...] = (
         "environment supply it) the daemon ships the log to, batch by batch; prune then keeps unshipped rows.",
         "str",
     ),
-    Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int"),
+    Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int", 1),
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 
@@ -190,9 +199,15 @@ def _coerce(setting: Setting, raw: object, where: str) -> Value:
             return _number(setting, raw)
         if not isinstance(raw, str):
             raise ValueError(raw)
+        if setting.choices:
+            if raw.strip().lower() not in setting.choices:
+                raise ValueError(raw)
+            return raw.strip().lower()
         return raw
     except ValueError:
         bounds = f" ({setting.low:,} to {setting.high:,})" if setting.kind in ("int", "float") else ""
+        if setting.choices:
+            bounds = f" (one of {', '.join(setting.choices)})"
         raise ConfigError(
             f"setting {setting.name} from {where}: {raw!r} is not a valid {setting.kind}{bounds}",
             setting=setting.name,
@@ -296,9 +311,23 @@ def default_config_path(env: Mapping[str, str]) -> Path:
 def load_config_file(path: Path) -> dict[str, object]:
     """Read the TOML config file; a missing file is an empty config. Reads the filesystem.
 
+    The file is checked as the database is (``ingestd.filecheck``): it decides where the daemon
+    listens, which web origins may write to it and where the log is shipped, so a file (or a
+    directory holding it) that others can change is refused; one owned by root is accepted.
+
     Raises:
-        ConfigError: the file exists but is not valid TOML.
+        ConfigError: the file exists but is not valid TOML, or others can change it.
     """
+    try:
+        root_owned = path.stat().st_uid == 0
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        root_owned = False  # reported below, by the check or the read
+    findings = filecheck.problems([path])
+    if root_owned:
+        findings = [f for f in findings if f.path != str(path) or not f.problem.startswith("owned by")]
+    filecheck.require_safe(findings)
     try:
         data = path.read_bytes()
     except FileNotFoundError:

@@ -238,10 +238,16 @@ def run_checks(conn: apsw.Connection) -> list[Check]:
         One ``Check`` per entry of ``CHECKS``, in order.
     """
     out = []
+    pending = None
     for name, fn in CHECKS:
         try:
             out.append(fn(conn))
         except (apsw.Error, StorageError) as e:
             err = translate(e) if isinstance(e, apsw.Error) else e
-            out.append(Check(name, False, [f"check could not run: {err.message}"]))
+            if pending is None:
+                pending = bool(mig.status(conn).pending)
+            # An older schema (a restored backup from before a migration) lacks what the check reads:
+            # say so, not "no such column", which reads as a damaged database.
+            why = "migrations pending (run `ingestd migrate`)" if pending else err.message
+            out.append(Check(name, False, [f"check could not run: {why}"]))
     return out

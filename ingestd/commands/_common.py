@@ -39,6 +39,8 @@ def _click_type(setting: settings_mod.Setting) -> Any:
         return click.IntRange(int(setting.low), int(setting.high))
     if setting.kind == "float":
         return click.FloatRange(setting.low, setting.high)
+    if setting.choices:
+        return click.Choice(setting.choices, case_sensitive=False)
     return click.BOOL if setting.kind == "bool" else click.STRING
 
 

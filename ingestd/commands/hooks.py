@@ -11,17 +11,41 @@ from typing import Any, TypeVar
 import click
 
 from ingestd import hooksetup
+from ingestd import settings as settings_mod
+from ingestd.commands._common import setting_option
 from ingestd.daemon.bind import DEFAULT_PORT
+from ingestd.errors import ConfigError
+from ingestd.http.auth import LOOPBACK_HOSTS
 from ingestd.installpath import find_installed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _target(port: int, token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
+def _address(given_port: int | None) -> tuple[str, int]:
+    """Where ``serve`` listens, as it resolves it: the ``host`` and ``port`` settings (flag,
+    ``INGESTD_*``, the config file, the default). A loopback host (``::1``, ``localhost``) is
+    used as it is; any other (a wildcard bind) is reached on 127.0.0.1.
+
+    Raises:
+        ConfigError: a bad setting, or port 0 (``serve`` then picks any free port: no fixed URL).
+    """
+    settings = settings_mod.load({"port": given_port}, dict(os.environ))
+    port = settings.get_int("port")
+    if port == 0:
+        raise ConfigError("the port setting is 0 (serve picks any free port): pass the daemon's port with --port")
+    host = settings.get_str("host")
+    return (host if host in LOOPBACK_HOSTS else "127.0.0.1"), port
+
+
+_PORT_HELP = "The daemon's port [default: the port setting, as serve reads it: INGESTD_PORT, the config file, 7391]."
+
+
+def _target(address: tuple[str, int], token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
     """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``installpath``),
     so ``make clean`` or moving the clone does not break them."""
     python = find_installed(dict(os.environ)).python
-    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=python)
+    host, port = address
+    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=python, host=host)
 
 
 def _say_which(legacy: bool) -> None:
@@ -60,15 +84,13 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
-    @click.option(
-        "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True, help="The daemon's port."
-    )
+    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
-    def install_cmd(project: Path | None, dry_run: bool, port: int, token_env: str | None, legacy: bool) -> None:
+    def install_cmd(project: Path | None, dry_run: bool, port: int | None, token_env: str | None, legacy: bool) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
         path = _path(project)
-        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(port, token_env, legacy))
+        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(_address(port), token_env, legacy))
         _say_which(legacy)
         _run(p, dry_run)
 
@@ -77,15 +99,21 @@ def register(cli: click.Group) -> None:
     def uninstall_cmd(project: Path | None, dry_run: bool) -> None:
         """Remove ingestd's hooks only."""
         path = _path(project)
-        _run(hooksetup.plan(path, hooksetup.read_text(path), "uninstall", _target(DEFAULT_PORT, None, False)), dry_run)
+        _run(
+            hooksetup.plan(
+                path, hooksetup.read_text(path), "uninstall", _target(("127.0.0.1", DEFAULT_PORT), None, False)
+            ),
+            dry_run,
+        )
 
     @hooks_group.command("print")
-    @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
-    def print_cmd(port: int, token_env: str | None, legacy: bool) -> None:
+    def print_cmd(port: int | None, token_env: str | None, legacy: bool) -> None:
         """Print the hooks block ingestd installs (touches no file)."""
-        click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(_target(port, token_env, legacy))}), nl=False)
+        target = _target(_address(port), token_env, legacy)
+        click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 
 
 def _run(p: hooksetup.Plan, dry_run: bool) -> None:

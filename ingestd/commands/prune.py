@@ -9,7 +9,15 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, resolve_db, setting_option
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    open_db,
+    open_read_db,
+    resolve_db,
+    setting_option,
+)
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.retention.schedule import policy_from, prune_and_retain
@@ -56,7 +64,9 @@ def prune_cmd(
     policy = dataclasses.replace(policy_from(settings), only=only)
     pr.targets(policy)  # refuse protected / unacknowledged before opening anything
     path = resolve_db(db_path)
-    conn = open_db(db_path, create=False)
+    # --dry-run changes nothing: not even the schema (a migration is for good: an older ingestd
+    # sharing the database could no longer open it); pending migrations are refused as by `sessions`.
+    conn = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
     results, retention = prune_and_retain(
         conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only
     )

@@ -55,6 +55,7 @@ def install_cmd(
         argv=service.serve_argv(found.argv, db, projects or default_projects(env), port),
         log_file=db.parent / "ingestd.log",
         platform=plat,
+        env=service.service_env(env),
     )
     if found.warning:
         click.echo(f"warning: {found.warning}", err=True)

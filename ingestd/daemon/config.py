@@ -15,6 +15,7 @@ from pathlib import Path
 from ingestd.http import guard
 from ingestd.http.conns import ConnLimits
 from ingestd.http.hooks import HookConfig
+from ingestd.retention.schedule import backup_dir_from
 from ingestd.settings import DEFAULTS, Settings
 
 
@@ -100,6 +101,6 @@ class ServeConfig:
                 max_connections=max(1, settings.get_int("max_connections")),
             ),
             stall_after_s=ms("stall_after_ms") / 1000,
-            backup_dir=Path(b) if (b := settings.get_opt_str("backup_dir")) else None,
+            backup_dir=backup_dir_from(settings, db_path) if settings.get_opt_str("backup_dir") else None,
             settings=settings,
         )

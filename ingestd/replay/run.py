@@ -63,18 +63,18 @@ def _scratch_db(path: Path) -> apsw.Connection:
 
 
 def _copy_prices(src: apsw.Connection, dst: apsw.Connection) -> None:
-    """Make ``dst``'s price rows exactly the source's (operator rows included)."""
-    rows = src.execute(
-        "SELECT model, bucket, usd_per_mtok, effective_from, source, verified_at FROM model_pricing"
-    ).fetchall()
+    """Make ``dst``'s price rows exactly the source's (operator rows included), every column of them:
+    the price dimensions (long-context threshold and rates, speed multipliers, web search fee) decide
+    the rollup's tier and the cost as much as the five rates do."""
+    cols = [str(r[1]) for r in dst.execute("PRAGMA table_info(model_pricing)").fetchall()]
+    have = {str(r[1]) for r in src.execute("PRAGMA table_info(model_pricing)").fetchall()}
+    cols = [c for c in cols if c in have]
+    names = ", ".join(cols)
+    rows = src.execute(f"SELECT {names} FROM model_pricing").fetchall()
 
     def body(c: apsw.Connection) -> None:
         c.execute("DELETE FROM model_pricing")
-        c.executemany(
-            "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source, verified_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        c.executemany(f"INSERT INTO model_pricing ({names}) VALUES ({', '.join('?' * len(cols))})", rows)
 
     write_txn(dst, body)
 

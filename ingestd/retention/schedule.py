@@ -9,6 +9,7 @@ a run missed while the daemon was down happens at the next start.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -58,9 +59,20 @@ def policy_from(settings: Settings) -> pr.Policy:
 
 
 def backup_dir_from(settings: Settings, db_path: Path) -> Path:
-    """``backup_dir`` when set, else ``backups/`` next to the database."""
+    """``backup_dir`` when set, else ``backups/`` next to the database.
+
+    A relative ``backup_dir`` from the environment or the config file is taken from the database's
+    directory, not from whatever directory a command (or the service, in ``/``) runs in: the daemon's
+    scheduled backups, ``ingestd backup`` and ``prune``'s retention then use one directory. A flag's
+    relative path (``--dir``) is the shell's, from its working directory.
+    """
     d = settings.get_opt_str("backup_dir")
-    return Path(d).expanduser() if d else bk.default_backup_dir(db_path)
+    if not d:
+        return bk.default_backup_dir(db_path)
+    p = Path(d).expanduser()
+    if p.is_absolute() or settings.sources.get("backup_dir") == "argument":
+        return p
+    return Path(os.path.abspath(db_path)).parent / p
 
 
 @dataclass(slots=True)

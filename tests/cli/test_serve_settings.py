@@ -97,3 +97,25 @@ def test_an_unknown_key_or_a_bad_value_is_a_clear_error(
     res = _serve(tmp_path, "--port", "70000")
     assert res.exit_code == 2 and "70000 is not in the range 0<=x<=65535" in res.output
     assert not started
+
+
+def test_a_log_level_logging_does_not_know_is_a_clear_error_before_anything_starts(
+    tmp_path: Path, started: list[ServeConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: accepted, then a KeyError traceback (exit 1) from the logging setup once the daemon ran
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("INGESTD_CONFIG", str(config))
+    config.write_text('log_level = "verbose"\n')
+    res = _serve(tmp_path)
+    assert res.exit_code == 2, res.output
+    assert "setting log_level from config file: 'verbose' is not a valid str (one of debug, info" in res.output
+    config.write_text("")
+    monkeypatch.setenv("INGESTD_LOG_LEVEL", "loud")
+    assert "setting log_level from INGESTD_LOG_LEVEL: 'loud'" in _serve(tmp_path).output
+    monkeypatch.delenv("INGESTD_LOG_LEVEL")
+    res = _serve(tmp_path, "--log-level", "verbose")
+    assert res.exit_code == 2 and "'verbose' is not one of" in res.output
+    assert not started
+    config.write_text('log_level = "WARNING"\n')
+    assert _serve(tmp_path, "--port", "0").exit_code == 0
+    assert started[0].settings.get_str("log_level") == "warning"

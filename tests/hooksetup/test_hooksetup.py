@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -110,6 +111,37 @@ def test_reinstall_on_another_port_replaces_ours(home: Path) -> None:
     doc = settings(home)
     urls = [h.get("url") for g in doc["hooks"]["Stop"] for h in g["hooks"]]
     assert urls == ["http://127.0.0.1:7500/hooks"]
+
+
+def _ports(doc: dict[str, Any]) -> set[str]:
+    """Every address the hooks send to: the http hooks' URLs and the forwarders' --url (on 127.0.0.1: the port)."""
+    found = set(re.findall(r"http://([^/\s\"']+)/hooks", json.dumps(doc["hooks"])))
+    return {a.removeprefix("127.0.0.1:") for a in found}
+
+
+def test_the_hooks_go_to_the_address_serve_listens_on(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: always 127.0.0.1:7391 unless --port, while serve listened where the config file or INGESTD_* said:
+    # every hook went to a closed port and was lost (hooks are fire-and-forget)
+    config = tmp_path / "config.toml"
+    config.write_text("port = 9000\n")
+    monkeypatch.setenv("INGESTD_CONFIG", str(config))
+    assert _ports(json.loads(run(home, "print").output)) == {"9000"}
+    run(home, "install")
+    assert _ports(settings(home)) == {"9000"}
+    monkeypatch.setenv("INGESTD_HOST", "::1")  # serve listens on [::1] only
+    assert _ports(json.loads(run(home, "print").output)) == {"[::1]:9000"}
+    monkeypatch.setenv("INGESTD_HOST", "0.0.0.0")  # a wildcard bind is reached on 127.0.0.1
+    assert _ports(json.loads(run(home, "print").output)) == {"9000"}
+    monkeypatch.delenv("INGESTD_HOST")
+    monkeypatch.setenv("INGESTD_PORT", "9100")
+    assert _ports(json.loads(run(home, "print").output)) == {"9100"}
+    assert _ports(json.loads(run(home, "print", "--port", "9200").output)) == {"9200"}
+    monkeypatch.setenv("INGESTD_PORT", "0")  # serve picks any port: no URL to write
+    r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(home)})
+    assert r.exit_code == 2 and "pass the daemon's port with --port" in r.output
+    assert _ports(settings(home)) == {"9000"}
 
 
 def test_project_settings_and_missing_file(tmp_path: Path, home: Path) -> None:

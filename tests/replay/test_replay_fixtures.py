@@ -85,3 +85,41 @@ def test_file_rewritten_in_place_replays_equal(tmp_path: Path, projects: Path) -
     conn.close()
     assert resets >= 1
     _replay_ok(db)
+
+
+def test_replay_keeps_the_price_dimensions_long_context_usage_is_tiered_alike(tmp_path: Path) -> None:
+    # was: replay copied only the five rates into its scratch databases, not the long-context
+    # threshold (nor speed multipliers, web search fee): a request past 200k prompt tokens was
+    # tier 1 live and tier 0 rebuilt, and `ingestd replay` failed on any such history
+    sid = "44444444-4444-4444-8444-444444444444"
+    lines = []
+    for i, cache_read in enumerate((250_000, 1_000)):
+        rec = {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": "assistant",
+            "sessionId": sid,
+            "cwd": "/home/u/long",
+            "version": "2.1.3",
+            "uuid": f"u{i}",
+            "timestamp": f"2025-10-10T21:4{i}:00.000Z",
+            "requestId": f"req_{i}",
+            "message": {
+                "id": f"msg_{i}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": 10, "cache_read_input_tokens": cache_read, "output_tokens": 5},
+            },
+        }
+        lines.append(orjson.dumps(rec))
+    root = tmp_path / "projects"
+    (root / "-home-u-long").mkdir(parents=True)
+    (root / "-home-u-long" / f"{sid}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    db = tmp_path / "long.db"
+    assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(root)]).exit_code == 0
+    conn = connect(db)
+    assert conn.execute("SELECT DISTINCT tier FROM token_usage_rollup ORDER BY 1").fetchall() == [(0,), (1,)]
+    conn.close()
+    _replay_ok(db)

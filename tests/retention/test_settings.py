@@ -44,6 +44,12 @@ def test_off_switch_and_none_spellings() -> None:
         ({"INGESTD_RETENTION_EVENTS_DAYS": "99999999999"}, {}),
         ({}, {"max_line_bytes": 10**12}),
         ({}, {"no_such_setting": 1}),
+        # a log level logging does not know (was: a KeyError traceback once serve configured logging)
+        ({"INGESTD_LOG_LEVEL": "verbose"}, {}),
+        ({}, {"log_level": "trace"}),
+        # 0 rows per batch: accepted here, then every scheduled prune / shipping pass of the daemon failed
+        ({}, {"prune_batch_rows": 0}),
+        ({"INGESTD_SHIP_BATCH_ROWS": "0"}, {}),
     ],
 )
 def test_bad_values_are_config_errors(env: dict[str, str], config: dict[str, object]) -> None:
@@ -74,3 +80,48 @@ def test_float_settings_and_bounds() -> None:
             resolve({}, env, {})
     with pytest.raises(ConfigError, match=r"setting port from config file: True is not a valid int \(0 to 65,535\)"):
         resolve({}, {}, {"port": True})
+
+
+def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
+    # was: read as any other: whoever could write it could set ship_to (the log shipped to their
+    # server), allowed_origins (their web page may post hooks) or host
+    p = tmp_path / "config.toml"
+    p.write_text('ship_to = "postgresql://evil.example/x"\n')
+    p.chmod(0o666)
+    with pytest.raises(ConfigError, match=r"config.toml: mode 0666: writable by group and others; fix: chmod 600"):
+        load_config_file(p)
+    p.chmod(0o644)
+    assert load_config_file(p) == {"ship_to": "postgresql://evil.example/x"}
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "config.toml").write_text("port = 9000\n")
+    shared.chmod(0o777)
+    with pytest.raises(ConfigError, match="directory mode 0777"):
+        load_config_file(shared / "config.toml")
+    assert load_config_file(shared / "missing.toml") == {}
+
+
+def test_the_readme_names_every_setting() -> None:
+    # was: `retention_*`, `backup_*`, `schedule_*`, "see `ingestd prune --help`", whose help names
+    # none of backup_keep_newest, schedule_enabled, ...: those settings were nowhere to be found
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Settings") : readme.index("## Reading the data")]
+    assert [s.name for s in SETTINGS if f"`{s.name}`" not in section] == []
+
+
+def test_a_relative_backup_dir_setting_is_the_databases_not_the_working_directorys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: relative to the working directory, so the daemon (started by the service in /) backed up
+    # to /bk while `ingestd backup` and `prune`'s retention used ./bk wherever they were run
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.retention.schedule import backup_dir_from
+
+    db = tmp_path / "data" / "i.db"
+    monkeypatch.chdir(tmp_path)
+    for s in (resolve({}, {}, {"backup_dir": "bk"}), resolve({}, {"INGESTD_BACKUP_DIR": "bk"}, {})):
+        assert backup_dir_from(s, db) == tmp_path / "data" / "bk"
+        assert ServeConfig.from_settings(s, db_path=db, projects=(), token=None).backup_dir == tmp_path / "data" / "bk"
+    assert backup_dir_from(resolve({"backup_dir": "bk"}, {}, {}), db) == Path("bk")  # --dir bk: the shell's
+    home = resolve({}, {"INGESTD_BACKUP_DIR": "~/bk"}, {})
+    assert ServeConfig.from_settings(home, db_path=db, projects=(), token=None).backup_dir == Path("~/bk").expanduser()

@@ -129,3 +129,30 @@ def test_a_failing_service_manager_is_a_clear_error_and_the_file_stays(tmp_path:
     with pytest.raises(service.ConfigError, match="Failed to connect to bus"):
         service.install(_spec(tmp_path, "linux"), path, start=True, run=run)
     assert path.exists()
+
+
+def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path: Path) -> None:
+    # was: the unit carried none of INGESTD_CONFIG, XDG_CONFIG_HOME or INGESTD_PORT: a daemon started
+    # by the service read another config file (or none) and listened elsewhere than `ingestd serve`
+    # in that shell, and than `hooks install` (which reads the settings) sent the hooks to
+    config = tmp_path / "conf 100%" / "ingestd.toml"
+    env = {"HOME": str(tmp_path), "INGESTD_CONFIG": str(config), "INGESTD_PORT": "9100", "INGESTD_STORE": "x"}
+    res = CliRunner().invoke(cli, ["service", "install", "--dry-run"], env=env, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert f'Environment="INGESTD_CONFIG={tmp_path}/conf 100%%/ingestd.toml"' in lines
+    assert 'Environment="INGESTD_PORT=9100"' in lines
+    assert not any("INGESTD_STORE" in x for x in lines)  # not a setting of serve's table
+    res = CliRunner().invoke(
+        cli, ["service", "install", "--dry-run", "--platform", "darwin"], env={**env, "INGESTD_CONFIG": None}
+    )
+    plist = plistlib.loads(res.stdout[res.stdout.index("<?xml") :].encode())
+    assert plist["EnvironmentVariables"] == {
+        "PYTHONUNBUFFERED": "1",
+        "INGESTD_CONFIG": f"{tmp_path}/.config/ingestd/config.toml",
+        "INGESTD_PORT": "9100",
+    }
+    bad = CliRunner().invoke(
+        cli, ["service", "install", "--dry-run"], env={**env, "INGESTD_HOST": "x\nExecStartPre=/bin/sh"}
+    )
+    assert bad.exit_code == 2 and "INGESTD_HOST holds a line break" in bad.output

@@ -106,3 +106,32 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     assert code == 0, out
     code, out = _cli("replay", "--db", str(db), "--json")
     assert code == 0, out
+
+
+def test_verify_on_a_database_from_before_0013_says_migrate_not_no_such_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: "check could not run: database error: no such column: codec" three times (reads as damage)
+    projects = tmp_path / "projects"
+    shutil.copytree(FIXTURES, projects)
+    db = tmp_path / "old.db"
+    _old_database(db, projects, monkeypatch)
+    res = CliRunner().invoke(cli, ["verify", "--db", str(db)])
+    assert res.exit_code == 1
+    assert "no such column" not in res.output
+    assert "FAIL  ledger: migrations pending: 0013_payload_codecs, 0015_rollup_deferred" in res.output
+    assert "FAIL  payloads: check could not run: migrations pending (run `ingestd migrate`)" in res.output
+
+
+def test_prune_dry_run_does_not_migrate_an_old_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # was: `prune --dry-run` ("change nothing") applied 0013 and 0015, for good: an older ingestd
+    # still sharing the database could no longer open it
+    projects = tmp_path / "projects"
+    shutil.copytree(FIXTURES, projects)
+    db = tmp_path / "old.db"
+    _old_database(db, projects, monkeypatch)
+    res = CliRunner().invoke(cli, ["prune", "--dry-run", "--db", str(db)])
+    assert res.exit_code == 2 and "needs migrations 0013_payload_codecs, 0015_rollup_deferred" in res.output
+    conn = connect(db, readonly=True)
+    assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
+    conn.close()

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import apsw
 
-from ingestd.core.framing import MAX_LINE_BYTES, Framer
+from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.readfile import Summary
+from ingestd.ingest.readfile import Summary, Tailing
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity
@@ -88,20 +88,22 @@ class IngestRunner:
     ) -> None:
         self._open_conn = open_conn
         self._max_line_bytes = max_line_bytes
-        # torn tails of the files followed, kept between reads (one pass over an endless line)
-        self.framers: dict[tuple[str, str], tuple[int, Framer]] = {}
         self._stopping = threading.Event()
-        self._backoff = Backoff(
-            max_s=TAILER_MAX_WAIT_S,
-            max_attempts=None,
-            wait=self._stopping.wait,
-            stop=self._stopping.is_set,
-            report=report,
+        # the fold cache (worker thread only), the torn tails of the files followed (one pass over
+        # an endless line), the retries until a refusal clears, the shutdown flag
+        self._tailing = Tailing(
+            backoff=Backoff(
+                max_s=TAILER_MAX_WAIT_S,
+                max_attempts=None,
+                wait=self._stopping.wait,
+                stop=self._stopping.is_set,
+                report=report,
+            ),
+            should_stop=self._stopping.is_set,
         )
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock
         self._batch_rows = batch_rows
-        self.cache = FoldCache()  # used on the worker thread only
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="ingestd-ingest", initializer=_lower_priority
         )
@@ -116,6 +118,11 @@ class IngestRunner:
             self._local.conn = conn
             self._ctx = database_identity(conn)
         return conn
+
+    @property
+    def cache(self) -> FoldCache:
+        """The tailer's fold cache (its worker thread only)."""
+        return self._tailing.cache
 
     def roots_for(self, paths: Sequence[Path] | None) -> list[Path]:
         """The roots to scan: all of them, or those containing ``paths``."""
@@ -144,13 +151,8 @@ class IngestRunner:
                 ctx=self._ctx,
                 batch_rows=self._batch_rows,
                 paths=paths,
-                cache=self.cache,
-                totals=False,
-                backoff=self._backoff,
-                component="tailer",
                 max_line_bytes=self._max_line_bytes,
-                framers=self.framers,
-                should_stop=self._stopping.is_set,
+                tailing=self._tailing,
                 on_total=None if shown is None else shown.on_total,
                 progress=None if shown is None else shown.advance,
             )

@@ -17,18 +17,17 @@ from typing import Any
 
 import apsw
 
-from ingestd.core.framing import MAX_LINE_BYTES, Framer
+from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.ingest.readfile import Batcher, Progress, Summary, read_file
+from ingestd.ingest.readfile import Batcher, Progress, Summary, Tailing, read_file
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
-from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff
 
 log = get_logger("ingestd.ingest")
@@ -52,60 +51,39 @@ def ingest_roots(
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
     paths: Sequence[Path] | None = None,
-    cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
-    totals: bool = True,
-    backoff: Backoff | None = None,
-    component: str = "ingest",
     max_line_bytes: int = MAX_LINE_BYTES,
-    framers: dict[tuple[str, str], tuple[int, Framer]] | None = None,
-    should_stop: Callable[[], bool] | None = None,
     pipeline: bool = False,
+    tailing: Tailing | None = None,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
-    The daemon's tailer passes ``paths`` (the files a change names), a ``cache`` that lives
-    as long as the tailer and ``totals=False``: an append then costs work proportional to
-    the new lines (no walk of the roots, no read of every checkpoint, no re-fold of the
-    session from the log, no counts over the projections), SPEC §7.
+    The daemon's tailer passes ``paths`` (the files a change names) and its ``tailing`` state:
+    an append then costs work proportional to the new lines (no walk of the roots, no read of
+    every checkpoint, no re-fold of the session from the log, no counts over the projections).
 
     Args:
-        conn: a migrated connection.
-        roots: projects roots.
+        conn: a migrated connection. roots: projects roots.
         now: str, canonical UTC read time stamped on the new log rows.
-        ctx: instance / host ids for edges.
-        batch_rows: int, log rows per transaction.
-        on_total: called once with the number of bytes to read.
-        progress: called with the number of bytes just read.
-        paths: only these files (those under one of ``roots``; others are ignored), or None
-            for every file under ``roots``.
-        cache: fold states reused across calls (a fresh one per call when None).
+        ctx: instance / host ids for edges. batch_rows: int, log rows per transaction.
+        on_total: called once with the number of bytes to read; progress: with each read's bytes.
+        paths: only these files (those under one of ``roots``), or None for every file under them.
         watchdog_window_s: int, seconds of inactivity before ``unknown``.
-        totals: fill ``sessions`` / ``agents`` / ``messages`` (three counts over the projections).
-        backoff: retries of transient refusals (``ingestd.store.isolate``; default a few, then
-            the error is raised; the daemon retries until they clear, reported as a stall).
-        component: str, the name a stall is reported under.
         max_line_bytes: int, bytes; a longer line is logged as an oversized marker row.
-        framers: the tailer's torn-tail framers, kept across calls (``_framer``); None: none kept.
-        should_stop: polled between chunks; True stops reading (shutdown) after committing.
-        pipeline: write batches on a second thread while the next is read (``ingestd.ingest.pipeline``;
-            the same rows, transactions and order as without), in batches of ``PIPELINE_BATCH_ROWS``
-            unless ``batch_rows`` is given otherwise. For a backfill: the reader runs ahead of the
-            commits by up to two batches.
+        pipeline: write batches on a second thread while the next is read (``ingestd.ingest.pipeline``:
+            the same rows, transactions and order), in batches of ``PIPELINE_BATCH_ROWS``.
+        tailing: the tailer's state kept across calls (``Tailing``); None: a one-shot ingest, which
+            retries a transient refusal briefly (``CLI_BACKOFF``) and fills the summary's totals.
 
-    Returns:
-        ``Summary``.
-
-    Raises:
-        OSError: a root cannot be listed.
-        StorageError: the database refused.
+    Returns ``Summary``; raises ``OSError`` (a root cannot be listed) or ``StorageError`` (refused).
     """
     t0 = time.perf_counter()
     summary = Summary()
-    b = Batcher(conn, ctx or Ctx(), summary, batch_rows, cache, watchdog_window_s, backoff or CLI_BACKOFF, component)
+    tail = tailing or Tailing(backoff=CLI_BACKOFF, component="ingest")
+    b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail.cache, watchdog_window_s, tail.backoff, tail.component)
     b.max_line_bytes = max_line_bytes
-    b.framers = framers
-    b.should_stop = should_stop
+    b.framers = tail.framers if tailing is not None else None
+    b.should_stop = tail.should_stop
     ckpt = _pipelined(b, conn) if pipeline else None
     try:
         _ingest_plans(b, conn, roots, paths, now, on_total, progress)
@@ -118,7 +96,7 @@ def ingest_roots(
     if b.distrusted:
         _restore_sessions(conn, b.distrusted, b)
     summary.skipped = dict(b.skipped)
-    if totals:
+    if tailing is None:
         _totals(conn, summary)
     summary.elapsed_s = time.perf_counter() - t0
     return summary

@@ -108,6 +108,27 @@ def _head_hash(path: str, offset: int) -> str:
         return short_hash(fh.read(offset - start))
 
 
+@dataclass
+class Tailing:
+    """What the daemon's tailer keeps across ``ingest_roots`` calls (SPEC §7).
+
+    Attributes:
+        cache: ``FoldCache``, fold states reused across calls (the tailer's worker thread only).
+        framers: dict (root, origin) -> (generation, ``Framer``): framers of files whose last line is
+            still torn; the next read resumes where this one stopped (one pass over a growing line).
+        backoff: retries of transient refusals (``ingestd.store.isolate``); the daemon's retries
+            until they clear, reported as a stall; None: ``Backoff()``'s default.
+        should_stop: polled between chunks; True stops reading (shutdown) after committing.
+        component: str, the part a stall is reported under.
+    """
+
+    cache: FoldCache = field(default_factory=FoldCache)
+    framers: dict[tuple[str, str], tuple[int, Framer]] = field(default_factory=dict)
+    backoff: Backoff | None = None
+    should_stop: Callable[[], bool] | None = None
+    component: str = "tailer"
+
+
 class Batcher:
     """Log rows and checkpoints of one ingest run, applied in batches (``flush``); see ``ingest_roots``."""
 

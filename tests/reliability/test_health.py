@@ -199,9 +199,9 @@ async def test_the_tailer_reports_its_retries_to_the_daemons_health(aiohttp_clie
     app = make_app(ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600))
     await aiohttp_client(app)
     runner = app[TAILER]._ingest
-    assert isinstance(runner, IngestRunner)
-    runner._backoff.report.retrying("tailer", "database error: database is locked")
+    assert isinstance(runner, IngestRunner) and runner._tailing.backoff is not None
+    runner._tailing.backoff.report.retrying("tailer", "database error: database is locked")
     assert app[HEALTH].stalls()[0]["component"] == "tailer"
     assert stall.read_mirror(db, 0.0)[0]["reason"] == "database error: database is locked"
-    runner._backoff.report.retried("tailer")
+    runner._tailing.backoff.report.retried("tailer")
     assert app[HEALTH].problems() == [] and not stall.mirror_path(db).exists()

@@ -21,6 +21,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest.readfile import Tailing
 from ingestd.report.status import status_report
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
@@ -469,7 +470,7 @@ def test_the_tailer_reads_a_growing_torn_line_once(tmp_path: Path) -> None:
     read = []
     for end in (10, 60, len(whole) - 1, len(whole)):
         path.write_bytes(whole[:end])
-        s = ingest_roots(conn, [root], now=NOW, paths=[path], framers=framers, totals=False)
+        s = ingest_roots(conn, [root], now=NOW, paths=[path], tailing=Tailing(framers=framers))
         read.append(s.bytes)
     assert read == [10, 50, len(whole) - 61, 1]  # every byte read once
     assert framers == {}  # nothing torn is held any more

@@ -26,11 +26,15 @@ class Decoded:
         obj: dict | None, the JSON object (None when the line is invalid).
         recovered: bool, the object was obtained only by lenient decoding.
         reason: str | None, why the line is invalid (``not_json``, ``not_object``).
+        nonfinite: bool, the lenient pass met ``NaN``, ``Infinity`` or ``-Infinity``: not JSON's
+            grammar (RFC 8259 §6; orjson refuses them), taken for a transcript line (its sound
+            parts count, SPEC §12), refused for a hook body (``core.hookkeys.parse_body``).
     """
 
     obj: dict[str, Any] | None
     recovered: bool = False
     reason: str | None = None
+    nonfinite: bool = False
 
 
 # Nesting the lenient path accepts. Bounded explicitly (not by Python's recursion limit,
@@ -128,10 +132,16 @@ def decode_line(data: bytes) -> Decoded:
         return Decoded(None, reason="not_object")
     try:
         text = data.decode("utf-8", "replace")
-        loose = json.loads(text)
+        constants: list[str] = []
+
+        def constant(name: str) -> float:
+            constants.append(name)
+            return float(name)
+
+        loose = json.loads(text, parse_constant=constant)
         if not isinstance(loose, dict):
             return Decoded(None, reason="not_object")
-        return Decoded(_scrub(loose), recovered=True)
+        return Decoded(_scrub(loose), recovered=True, nonfinite=bool(constants))
     except (ValueError, RecursionError, _TooDeep):
         # nested too deep to take apart safely counts as not JSON, like orjson's own limit
         return Decoded(None, reason="not_json")

@@ -73,6 +73,15 @@ async def assert_error(resp: Any, status: int, code: str) -> None:
     assert doc["error"]["code"] == code
 
 
+async def test_a_bom_and_a_lone_surrogate_together_are_accepted(make_client: MakeClient, db: Path) -> None:
+    # each is taken alone; together (the lenient pass after the BOM) the body is still a hook
+    client = await make_client()
+    payload = b'\xef\xbb\xbf{"hook_event_name":"Stop","session_id":"s1","t":"\\ud800"}'
+    resp = await client.post("/hooks", data=payload, headers={"Content-Type": "application/json"})
+    assert resp.status == 200, await resp.text()
+    assert [bytes(r[3]) for r in rows(db)] == [payload]
+
+
 async def test_accepted_delivery_is_committed_before_an_empty_200(make_client: MakeClient, db: Path) -> None:
     client = await make_client()
     payload = b'{"hook_event_name":"Stop","session_id":"s1","stop_hook_active":false,"zz":{"new":1}}'
@@ -108,6 +117,8 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
         # not JSON (RFC 8259): refused, not stored verbatim as if it were
         (b'{"hook_event_name":"Stop","session_id":"s","x":NaN}', "invalid_json"),
         (b'{"hook_event_name":"Stop","session_id":"s","x":-Infinity}', "invalid_json"),
+        # after a BOM and a lone surrogate (both taken alone), NaN is still refused
+        (b'\xef\xbb\xbf{"hook_event_name":"Stop","session_id":"s","t":"\\ud800","x":NaN}', "invalid_json"),
     ],
 )
 async def test_400_with_reason_and_nothing_written(

@@ -151,6 +151,8 @@ def _ingest_plans(
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     distrusted: list[str] = []
     total = 0
+    # every session id, once per call (the tailer's few paths look theirs up by key instead)
+    known = _session_ids(conn) if paths is None else None
     for root in roots:
         root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
         if paths is None:
@@ -163,7 +165,6 @@ def _ingest_plans(
             )
             cps = _checkpoints(conn, root_s, [f.origin for f in found])
         summary.files += len(found)
-        known = _session_ids(conn) if paths is None else None
         for f in found:
             cp = cps.get(f.origin)
             if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):

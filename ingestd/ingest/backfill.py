@@ -86,15 +86,15 @@ def ingest_roots(
     b.should_stop = tail.should_stop
     ckpt = _pipelined(b, conn) if pipeline else None
     try:
-        _ingest_plans(b, conn, roots, paths, now, on_total, progress)
+        distrusted = _ingest_plans(b, conn, roots, paths, now, on_total, progress)
     finally:
         b.finish()
         if ckpt is not None:
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
-    if b.distrusted:
-        _restore_sessions(conn, b.distrusted, b)
+    if distrusted:
+        _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)
     if tailing is None:
         _totals(conn, summary)
@@ -145,12 +145,17 @@ def _ingest_plans(
     now: str,
     on_total: Callable[[int], None] | None,
     progress: Progress | None,
-) -> None:
-    """Plan the files to read (fingerprints, checkpoints), read them into ``b``, flush the last batch."""
+) -> list[str]:
+    """Plan the files to read (fingerprints, checkpoints), read them into ``b``, flush the last batch.
+
+    Returns the origins whose unchanged checkpoint was distrusted (re-read from byte 0).
+    """
     summary, batch_rows = b.summary, b.batch_rows
     plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
     distrusted: list[str] = []
     total = 0
+    # every session id, once per call (the tailer's few paths look theirs up by key instead)
+    known = _session_ids(conn) if paths is None else None
     for root in roots:
         root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
         if paths is None:
@@ -163,7 +168,6 @@ def _ingest_plans(
             )
             cps = _checkpoints(conn, root_s, [f.origin for f in found])
         summary.files += len(found)
-        known = _session_ids(conn) if paths is None else None
         for f in found:
             cp = cps.get(f.origin)
             if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):
@@ -191,7 +195,7 @@ def _ingest_plans(
         if len(b.rows) >= batch_rows:
             b.flush()
     b.flush()
-    b.distrusted = distrusted
+    return distrusted
 
 
 _CHECKPOINT_COLUMNS = (

@@ -160,7 +160,6 @@ class Batcher:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.distrusted: list[str] = []
         self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
 
     def flush(self) -> None:

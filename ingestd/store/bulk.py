@@ -21,13 +21,16 @@ from ingestd.store.rollup import RATE_SQL, ROLLUP_COLUMNS, SLOT_SQL, TIER_SQL
 # Below this many rows the per-row triggers are cheaper than the extra statements (a hook, a tail).
 BULK_MIN_ROWS = 256
 
-# Every row inserted since ``from_id`` (ids are max(id) + 1: they are exactly those rows), grouped
-# like the scan and added to what the rollup holds for older rows.
+# The mark: the id the batch's first new row will get (ids are max(id) + 1), read in the same statement.
+MARK = "INSERT INTO rollup_deferred (one, from_id) SELECT 1, coalesce(max(id), 0) + 1 FROM token_usage"
+# Every row inserted since the mark (exactly the batch's new rows), grouped like the scan and
+# added to what the rollup holds for older rows.
 ROLLUP_SINCE = (
     f"INSERT INTO token_usage_rollup ({ROLLUP_COLUMNS})"
     f" SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed,"
     " sum(t.tokens), count(*), sum(t.web_search_requests)"
-    " FROM token_usage t WHERE t.id >= ?1 AND t.occurred_at IS strftime('%Y-%m-%dT%H:%M:%fZ', t.occurred_at)"
+    " FROM token_usage t WHERE t.id >= (SELECT from_id FROM rollup_deferred)"
+    " AND t.occurred_at IS strftime('%Y-%m-%dT%H:%M:%fZ', t.occurred_at)"
     " GROUP BY 1, 2, 3, 4, 5, 6, 7"
     " ON CONFLICT (session_id, model, bucket, slot, rate_effective_from, tier, speed)"
     " DO UPDATE SET tokens = tokens + excluded.tokens, row_count = row_count + excluded.row_count,"
@@ -52,9 +55,7 @@ def upsert_token_usage(conn: apsw.Connection, upsert_sql: str, rows: Sequence[tu
     if len(rows) < BULK_MIN_ROWS:
         conn.executemany(upsert_sql, rows)
         return
-    top: Any = conn.execute("SELECT max(id) FROM token_usage").fetchall()[0][0]
-    from_id = (int(top) if top is not None else 0) + 1
-    conn.execute("INSERT INTO rollup_deferred (one, from_id) VALUES (1, ?)", (from_id,))
+    conn.execute(MARK)
     conn.executemany(upsert_sql, rows)
-    conn.execute(ROLLUP_SINCE, (from_id,))
+    conn.execute(ROLLUP_SINCE)
     conn.execute("DELETE FROM rollup_deferred")

@@ -27,6 +27,7 @@ codecs up to date, trains the dictionary when due, and returns the rows ready to
 from __future__ import annotations
 
 import hashlib
+import itertools
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -247,7 +248,7 @@ def _samples(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs) -> list[bytes
         "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (TRAIN_ROWS,)
     )
     batch = (r.payload for r in rows if r.source != "ingestd")
-    for data in (*(codecs.decode(int(c), p) for c, p in stored), *batch):
+    for data in itertools.chain((codecs.decode(int(c), p) for c, p in stored), batch):
         if len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
             break
         out.append(data)

@@ -10,7 +10,7 @@ from ingestd.core import rows
 from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from ingestd.store.connection import write_txn
-from ingestd.store.upsert import write_changes
+from ingestd.store.upsert import UPSERT_TOKENS, write_changes
 from tests.core.projector_support import by_session, tree_rows
 
 TABLES = {
@@ -58,3 +58,7 @@ def test_the_fixture_rows_read_back_as_written(db: apsw.Connection) -> None:
     assert len(tokens) == len({(r.message_id, r.bucket) for r in ch.token_usage})
     write_txn(db, lambda c: write_changes(c, ch))  # writing the same rows again changes nothing
     assert list(db.execute(token_sql)) == tokens
+    # and does not even rewrite them: the upsert's "unchanged rows are not rewritten" clause
+    before = db.total_changes()
+    write_txn(db, lambda c: c.executemany(UPSERT_TOKENS, ch.token_usage))
+    assert db.total_changes() == before

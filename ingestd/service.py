@@ -205,21 +205,19 @@ def uninstall(platform: str, path: Path, *, stop: bool, run: Runner = run_comman
     """
     if not path.exists():
         return [f"{path}: not installed, nothing to do"]
-    done: list[str] = []
-    if stop:
-        cmds = _manager(platform, path, "uninstall")
-        # The unit is removed whatever the manager says (it may already be stopped or unknown).
-        for argv in cmds:
-            code, out = run(argv)
-            done.append(f"{' '.join(argv)}: " + ("ok" if code == 0 else f"exit {code}: {out}"))
-        path.unlink()
-        if platform != "darwin":  # forget the removed unit
-            code, out = run(["systemctl", "--user", "daemon-reload"])
-            done.append("systemctl --user daemon-reload: " + ("ok" if code == 0 else f"exit {code}: {out}"))
-    else:
-        path.unlink()
+    # The unit is removed whatever the manager says (it may already be stopped or unknown).
+    done = [_outcome(argv, run) for argv in _manager(platform, path, "uninstall")] if stop else []
+    path.unlink()
+    if stop and platform != "darwin":  # forget the removed unit
+        done.append(_outcome(["systemctl", "--user", "daemon-reload"], run))
     done.append(f"{path}: removed")
     return done
+
+
+def _outcome(argv: list[str], run: Runner) -> str:
+    """Run ``argv``; one line saying how it went (a failure is reported, not raised)."""
+    code, out = run(argv)
+    return f"{' '.join(argv)}: " + ("ok" if code == 0 else f"exit {code}: {out}")
 
 
 def manager_status(platform: str, path: Path, run: Runner = run_command) -> tuple[int, str]:

@@ -34,6 +34,11 @@ def test_replace_survives_a_leftover_temporary_and_a_failed_write_leaves_the_old
     assert path.read_text() == "whole"
     with pytest.raises(OSError):
         atomicfile.replace(tmp_path / "missing-dir" / "f", "x", 0o600)
+    # a write failing once the temporary exists (here: text that cannot be encoded) leaves the old
+    # file as it was and no temporary behind
+    with pytest.raises(UnicodeEncodeError):
+        atomicfile.replace(path, "\ud800", 0o600)
+    assert path.read_text() == "whole"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
 
 

@@ -16,7 +16,7 @@ from ingestd.commands._common import setting_option
 from ingestd.daemon.bind import DEFAULT_PORT
 from ingestd.errors import ConfigError
 from ingestd.http.auth import LOOPBACK_HOSTS
-from ingestd.installpath import find_installed
+from ingestd.installpath import Installed, find_installed
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,17 +40,15 @@ def _address(given_port: int | None) -> tuple[str, int]:
 _PORT_HELP = "The daemon's port [default: the port setting, as serve reads it: INGESTD_PORT, the config file, 7391]."
 
 
-def _target(address: tuple[str, int], token_env: str | None, legacy: bool) -> hooksetup.HookTarget:
-    """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``installpath``),
-    so ``make clean`` or moving the clone does not break them."""
-    python = find_installed(dict(os.environ)).python
+def _target(address: tuple[str, int], token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
+    """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``found``,
+    ``installpath.find_installed``), so ``make clean`` or moving the clone does not break them."""
     host, port = address
-    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=python, host=host)
+    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=found.python, host=host)
 
 
-def _say_which(legacy: bool) -> None:
-    """Which ingestd the command hooks run, and why that may break (on stderr)."""
-    found = find_installed(dict(os.environ))
+def _say_which(legacy: bool, found: Installed) -> None:
+    """Which ingestd the command hooks run (``found``), and why that may break (on stderr)."""
     events = "every event" if legacy else "SessionStart and Setup"
     click.echo(f"command hooks ({events}) run {found.python} -m ingestd.forward: {found.source}", err=True)
     if found.warning:
@@ -90,8 +88,11 @@ def register(cli: click.Group) -> None:
     def install_cmd(project: Path | None, dry_run: bool, port: int | None, token_env: str | None, legacy: bool) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
         path = _path(project)
-        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(_address(port), token_env, legacy))
-        _say_which(legacy)
+        found = find_installed(dict(os.environ))
+        p = hooksetup.plan(
+            path, hooksetup.read_text(path), "install", _target(_address(port), token_env, legacy, found)
+        )
+        _say_which(legacy, found)
         _run(p, dry_run)
 
     @hooks_group.command("uninstall")
@@ -99,10 +100,9 @@ def register(cli: click.Group) -> None:
     def uninstall_cmd(project: Path | None, dry_run: bool) -> None:
         """Remove ingestd's hooks only."""
         path = _path(project)
+        # the target is not read by an uninstall (``hooksetup.is_ours`` decides): no PATH search for it
         _run(
-            hooksetup.plan(
-                path, hooksetup.read_text(path), "uninstall", _target(("127.0.0.1", DEFAULT_PORT), None, False)
-            ),
+            hooksetup.plan(path, hooksetup.read_text(path), "uninstall", hooksetup.HookTarget(port=DEFAULT_PORT)),
             dry_run,
         )
 
@@ -112,7 +112,7 @@ def register(cli: click.Group) -> None:
     @click.option("--legacy", is_flag=True)
     def print_cmd(port: int | None, token_env: str | None, legacy: bool) -> None:
         """Print the hooks block ingestd installs (touches no file)."""
-        target = _target(_address(port), token_env, legacy)
+        target = _target(_address(port), token_env, legacy, find_installed(dict(os.environ)))
         click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 
 

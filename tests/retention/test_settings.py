@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,21 @@ def test_a_relative_backup_dir_setting_is_the_databases_not_the_working_director
     assert backup_dir_from(resolve({"backup_dir": "bk"}, {}, {}), db) == Path("bk")  # --dir bk: the shell's
     home = resolve({}, {"INGESTD_BACKUP_DIR": "~/bk"}, {})
     assert ServeConfig.from_settings(home, db_path=db, projects=(), token=None).backup_dir == Path("~/bk").expanduser()
+
+
+def test_a_config_file_owned_by_root_or_the_user_is_read_one_owned_by_another_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "config.toml"
+    p.write_text("port = 9000\n")
+    # a file owned by a user (not root) other than the one running ingestd
+    if os.geteuid() == 0:
+        os.chown(p, 4242, -1)
+    else:
+        theirs = p.stat().st_uid + 4242
+        monkeypatch.setattr(os, "geteuid", lambda: theirs)
+    with pytest.raises(ConfigError, match=r"config.toml: owned by .*, not by .*; fix: chown"):
+        load_config_file(p)
+    # a root-owned file (here /etc/passwd, 0644 in a 0755 /etc) passes the ownership check: it is then read
+    with pytest.raises(ConfigError, match="is not valid TOML"):
+        load_config_file(Path("/etc/passwd"))

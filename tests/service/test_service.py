@@ -156,3 +156,26 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
         cli, ["service", "install", "--dry-run"], env={**env, "INGESTD_HOST": "x\nExecStartPre=/bin/sh"}
     )
     assert bad.exit_code == 2 and "INGESTD_HOST holds a line break" in bad.output
+
+
+def test_uninstall_reports_each_command_and_removes_the_file_whatever_the_manager_says(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def run(argv: Sequence[str]) -> tuple[int, str]:
+        calls.append(list(argv))
+        return (5, "Unit ingestd.service not loaded.") if "disable" in argv else (0, "")
+
+    path = tmp_path / "u" / service.UNIT_NAME
+    path.parent.mkdir()
+    path.write_text("[Unit]\n")
+    done = service.uninstall("linux", path, stop=True, run=run)
+    assert not path.exists()
+    assert done == [
+        f"systemctl --user disable --now {service.UNIT_NAME}: exit 5: Unit ingestd.service not loaded.",
+        "systemctl --user daemon-reload: ok",
+        f"{path}: removed",
+    ]
+    path.write_text("[Unit]\n")
+    calls.clear()
+    assert service.uninstall("linux", path, stop=False, run=run) == [f"{path}: removed"]
+    assert calls == [] and not path.exists()

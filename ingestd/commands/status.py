@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ def register(cli: click.Group) -> None:
         daemon = presence.detect(path, now).to_json()
         doc = status_report(conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon)
         # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
-        doc["stalls"] = stall.read_mirror(path, time.time())
+        doc["stalls"] = stall.read_mirror(path, now.timestamp())
         if as_json:
             emit_json(doc)
             return

@@ -34,6 +34,7 @@ from bench.daemon import free_port
 from bench.hookload import hook_body
 from bench.proc import REPO, _tree_rss_bytes, ingestd_exe, run_measured
 from bench.stats import percentile
+from bench.table import marked_section
 
 MB = 1_000_000
 MIB = 1 << 20
@@ -267,9 +268,7 @@ def render(figs: list[IngestFigure], base: DaemonFigure, d: DaemonFigure) -> str
 
 def section_of(text: str) -> str:
     """The framing section of a BENCHMARKS.md text ("" when it has none): ``bench.run`` keeps it."""
-    if BEGIN in text and END in text:
-        return text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
-    return ""
+    return marked_section(text, BEGIN, END)
 
 
 def write_section(path: Path, section: str) -> None:

@@ -32,6 +32,7 @@ from bench.corpus import CACHE, Corpus, ensure_corpus, orjson_floor, warm_page_c
 from bench.ingestbench import bucket_totals, db_size_bytes, fresh_db
 from bench.proc import REPO, ProcResult, ingestd_exe, run_measured
 from bench.stats import fmt_num, summarize
+from bench.table import marked_section
 from bench.truth import check_totals
 
 BEGIN = "<!-- sidebyside:begin -->"
@@ -295,9 +296,7 @@ def render(results: Sequence[SideBySide], command: str, when: str) -> str:
 
 def section_of(text: str) -> str:
     """The side-by-side section of an existing BENCHMARKS.md ("" when it has none)."""
-    if BEGIN in text and END in text:
-        return text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
-    return ""
+    return marked_section(text, BEGIN, END)
 
 
 def splice(old: str, section: str) -> str:

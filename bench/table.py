@@ -44,3 +44,10 @@ def kv_table(pairs: Sequence[tuple[str, str]]) -> str:
     lines = ["| | |", "|---|---|"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in pairs]
     return "\n".join(lines) + "\n"
+
+
+def marked_section(text: str, begin: str, end: str) -> str:
+    """The part of ``text`` from the ``begin`` marker through the ``end`` marker, newline-ended ("" when absent)."""
+    if begin in text and end in text:
+        return text[text.index(begin) : text.index(end) + len(end)] + "\n"
+    return ""

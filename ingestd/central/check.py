@@ -56,7 +56,9 @@ _ROLLUP_COLS = "host_id, " + rollup.ROLLUP_COLUMNS
 def _digest(pg: psycopg.Connection[Any], table: str) -> tuple[int, str]:
     cols, order = DIGEST[table]
     row = pg.execute(
-        f"SELECT count(*), md5(COALESCE(string_agg(x::text, E'\\n' ORDER BY {order}), ''))"
+        # one md5 per row, then of those (32 bytes a row): string_agg of the rows' own text would be
+        # the whole table in one value, past PostgreSQL's 1 GB limit on a large store
+        f"SELECT count(*), md5(COALESCE(string_agg(md5(x::text), '' ORDER BY {order}), ''))"
         f" FROM (SELECT {cols} FROM {table}) x"
     ).fetchone()
     assert row is not None

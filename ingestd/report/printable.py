@@ -24,7 +24,7 @@ def _escape(ch: str) -> str:
 
 def printable_text(s: str) -> str:
     """``s`` with every control character (category Cc) and bidi control spelt out as an escape."""
-    if s.isprintable() and not (_BIDI & set(s)):
+    if s.isprintable():  # every bidi control is a format character (Cf), which is not printable
         return s
     return "".join(_escape(ch) if unicodedata.category(ch) == "Cc" or ch in _BIDI else ch for ch in s)
 

@@ -125,11 +125,15 @@ def _as_of(daemon: dict[str, Any] | None, *stamps: str | None) -> str | None:
     return max(known, default=None)
 
 
-def _host(conn: apsw.Connection) -> dict[str, Any]:
-    """This machine's identity (created once, on the first write) and its team-mode shipping mark."""
+def _host(conn: apsw.Connection, logged: int) -> dict[str, Any]:
+    """This machine's identity (created once, on the first write) and its team-mode shipping mark.
+
+    ``logged``: the ``events_raw`` row count, the unshipped rows when nothing is shipped (the
+    counting of ``id > mark`` walks the table's pages; the plain count reads an index).
+    """
     ident = stored_identity(conn)
     mark = shipped_through(conn)
-    behind = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (mark,)) or 0)
+    behind = logged if not mark else int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (mark,)) or 0)
     return {
         "host_id": ident.get("host_id"),
         "instance": ident.get("instance"),
@@ -175,6 +179,7 @@ def status_report(
         sessions_by_status = _counts(conn, "SELECT status, count(*) FROM sessions GROUP BY 1 ORDER BY 1")
         seen = _last_seen(conn)
         counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
+        rows = {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
         return {
             "now": format_utc(now),
             "daemon": daemon,
@@ -182,8 +187,8 @@ def status_report(
             "as_of": _as_of(daemon, seen["last_commit_at"], seen["last_hook_at"], seen["last_ingest_at"]),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
-            "host": _host(conn),
-            "rows": {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables},
+            "host": _host(conn, rows.get("events_raw", 0)),
+            "rows": rows,
             "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
             **seen,

@@ -290,8 +290,7 @@ def unshipped(conn: apsw.Connection, target: PruneTarget, now: datetime, shipped
                 scalar(conn, f"SELECT count(*) FROM events WHERE {tcol} < ? AND {icol} > ?", (cutoff, shipped_through))
                 or 0
             )
-        behind = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE id > ?", (shipped_through,)) or 0)
-        if not behind:
+        if scalar(conn, "SELECT 1 FROM events_raw WHERE id > ? LIMIT 1", (shipped_through,)) is None:
             return 0
         return int(scalar(conn, f"SELECT count(*) FROM {target.table} WHERE {tcol} < ?", (cutoff,)) or 0)
 

@@ -250,6 +250,9 @@ def test_projectors_on_two_machines_at_once_give_the_one_machine_answer(tmp_path
         assert _cost(central, "session")["rows"] == _cost(union, "session")["rows"]
         with pg_connect(pg_url) as pg:
             assert replay(pg).ok
+            with pg.transaction():  # a live row the log does not give: replay names its table
+                pg.execute("UPDATE sessions SET title = 'tampered' WHERE id = (SELECT min(id) FROM sessions)")
+            assert replay(pg).differing == ["sessions"]
     finally:
         central.close()
 

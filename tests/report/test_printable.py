@@ -23,6 +23,9 @@ def test_printable_spells_out_controls_and_bidi_only() -> None:
     assert printable_text(TITLE) == "Title \\x1b[31mRED\\x1b[0m\\x0dOVERWRITE\\u202eRTL"
     assert printable_text("plain é 漢字 🎉") == "plain é 漢字 🎉"
     assert printable({"a\x07": ["\x1b", 1, None]}) == {"a\\x07": ["\\x1b", 1, None]}
+    for ch in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        # a bidi control alone (no control character beside it) is spelt out too
+        assert printable_text(f"a{ch}b") == f"a\\u{ord(ch):04x}b"
 
 
 @pytest.fixture(scope="module")

@@ -72,3 +72,21 @@ def test_status_cli_runs(report_db: Path) -> None:
     assert doc["unpriced"] == {
         "claude-mystery-9": {"tokens": 330, "messages": 2, "web_search_requests": 0, "reasons": ["no_rate"]}
     }
+
+
+def test_status_counts_the_unshipped_log_rows(report_db: Path) -> None:
+    from datetime import UTC, datetime
+
+    from ingestd.report.status import status_report
+    from ingestd.store.connection import connect
+
+    def host() -> dict[str, Any]:
+        doc = status_report(connect(report_db, readonly=True), now=datetime(2025, 11, 4, 12, tzinfo=UTC))
+        return {"logged": doc["rows"]["events_raw"], **doc["host"]}
+
+    before = host()
+    assert before["unshipped_rows"] == before["logged"] > 2  # nothing shipped: the whole log
+    conn = connect(report_db)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('shipped_through', (SELECT max(id) - 2 FROM events_raw))")
+    conn.close()
+    assert host()["unshipped_rows"] == 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.cells import cell_len
 
-from ingestd.report.short import flow, short_ids, unique_suffixes
+from ingestd.report.short import cut, cut_start, flow, short_ids, unique_suffixes
 
 
 def test_projects_get_their_shortest_unique_suffix() -> None:
@@ -69,3 +70,21 @@ def test_flow_breaks_between_phrases_only() -> None:
         "tools 3",
     ]
     assert flow(["a", "b", "", "a-phrase-longer-than-the-width"], 5) == ["a  b", "a-phrase-longer-than-the-width"]
+
+
+def test_cut_marks_the_cut_end_and_fits_wide_characters() -> None:
+    assert cut("spotter", 7) == "spotter"
+    assert cut("spotter-dov", 7) == "spotte…"
+    assert cut_start("spotter-dov", 7) == "…er-dov"
+    assert cut("日本語のタイトル", 6) == "日本…"  # two cells each: never one past the width
+    assert cut_start("日本語のタイトル", 6) == "…トル"
+    assert cut("abc", 1) == "…"
+    assert cut_start("abc", 1) == "…"
+
+
+@given(st.text("ab日-", max_size=12), st.integers(1, 14))
+def test_cut_fits_the_width(text: str, width: int) -> None:
+    for f in (cut, cut_start):
+        got = f(text, width)
+        assert cell_len(got) <= width
+        assert got == text or (got.endswith("…") if f is cut else got.startswith("…"))

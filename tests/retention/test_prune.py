@@ -125,3 +125,14 @@ def test_apply_receipts_removes_only_covered_rows(db_path: Path) -> None:
     conn.execute("ROLLBACK")
     # only rows at or below the watermark are covered; later log rows were never pruned
     assert 0 < removed <= 4
+
+
+def test_unshipped_token_usage_counts_only_while_a_log_row_is_unshipped(db_path: Path) -> None:
+    conn = connect(db_path)
+    mark = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
+    usage = pr.PruneTarget("token_usage", 90)
+    assert pr.unshipped(conn, usage, NOW, mark) == 0  # the whole log shipped: nothing held back
+    assert pr.unshipped(conn, usage, NOW, mark - 1) == 20  # one row behind: every candidate counts
+    with pytest.raises(ConfigError, match="refusing to prune token_usage"):
+        pr.prune(conn, pr.Policy(token_usage_days=90, acknowledge_cost_loss=True), now=NOW, shipped_through=mark - 1)
+    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(50,)]

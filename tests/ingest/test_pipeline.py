@@ -42,19 +42,20 @@ def test_pipe_applies_in_order_on_one_other_thread() -> None:
 
 def test_pipe_failure_stops_later_items_and_is_raised() -> None:
     applied: list[int] = []
-    failed = threading.Event()
+    release = threading.Event()
 
     def apply(i: int) -> None:
         if i == 3:
-            failed.set()
+            release.wait(10)
             raise ValueError("refused")
         applied.append(i)
 
     pipe: WriterPipe[int] = WriterPipe(apply)
+    for i in range(5):  # put(4) returns once 3 was taken: 4 waits in the slot while 3 fails
+        pipe.put(i)
+    release.set()
     with pytest.raises(ValueError, match="refused"):
-        for i in range(20):
-            if failed.is_set():
-                time.sleep(0.01)
+        for i in range(5, 20):
             pipe.put(i)
         pipe.close()
     pipe.close()  # closing again waits, raises nothing more

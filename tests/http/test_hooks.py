@@ -108,6 +108,9 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
         # not JSON (RFC 8259): refused, not stored verbatim as if it were
         (b'{"hook_event_name":"Stop","session_id":"s","x":NaN}', "invalid_json"),
         (b'{"hook_event_name":"Stop","session_id":"s","x":-Infinity}', "invalid_json"),
+        (b'{"hook_event_name":"Stop","session_id":"s","x":[1,Infinity]}', "invalid_json"),
+        # the lenient pass (a lone surrogate) must not let NaN through either
+        (b'{"hook_event_name":"Stop","session_id":"s","p":"\\udc9d","x":NaN}', "invalid_json"),
     ],
 )
 async def test_400_with_reason_and_nothing_written(

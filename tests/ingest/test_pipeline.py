@@ -114,3 +114,6 @@ def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeyp
     # only the first batch committed, with its checkpoint; nothing past the refused batch
     n: Any = conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]
     assert n == calls[0]
+    last = "SELECT origin, origin_offset + length(payload_bytes(codec, payload)) + 1 FROM events_raw ORDER BY id DESC"
+    (origin, end) = conn.execute(last).fetchall()[0]
+    assert [(o, c) for _, o, c, _, _ in conn.execute(CHECKPOINTS).fetchall()] == [(origin, end)]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.daemon import main as daemon_main
 from ingestd.daemon.config import ServeConfig
+from tests.support import free_port
 
 
 @pytest.fixture
@@ -75,9 +76,7 @@ def test_the_port_flag_and_its_environment_variable_still_work(
     monkeypatch.setenv("INGESTD_PORT", "0")
     assert _serve(tmp_path, "--no-tail").exit_code == 0
     assert started[-1].port == 0 and started[-1].tail is False
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]
+    free = free_port()
     assert _serve(tmp_path, "--port", str(free)).exit_code == 0
     assert started[-1].port == free
 

@@ -24,8 +24,10 @@ def test_a_tree_without_sessions_fails(tmp_path: Path, capsys: pytest.CaptureFix
     assert "demo: failed: ingest (no session found), tree (no session has agents)" in capsys.readouterr().err
 
 
-def test_a_missing_corpus_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_missing_corpus_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert demo.main([str(tmp_path / "nope")]) == 2
+    out, err = capsys.readouterr()
+    assert err == f"demo: no corpus at {tmp_path / 'nope'}\n" and out == ""  # said, and nothing ran
 
 
 def test_a_failing_ingest_fails_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -119,6 +119,9 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
         (b'{"hook_event_name":"Stop","session_id":"s","x":-Infinity}', "invalid_json"),
         # after a BOM and a lone surrogate (both taken alone), NaN is still refused
         (b'\xef\xbb\xbf{"hook_event_name":"Stop","session_id":"s","t":"\\ud800","x":NaN}', "invalid_json"),
+        (b'{"hook_event_name":"Stop","session_id":"s","x":[1,Infinity]}', "invalid_json"),
+        # the lenient pass (a lone surrogate) must not let NaN through either
+        (b'{"hook_event_name":"Stop","session_id":"s","p":"\\udc9d","x":NaN}', "invalid_json"),
     ],
 )
 async def test_400_with_reason_and_nothing_written(

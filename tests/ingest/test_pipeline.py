@@ -42,19 +42,20 @@ def test_pipe_applies_in_order_on_one_other_thread() -> None:
 
 def test_pipe_failure_stops_later_items_and_is_raised() -> None:
     applied: list[int] = []
-    failed = threading.Event()
+    release = threading.Event()
 
     def apply(i: int) -> None:
         if i == 3:
-            failed.set()
+            release.wait(10)
             raise ValueError("refused")
         applied.append(i)
 
     pipe: WriterPipe[int] = WriterPipe(apply)
+    for i in range(5):  # put(4) returns once 3 was taken: 4 waits in the slot while 3 fails
+        pipe.put(i)
+    release.set()
     with pytest.raises(ValueError, match="refused"):
-        for i in range(20):
-            if failed.is_set():
-                time.sleep(0.01)
+        for i in range(5, 20):
             pipe.put(i)
         pipe.close()
     pipe.close()  # closing again waits, raises nothing more
@@ -113,3 +114,6 @@ def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeyp
     # only the first batch committed, with its checkpoint; nothing past the refused batch
     n: Any = conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]
     assert n == calls[0]
+    last = "SELECT origin, origin_offset + length(payload_bytes(codec, payload)) + 1 FROM events_raw ORDER BY id DESC"
+    (origin, end) = conn.execute(last).fetchall()[0]
+    assert [(o, c) for _, o, c, _, _ in conn.execute(CHECKPOINTS).fetchall()] == [(origin, end)]

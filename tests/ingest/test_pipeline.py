@@ -11,9 +11,10 @@ import pytest
 
 from ingestd.core.touch import Ctx
 from ingestd.errors import StorageError
-from ingestd.ingest import backfill, readfile
+from ingestd.ingest import readfile
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.pipeline import WriterPipe
+from ingestd.store import isolate
 from tests.ingest.support import dump, new_db
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def test_pipe_failure_stops_later_items_and_is_raised() -> None:
     assert applied == [0, 1, 2]
 
 
-def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], backfill.Summary]:
+def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], readfile.Summary]:
     conn = new_db(db)
     s = ingest_roots(conn, [root], now=NOW, ctx=CTX, **kw)
     out = dump(conn), conn.execute(LOG).fetchall(), conn.execute(CHECKPOINTS).fetchall(), s
@@ -99,7 +100,7 @@ def test_pipelined_ingest_equals_sequential_real_corpus(tmp_path: Path) -> None:
 
 def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = readfile.apply_isolating
+    real = isolate.apply_isolating
 
     def refusing(conn: Any, rows: Any, **kw: Any) -> Any:
         calls.append(len(rows))

@@ -201,6 +201,10 @@ class SessionState:
     # open calls last derived ``interrupted`` (their agent or session ended; ``derive``): which
     # rows must be re-derived when an agent's terminal state changes, never an input of a row
     interrupted: set[str] = field(default_factory=set)
+    # agent (a key of ``open_tools``) -> b: every one of its open calls is in ``interrupted`` iff b
+    # (``derive``). An agent whose ``stopped`` still equals b needs no scan of its open calls, so a
+    # fold costs the same at the 10,000th open call as at the first; absent: scan.
+    open_consistent: dict[str, bool] = field(default_factory=dict)
     # Inferred times (``ingestd.core.validate``): the files (origin, gen) holding a record whose
     # timestamp is refused, each with its sorted index of valid timestamps ([offsets], [times]);
     # only such files are indexed, so the state stays small. A refused timestamp met in a file

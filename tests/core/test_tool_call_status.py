@@ -7,6 +7,7 @@ import itertools
 import orjson
 import pytest
 
+from ingestd.core.derive_agents import View
 from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
@@ -158,3 +159,29 @@ def test_a_watchdog_tick_interrupts_nothing() -> None:
         9, "ingestd", "watchdog", b'{"as_of":"2026-01-01T01:00:00.000Z"}', "2026-01-01T01:00:00.000Z", SID, ""
     )
     assert every_order([use(1), hook(2, "PreToolUse"), tick]) == {(("tu", None, "running"),)}
+
+
+def test_calls_opened_between_two_ends_of_an_agent_are_interrupted_by_the_second() -> None:
+    # the agent ends, a later turn reopens it and opens another call, then it ends again: both calls
+    # stop running, whichever order the records arrive in (derive's per-agent consistency mark)
+    rows = [sub_use(2), rate_limited(3), sub_use(4), rate_limited(5)]
+    assert every_order(rows) == {(("tu2", None, "interrupted"), ("tu4", None, "interrupted"))}
+
+
+def test_a_new_call_does_not_rescan_every_open_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a daemon fed PreToolUse hooks without results slowed down as they accumulated: each fold
+    # asked every open call's agent whether it had stopped (quadratic in a session's open calls)
+    inc = Incremental(SID)
+    inc([hook(1, "PreToolUse", tool_use_id=f"t{n}") for n in range(500)])
+    calls = 0
+    stopped = View.stopped
+
+    def counting(self: View, agent: str) -> bool:
+        nonlocal calls
+        calls += 1
+        return stopped(self, agent)
+
+    monkeypatch.setattr(View, "stopped", counting)
+    ch = inc([hook(2, "PreToolUse", tool_use_id="t-new")])
+    assert [r.tool_use_id for r in ch.tool_calls] == ["t-new"]
+    assert calls <= 3

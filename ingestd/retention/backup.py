@@ -4,13 +4,17 @@
 mode that is one read transaction, a consistent snapshot that never blocks the
 writer. The copy is written to a private temporary file (0600), checked with
 ``PRAGMA integrity_check``, synced and linked into place as
-``ingestd-YYYYMMDDTHHMMSS.mmmZ.db`` (a UTC stamp to the millisecond: names sort by time and two
-backups in one second do not collide; a name already taken moves on by a millisecond, never
-overwriting). Then the backup retention runs and ``meta.last_backup_at`` is recorded. Names of
-the older form ``ingestd-YYYYMMDDTHHMMSSZ.db`` are still recognised by retention.
+``<stem>-YYYYMMDDTHHMMSS.mmmZ.db``, where ``<stem>`` is the database file's name without ``.db``
+(``ingestd`` for the default ``ingestd.db``), and the stamp is UTC to the millisecond: names sort by
+time and two backups in one second do not collide; a name already taken moves on by a millisecond,
+never overwriting. Then the backup retention runs and ``meta.last_backup_at`` is recorded. Names of
+the older form ``<stem>-YYYYMMDDTHHMMSSZ.db`` are still recognised by retention.
 
-Retention: a backup is deleted when it is older than ``retention_days`` *and* not
-among the ``keep_newest`` newest. Age comes from the name, never the file's mtime.
+Retention: a backup is deleted when it is older than ``retention_days`` *and* not among the
+``keep_newest`` newest *of its own database* (the same stem). Two databases in one folder share
+the default ``backups/`` folder: before the stem was in the name, the second one's backups were
+named like the first's and its retention deleted the other's. Age comes from the name, never the
+file's mtime.
 """
 
 from __future__ import annotations
@@ -29,23 +33,34 @@ from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
 from ingestd.store.connection import connect, translate, write_txn
 
-NAME_RE = re.compile(r"^ingestd-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
+NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
+DEFAULT_STEM = "ingestd"
 
 
-def backup_name(now: datetime) -> str:
-    """``ingestd-YYYYMMDDTHHMMSS.mmmZ.db`` for an aware ``now`` (milliseconds, truncated). Pure."""
+def backup_stem(db_path: Path) -> str:
+    """The name backups of ``db_path`` start with: its real file name without ``.db``.
+
+    The real path, so a symlink to the database names its backups as the database does.
+    """
+    name = Path(os.path.realpath(db_path)).name
+    return name.removesuffix(".db") or DEFAULT_STEM
+
+
+def backup_name(now: datetime, stem: str = DEFAULT_STEM) -> str:
+    """``<stem>-YYYYMMDDTHHMMSS.mmmZ.db`` for an aware ``now`` (milliseconds, truncated). Pure."""
     t = now.astimezone(UTC)
-    return f"ingestd-{t.strftime(STAMP_FORMAT)}.{t.microsecond // 1000:03d}Z.db"
+    return f"{stem}-{t.strftime(STAMP_FORMAT)}.{t.microsecond // 1000:03d}Z.db"
 
 
-def taken_at(name: str) -> datetime | None:
-    """The UTC instant in a backup file name, or None when the name is not a backup's. Pure."""
+def taken_at(name: str, stem: str = DEFAULT_STEM) -> datetime | None:
+    """The UTC instant in a backup file name of ``stem``'s database, or None when the name is not
+    one of its backups (another database's, or not a backup). Pure."""
     m = NAME_RE.match(name)
-    if not m:
+    if not m or m.group(1) != stem:
         return None
-    t = datetime.strptime(m.group(1), STAMP_FORMAT).replace(tzinfo=UTC)
-    return t + timedelta(milliseconds=int(m.group(2) or 0))
+    t = datetime.strptime(m.group(2), STAMP_FORMAT).replace(tzinfo=UTC)
+    return t + timedelta(milliseconds=int(m.group(3) or 0))
 
 
 def default_backup_dir(db_path: Path) -> Path:
@@ -53,15 +68,18 @@ def default_backup_dir(db_path: Path) -> Path:
     return db_path.parent / "backups"
 
 
-def to_delete(names: list[str], now: datetime, retention_days: int, keep_newest: int) -> list[str]:
+def to_delete(
+    names: list[str], now: datetime, retention_days: int, keep_newest: int, stem: str = DEFAULT_STEM
+) -> list[str]:
     """The backups retention removes: older than ``retention_days`` and not among the newest ``keep_newest``.
 
-    Names that are not ``ingestd-<stamp>.db`` are never touched. Pure.
+    Names that are not ``<stem>-<stamp>.db`` (another database's backups, other files) are never
+    touched. Pure.
 
     Returns:
         Names to delete, oldest first.
     """
-    dated = sorted(((t, n) for n in names if (t := taken_at(n)) is not None), reverse=True)
+    dated = sorted(((t, n) for n in names if (t := taken_at(n, stem)) is not None), reverse=True)
     limit = now - timedelta(days=retention_days)
     return sorted(n for i, (t, n) in enumerate(dated) if i >= keep_newest and t < limit)
 
@@ -88,13 +106,20 @@ class RetentionResult:
 
 
 def apply_retention(
-    directory: Path, *, now: datetime, retention_days: int, keep_newest: int, dry_run: bool = False
+    directory: Path,
+    *,
+    now: datetime,
+    retention_days: int,
+    keep_newest: int,
+    dry_run: bool = False,
+    stem: str = DEFAULT_STEM,
 ) -> RetentionResult:
-    """Delete the backups ``to_delete`` names in ``directory`` (nothing with ``dry_run``). Touches the filesystem."""
+    """Delete the backups of ``stem``'s database that ``to_delete`` names in ``directory`` (nothing
+    with ``dry_run``). Touches the filesystem."""
     if not directory.is_dir():
         return RetentionResult(str(directory), [], [], dry_run)
-    names = sorted(p.name for p in directory.iterdir() if taken_at(p.name) is not None)
-    gone = to_delete(names, now, retention_days, keep_newest)
+    names = sorted(p.name for p in directory.iterdir() if taken_at(p.name, stem) is not None)
+    gone = to_delete(names, now, retention_days, keep_newest, stem)
     if not dry_run:
         for n in gone:
             with contextlib.suppress(FileNotFoundError):
@@ -209,7 +234,7 @@ def check_copy(path: Path) -> tuple[str, dict[str, int]]:
     return "ok", counts
 
 
-def _link_new(partial: Path, out_dir: Path, now: datetime) -> Path:
+def _link_new(partial: Path, out_dir: Path, now: datetime, stem: str) -> Path:
     """Give ``partial`` the first free backup name at or after ``now`` (ms steps); never overwrites.
 
     The name is claimed with an exclusive create before the rename, so two backups racing for one
@@ -217,7 +242,7 @@ def _link_new(partial: Path, out_dir: Path, now: datetime) -> Path:
     """
     stamp = now
     while True:
-        final = out_dir / backup_name(stamp)
+        final = out_dir / backup_name(stamp, stem)
         try:
             os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
@@ -254,7 +279,8 @@ def backup(
     started = time.monotonic()
     out_dir = directory if directory is not None else default_backup_dir(db_path)
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = out_dir / f".{backup_name(now)}.partial"
+    stem = backup_stem(db_path)
+    partial = out_dir / f".{backup_name(now, stem)}.partial"
     partial.unlink(missing_ok=True)
     src = connect(db_path)
     try:
@@ -265,7 +291,7 @@ def backup(
             partial.unlink(missing_ok=True)
             raise
         _fsync(partial)
-        final = _link_new(partial, out_dir, now)
+        final = _link_new(partial, out_dir, now, stem)
         os.chmod(final, 0o600)
         with contextlib.suppress(OSError):
             _fsync(out_dir)
@@ -274,5 +300,7 @@ def backup(
     finally:
         src.close()
     elapsed = time.monotonic() - started
-    retention = apply_retention(out_dir, now=now, retention_days=retention_days, keep_newest=max(keep_newest, 1))
+    retention = apply_retention(
+        out_dir, now=now, retention_days=retention_days, keep_newest=max(keep_newest, 1), stem=stem
+    )
     return BackupResult(str(final), size, format_utc(now), integrity, elapsed, retention, counts)

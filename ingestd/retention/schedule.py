@@ -139,6 +139,7 @@ def prune_and_retain(
         retention_days=settings.get_int("backup_retention_days"),
         keep_newest=settings.get_int("backup_keep_newest"),
         dry_run=dry_run,
+        stem=bk.backup_stem(db_path),
     )
     return pruned, retention
 

@@ -74,7 +74,7 @@ async def test_the_first_backup_waits_for_the_startup_backfill(
             "the backup's stamp", lambda: q(db, "SELECT count(*) FROM meta WHERE key = 'last_backup_at'")[0][0] == 1
         )
     assert done == ["backfill"]
-    assert any(backups.glob("ingestd-*.db"))
+    assert any(backups.glob("b-*.db"))
 
 
 def test_backfill_progress_logs_start_progress_and_end() -> None:

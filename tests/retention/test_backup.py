@@ -163,3 +163,22 @@ def test_older_second_stamped_names_are_still_backups() -> None:
     assert bk.taken_at("ingestd-20260403T120000Z.db") == datetime(2026, 4, 3, 12, tzinfo=UTC)
     assert bk.taken_at("ingestd-20260403T120000.250Z.db") == datetime(2026, 4, 3, 12, 0, 0, 250000, tzinfo=UTC)
     assert bk.taken_at("ingestd-20260403T120000.25Z.db") is None
+
+
+def test_two_databases_in_one_folder_keep_their_own_backups(db_path: Path, tmp_path: Path) -> None:
+    # both use backups/ next to them: the second's retention once deleted the first's backups
+    # (one name pattern for every database), and `keep_newest` counted the two together
+    other = db_path.parent / "team.db"
+    shutil.copy(db_path, other)
+    mine = [bk.backup(db_path, now=NOW - timedelta(days=40 + i)).path for i in range(3)]
+    theirs = [bk.backup(other, now=NOW - timedelta(days=i), keep_newest=1, retention_days=1).path for i in range(3)]
+    assert all(Path(p).exists() for p in mine)
+    assert [Path(p).name[:5] for p in theirs] == ["team-"] * 3
+    # team's within a day stay (the newest, and the one exactly a day old), its older one goes;
+    # ingestd's, all older than 40 days, stay untouched
+    res = bk.apply_retention(
+        db_path.parent / "backups", now=NOW, retention_days=1, keep_newest=1, stem=bk.backup_stem(other)
+    )
+    assert res.kept == [Path(theirs[1]).name, Path(theirs[0]).name] and res.deleted == [Path(theirs[2]).name]
+    assert all(Path(p).exists() for p in mine)
+    assert bk.backup_stem(db_path) == "ingestd" and bk.taken_at(Path(mine[0]).name, "team") is None

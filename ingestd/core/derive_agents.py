@@ -107,12 +107,17 @@ class View:
 
     @classmethod
     def of(cls, state: SessionState, ctx: Ctx) -> View:
-        """The view of ``state`` (spawns merged, links grouped by child)."""
+        """The view of ``state`` (spawns merged, links grouped by child).
+
+        A link whose spawn was called by its own child is left out: an agent cannot have spawned
+        itself, and such a link (a subagent's Task call whose result names the subagent) once beat
+        the real spawn's and left the subagent without a parent edge.
+        """
         spawns = spawns_of(state)
         by_child: dict[str, list[Link]] = {}
         for tuid, (rank, child) in state.links.items():
             sp = spawns.get(tuid)
-            if sp is not None:
+            if sp is not None and sp.agent != child:
                 by_child.setdefault(child, []).append((rank, sp.ts, tuid))
         return cls(state, ctx, spawns, by_child, Legacy(state) if state.legacy_parent else None)
 

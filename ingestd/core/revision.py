@@ -33,9 +33,11 @@ History:
     10: a transcript record's ``"timestamp": null`` is a timestamp that is not an instant
        (quarantined, its usage at the inferred time), no longer an absent one dated at the read
        time.
+    11: a spawn called by its own child links nothing (a subagent whose own Task result named
+       it lost its parent edge).
 """
 
-PROJECTION_REVISION = 10
+PROJECTION_REVISION = 11
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

@@ -199,3 +199,25 @@ def test_hooks_and_transcript_converge_on_one_edge_in_any_order_and_batching() -
         assert m.tables == whole
     # hooks alone: the same single edge, stamped with the first receipt
     assert edges(project(hooks)) == {"achild": (SID, "tool_use", "2026-01-01T00:00:10.000Z", "toolu_S")}
+
+
+def test_a_spawn_result_naming_its_own_caller_does_not_orphan_it() -> None:
+    # a subagent's own Task call whose result names the subagent itself (a copy of its spawn's
+    # result, or a resumed run) once won the link by its later time: the subagent's real parent
+    # edge was dropped and it showed as an orphan. An agent cannot have spawned itself.
+    task = {"tool_name": "Task", "tool_input": {"subagent_type": "Explore", "description": "d", "prompt": "p"}}
+    rows = [
+        hook(1, "PreToolUse", 1, tool_use_id="tu_main", **task),
+        hook(
+            2, "PostToolUse", 5, tool_use_id="tu_main", tool_response={"agentId": "ax1", "status": "completed"}, **task
+        ),
+        hook(3, "PreToolUse", 2, agent_id="ax1", tool_use_id="tu_self", **task),
+        hook(4, "PostToolUse", 3, agent_id="ax1", tool_use_id="tu_self", tool_response={"agentId": "ax1"}, **task),
+    ]
+    for order in (rows, rows[::-1]):
+        m = project(order)
+        assert edges(m) == {"ax1": (SID, "tool_use", "2026-01-01T00:00:01.000Z", "tu_main")}
+        inc, one = Incremental(SID), Model()
+        for r in order:
+            one.apply(inc([r]))
+        assert one.tables == m.tables

@@ -33,7 +33,7 @@ from ingestd.core.watchdog import window_of
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
 from ingestd.store.connection import storage_errors, write_txn
-from ingestd.store.identity import database_identity
+from ingestd.store.identity import database_identity, host_id_of
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.payload import size_of as payload_size
 
@@ -137,11 +137,11 @@ def pending(local: apsw.Connection, pg: psycopg.Connection[Any], *, sizes: bool 
     Args:
         sizes: also add up the payload bytes (reads every pending row; ``payload_bytes`` is 0 without).
 
-    Side effects:
-        Creates this database's identity on first use (``meta.host_id``), like every writer.
+    Reads ``local`` only (a read-only connection will do): a database that never shipped is
+    described under the host id its first ship will store.
     """
-    ident = database_identity(local)
-    mark = _central_mark(pg, ident.host_id)
+    host_id = host_id_of(local)
+    mark = _central_mark(pg, host_id)
     pg.rollback()
     with storage_errors():
         got: Any = local.execute("SELECT count(*), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)).fetchall()[
@@ -153,7 +153,7 @@ def pending(local: apsw.Connection, pg: psycopg.Connection[Any], *, sizes: bool 
             # the bytes as read (what the store will hold), not as stored here
             for codec, stored in local.execute("SELECT codec, payload FROM events_raw WHERE id > ?", (mark,)):
                 size += payload_size(local, codec, stored)
-    return Pending(ident.host_id, mark, int(n), size, lo, hi)
+    return Pending(host_id, mark, int(n), size, lo, hi)
 
 
 def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:

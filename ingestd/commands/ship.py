@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, store_connection
+from ingestd.commands._common import db_option, emit_json, json_option, open_db, open_read_db, store_connection
 from ingestd.errors import ConfigError
 from ingestd.settings import load
 
@@ -40,7 +40,8 @@ def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows
     if not url:
         raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
     where = describe(url)
-    local = open_db(db_path, create=False)
+    # a dry run changes nothing here either: no migration, no re-projection, no identity written
+    local = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
     pg = store_connection(url)
     todo = pending(local, pg, sizes=dry_run)
     if dry_run:

@@ -37,6 +37,11 @@ def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ct
     return Ctx(instance=rows["instance"], host_id=rows["host_id"])
 
 
+def host_id_of(conn: apsw.Connection) -> str:
+    """The database's host id, or the one its first writer will store (this machine's name). Read-only."""
+    return stored_identity(conn).get("host_id") or socket.gethostname()
+
+
 def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
     """The projector context of this database; created (and stored) on first use.
 

@@ -6,6 +6,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -190,6 +191,20 @@ def test_dry_run_says_what_would_go_and_sends_nothing(tmp_path: Path, pg_url: st
     host = orjson.loads(res.stdout)["host"]
     assert (host["host_id"], host["shipped_through"], host["unshipped_rows"]) == ("host-d", n, 0)
     conn.close()
+
+
+def test_a_dry_run_writes_nothing_to_the_local_database(tmp_path: Path, pg_url: str) -> None:
+    # it used to open the database as a writer: migrations applied, a host id stored
+    path = tmp_path / "fresh.db"
+    conn = connect(path)
+    migrate(conn)
+    conn.close()
+    before = path.read_bytes()
+    res = CliRunner().invoke(cli, ["ship", "--db", str(path), "--to", pg_url, "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.stdout)["host_id"] == socket.gethostname()
+    assert path.read_bytes() == before
+    assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
 
 
 def test_a_second_database_with_the_same_host_id_is_refused(tmp_path: Path, pg_url: str) -> None:

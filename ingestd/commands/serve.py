@@ -85,12 +85,18 @@ def start(
     """Check the token, take the lock and the port, then import and run the daemon (``ingestd.daemon.main``).
 
     Raises:
-        ConfigError: a non-loopback bind without a token, an unreadable token.
+        ConfigError: a non-loopback bind without a token, an unreadable token, a ``ship_to`` that
+            is not a PostgreSQL URL or holds a password.
         DaemonError: another daemon holds the database, or the port is taken.
     """
     host = settings.get_str("host")
     token = auth.load_token(env_name=token_env, file=token_file, env=env)
     auth.check_bind(host, token)
+    ship_to = settings.get_opt_str("ship_to")
+    if ship_to:  # refused before the lock and the database, like the bind
+        from ingestd.central.pg import check_url
+
+        check_url(ship_to)
     db = resolve_db(db_path)
     held = lock.acquire(db)
     try:

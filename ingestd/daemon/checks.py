@@ -43,6 +43,22 @@ def check_files(db_path: Path, backup_dir: Path | None) -> None:
     filecheck.require_safe(found)
 
 
+def check_ship_to(url: str | None) -> None:
+    """The ``ship_to`` setting, when set, is a PostgreSQL connection string without a password.
+
+    Checked before the lock, like the bind: a daemon that started with a store it can never ship to
+    said so only in its log, once, and then never shipped.
+
+    Raises:
+        ConfigError: ``ingestd.central.pg.check_url``'s refusal (not a connection string, or a
+            password in it; the message never repeats the password).
+    """
+    if url:
+        from ingestd.central.pg import check_url
+
+        check_url(url)
+
+
 def quick_check(conn: apsw.Connection) -> str | None:
     """``PRAGMA quick_check`` on ``conn``: None when it says ok, else its first findings (one line).
 

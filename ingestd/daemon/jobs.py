@@ -73,11 +73,7 @@ async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
     from ingestd.central.pg import describe
     from ingestd.central.ship import Shipper
 
-    try:
-        where = describe(url)
-    except IngestdError as e:
-        log.error("ship_disabled", error=e.message)  # e.g. a password in ship_to: never shipped, never logged
-        return
+    where = describe(url)  # checked at start (``checks.check_ship_to``)
     shipper = Shipper(str(cfg.db_path), url, batch_rows=cfg.settings.get_int("ship_batch_rows"), max_batches=10)
     interval_s = max(1, cfg.settings.get_int("ship_interval_s"))
     loop = asyncio.get_running_loop()

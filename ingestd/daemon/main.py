@@ -101,10 +101,12 @@ async def serve(
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
-        ConfigError: a non-loopback bind without a token; an unsafe file (``check_files``).
+        ConfigError: a non-loopback bind without a token; a ``ship_to`` that is not a store URL
+            or holds a password; an unsafe file (``check_files``).
     """
     try:
         auth.check_bind(cfg.host, cfg.token)
+        checks.check_ship_to(cfg.settings.get_opt_str("ship_to"))
         checks.check_files(cfg.db_path, cfg.backup_dir)
         held = held if held is not None else lock_mod.acquire(cfg.db_path)
     except BaseException:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +15,8 @@ from ingestd.store.connection import connect
 from tests.conftest import REPO
 from tests.reliability.daemon import Daemon, record
 from tests.support import free_port
+
+INGESTD = [sys.executable, "-m", "ingestd"]
 
 
 def _counts(db: Path, url: str) -> tuple[int, int]:
@@ -62,15 +66,27 @@ def test_serve_ships_the_log_batch_by_batch(tmp_path: Path, pg_url: str, monkeyp
 
 
 @pytest.mark.timeout(60)
-def test_a_password_in_ship_to_disables_shipping_without_logging_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://me:hunter2@127.0.0.1:1/x", "holds a password"),
+        ("not a url", "not a PostgreSQL connection string"),
+    ],
+)
+def test_a_ship_to_the_daemon_can_never_use_refuses_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, says: str
 ) -> None:
+    # it used to start, log `ship_disabled` once and never ship: nobody reads that line
     root = tmp_path / "projects"
     root.mkdir()
-    monkeypatch.setenv("INGESTD_SHIP_TO", "postgresql://me:hunter2@127.0.0.1:1/x")
-    daemon = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
-    daemon.start()
-    assert daemon.stop() == 0
-    text = (tmp_path / "serve.log").read_text()
-    assert "ship_disabled" in text and "holds a password" in text
-    assert "hunter2" not in text
+    monkeypatch.setenv("INGESTD_SHIP_TO", url)
+    db = tmp_path / "d.db"
+    proc = subprocess.run(
+        [*INGESTD, "serve", "--db", str(db), "--projects", str(root), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert says in proc.stderr and "hunter2" not in proc.stderr + proc.stdout
+    assert not db.exists()

@@ -2,7 +2,8 @@
 
 Every ``*.jsonl`` (main session files, ``<session>/subagents/agent-*.jsonl`` including
 ``workflows/wf_*``, flat 2.0.x ``agent-*.jsonl``) and ``*.meta.json`` sidecar. Symlinks are
-never followed out of the root (a symlinked directory is not descended at all).
+never followed out of the root (a symlinked directory is not descended at all); each one passed
+over is logged (``symlink_not_followed``, with its target), never skipped without a word.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.ingest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,17 @@ def _inside(path: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real + os.sep)
 
 
+def _passed_over(root_s: str, path: str, why: str) -> None:
+    """Log a symlink ``discover`` does not follow: what it is, where it points, how to have it read."""
+    log.warning(
+        "symlink_not_followed",
+        path=text_name(os.path.relpath(path, root_s)),
+        target=text_name(os.path.realpath(path)),
+        reason=why,
+        hint="move the folder under the projects root, or give its real path as another --projects root",
+    )
+
+
 def discover(root: Path) -> list[Found]:
     """Every transcript and sidecar under ``root``, sorted by origin (a session's files together).
 
@@ -64,6 +80,9 @@ def discover(root: Path) -> list[Found]:
     os.listdir(root_s)  # an unreadable root is fatal, not an empty tree
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False):
+        for d in dirnames:
+            if os.path.islink(os.path.join(dirpath, d)):
+                _passed_over(root_s, os.path.join(dirpath, d), "a symlinked folder is not descended")
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
         for name in filenames:
             is_meta = name.endswith(".meta.json")
@@ -71,6 +90,7 @@ def discover(root: Path) -> list[Found]:
                 continue
             full = os.path.join(dirpath, name)
             if os.path.islink(full) and not _inside(full, root_real):
+                _passed_over(root_s, full, "a symlink out of the projects root is not read")
                 continue
             try:
                 st = os.stat(full)

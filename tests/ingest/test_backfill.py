@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from structlog.testing import capture_logs
 
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
@@ -119,7 +120,11 @@ def test_no_symlink_out_of_root(tmp_path: Path) -> None:
     os.symlink(outside, root / "linkdir")
     (root / "p" / "ok.jsonl").write_text('{"type":"user"}\n')
     (root / "p" / "notes.txt").write_text("x")
-    assert [f.origin for f in discover(root)] == ["p/ok.jsonl"]
+    with capture_logs() as logs:
+        assert [f.origin for f in discover(root)] == ["p/ok.jsonl"]
+    # never skipped without a word: each symlink passed over is named with its target
+    said = sorted((e["path"], e["target"]) for e in logs if e["event"] == "symlink_not_followed")
+    assert said == [("linkdir", str(outside)), ("p/link.jsonl", str(outside / "secret.jsonl"))]
 
 
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:

@@ -144,14 +144,26 @@ def usage_problems(usage: dict[str, Any]) -> list[str]:
     return out
 
 
-def record_ts(offsets: list[int], times: list[str], offset: int, ts: str) -> bool:
-    """Insert ``(offset, ts)`` into one file's sorted timestamp index; False when already there."""
+def record_ts(offsets: list[int], times: list[str], offset: int, ts: str) -> int:
+    """Insert ``(offset, ts)`` into one file's sorted timestamp index; its position, or -1 when
+    already there."""
     i = bisect.bisect_left(offsets, offset)
     if i < len(offsets) and offsets[i] == offset:
-        return False
+        return -1
     offsets.insert(i, offset)
     times.insert(i, ts)
-    return True
+    return i
+
+
+def retimed(offsets: list[int], i: int, bad: list[int]) -> tuple[int, int]:
+    """The slice of ``bad`` (sorted refused offsets) whose ``infer_time`` changed when the valid
+    timestamp at ``offsets[i]`` was inserted: those after it up to the next valid one (it is now
+    their nearest before), and, when it is the file's first valid one, those before it too (it is
+    now their nearest after). The others keep their nearest valid timestamp.
+    """
+    lo = bisect.bisect_right(bad, offsets[i]) if i > 0 else 0
+    hi = bisect.bisect_left(bad, offsets[i + 1]) if i + 1 < len(offsets) else len(bad)
+    return lo, hi
 
 
 def occurred_of(locs: dict[tuple[OriginGen, int], str], index: dict[OriginGen, tuple[list[int], list[str]]]) -> str:
@@ -202,13 +214,20 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
             if og in state.seen_origins:
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
-        state.bad_ts.setdefault(og, {}).setdefault(off, "")
+        refused = state.bad_ts.setdefault(og, {})
+        if off not in refused:
+            refused[off] = ""
+            bisect.insort(state.bad_sorted.setdefault(og, []), off)
         detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
     elif vt is not None and og in state.ts_index:
         offsets, times = state.ts_index[og]
-        if record_ts(offsets, times, off, vt):
-            t.msgs.update(m for m in state.bad_ts.get(og, {}).values() if m)
+        i = record_ts(offsets, times, off, vt)
+        pending = state.bad_sorted.get(og)
+        if i >= 0 and pending:
+            lo, hi = retimed(offsets, i, pending)
+            msgs = state.bad_ts[og]
+            t.msgs.update(m for b in pending[lo:hi] if (m := msgs[b]))
     state.seen_origins.add(og)
     return vt if vt is not None else row.received_at
 

@@ -23,13 +23,13 @@ test: $(STAMP)
 	$(BIN)/pytest -m "not slow" -n auto --dist loadfile
 
 lint: $(STAMP)
-	$(BIN)/ruff check ingestd tests
-	$(BIN)/ruff format --check ingestd tests
-	$(BIN)/mypy ingestd
+	$(BIN)/ruff check ingestd tests bench
+	$(BIN)/ruff format --check ingestd tests bench
+	$(BIN)/mypy ingestd bench
 
 fmt: $(STAMP)
-	$(BIN)/ruff format ingestd tests
-	$(BIN)/ruff check --fix ingestd tests
+	$(BIN)/ruff format ingestd tests bench
+	$(BIN)/ruff check --fix ingestd tests bench
 
 run: $(STAMP)
 	$(BIN)/ingestd serve

@@ -22,6 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 import psycopg
 
@@ -115,10 +116,11 @@ def measure(work: Path, ship_mb: int, hosts: int, host_mb: int, runs: int) -> li
         zone = resolve_zone("UTC", {})
         window = make_window(None, None, zone, datetime.now(UTC))
         conn = PgReadConn(pg_connect(url, autocommit=True))
+        report_conn: Any = conn  # the reports' connection shape (``ingestd.central.pg``)
         lat = []
         for _ in range(max(runs, 5) * 4):
             t = time.perf_counter()
-            cost_report(conn, by=None, window=window, zone=zone)
+            cost_report(report_conn, by=None, window=window, zone=zone)
             lat.append((time.perf_counter() - t) * 1000)
         plan = conn.conn.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) SELECT r.model, r.bucket, r.rate_effective_from, sum(r.tokens),"

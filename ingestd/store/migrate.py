@@ -118,19 +118,44 @@ def migrate(
     for pin in p.pending:
         sql = (directory / f"{pin.stem}.sql").read_text(encoding="utf-8")
 
-        def step(c: apsw.Connection, pin: ledger.Pin = pin, sql: str = sql) -> None:
+        def step(c: apsw.Connection, pin: ledger.Pin = pin, sql: str = sql) -> bool:
             _ensure_ledger(c)
+            if _applied_meanwhile(c, pin):
+                return False
             c.execute(sql)
             c.execute(
                 "INSERT INTO schema_version (id, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
                 (pin.id, pin.name, stamp, pin.sha256),
             )
+            return True
 
         try:
-            write_txn(conn, step)
+            ran = write_txn(conn, step)
         except MigrationError:
             raise
         except Exception as e:
             raise MigrationError(f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id) from e
-        done.append(pin)
+        if ran:
+            done.append(pin)
     return done
+
+
+def _applied_meanwhile(c: apsw.Connection, pin: ledger.Pin) -> bool:
+    """Whether another process applied ``pin`` since the plan was made (read under the write lock).
+
+    ``ingestd serve`` and ``ingestd ingest`` started together on a new database both plan every
+    migration; the second one's transaction then waits for the first's, and must find the work done
+    instead of running it again (it failed with "table events_raw already exists").
+
+    Raises:
+        MigrationError: the row recorded for ``pin`` has another name or checksum.
+    """
+    rows = c.execute("SELECT name, checksum FROM schema_version WHERE id = ?", (pin.id,)).fetchall()
+    if not rows:
+        return False
+    name, checksum = rows[0]
+    if name != pin.name or checksum != pin.sha256:
+        raise MigrationError(
+            f"migration {pin.stem} was recorded meanwhile as {name!r} with checksum {checksum!r}", migration=pin.id
+        )
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 from pathlib import Path
 
 import apsw
@@ -11,6 +12,7 @@ import pytest
 
 from ingestd.core import ledger
 from ingestd.errors import MigrationError
+from ingestd.store import migrate as migrate_mod
 from ingestd.store.connection import connect
 from ingestd.store.migrate import MIGRATIONS_DIR, applied, migrate, status
 
@@ -100,3 +102,40 @@ def test_plan_is_pure_and_orders_ids() -> None:
     assert [x.id for x in p.pending] == [2] and not p.problems
     bad = ledger.plan(files, [], (ledger.Pin(2, "b", "h2"), ledger.Pin(1, "a", "h1")))
     assert any("strictly increasing" in m for m in bad.problems)
+
+
+def test_a_migration_applied_by_another_process_after_the_plan_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `serve` and `ingest` started together on a new database both planned every migration; the
+    # second then failed ("table events_raw already exists") and the daemon exited 2
+    first = connect(tmp_path / "a.db")
+    migrate(first)
+    before = schema_dump(first)
+    second = connect(tmp_path / "a.db")
+    monkeypatch.setattr(migrate_mod, "applied", lambda conn: [])  # its plan predates the first's work
+    assert migrate(second) == []
+    assert schema_dump(second) == before
+
+
+def test_two_processes_migrating_one_new_database_both_succeed(tmp_path: Path) -> None:
+    for i in range(5):
+        path = tmp_path / f"r{i}.db"
+        conns = [connect(path), connect(path)]
+        gate = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def run(conn: apsw.Connection, gate: threading.Barrier = gate, errors: list[BaseException] = errors) -> None:
+            gate.wait()
+            try:
+                migrate(conn)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in conns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert [a.id for a in applied(conns[0])] == [p.id for p in ledger.PINS]

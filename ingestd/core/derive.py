@@ -140,7 +140,7 @@ def _session_row(state: SessionState) -> SessionRow:
         title[1] if title else None,
         last(state.slug),
         last(state.entrypoint),
-        last(state.end_reason),
+        last(state.end_reason) if state.ended else None,
         title[0] if title else None,
     )
 

@@ -61,6 +61,9 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     handler = _EVENTS.get(h.name)
     if handler is not None:
         return handler(state, h, t)
+    if h.name == "SessionStart" and (state.start_at is None or h.ts > state.start_at):
+        state.start_at = h.ts
+        t.all_agents = t.all_agents or state.end_at is not None  # a resume: every agent's end may change
     _activity(state, h, t)
     tuid = _s(obj, "tool_use_id")
     tool = _TOOL_EVENTS.get(h.name)
@@ -95,8 +98,10 @@ def _session_fields(state: SessionState, h: Hook, t: Touched) -> None:
 
 
 def _session_end(state: SessionState, h: Hook, t: Touched) -> EventRow:
-    """SessionEnd: the session ended (every agent is re-derived), with its reason."""
-    state.ended = True
+    """SessionEnd: the session ended (every agent is re-derived), with its reason; a later
+    SessionStart reopens it (``SessionState.ended``)."""
+    if state.end_at is None or h.ts > state.end_at:
+        state.end_at = h.ts
     reason = _s(h.obj, "reason")
     if reason and (state.end_reason is None or (h.ts, reason) > state.end_reason):
         state.end_reason = (h.ts, reason)

@@ -34,7 +34,8 @@ History:
        (quarantined, its usage at the inferred time), no longer an absent one dated at the read
        time.
     11: a spawn called by its own child links nothing (a subagent whose own Task result named
-       it lost its parent edge).
+       it lost its parent edge); a SessionStart after the latest SessionEnd reopens the session
+       (a resumed session stayed ``completed``).
 """
 
 PROJECTION_REVISION = 11

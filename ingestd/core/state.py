@@ -177,7 +177,8 @@ class SessionState:
     # (origin, origin_gen, origin_offset) -> (leafUuid, summary) of this session's files' summary records
     summaries: dict[tuple[str, int, int], tuple[str, str]] = field(default_factory=dict)
     end_reason: tuple[str, str] | None = None
-    ended: bool = False
+    end_at: str | None = None  # the latest SessionEnd's receipt
+    start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)
     msgs: dict[str, dict[int, MsgEv]] = field(default_factory=dict)  # message id -> claim rank -> evidence
     spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
@@ -220,3 +221,14 @@ class SessionState:
     # message id -> {((origin, gen), offset): received_at} of its parts whose timestamp is refused
     inferred: dict[str, dict[tuple[tuple[str, int], int], str]] = field(default_factory=dict)
     needs_refold: bool = False
+
+    @property
+    def ended(self) -> bool:
+        """The session has ended: a SessionEnd, and no SessionStart received after it.
+
+        A resumed session keeps its id (corpus/hooks/task-patterns/SessionStart.jsonl: ``source``
+        "resume" for 263940d8…, the linear-agent transcript's session), so a SessionStart after the
+        latest SessionEnd reopens it; before, one SessionEnd left it ``completed`` for good. A
+        function of the two latest receipts, so the order they arrive in does not matter.
+        """
+        return self.end_at is not None and (self.start_at is None or self.start_at <= self.end_at)

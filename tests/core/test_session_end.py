@@ -148,3 +148,34 @@ def test_transcript_against_hooks_in_every_order(rows: list[LogRow], expected: t
     final = dict(next(iter(got)))
     assert final[SUB][1:] == expected
     assert final[SID] == ("main", "completed", None)
+
+
+def session_rows(rows: list[LogRow]) -> set[tuple[Any, ...]]:
+    """(status, end_reason) of the session over every order, folded one row per call and at once."""
+    out = set()
+    for perm in itertools.permutations(rows):
+        for one in (True, False):
+            m = Model()
+            if one:
+                inc = Incremental(SID)
+                for r in perm:
+                    m.apply(inc([r]))
+            else:
+                m.apply(fold_log(SID, list(perm), Ctx())[1])
+            (s,) = m.tables["sessions"].values()
+            out.add((s.status, s.end_reason))
+    return out
+
+
+def test_a_resumed_session_is_no_longer_ended() -> None:
+    # a resume keeps the session id (corpus/hooks/task-patterns/SessionStart.jsonl); one SessionEnd
+    # used to leave the session `completed` through every later prompt and tool call
+    started = hook(1, "SessionStart", source="startup")
+    ended = hook(4, "SessionEnd", reason="prompt_input_exit")
+    resumed = hook(6, "SessionStart", source="resume")
+    prompt = hook(7, "UserPromptSubmit", prompt="more")
+    assert session_rows([started, ended]) == {("completed", "prompt_input_exit")}
+    assert session_rows([started, ended, resumed, prompt]) == {("working", None)}
+    # ended again after the resume: completed, with the newest reason
+    again = hook(9, "SessionEnd", reason="clear")
+    assert session_rows([started, ended, resumed, prompt, again]) == {("completed", "clear")}

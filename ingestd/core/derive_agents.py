@@ -225,6 +225,7 @@ def _spawn_of(v: View, a: str, ev: AgentEv | None) -> tuple[str | None, str | No
 def _subagent_status(v: View, a: str, ev: AgentEv | None, tuid: str | None) -> tuple[str, str | None]:
     """(status, outcome_cause) of subagent ``a``: the first rule with evidence, in precedence order."""
     state = v.state
+    ended = _ended_for(state, ev)
     status, cause = _spawn_status(state, tuid)
     note = state.notified.get(a)
     if status is None and note is not None:
@@ -232,18 +233,28 @@ def _subagent_status(v: View, a: str, ev: AgentEv | None, tuid: str | None) -> t
     if status is None and ev is not None:
         # how the subagent's own run ended (toolstatus.FAILED_ENDINGS, each rule with its real line);
         # "over" = the session ended with no success signal for it (no SubagentStop either)
-        failed = ending(ev.last_turn, state.ended and not ev.completed)
+        failed = ending(ev.last_turn, ended and not ev.completed)
         if failed is not None:
             status, cause = "error", failed
     if status is None and ev is not None and ev.completed:
         status = "completed"  # SubagentStop, whenever it was logged (before or after SessionEnd)
     if status is None and a.startswith(COMPACTION_PREFIX) and ev is not None and ev.has_assistant:
         status = "completed"  # the compaction call returned (it is the sidechain's last record)
-    if status is None and state.ended:
+    if status is None and ended:
         status, cause = ended_without_stop(ev)
     if status is None:
         status = ev.latest[1] if ev is not None and ev.latest else "working"
     return status, cause
+
+
+def _ended_for(state: SessionState, ev: AgentEv | None) -> bool:
+    """Whether a subagent's run was ended by a SessionEnd: the session is ended now, or it was
+    resumed after an end that came after the subagent's last evidence (a resume does not resume a
+    subagent: Claude Code starts its runs afresh)."""
+    if state.ended:
+        return True
+    last = ev.last_ts if ev is not None else None
+    return state.end_at is not None and last is not None and last <= state.end_at
 
 
 def agent_row(v: View, a: str, edges: list[EdgeRow]) -> AgentRow | None:

@@ -179,3 +179,9 @@ def test_a_resumed_session_is_no_longer_ended() -> None:
     # ended again after the resume: completed, with the newest reason
     again = hook(9, "SessionEnd", reason="clear")
     assert session_rows([started, ended, resumed, prompt, again]) == {("completed", "clear")}
+
+
+def test_a_resume_does_not_revive_a_subagent_the_earlier_end_terminated() -> None:
+    resumed = hook(6, "SessionStart", source="resume")
+    got = all_orders([PROMPT, START, END, resumed])
+    assert got == {((SID, ("main", "working", None)), (SUB, ("subagent", "error", "terminated_early")))}

@@ -12,7 +12,10 @@ and whatever of the record is sound is still projected:
   *inferred* (``infer_time``): the nearest valid timestamp before it in the same file (origin
   and generation) by byte offset, else the nearest after it, else the row's ``received_at``.
   Every other use of the record's time (activity, tool start) takes ``received_at``, as a
-  record with no timestamp always did. Both are functions of the log alone.
+  record with no timestamp always did. Both are functions of the log alone. A timestamp more
+  than ``FUTURE_SLACK`` after the line was read (``received_at``) is refused the same way: a
+  record dated 2099 kept its session "working", out of the watchdog's reach, and counted in
+  every ``--since`` window.
 - ``tokens``: a usage counter present with a value that is not a count (negative,
   fractional, a string, ``1e400``, beyond ``MAX_TOKENS``): that bucket counts 0, the
   message's other buckets count.
@@ -25,8 +28,9 @@ The guard triggers stay as the last line of defence; in normal operation they ne
 from __future__ import annotations
 
 import bisect
+import functools
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -34,7 +38,7 @@ import orjson
 from ingestd.core.records import LogRow
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import SessionState
-from ingestd.core.timefmt import canonical
+from ingestd.core.timefmt import canonical, format_utc, parse
 from ingestd.core.touch import Touched
 
 # The largest token count believed: no real message comes near it (contexts are ~1e6), and
@@ -98,6 +102,7 @@ def shorten(value: Any) -> str:
     return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
 
 
+FUTURE_SLACK = timedelta(days=1)  # a line cannot have been written this long after it was read
 EARLIEST_YEAR = "2000"  # inclusive: years as text compare as numbers in the canonical spelling
 LATEST_YEAR = "2100"  # exclusive
 
@@ -124,6 +129,18 @@ def valid_time(value: Any) -> str | None:
     if c is None or not EARLIEST_YEAR <= c[:4] < LATEST_YEAR:
         return None
     return c
+
+
+@functools.lru_cache(maxsize=64)
+def _latest_for(received_at: str) -> str:
+    """The latest record time a line read at ``received_at`` may carry (``FUTURE_SLACK`` after)."""
+    at = parse(received_at)
+    return format_utc(at + FUTURE_SLACK) if at is not None else received_at
+
+
+def after_read(ts: str, received_at: str) -> bool:
+    """Whether a canonical record time is more than ``FUTURE_SLACK`` after its line was read."""
+    return ts > received_at and ts > _latest_for(received_at)
 
 
 def is_count(value: Any) -> bool:
@@ -207,6 +224,9 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     if row.source != "jsonl" or off is None:
         return vt if vt is not None else row.received_at
     og = (row.origin, row.origin_gen)
+    future = vt is not None and after_read(vt, row.received_at)
+    if future:
+        vt = None
     # present but not an instant, ``null`` included (only an absent key means "no timestamp")
     if vt is None and "timestamp" in obj:
         if og not in state.ts_index:
@@ -218,7 +238,8 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         if off not in refused:
             refused[off] = ""
             bisect.insort(state.bad_sorted.setdefault(og, []), off)
-        detail = f"timestamp {shorten(raw)} is not an instant: usage counted, occurred_at inferred"
+        what = f"is after the line was read ({row.received_at})" if future else "is not an instant in 2000-2099"
+        detail = f"timestamp {shorten(raw)} {what}: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
     elif vt is not None and og in state.ts_index:
         offsets, times = state.ts_index[og]

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import bisect
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ingestd.core.projector import fold_log
+from ingestd.core.records import LogRow
+from ingestd.core.touch import Ctx
 from ingestd.core.validate import infer_time, record_ts, retimed
 
 offsets_st = st.lists(st.integers(0, 200), unique=True, max_size=30)
@@ -38,3 +42,25 @@ def test_record_ts_keeps_the_index_sorted_and_refuses_a_second_entry() -> None:
     assert [record_ts(offsets, times, o, f"t{o}") for o in (50, 10, 90, 10)] == [0, 0, 2, -1]
     assert offsets == [10, 50, 90] and times == ["t10", "t50", "t90"]
     assert bisect.bisect_left(offsets, 60) == 2
+
+
+def test_a_record_dated_after_its_line_was_read_is_refused_and_its_usage_inferred() -> None:
+    # a record dated 2099 kept its session "working" (out of the watchdog's reach) and counted in
+    # every `--since` window; its timestamp is now refused like an impossible one
+    sid = "f0f0f0f0-0000-4000-8000-000000000001"
+    origin = f"-w/{sid}.jsonl"
+
+    def line(i: int, ts: str) -> LogRow:
+        msg = {"id": f"m{i}", "model": "m", "usage": {"input_tokens": 1, "output_tokens": 2}, "content": []}
+        obj = {"type": "assistant", "sessionId": sid, "uuid": f"u{i}", "timestamp": ts, "message": msg}
+        return LogRow(i, "jsonl", "assistant", orjson.dumps(obj), "2026-03-01T00:00:00.000Z", sid, origin, 0, i * 100)
+
+    t1, future, t3 = "2026-02-28T10:00:00.000Z", "2099-01-01T00:00:00.000Z", "2026-03-01T23:59:59.000Z"
+    _, ch = fold_log(sid, [line(1, t1), line(2, future), line(3, t3)], Ctx())
+    read = "2026-03-01T00:00:00.000Z"
+    said = f"timestamp '{future}' is after the line was read ({read}): usage counted, occurred_at inferred"
+    assert {(q.origin_offset, q.detail) for q in ch.quarantine} == {(200, said)}
+    occurred = {r.message_id: r.occurred_at for r in ch.token_usage}
+    assert occurred == {"m1": t1, "m2": t1, "m3": t3}  # m3: within a day of the read, as clocks may be
+    (session,) = ch.sessions[-1:]
+    assert session.last_activity_at < "2026-03-02"

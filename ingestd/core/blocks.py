@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import RANK_COPY, SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import result_status, spawn_cause, user_kind
 from ingestd.core.touch import Touched, link, note_result, note_tool
-from ingestd.core.usagefold import merge_usage
-from ingestd.core.validate import INFER, valid_time
+from ingestd.core.usagefold import merge_usage, usage_buckets
+from ingestd.core.validate import INFER, TOKENS, shorten, valid_time
 
 SYNTHETIC = "<synthetic>"
 
@@ -34,6 +35,18 @@ def text_of(content: Any) -> str | None:
     return None
 
 
+def _usage_without_id(state: SessionState, msg: dict[str, Any], t: Touched) -> None:
+    """Usage on a record whose ``message.id`` is missing, null or not a string: not counted (its
+    streamed parts could not be told apart, so counting each would double them), but quarantined
+    (``validate.TOKENS``) instead of vanishing without a trace, as it once did."""
+    usage = msg.get("usage")
+    row = t.row
+    if row is None or not isinstance(usage, dict) or not any(usage_buckets(usage)):
+        return
+    detail = f"usage on a message with id {shorten(msg.get('id'))}: not counted (no id to merge its parts by)"
+    t.quarantined.append(QuarantineRow(row.id, TOKENS, state.session_id, row.origin, row.origin_offset, detail))
+
+
 def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
     """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
 
@@ -48,6 +61,8 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
     # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
     if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
         merge_usage(state, mid, rank, msg, ts, agent, t)
+    elif msg.get("model") != SYNTHETIC:
+        _usage_without_id(state, msg, t)
     if ts == INFER and t.row is not None:
         ts = t.row.received_at
     used_tool = False

@@ -36,7 +36,8 @@ History:
     11: a spawn called by its own child links nothing (a subagent whose own Task result named
        it lost its parent edge); a SessionStart after the latest SessionEnd reopens the session
        (a resumed session stayed ``completed``); a record timestamp more than a day after its
-       line was read is refused (quarantined, its usage at the inferred time).
+       line was read is refused (quarantined, its usage at the inferred time); usage on a message
+       without an id is quarantined (it vanished without a trace).
 """
 
 PROJECTION_REVISION = 11

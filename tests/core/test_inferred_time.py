@@ -64,3 +64,15 @@ def test_a_record_dated_after_its_line_was_read_is_refused_and_its_usage_inferre
     assert occurred == {"m1": t1, "m2": t1, "m3": t3}  # m3: within a day of the read, as clocks may be
     (session,) = ch.sessions[-1:]
     assert session.last_activity_at < "2026-03-02"
+
+
+def test_usage_on_a_message_without_an_id_is_quarantined_not_lost_without_a_trace() -> None:
+    sid = "f0f0f0f0-0000-4000-8000-000000000002"
+    msg = {"id": None, "model": "m", "usage": {"input_tokens": 5, "output_tokens": 7}, "content": []}
+    obj = {"type": "assistant", "sessionId": sid, "uuid": "u1", "timestamp": "2026-02-28T10:00:00.000Z", "message": msg}
+    row = LogRow(1, "jsonl", "assistant", orjson.dumps(obj), "2026-03-01T00:00:00.000Z", sid, f"-w/{sid}.jsonl", 0, 0)
+    _, ch = fold_log(sid, [row], Ctx())
+    assert ch.token_usage == []
+    assert [(q.reason, q.detail) for q in ch.quarantine] == [
+        ("tokens", "usage on a message with id None: not counted (no id to merge its parts by)")
+    ]

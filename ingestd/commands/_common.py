@@ -104,6 +104,18 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path if db_path is not None else default_db_path(dict(os.environ))
 
 
+def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
+    """Refuse, before anything is written, what ``ingest`` and ``serve`` refuse (``ingestd.filecheck``).
+
+    Every command that writes the database (or its backups) calls this first: the database, its
+    ``-wal``, ``-shm`` and ``.lock``, and with ``backup_dir`` that directory and its backups. Reads only.
+
+    Raises:
+        ConfigError: naming each unsafe file or directory and the command that fixes it.
+    """
+    filecheck.require_safe(filecheck.store_problems(db_path, backup_dir))
+
+
 def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     """Open the database for a command that writes: created when missing, migrated, projections current.
 
@@ -118,7 +130,7 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     path = resolve_db(db_path)
     if not create and not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
-    filecheck.require_safe(filecheck.problems(filecheck.database_files(path)))
+    require_safe_files(path)
     conn = connect(path)
     migrate(conn)
     # Imported here: only writers pay for the projector's import.

@@ -101,13 +101,15 @@ def start(
     held = lock.acquire(db)
     try:
         sock = bind_socket(host, settings.get_int("port"))
-    except BaseException:
-        held.release()
-        raise
-    # Only now the daemon itself (a second or more of imports on a loaded machine).
-    from ingestd.daemon.config import ServeConfig
-    from ingestd.daemon.main import run
+        # Only now the daemon itself (a second or more of imports on a loaded machine).
+        from ingestd.daemon.config import ServeConfig
+        from ingestd.daemon.main import run
 
-    roots = tuple(projects) if projects else tuple(default_projects(env))
-    cfg = ServeConfig.from_settings(settings, db_path=db, projects=roots, token=token)
-    run(cfg, held=held, sock=sock, log_level=settings.get_str("log_level"))
+        roots = tuple(projects) if projects else tuple(default_projects(env))
+        cfg = ServeConfig.from_settings(settings, db_path=db, projects=roots, token=token)
+        run(cfg, held=held, sock=sock, log_level=settings.get_str("log_level"))
+    except BaseException:
+        # A refused start (the port taken, an unsafe file) leaves no database behind: the file the
+        # lock created is removed while still empty (``DaemonLock.discard``); a used one stays.
+        held.discard()
+        raise

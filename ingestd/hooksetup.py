@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 from ingestd import atomicfile, settingsfile
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
+from ingestd.readcap import MIB, read_capped
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
 HTTP_EVENTS = (
@@ -65,6 +66,7 @@ COMMAND_ONLY_EVENTS = ("SessionStart", "Setup")
 TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
+SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
 MARKER = "ingestd.forward"
 render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
@@ -293,11 +295,12 @@ def read_text(path: Path) -> str | None:
     """The file's text, or None when it does not exist.
 
     Raises:
-        InputError: the path is a directory, or the file is not UTF-8 text.
+        InputError: the path is a directory, the file is not UTF-8 text or is larger than
+            ``SETTINGS_MAX_BYTES``.
         OSError: the file cannot be read (permissions, ...); the CLI reports it by path.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        return read_capped(path, SETTINGS_MAX_BYTES, "settings file", InputError).decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:

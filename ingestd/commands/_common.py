@@ -33,12 +33,39 @@ def db_option(f: F) -> F:
     )(f)
 
 
+class IntRange(click.IntRange):
+    """``click.IntRange`` taking ASCII digits only (``settings.number_text``): ``int()`` alone also took
+    ``１７４００`` and ``17_400`` as 17400. A sign only where the range goes below zero."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            signed = (self.min is not None and self.min < 0) or self.min is None
+            try:
+                value = settings_mod.number_text(value, signed=signed)
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number (ASCII digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class FloatRange(click.FloatRange):
+    """``click.FloatRange`` taking ASCII digits only, like ``IntRange``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            signed = (self.min is not None and self.min < 0) or self.min is None
+            try:
+                value = settings_mod.number_text(value, kind="float", signed=signed)
+            except ValueError:
+                self.fail(f"{value!r} is not a number (ASCII digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _click_type(setting: settings_mod.Setting) -> Any:
     """The click type of a setting: its kind, with its bounds for numbers."""
     if setting.kind == "int":
-        return click.IntRange(int(setting.low), int(setting.high))
+        return IntRange(int(setting.low), int(setting.high))
     if setting.kind == "float":
-        return click.FloatRange(setting.low, setting.high)
+        return FloatRange(setting.low, setting.high)
     if setting.choices:
         return click.Choice(setting.choices, case_sensitive=False)
     return click.BOOL if setting.kind == "bool" else click.STRING

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ingestd.commands._common import (
+    IntRange,
     db_option,
     emit_json,
     json_option,
@@ -49,7 +50,7 @@ from ingestd.settings import load
     metavar="TABLE",
     help="Prune only this table (repeatable). Protected tables are refused.",
 )
-@setting_option("prune_batch_rows", "--batch-rows", type=click.IntRange(min=1))
+@setting_option("prune_batch_rows", "--batch-rows", type=IntRange(min=1))
 @setting_option("backup_dir", "--backup-dir", type=click.Path(file_okay=False, path_type=Path))
 @json_option
 def prune_cmd(

@@ -319,9 +319,22 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     """
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
-    style = settingsfile.detect_style(old_text)
-    spliced = _splice(old_text, doc, new, style, action)
-    return Plan(path, old_text, spliced if spliced is not None else settingsfile.render(new, style))
+    crlf = uses_crlf(old_text)
+    text = old_text.replace("\r\n", "\n") if old_text is not None and crlf else old_text
+    style = settingsfile.detect_style(text)
+    spliced = _splice(text, doc, new, style, action)
+    out = spliced if spliced is not None else settingsfile.render(new, style)
+    return Plan(path, old_text, out.replace("\n", "\r\n") if crlf else out)
+
+
+def uses_crlf(text: str | None) -> bool:
+    """Every line of ``text`` ends in CRLF (and there is at least one line break). Pure.
+
+    Such a file is edited with its CRLFs read as LFs and written back with CRLFs, so the lines it
+    keeps are byte for byte the same and the lines added match them (JSON has no raw line break
+    inside a string, so every LF is a line end). A file that mixes endings is edited as it is.
+    """
+    return text is not None and "\r\n" in text and text.count("\n") == text.count("\r\n")
 
 
 def _splice(

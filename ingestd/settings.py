@@ -209,15 +209,10 @@ def _number(setting: Setting, raw: object) -> int | float:
 
 
 def _refuse_null_origin(raw: object, where: str) -> None:
-    """Refuse ``null`` in ``allowed_origins``, alone or in a list, with why.
+    """Raise ``ConfigError`` for ``null`` in ``allowed_origins``, alone or in a list, saying why.
 
-    ``Origin: null`` is what sandboxed frames and ``file:`` pages send: any page can send it, so the
-    guard (``ingestd.http.guard``) never accepts it. ``null`` alone used to be read as "no setting"
-    (accepted, no effect) while ``"http://a:1, null"`` was refused: now both are refused, saying so.
-
-    Raises:
-        ConfigError: an item is ``null``.
-    """
+    ``Origin: null`` (sandboxed frames, ``file:`` pages) can come from any page: the guard
+    (``ingestd.http.guard``) never accepts it. ``null`` alone was read as unset, with no effect."""
     if isinstance(raw, str) and any(item.strip().lower() == "null" for item in raw.split(",")):
         raise ConfigError(
             f"setting allowed_origins from {where}: 'null' cannot be allowed: browsers send Origin null from "

@@ -162,8 +162,7 @@ def status_report(
         db_path: the database file, for its path and WAL size.
         stat_files: compare tail checkpoints with the files on disk (reads the filesystem).
         daemon: the daemon's presence (``ingestd.daemon.presence.Presence.to_json``), or None
-            when it was not looked for.
-        ship_to: the ``ship_to`` setting (team mode's central store), None when unset.
+            when it was not looked for. ``ship_to``: the setting (team mode's store), None when unset.
 
     Returns:
         ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",

@@ -36,6 +36,7 @@ WRITERS = {
     "pricing set": ["pricing", "set", "m", "--effective-from", "2026-01-01T00:00:00Z", "--input", "1"],
     "pricing load": ["pricing", "load", "{prices}"],
     "verify": ["verify"],
+    "replay": ["replay"],  # opens the live database to write (the snapshot), copies the log
 }
 
 
@@ -87,6 +88,16 @@ def test_backup_refuses_a_world_writable_directory(tmp_path: Path) -> None:
     os.chmod(wd, 0o1777)  # sticky, like /tmp: others cannot replace our files
     code, out = invoke(["backup", "--dir", str(wd / "new")], db, tmp_path)
     assert code == 0, out
+
+
+def test_replay_refuses_a_world_writable_work_directory(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "d")
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    os.chmod(wd, 0o777)
+    code, out = invoke(["replay", "--workdir", str(wd)], db, tmp_path)
+    assert code == 2 and f"{wd}: directory mode 0777" in out, out
+    assert os.listdir(wd) == []
 
 
 def test_prune_refuses_loose_backups_it_would_delete_among(tmp_path: Path) -> None:

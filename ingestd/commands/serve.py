@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from ingestd import filecheck
 from ingestd import settings as settings_mod
 from ingestd.commands._common import (
     db_option,
@@ -98,6 +99,8 @@ def start(
 
         check_url(ship_to)
     db = resolve_db(db_path)
+    # the database's own files before the lock creates one (the daemon checks the backups too)
+    filecheck.require_safe(filecheck.problems(filecheck.database_files(db)))
     held = lock.acquire(db)
     try:
         sock = bind_socket(host, settings.get_int("port"))

@@ -71,3 +71,13 @@ def test_discard_keeps_a_file_another_process_locked_or_wrote(tmp_path: Path) ->
     (tmp_path / "y.db").write_bytes(b"SQLite format 3\0")
     used.discard()
     assert (tmp_path / "y.db").exists()
+
+
+def test_an_unsafe_directory_is_refused_before_the_lock_creates_anything(tmp_path: Path) -> None:
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(d, 0o777)
+    with mock.patch.object(lock_mod, "acquire", side_effect=AssertionError("locked before the check")):
+        code, out = serve(d / "new.db", 0, tmp_path)
+    assert code == 2 and f"{d}: directory mode 0777" in out, out
+    assert os.listdir(d) == []

@@ -85,7 +85,8 @@ def file_problems(path: Path, *, secret: bool = False, uid: int | None = None) -
     loose = mode & (0o077 if secret else 0o022)
     if loose:
         what = "readable or writable" if secret and loose & 0o044 else "writable"
-        out.append(Finding(str(path), f"mode {mode:04o}: {what} by {_who(loose)}", f"chmod 600 {q}"))
+        private = "700" if stat.S_ISDIR(st.st_mode) else "600"
+        out.append(Finding(str(path), f"mode {mode:04o}: {what} by {_who(loose)}", f"chmod {private} {q}"))
     return out
 
 
@@ -124,6 +125,27 @@ def database_files(db_path: Path) -> list[Path]:
     """The database and the files beside it that SQLite and the daemon use: ``-wal``, ``-shm``, ``.lock``."""
     real = Path(os.path.realpath(db_path))
     return [real, *(real.with_name(real.name + s) for s in ("-wal", "-shm", ".lock"))]
+
+
+def store_problems(db_path: Path, backup_dir: Path | None = None) -> list[Finding]:
+    """Findings for everything a command that writes the database touches. Reads only.
+
+    The database and the files beside it (``database_files``); with ``backup_dir``, also that
+    directory itself (writable by group or others is refused, like a file) and the backups in it,
+    or, when it does not exist yet, the nearest existing directory above it (where it will be
+    created, 0700).
+    """
+    found = problems(database_files(db_path))
+    if backup_dir is None:
+        return found
+    if backup_dir.is_dir():
+        found += problems([backup_dir / n for n in sorted(os.listdir(backup_dir)) if n.endswith(".db")])
+        found += file_problems(backup_dir)
+        return found
+    above = Path(os.path.realpath(backup_dir)).parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    return found + [f for f in dir_problems(above) if f.path not in {g.path for g in found}]
 
 
 def require_safe(findings: list[Finding]) -> None:

@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 from ingestd import atomicfile, settingsfile
 from ingestd.errors import ConfigError, InputError
 from ingestd.http.auth import LOOPBACK_HOSTS
+from ingestd.readcap import MIB, read_capped
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
 HTTP_EVENTS = (
@@ -65,6 +66,7 @@ COMMAND_ONLY_EVENTS = ("SessionStart", "Setup")
 TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
+SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
 MARKER = "ingestd.forward"
 render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
@@ -293,11 +295,12 @@ def read_text(path: Path) -> str | None:
     """The file's text, or None when it does not exist.
 
     Raises:
-        InputError: the path is a directory, or the file is not UTF-8 text.
+        InputError: the path is a directory, the file is not UTF-8 text or is larger than
+            ``SETTINGS_MAX_BYTES``.
         OSError: the file cannot be read (permissions, ...); the CLI reports it by path.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        return read_capped(path, SETTINGS_MAX_BYTES, "settings file", InputError).decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -316,9 +319,22 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     """
     doc = parse_settings(old_text, path)
     new = install(doc, target) if action == "install" else remove_ours(doc)
-    style = settingsfile.detect_style(old_text)
-    spliced = _splice(old_text, doc, new, style, action)
-    return Plan(path, old_text, spliced if spliced is not None else settingsfile.render(new, style))
+    crlf = uses_crlf(old_text)
+    text = old_text.replace("\r\n", "\n") if old_text is not None and crlf else old_text
+    style = settingsfile.detect_style(text)
+    spliced = _splice(text, doc, new, style, action)
+    out = spliced if spliced is not None else settingsfile.render(new, style)
+    return Plan(path, old_text, out.replace("\n", "\r\n") if crlf else out)
+
+
+def uses_crlf(text: str | None) -> bool:
+    """Every line of ``text`` ends in CRLF (and there is at least one line break). Pure.
+
+    Such a file is edited with its CRLFs read as LFs and written back with CRLFs, so the lines it
+    keeps are byte for byte the same and the lines added match them (JSON has no raw line break
+    inside a string, so every LF is a line end). A file that mixes endings is edited as it is.
+    """
+    return text is not None and "\r\n" in text and text.count("\n") == text.count("\r\n")
 
 
 def _splice(

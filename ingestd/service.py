@@ -72,8 +72,17 @@ def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int
 
 def service_env(env: dict[str, str]) -> dict[str, str]:
     """What the service's environment must carry for its settings to resolve as in ``env``: the config
-    file's absolute path and every ``INGESTD_<setting>`` variable set there. Pure."""
-    out = {"INGESTD_CONFIG": os.path.abspath(default_config_path(env))}
+    file's place and every ``INGESTD_<setting>`` variable set there. Pure.
+
+    A config file the user named (``INGESTD_CONFIG``) is passed on as its absolute path (it must
+    exist). Otherwise the directory the default file is looked for in is, as ``XDG_CONFIG_HOME``:
+    the default file stays optional for the service too (a named one that is missing is an error).
+    """
+    path = os.path.abspath(default_config_path(env))
+    if env.get("INGESTD_CONFIG"):
+        out = {"INGESTD_CONFIG": path}
+    else:
+        out = {"XDG_CONFIG_HOME": os.path.dirname(os.path.dirname(path))}
     out.update({env_name(s.name): env[env_name(s.name)] for s in SETTINGS if env_name(s.name) in env})
     return out
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,12 +27,14 @@ from pathlib import Path
 
 from ingestd import filecheck
 from ingestd.errors import ConfigError
+from ingestd.readcap import read_capped
 
 Value = int | float | bool | str | None
 
 # Every int setting is a count, a size or a duration: a billion of any unit is past any sane value and
 # keeps days, seconds and bytes inside what timedelta and C ints take (no OverflowError downstream).
 MAX_INT = 999_999_999
+CONFIG_MAX_BYTES = 1 << 20  # a config file is a few lines: a larger one is the wrong file
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,13 +169,36 @@ def env_name(name: str) -> str:
     return "INGESTD_" + name.upper()
 
 
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_BLANKS = " \t\r\n"
+
+
+def number_text(text: str, *, kind: str = "int", signed: bool = False) -> int | float:
+    """``text`` as an int (or a float when ``kind`` is ``"float"``): ASCII digits only. Pure.
+
+    Python's ``int()`` and ``float()`` also take other scripts' digits (``１７４００``) and
+    underscores (``17_400``): a value that looks like none of the numbers a user types is refused,
+    not read as 17400. A sign is accepted only when ``signed`` (where negatives make sense).
+
+    Raises:
+        ValueError: anything else (blanks around the number are allowed).
+    """
+    t = text.strip(_BLANKS)
+    if not (_INT_TEXT if kind == "int" else _FLOAT_TEXT).fullmatch(t) or (t[0] in "+-" and not signed):
+        raise ValueError(text)
+    return int(t) if kind == "int" else float(t)
+
+
 def _number(setting: Setting, raw: object) -> int | float:
     """``raw`` as the setting's int or float, inside its bounds. Raises ValueError otherwise."""
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise ValueError(raw)
     value: int | float
-    if setting.kind == "int":
-        value = int(raw) if isinstance(raw, int | str) else int(str(raw))
+    if isinstance(raw, str):
+        value = number_text(raw, kind=setting.kind, signed=setting.low < 0)
+    elif setting.kind == "int":
+        value = int(raw) if isinstance(raw, int) else int(str(raw))
     else:
         value = float(raw)
         if not math.isfinite(value):
@@ -182,10 +208,26 @@ def _number(setting: Setting, raw: object) -> int | float:
     return value
 
 
+def _refuse_null_origin(raw: object, where: str) -> None:
+    """Raise ``ConfigError`` for ``null`` in ``allowed_origins``, alone or in a list, saying why.
+
+    ``Origin: null`` (sandboxed frames, ``file:`` pages) can come from any page: the guard
+    (``ingestd.http.guard``) never accepts it. ``null`` alone was read as unset, with no effect."""
+    if isinstance(raw, str) and any(item.strip().lower() == "null" for item in raw.split(",")):
+        raise ConfigError(
+            f"setting allowed_origins from {where}: 'null' cannot be allowed: browsers send Origin null from "
+            "sandboxed frames and file: pages, which any page can make; serve the page from http(s)://host[:port] "
+            "and list that origin",
+            setting="allowed_origins",
+        )
+
+
 def _coerce(setting: Setting, raw: object, where: str) -> Value:
     """Turn a raw value (string from the environment, TOML value, CLI value) into the setting's kind."""
     if raw is None:
         return None
+    if setting.name == "allowed_origins":
+        _refuse_null_origin(raw, where)
     if isinstance(raw, str) and raw.strip().lower() in _NONE and setting.default is None:
         return None
     try:
@@ -308,26 +350,38 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "ingestd" / "config.toml"
 
 
-def load_config_file(path: Path) -> dict[str, object]:
-    """Read the TOML config file; a missing file is an empty config. Reads the filesystem.
+def load_config_file(path: Path, *, required: bool = False) -> dict[str, object]:
+    """Read the TOML config file; a missing file is an empty config unless ``required``. Reads the filesystem.
 
     The file is checked as the database is (``ingestd.filecheck``): it decides where the daemon
     listens, which web origins may write to it and where the log is shipped, so a file (or a
     directory holding it) that others can change is refused; one owned by root is accepted.
 
+    Args:
+        required: the user named the file (``INGESTD_CONFIG``): its absence is an error, not a
+            silent fall-back to the defaults.
+
     Raises:
-        ConfigError: the file exists but is not valid TOML, or others can change it.
+        ConfigError: the file is missing and ``required``, exists but is not valid TOML, is larger
+            than ``CONFIG_MAX_BYTES``, or others can change it.
     """
     try:
         root_owned = path.stat().st_uid == 0
     except FileNotFoundError:
+        if required:
+            raise ConfigError(
+                f"config file {path} (named by INGESTD_CONFIG) does not exist: create it or unset INGESTD_CONFIG",
+                path=str(path),
+            ) from None
         return {}
     except OSError:
         root_owned = False  # reported below, by the check or the read
     filecheck.require_safe(filecheck.problems([path], uid=0 if root_owned else None))
     try:
-        data = path.read_bytes()
+        data = read_capped(path, CONFIG_MAX_BYTES, "config file")
     except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} (named by INGESTD_CONFIG) does not exist", path=str(path)) from None
         return {}
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e}", path=str(path)) from e
@@ -339,4 +393,5 @@ def load_config_file(path: Path) -> dict[str, object]:
 
 def load(args: Mapping[str, object | None], env: Mapping[str, str]) -> Settings:
     """Shell convenience: read the config file named by ``env`` and resolve. Reads the filesystem."""
-    return resolve(args, env, load_config_file(default_config_path(env)))
+    named = bool(env.get("INGESTD_CONFIG"))
+    return resolve(args, env, load_config_file(default_config_path(env), required=named))

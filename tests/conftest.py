@@ -44,8 +44,13 @@ def corpus() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings come from the test, never from the machine's config file or INGESTD_* variables."""
-    monkeypatch.setenv("INGESTD_CONFIG", str(tmp_path / "no-config.toml"))
+def _no_user_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from the test, never from the machine's config file or INGESTD_* variables.
+
+    INGESTD_CONFIG names an empty file of the test's own (a named file must exist), outside
+    ``tmp_path`` (tests list what they made there)."""
+    config = tmp_path_factory.mktemp("config") / "no-config.toml"
+    config.write_text("")
+    monkeypatch.setenv("INGESTD_CONFIG", str(config))
     for name in [k for k in os.environ if k.startswith("INGESTD_") and k != "INGESTD_CONFIG"]:
         monkeypatch.delenv(name)

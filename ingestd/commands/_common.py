@@ -33,12 +33,39 @@ def db_option(f: F) -> F:
     )(f)
 
 
+class IntRange(click.IntRange):
+    """``click.IntRange`` taking ASCII digits only (``settings.number_text``): ``int()`` alone also took
+    ``１７４００`` and ``17_400`` as 17400. A sign only where the range goes below zero."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            signed = (self.min is not None and self.min < 0) or self.min is None
+            try:
+                value = settings_mod.number_text(value, signed=signed)
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number (ASCII digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class FloatRange(click.FloatRange):
+    """``click.FloatRange`` taking ASCII digits only, like ``IntRange``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            signed = (self.min is not None and self.min < 0) or self.min is None
+            try:
+                value = settings_mod.number_text(value, kind="float", signed=signed)
+            except ValueError:
+                self.fail(f"{value!r} is not a number (ASCII digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _click_type(setting: settings_mod.Setting) -> Any:
     """The click type of a setting: its kind, with its bounds for numbers."""
     if setting.kind == "int":
-        return click.IntRange(int(setting.low), int(setting.high))
+        return IntRange(int(setting.low), int(setting.high))
     if setting.kind == "float":
-        return click.FloatRange(setting.low, setting.high)
+        return FloatRange(setting.low, setting.high)
     if setting.choices:
         return click.Choice(setting.choices, case_sensitive=False)
     return click.BOOL if setting.kind == "bool" else click.STRING
@@ -104,6 +131,18 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path if db_path is not None else default_db_path(dict(os.environ))
 
 
+def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
+    """Refuse, before anything is written, what ``ingest`` and ``serve`` refuse (``ingestd.filecheck``).
+
+    Every command that writes the database (or its backups) calls this first: the database, its
+    ``-wal``, ``-shm`` and ``.lock``, and with ``backup_dir`` that directory and its backups. Reads only.
+
+    Raises:
+        ConfigError: naming each unsafe file or directory and the command that fixes it.
+    """
+    filecheck.require_safe(filecheck.store_problems(db_path, backup_dir))
+
+
 def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     """Open the database for a command that writes: created when missing, migrated, projections current.
 
@@ -118,7 +157,7 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     path = resolve_db(db_path)
     if not create and not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
-    filecheck.require_safe(filecheck.problems(filecheck.database_files(path)))
+    require_safe_files(path)
     conn = connect(path)
     migrate(conn)
     # Imported here: only writers pay for the projector's import.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, require_safe_files, resolve_db
 from ingestd.errors import ConfigError
 from ingestd.report.words import plural
 from ingestd.retention import backup as bk
@@ -33,10 +33,12 @@ def register(cli: click.Group) -> None:
         path = resolve_db(db_path)
         if not path.exists():
             raise ConfigError(f"no database at {path}: pass --db")
+        out_dir = backup_dir_from(settings, path)
+        require_safe_files(path, out_dir)
         result = bk.backup(
             path,
             now=datetime.now(UTC),
-            directory=backup_dir_from(settings, path),
+            directory=out_dir,
             retention_days=settings.get_int("backup_retention_days"),
             keep_newest=settings.get_int("backup_keep_newest"),
         )

@@ -12,7 +12,7 @@ import click
 
 from ingestd import hooksetup
 from ingestd import settings as settings_mod
-from ingestd.commands._common import setting_option
+from ingestd.commands._common import IntRange, setting_option
 from ingestd.daemon.bind import DEFAULT_PORT
 from ingestd.errors import ConfigError
 from ingestd.http.auth import LOOPBACK_HOSTS
@@ -82,7 +82,7 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
-    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
+    @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
     def install_cmd(project: Path | None, dry_run: bool, port: int | None, token_env: str | None, legacy: bool) -> None:
@@ -107,7 +107,7 @@ def register(cli: click.Group) -> None:
         )
 
     @hooks_group.command("print")
-    @setting_option("port", type=click.IntRange(1, 65535), help=_PORT_HELP)
+    @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
     def print_cmd(port: int | None, token_env: str | None, legacy: bool) -> None:

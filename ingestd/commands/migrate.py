@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, require_safe_files, resolve_db
 from ingestd.errors import MigrationError
 from ingestd.store import migrate as mig
 from ingestd.store.connection import connect
@@ -41,6 +41,7 @@ def register(cli: click.Group) -> None:
             if st.problems:
                 raise MigrationError("; ".join(st.problems))
             return
+        require_safe_files(path)
         done = mig.migrate(connect(path))
         if as_json:
             emit_json({"applied": [{"id": p.id, "name": p.name} for p in done]})

@@ -8,11 +8,14 @@ from pathlib import Path
 import click
 import orjson
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, open_read_db
+from ingestd.commands._common import IntRange, db_option, emit_json, json_option, open_db, open_read_db
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
+from ingestd.readcap import MIB, read_capped
 from ingestd.report.words import plural
 from ingestd.store import pricing
+
+PRICE_FILE_MAX_BYTES = 16 * MIB  # a price list is kilobytes: anything this large is the wrong file
 
 
 @click.group("pricing")
@@ -49,7 +52,7 @@ def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
 @click.option("--cache-write-1h", type=str, default=None)
 @click.option(
     "--long-context-threshold",
-    type=int,
+    type=IntRange(),
     default=None,
     help="Prompt tokens above which a request is priced at the --long-context rates (at it: standard).",
 )
@@ -115,7 +118,7 @@ def set_cmd(
 def load_cmd(db_path: Path | None, file: Path, as_json: bool) -> None:
     """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}]."""
     try:
-        doc = orjson.loads(file.read_bytes())
+        doc = orjson.loads(read_capped(file, PRICE_FILE_MAX_BYTES, "price file", InputError))
     except orjson.JSONDecodeError as e:
         raise InputError(f"{file} is not valid JSON: {e}") from e
     rows = pricing.parse_rows(doc, default_source=f"file:{file.name}")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ingestd.commands._common import emit_json, json_option, store_connection, store_option
+from ingestd.commands._common import IntRange, emit_json, json_option, store_connection, store_option
 from ingestd.errors import ConfigError
 
 
 def register(cli: click.Group) -> None:
     @cli.command("project")
     @store_option
-    @click.option("--batch-rows", type=click.IntRange(min=1), default=None, help="Log rows per transaction.")
+    @click.option("--batch-rows", type=IntRange(min=1), default=None, help="Log rows per transaction.")
     @json_option
     def project_cmd(store_url: str | None, batch_rows: int | None, as_json: bool) -> None:
         """Run the projector over the central log: incremental, resumable, and safe to run from

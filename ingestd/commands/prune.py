@@ -10,17 +10,19 @@ from pathlib import Path
 import click
 
 from ingestd.commands._common import (
+    IntRange,
     db_option,
     emit_json,
     json_option,
     open_db,
     open_read_db,
+    require_safe_files,
     resolve_db,
     setting_option,
 )
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
-from ingestd.retention.schedule import policy_from, prune_and_retain
+from ingestd.retention.schedule import backup_dir_from, policy_from, prune_and_retain
 from ingestd.settings import load
 
 
@@ -48,7 +50,7 @@ from ingestd.settings import load
     metavar="TABLE",
     help="Prune only this table (repeatable). Protected tables are refused.",
 )
-@setting_option("prune_batch_rows", "--batch-rows", type=click.IntRange(min=1))
+@setting_option("prune_batch_rows", "--batch-rows", type=IntRange(min=1))
 @setting_option("backup_dir", "--backup-dir", type=click.Path(file_okay=False, path_type=Path))
 @json_option
 def prune_cmd(
@@ -66,6 +68,8 @@ def prune_cmd(
     path = resolve_db(db_path)
     # --dry-run changes nothing: not even the schema (a migration is for good: an older ingestd
     # sharing the database could no longer open it); pending migrations are refused as by `sessions`.
+    if not dry_run and not only:  # backup retention deletes in the backups directory
+        require_safe_files(path, backup_dir_from(settings, path))
     conn = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
     results, retention = prune_and_retain(
         conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only

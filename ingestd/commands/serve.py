@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from ingestd import filecheck
 from ingestd import settings as settings_mod
 from ingestd.commands._common import (
     db_option,
@@ -98,16 +99,20 @@ def start(
 
         check_url(ship_to)
     db = resolve_db(db_path)
+    # the database's own files before the lock creates one (the daemon checks the backups too)
+    filecheck.require_safe(filecheck.problems(filecheck.database_files(db)))
     held = lock.acquire(db)
     try:
         sock = bind_socket(host, settings.get_int("port"))
-    except BaseException:
-        held.release()
-        raise
-    # Only now the daemon itself (a second or more of imports on a loaded machine).
-    from ingestd.daemon.config import ServeConfig
-    from ingestd.daemon.main import run
+        # Only now the daemon itself (a second or more of imports on a loaded machine).
+        from ingestd.daemon.config import ServeConfig
+        from ingestd.daemon.main import run
 
-    roots = tuple(projects) if projects else tuple(default_projects(env))
-    cfg = ServeConfig.from_settings(settings, db_path=db, projects=roots, token=token)
-    run(cfg, held=held, sock=sock, log_level=settings.get_str("log_level"))
+        roots = tuple(projects) if projects else tuple(default_projects(env))
+        cfg = ServeConfig.from_settings(settings, db_path=db, projects=roots, token=token)
+        run(cfg, held=held, sock=sock, log_level=settings.get_str("log_level"))
+    except BaseException:
+        # A refused start (the port taken, an unsafe file) leaves no database behind: the file the
+        # lock created is removed while still empty (``DaemonLock.discard``); a used one stays.
+        held.discard()
+        raise

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ingestd import service
-from ingestd.commands._common import db_option, default_projects, projects_option, resolve_db
+from ingestd.commands._common import IntRange, db_option, default_projects, projects_option, resolve_db
 from ingestd.installpath import find_installed
 
 
@@ -33,7 +33,7 @@ def service_group() -> None:
 @service_group.command("install")
 @db_option
 @projects_option
-@click.option("--port", type=click.IntRange(1, 65535), default=None, help="The daemon's port [default: 7391].")
+@click.option("--port", type=IntRange(1, 65535), default=None, help="The daemon's port [default: 7391].")
 @click.option("--dry-run", is_flag=True, help="Print the service file and where it would go; change nothing.")
 @click.option("--no-start", is_flag=True, help="Write the file only; do not load or start the service.")
 @platform_opt

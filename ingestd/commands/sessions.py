@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
+from ingestd.commands._common import IntRange, db_option, emit_json, json_option, open_read_db, open_store, store_option
 from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
@@ -27,7 +27,7 @@ def register(cli: click.Group) -> None:
     @click.option("--project", default=None, help="Only projects whose real path contains this text.")
     @click.option(
         "--limit",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help=f"At most this many sessions, newest first [default: {DEFAULT_LIMIT} on the terminal, all with --json].",
     )

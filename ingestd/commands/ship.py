@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, open_read_db, store_connection
+from ingestd.commands._common import (
+    IntRange,
+    db_option,
+    emit_json,
+    json_option,
+    open_db,
+    open_read_db,
+    store_connection,
+)
 from ingestd.errors import ConfigError
 from ingestd.settings import load
 
@@ -23,7 +31,7 @@ from ingestd.settings import load
     help="The central store, postgresql://user@host/db (no password in it: ~/.pgpass or PGPASSWORD) [setting ship_to].",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be shipped; send nothing.")
-@click.option("--batch-rows", type=click.IntRange(min=1), default=None, help="Rows per transaction.")
+@click.option("--batch-rows", type=IntRange(min=1), default=None, help="Rows per transaction.")
 @json_option
 def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, as_json: bool) -> None:
     """Ship every local log row the central store does not have yet.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,23 @@ from ingestd.commands._common import (
     store_option,
 )
 from ingestd.daemon import presence
+from ingestd.errors import ConfigError
 from ingestd.report.status import status_report
 from ingestd.store import stall
+
+
+def _ship_to(env: dict[str, str]) -> str | None:
+    """The ``ship_to`` setting (environment, then config file), for whether to speak of shipping.
+
+    ``status`` is what one runs when something is wrong: a settings problem does not stop it (the
+    commands that use the settings report it); shipping is then mentioned only if rows were shipped.
+    """
+    from ingestd.settings import load
+
+    try:
+        return load({}, env).get_opt_str("ship_to")
+    except ConfigError:
+        return None
 
 
 def register(cli: click.Group) -> None:
@@ -50,7 +66,9 @@ def register(cli: click.Group) -> None:
         conn = open_read_db(db_path)
         now = datetime.now(UTC)
         daemon = presence.detect(path, now).to_json()
-        doc = status_report(conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon)
+        doc = status_report(
+            conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon, ship_to=_ship_to(dict(os.environ))
+        )
         # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
         doc["stalls"] = stall.read_mirror(path, now.timestamp())
         if as_json:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, resolve_db, store_connection, store_option
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    require_safe_files,
+    resolve_db,
+    store_connection,
+    store_option,
+)
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.store.connection import connect
 from ingestd.verify import run_checks
@@ -32,6 +40,7 @@ def register(cli: click.Group) -> None:
             path = resolve_db(db_path)
             if not path.exists():
                 raise ConfigError(f"no database at {path}: pass --db")
+            require_safe_files(path)  # opened to write: the trigger probe, and the WAL files SQLite makes
             checks = run_checks(connect(path))
             where = str(path)
         failed = [c for c in checks if not c.ok]

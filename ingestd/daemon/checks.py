@@ -35,12 +35,8 @@ def check_files(db_path: Path, backup_dir: Path | None) -> None:
     Raises:
         ConfigError: naming each unsafe file and the command that fixes it.
     """
-    found = filecheck.problems(filecheck.database_files(db_path))
     backups = backup_dir or default_backup_dir(Path(os.path.realpath(db_path)))
-    if backups.is_dir():
-        found += filecheck.problems([backups / n for n in sorted(os.listdir(backups)) if n.endswith(".db")])
-        found += filecheck.file_problems(backups)
-    filecheck.require_safe(found)
+    filecheck.require_safe(filecheck.store_problems(db_path, backups))
 
 
 def check_ship_to(url: str | None) -> None:

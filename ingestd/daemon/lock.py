@@ -12,7 +12,9 @@ The refusal names the holder's pid: from ``/proc/locks`` (the kernel's table, by
 inode, so it is right however the holder spelt the path), else from ``<db>.lock``, a pid file the
 holder writes beside the database's real path.
 
-The database file is created here when missing (0600, directory 0700), as ``connect`` would.
+The database file is created here when missing (0600, directory 0700), as ``connect`` would; a
+start that then fails (the port taken, an unsafe file) calls ``discard``, which removes what the
+lock created while it is still empty: a refused start leaves no database behind (README).
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ class DaemonLock:
     closing any descriptor of a file drops the process's POSIX locks on it (SQLite's included).
     """
 
-    def __init__(self, path: Path, fd: int, pid_file: Path) -> None:
+    def __init__(self, path: Path, fd: int, pid_file: Path, made: tuple[Path, ...] = ()) -> None:
         self.path = path
         self.pid_file = pid_file
         self._fd = fd
+        self._made = made  # the database file, then the directories above it, that acquire created
 
     def release(self) -> None:
         """Release the lock and close the descriptor (the files stay)."""
@@ -46,6 +49,44 @@ class DaemonLock:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = -1
+
+    def discard(self) -> None:
+        """Release the lock, removing what ``acquire`` created if it is still unused.
+
+        For a start that failed after the lock: the database file, its pid file and the directories
+        made for it are removed when the file is still empty with no ``-wal`` beside it, and no other
+        process holds the lock (it is re-taken to be sure when already released). Anything else
+        stays. Side effects: unlinks files, removes empty directories.
+        """
+        if not self._made:
+            self.release()
+            return
+        fd, self._fd = self._fd, -1
+        if fd < 0:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if fd >= 0:
+                    os.close(fd)
+                return
+        try:
+            if _unused(fd, self.path):
+                for f in (self.path, self.pid_file):
+                    with contextlib.suppress(OSError):
+                        os.unlink(f)
+                for d in self._made[1:]:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(d)
+        finally:
+            os.close(fd)
+            self._made = ()
+
+
+def _unused(fd: int, path: Path) -> bool:
+    """The file open at ``fd`` is still the one at ``path``, empty, and has no WAL beside it."""
+    wal = path.with_name(path.name + "-wal")
+    return _same_file(fd, path) and os.fstat(fd).st_size == 0 and not wal.exists()
 
 
 def lock_path(db_path: Path) -> Path:
@@ -101,27 +142,51 @@ def acquire(db_path: Path) -> DaemonLock:
             the file cannot be opened for writing.
     """
     real = Path(os.path.realpath(db_path))
+    missing = [d for d in (real.parent, *real.parent.parents) if not d.exists()]
     real.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(real, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as e:
-        raise DaemonError(f"cannot open the database {db_path} for writing: {e.strerror}", path=str(db_path)) from None
-    pid_file = lock_path(real)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = _holder(fd, pid_file)
-        os.close(fd)
-        raise DaemonError(
-            f"another ingestd serve (pid {holder}) is already running on {db_path} (the same database file, "
-            "whatever its path); stop it first or pass a different --db",
-            lock=str(real),
-            pid=holder,
-        ) from None
+    for _attempt in range(3):
+        fd, created = _open(real, db_path)
+        pid_file = lock_path(real)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd, pid_file)
+            os.close(fd)
+            raise DaemonError(
+                f"another ingestd serve (pid {holder}) is already running on {db_path} (the same database file, "
+                "whatever its path); stop it first or pass a different --db",
+                lock=str(real),
+                pid=holder,
+            ) from None
+        if _same_file(fd, real):
+            break
+        os.close(fd)  # a failed start removed the file between our open and our lock: open it again
+    else:
+        raise DaemonError(f"the database {db_path} keeps being replaced while it is locked", path=str(db_path))
     with contextlib.suppress(OSError):
         pfd = os.open(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(pfd, f"{os.getpid()}\n".encode())
         finally:
             os.close(pfd)
-    return DaemonLock(real, fd, pid_file)
+    return DaemonLock(real, fd, pid_file, (real, *missing) if created else ())
+
+
+def _open(real: Path, db_path: Path) -> tuple[int, bool]:
+    """Open (creating, 0600) the database file: its descriptor, and whether this call created it."""
+    try:
+        try:
+            return os.open(real, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), True
+        except FileExistsError:
+            return os.open(real, os.O_RDWR | os.O_CLOEXEC), False
+    except OSError as e:
+        raise DaemonError(f"cannot open the database {db_path} for writing: {e.strerror}", path=str(db_path)) from None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """``path`` still names the file open at ``fd``."""
+    try:
+        st, now = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)

@@ -46,6 +46,7 @@ from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
 from ingestd.report.window import API_NAMES, make_window, resolve_zone
+from ingestd.settings import number_text
 from ingestd.store.connection import connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
@@ -83,7 +84,7 @@ def _limit(q: Mapping[str, str]) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        n = int(raw)
+        n = int(number_text(raw))  # ASCII digits: int() also took "1_0" and other scripts' digits
     except ValueError:
         raise InputError(f"limit must be a whole number, not {raw!r}") from None
     if n < 1:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from ingestd import filecheck
 from ingestd.errors import ConfigError
+from ingestd.readcap import read_capped
 
+TOKEN_FILE_MAX_BYTES = 64 << 10  # a token is a line: a larger file is the wrong one
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -35,7 +37,9 @@ def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str
         # Checked like ssh checks a key: a token others can read (or replace) is no secret.
         filecheck.require_safe(filecheck.problems([file], secret=True))
         try:
-            value = file.read_text().strip()
+            value = read_capped(file, TOKEN_FILE_MAX_BYTES, "token file").decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise ConfigError(f"--token-file {file}: not UTF-8 text") from None
         except OSError as e:
             raise ConfigError(f"--token-file {file}: cannot read it ({e.strerror})") from None
         if not value:

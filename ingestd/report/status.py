@@ -125,11 +125,13 @@ def _as_of(daemon: dict[str, Any] | None, *stamps: str | None) -> str | None:
     return max(known, default=None)
 
 
-def _host(conn: apsw.Connection, logged: int) -> dict[str, Any]:
+def _host(conn: apsw.Connection, logged: int, ship_to: str | None) -> dict[str, Any]:
     """This machine's identity (created once, on the first write) and its team-mode shipping mark.
 
     ``logged``: the ``events_raw`` row count, the unshipped rows when nothing is shipped (the
     counting of ``id > mark`` walks the table's pages; the plain count reads an index).
+    ``team_mode``: a ``ship_to`` is set or something was ever shipped; otherwise shipping is not
+    set up and the unshipped count means nothing to the user (the view then says nothing of it).
     """
     ident = stored_identity(conn)
     mark = shipped_through(conn)
@@ -139,6 +141,7 @@ def _host(conn: apsw.Connection, logged: int) -> dict[str, Any]:
         "instance": ident.get("instance"),
         "shipped_through": mark,
         "unshipped_rows": behind,
+        "team_mode": bool(ship_to) or mark > 0,
     }
 
 
@@ -149,6 +152,7 @@ def status_report(
     db_path: Path | None = None,
     stat_files: bool = False,
     daemon: dict[str, Any] | None = None,
+    ship_to: str | None = None,
 ) -> dict[str, Any]:
     """Health of the database, of ingestion and of the daemon. Read-only.
 
@@ -158,7 +162,7 @@ def status_report(
         db_path: the database file, for its path and WAL size.
         stat_files: compare tail checkpoints with the files on disk (reads the filesystem).
         daemon: the daemon's presence (``ingestd.daemon.presence.Presence.to_json``), or None
-            when it was not looked for.
+            when it was not looked for. ``ship_to``: the setting (team mode's store), None when unset.
 
     Returns:
         ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",
@@ -187,7 +191,7 @@ def status_report(
             "as_of": _as_of(daemon, seen["last_commit_at"], seen["last_hook_at"], seen["last_ingest_at"]),
             "schema": _schema(conn),
             "database": _database(conn, db_path),
-            "host": _host(conn, rows.get("events_raw", 0)),
+            "host": _host(conn, rows.get("events_raw", 0), ship_to),
             "rows": rows,
             "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},

@@ -93,6 +93,17 @@ def render_status(console: Console, doc: dict[str, Any]) -> None:
 Row = tuple[str, str | Text]
 
 
+def _host_line(host: dict[str, Any]) -> str:
+    """The host id, and its shipping only in team mode (a ``ship_to`` set, or shipped before)."""
+    name = host.get("host_id") or "(not yet chosen)"
+    if not host.get("team_mode", True):
+        return name
+    return (
+        f"{name}; shipped through log id {host.get('shipped_through', 0)}, "
+        f"{plural(host.get('unshipped_rows', 0), 'row')} not shipped"
+    )
+
+
 def _store_rows(doc: dict[str, Any]) -> list[Row]:
     """The daemon, the schema, the database file, this host, sessions and agents."""
     stale = "" if doc.get("live", True) else f" (as of {doc.get('as_of') or 'never'}, daemon not running)"
@@ -106,11 +117,7 @@ def _store_rows(doc: dict[str, Any]) -> list[Row]:
         ("daemon", _daemon(doc.get("daemon"))),
         ("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none"),
         ("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})"),
-        (
-            "host",
-            f"{host.get('host_id') or '(not yet chosen)'}; shipped through log id {host.get('shipped_through', 0)}, "
-            f"{plural(host.get('unshipped_rows', 0), 'row')} not shipped",
-        ),
+        ("host", _host_line(host)),
         ("sessions", Text(f"{sess['active']} {active}; " + by_status) + Text(stale, style="yellow")),
         (
             "agents",

@@ -156,7 +156,7 @@ def test_ingest_json_in_a_real_process_prints_only_json_while_it_warns(tmp_path:
         f.write(
             _rec(SID, "user", "long", "2026-01-01T00:00:03.000Z", message={"role": "user", "content": "x" * 20_000})
         )
-    env = {**os.environ, "INGESTD_CONFIG": str(tmp_path / "none.toml"), "INGESTD_MAX_LINE_BYTES": "8192"}
+    env = {**os.environ, "INGESTD_CONFIG": os.environ["INGESTD_CONFIG"], "INGESTD_MAX_LINE_BYTES": "8192"}
     out = subprocess.run(
         [sys.executable, "-m", "ingestd", "ingest", "--db", str(tmp_path / "c.db"), "--projects", str(root), "--json"],
         capture_output=True,

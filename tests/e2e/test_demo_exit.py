@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def test_a_missing_corpus_is_a_usage_error(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_a_failing_ingest_fails_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = tmp_path / "no-config.toml"  # the path the autouse fixture points INGESTD_CONFIG at
+    config = Path(os.environ["INGESTD_CONFIG"])  # the file the autouse fixture points INGESTD_CONFIG at
     config.write_text('retention_days = "x"\n')
     assert demo.main([str(FIXTURES)]) == 1
     err = capsys.readouterr().err

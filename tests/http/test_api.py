@@ -96,6 +96,8 @@ async def test_health_and_status(client: Any) -> None:
         ("/api/cost?tz=Mars/Olympus", 400, "bad_parameter"),
         ("/api/cost?since=tomorrow", 400, "bad_parameter"),
         ("/api/sessions?limit=0", 400, "bad_parameter"),
+        ("/api/sessions?limit=1_0", 400, "bad_parameter"),  # int() took it as 10
+        ("/api/sessions?limit=%EF%BC%91", 400, "bad_parameter"),  # a fullwidth 1
         # past the calendar's end: a 400 naming the parameter, never a 500 (found by a fresh-eyes pass)
         ("/api/cost?since=0001-01-01&until=9999-12-31", 400, "bad_parameter"),
         ("/api/sessions?until=9999-12-31", 400, "bad_parameter"),

@@ -90,3 +90,33 @@ def test_status_counts_the_unshipped_log_rows(report_db: Path) -> None:
     conn.execute("INSERT INTO meta (key, value) VALUES ('shipped_through', (SELECT max(id) - 2 FROM events_raw))")
     conn.close()
     assert host()["unshipped_rows"] == 2
+
+
+def test_status_speaks_of_shipping_only_in_team_mode(report_db: Path) -> None:
+    # was: "host vm; shipped through log id 0, 8813 rows not shipped" with no ship_to and nothing shipped
+    import io
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from ingestd.report.status import status_report
+    from ingestd.report.statusview import render_status
+    from ingestd.store.connection import connect
+
+    def shown(ship_to: str | None) -> str:
+        doc = status_report(
+            connect(report_db, readonly=True), now=datetime(2025, 11, 4, 12, tzinfo=UTC), ship_to=ship_to
+        )
+        doc["stalls"] = []
+        out = io.StringIO()
+        render_status(Console(file=out, width=200), doc)
+        return out.getvalue()
+
+    assert "shipped" not in shown(None)
+    assert "shipped through log id 0, 3 rows not shipped" in shown("postgresql://central/db")
+    conn = connect(report_db)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('shipped_through', (SELECT max(id) - 2 FROM events_raw))")
+    conn.close()
+    assert "2 rows not shipped" in shown(None)  # shipped before: team mode, whatever the settings now
+    r = CliRunner().invoke(cli, ["status", "--db", str(report_db), "--no-stat"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "2 rows not shipped" in r.output, r.output

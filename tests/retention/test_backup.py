@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import threading
@@ -131,7 +132,7 @@ def test_restore_a_backup_and_verify_it(db_path: Path, tmp_path: Path) -> None:
 
 
 def test_backup_cli_human_output_and_settings_dir(db_path: Path, tmp_path: Path) -> None:
-    env = {"INGESTD_BACKUP_DIR": str(tmp_path / "from-env"), "INGESTD_CONFIG": str(tmp_path / "none.toml")}
+    env = {"INGESTD_BACKUP_DIR": str(tmp_path / "from-env"), "INGESTD_CONFIG": os.environ["INGESTD_CONFIG"]}
     res = CliRunner().invoke(cli, ["backup", "--db", str(db_path)], env=env)
     assert res.exit_code == 0, res.output
     assert "integrity ok" in res.stdout and "events_raw: 20 rows" in res.stdout

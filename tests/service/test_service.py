@@ -136,6 +136,8 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
     # by the service read another config file (or none) and listened elsewhere than `ingestd serve`
     # in that shell, and than `hooks install` (which reads the settings) sent the hooks to
     config = tmp_path / "conf 100%" / "ingestd.toml"
+    config.parent.mkdir(mode=0o700)
+    config.write_text("")  # named by INGESTD_CONFIG: it must exist
     env = {"HOME": str(tmp_path), "INGESTD_CONFIG": str(config), "INGESTD_PORT": "9100", "INGESTD_STORE": "x"}
     res = CliRunner().invoke(cli, ["service", "install", "--dry-run"], env=env, catch_exceptions=False)
     assert res.exit_code == 0, res.output
@@ -149,7 +151,7 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
     plist = plistlib.loads(res.stdout[res.stdout.index("<?xml") :].encode())
     assert plist["EnvironmentVariables"] == {
         "PYTHONUNBUFFERED": "1",
-        "INGESTD_CONFIG": f"{tmp_path}/.config/ingestd/config.toml",
+        "XDG_CONFIG_HOME": f"{tmp_path}/.config",  # the default file, optional: not named
         "INGESTD_PORT": "9100",
     }
     bad = CliRunner().invoke(

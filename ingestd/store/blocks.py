@@ -28,7 +28,7 @@ import collections
 import contextlib
 import weakref
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ingestd.core.records import NewLogRow
@@ -50,14 +50,16 @@ _CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, b
 _HAS_TABLE: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
-def plan(rows: Sequence[NewLogRow]) -> list[list[int]]:
+def plan(rows: Sequence[NewLogRow], among: Iterable[int] | None = None) -> list[list[int]]:
     """The blocks a batch's rows go into: for each block, the indices of its rows in ``rows``. Pure.
 
-    Only ``jsonl`` rows; one origin (and generation) per block, rows in batch order. An origin
-    whose rows in the batch add up to less than ``BLOCK_MIN_BYTES`` gets none.
+    Only ``jsonl`` rows (of those indexed by ``among``, default all); one origin (and generation)
+    per block, rows in batch order. An origin whose rows add up to less than ``BLOCK_MIN_BYTES``
+    gets none.
     """
     by_origin: dict[tuple[str, int], list[int]] = {}
-    for i, r in enumerate(rows):
+    for i in range(len(rows)) if among is None else among:
+        r = rows[i]
         if r.source == "jsonl":
             by_origin.setdefault((r.origin, r.origin_gen), []).append(i)
     out: list[list[int]] = []
@@ -160,6 +162,41 @@ def _cached(conn: Any, block_id: int, crc: int) -> bytes | None:
     return got[1]
 
 
+def _key_prefix(key: str) -> str:
+    """What a transcript line's key shares with its file's other lines (``j:<origin hash>:<gen>:``,
+    ``ingestd.core.keys.jsonl_key``); any other key is its own prefix."""
+    if key.startswith("j:"):
+        end = key.find(":", key.find(":", 2) + 1)
+        if end > 0:
+            return key[: end + 1]
+    return key
+
+
+_ANY_KEY = "SELECT 1 FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? LIMIT 1"
+_KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ?"
+
+
+def _new_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[int]:
+    """Indices of the batch's ``jsonl`` rows the insert will keep: not logged already (a file read
+    again from its start) and the first of their key in the batch, so that no block holds bytes
+    no row refers to. One range query on the key index per file of the batch. Read-only."""
+    groups: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    for i, r in enumerate(rows):
+        if r.source == "jsonl" and r.idempotency_key not in seen:
+            seen.add(r.idempotency_key)
+            groups.setdefault(_key_prefix(r.idempotency_key), []).append(i)
+    out: list[int] = []
+    for prefix, indices in groups.items():
+        # keys are ASCII: every key that starts with the prefix sorts below prefix + DEL
+        bounds = (prefix, prefix + "\x7f")
+        if conn.execute(_ANY_KEY, bounds).fetchall():
+            logged = {str(k) for (k,) in conn.execute(_KEYS, bounds)}
+            indices = [i for i in indices if rows[i].idempotency_key not in logged]
+        out.extend(indices)
+    return sorted(out)
+
+
 def write(conn: Any, rows: Sequence[NewLogRow], compress: Callable[[bytes], tuple[int, bytes]]) -> dict[int, bytes]:
     """Store the batch's blocks (``plan``) and return each blocked row's reference, by row index.
 
@@ -174,9 +211,9 @@ def write(conn: Any, rows: Sequence[NewLogRow], compress: Callable[[bytes], tupl
     Returns:
         dict row index -> stored payload (``ref``); rows not in it are stored per row.
     """
-    chunks = plan(rows)
-    if not chunks or not has_table(conn):
+    if not plan(rows) or not has_table(conn):
         return {}
+    chunks = plan(rows, _new_rows(conn, rows))
     out: dict[int, bytes] = {}
     for chunk in chunks:
         data = b"".join(rows[i].payload for i in chunk)

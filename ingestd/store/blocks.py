@@ -14,7 +14,8 @@ each of its rows stores a reference (``ref``): block id, offset and length in th
 and the CRC-32 of the whole block's bytes. Hooks, ``ingestd`` rows and small batches (a tail of
 a few lines) keep the per-row codecs of ``ingestd.store.payload``.
 
-Reading (``read``) decompresses a block once and keeps the last ``CACHE_BLOCKS`` per connection,
+Reading (``read``) decompresses a block once and keeps the last ``CACHE_BLOCKS`` per connection
+(at most ``CACHE_BYTES`` beyond the newest),
 so a sequential reader (replay, rebuild, verify, ship, titles) decodes each block once, not once
 per row. The CRC in the reference both proves the bytes and keys the cache: a block cached by a
 transaction that rolled back, whose id a later block took, is never served for it.
@@ -42,7 +43,10 @@ BLOCK_BYTES = 256 * 1024
 # An origin's lines in one batch below this stay per-row (a tail of a few lines, read back
 # soon and one by one by the daemon); a block's short tail below it joins the block before.
 BLOCK_MIN_BYTES = 32 * 1024
+# The read cache per connection: the last blocks used, at most this many and (beyond the newest)
+# this many bytes (a block of one huge line is as large as the line).
 CACHE_BLOCKS = 4
+CACHE_BYTES = 4 * 1024 * 1024
 
 # Per connection: block id -> (CRC-32, bytes), the most recently used last.
 _CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, bytes]]] = weakref.WeakKeyDictionary()
@@ -146,7 +150,7 @@ def _remember(conn: Any, block_id: int, crc: int, data: bytes) -> None:
         return  # a connection that takes no weak reference (sqlite3): nothing cached
     cache[block_id] = (crc, data)
     cache.move_to_end(block_id)
-    while len(cache) > CACHE_BLOCKS:
+    while len(cache) > CACHE_BLOCKS or (len(cache) > 1 and sum(len(d) for _, d in cache.values()) > CACHE_BYTES):
         cache.popitem(last=False)
 
 

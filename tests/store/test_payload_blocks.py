@@ -208,3 +208,14 @@ def test_verify_names_rows_whose_block_is_damaged_or_missing(conn: apsw.Connecti
     assert not got.ok and "does not hold" in got.details[0]
     with pytest.raises(StorageError, match="payload block 1"):
         payload.decode(fresh, blocks.BLOCK, blocks.ref(1, 0, 5, 0))
+
+
+def test_the_read_cache_is_bounded_in_blocks_and_bytes(conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(6):
+        blocks._remember(conn, i, 0, b"x" * 1000)
+    assert list(blocks._CACHE[conn]) == [2, 3, 4, 5]
+    monkeypatch.setattr(blocks, "CACHE_BYTES", 2500)
+    blocks._remember(conn, 6, 0, b"x" * 1000)
+    assert list(blocks._CACHE[conn]) == [5, 6]
+    blocks._remember(conn, 7, 0, b"x" * 9000)  # larger than the bound alone: kept, the only one
+    assert list(blocks._CACHE[conn]) == [7]

@@ -8,6 +8,8 @@ from pathlib import Path
 import apsw
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
@@ -219,3 +221,33 @@ def test_the_read_cache_is_bounded_in_blocks_and_bytes(conn: apsw.Connection, mo
     assert list(blocks._CACHE[conn]) == [5, 6]
     blocks._remember(conn, 7, 0, b"x" * 9000)  # larger than the bound alone: kept, the only one
     assert list(blocks._CACHE[conn]) == [7]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["p/a.jsonl", "p/b.jsonl", "hook"]), st.sampled_from([0, 1]), st.integers(0, 90_000)),
+        max_size=60,
+    )
+)
+def test_plan_puts_each_line_in_at_most_one_block_of_one_file_in_batch_order(
+    spec: list[tuple[str, int, int]],
+) -> None:
+    rows = [
+        NewLogRow(f"k{i}", "hook" if o == "hook" else "jsonl", "x", b"y" * n, T, None, o, g, i)
+        for i, (o, g, n) in enumerate(spec)
+    ]
+    got = blocks.plan(rows)
+    flat = [i for chunk in got for i in chunk]
+    assert len(flat) == len(set(flat))
+    for chunk in got:
+        assert chunk == sorted(chunk)
+        assert len({(rows[i].origin, rows[i].origin_gen) for i in chunk}) == 1
+        assert all(rows[i].source == "jsonl" for i in chunk)
+        size = sum(len(rows[i].payload) for i in chunk)
+        biggest = max(len(rows[i].payload) for i in chunk)
+        assert blocks.BLOCK_MIN_BYTES <= size < blocks.BLOCK_BYTES + blocks.BLOCK_MIN_BYTES + biggest
+    for key in {(r.origin, r.origin_gen) for r in rows if r.source == "jsonl"}:
+        mine = [i for i, r in enumerate(rows) if (r.origin, r.origin_gen) == key]
+        total = sum(len(rows[i].payload) for i in mine)
+        blocked = [i for i in flat if i in mine]
+        assert blocked == (mine if total >= blocks.BLOCK_MIN_BYTES else [])

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 import apsw
 
 from ingestd.errors import StorageError
-from ingestd.store import blocks, rollup
 from ingestd.store import migrate as mig
+from ingestd.store import payload_blocks as blocks
+from ingestd.store import rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK

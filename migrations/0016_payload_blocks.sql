@@ -6,8 +6,9 @@
 -- 256 KiB of lines (measured: 8.8x on the real corpus against 4.3x for lines compressed one by
 -- one). Each line's events_raw row keeps its own row, key and columns; its payload is then a small
 -- reference into one block (events_raw.codec -1: block id, offset and length in the block's bytes,
--- and the CRC-32 of those bytes), read back by ingestd.store.blocks. Hooks, small batches and every
--- row written before this migration keep their codec (0, 1 or a dictionary): nothing is rewritten.
+-- and the CRC-32 of the whole block's bytes), read back by ingestd.store.payload_blocks. Hooks,
+-- small batches and every row written before this migration keep their codec (0, 1 or a
+-- dictionary): nothing is rewritten.
 CREATE TABLE payload_blocks (
     id    INTEGER PRIMARY KEY,
     codec INTEGER NOT NULL CHECK (codec >= 1),  -- payload_codecs id the block's zstd frame was written with

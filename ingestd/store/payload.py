@@ -10,7 +10,7 @@ nothing else reads the stored value. ``events_raw.codec`` says how:
 - ``n >= 2``: a zstd frame written with the dictionary stored in ``payload_codecs`` row ``n`` (its
   id derived from its bytes: ``_dictionary_id``).
 - ``-1`` (``blocks.BLOCK``, migration 0016): a reference into a block of lines of one
-  transcript compressed together (``ingestd.store.blocks``), for the large batches of a
+  transcript compressed together (``ingestd.store.payload_blocks``), for the large batches of a
   backfill or a catch-up.
 
 Other rows are compressed one by one (any row is read alone), so a short JSON line on its own
@@ -41,7 +41,7 @@ import zstandard
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
-from ingestd.store import blocks
+from ingestd.store import payload_blocks as blocks
 
 log = get_logger("ingestd.store.payload")
 
@@ -133,7 +133,7 @@ class Codecs:
 
     def compress(self, data: bytes) -> tuple[int, bytes]:
         """``(codec, zstd frame)`` of ``data`` with the newest codec, whatever its size (a block of
-        lines, ``ingestd.store.blocks``). Requires a codec (``current != RAW``)."""
+        lines, ``ingestd.store.payload_blocks``). Requires a codec (``current != RAW``)."""
         return self.current, bytes(memoryview(self._compressor().compress(data)))
 
     def decode(self, codec: int, blob: bytes | str) -> bytes:
@@ -302,7 +302,7 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
     """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
 
     Inside the caller's write transaction: may train and store the dictionary (see the module
-    docstring) and stores the batch's blocks of lines (``ingestd.store.blocks.write``: those
+    docstring) and stores the batch's blocks of lines (``ingestd.store.payload_blocks.write``: those
     rows get a reference, codec ``blocks.BLOCK``). The idempotency key is the row's own,
     computed over the bytes as read.
     """

@@ -21,11 +21,11 @@ from ingestd.core.touch import Ctx
 from ingestd.http.hooks import hook_row
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.retention import prune as pr
-from ingestd.store.blocks import BLOCK, parse_ref
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.payload import PLAIN
 from ingestd.store.payload import decode as decode_payload
+from ingestd.store.payload_blocks import BLOCK, parse_ref
 from ingestd.store.writer import apply_batch
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

@@ -13,7 +13,8 @@ import zstandard
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
-from ingestd.store import blocks, payload
+from ingestd.store import payload
+from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch

@@ -1,5 +1,5 @@
 """Transcript lines compressed together in blocks, each row a reference, read back byte for byte
-(SPEC §3, §11, migration 0016, ``ingestd.store.blocks``)."""
+(SPEC §3, §11, migration 0016, ``ingestd.store.payload_blocks``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
-from ingestd.store import blocks, payload
+from ingestd.store import payload
+from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch

@@ -18,6 +18,7 @@ import apsw
 
 from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
+from ingestd.store import payload_blocks as blocks
 from ingestd.store import rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
@@ -25,12 +26,15 @@ from ingestd.store.pricing import MAX_USD_PER_MTOK
 
 MAX_DETAILS = 20
 # name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed
-# log rows need to be read (migration 0013), so it is append-only as the log.
+# log rows need to be read (migration 0013) and payload_blocks the blocks of lines blocked rows
+# refer to (0016), so both are append-only as the log.
 TRIGGERS = {
     "events_raw_no_update": ("events_raw", "UPDATE", "append-only"),
     "events_raw_no_delete": ("events_raw", "DELETE", "append-only"),
     "payload_codecs_no_update": ("payload_codecs", "UPDATE", "append-only"),
     "payload_codecs_no_delete": ("payload_codecs", "DELETE", "append-only"),
+    "payload_blocks_no_update": ("payload_blocks", "UPDATE", "append-only"),
+    "payload_blocks_no_delete": ("payload_blocks", "DELETE", "append-only"),
 }
 # Message ids anywhere in a payload: assistant records carry message.id, agent_progress
 # copies carry data.message.message.id (FORMATS.md §2). A byte scan finds both without parsing.
@@ -82,6 +86,19 @@ def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], w
     return f"{what} was NOT refused: the append-only trigger is missing or broken"
 
 
+def _block_probes(conn: apsw.Connection) -> list[tuple[str, tuple[object, ...], str]]:
+    """The UPDATE and DELETE to refuse on ``payload_blocks`` (migration 0016), on a probe block
+    inserted in the caller's transaction (rolled back); none when the table is absent."""
+    if not blocks.has_table(conn):
+        return []
+    conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (1, x'')")
+    bid = conn.last_insert_rowid()
+    return [
+        ("UPDATE payload_blocks SET data = data WHERE id = ?", (bid,), "UPDATE on payload_blocks"),
+        ("DELETE FROM payload_blocks WHERE id = ?", (bid,), "DELETE on payload_blocks"),
+    ]
+
+
 def check_append_only(conn: apsw.Connection) -> Check:
     """Both triggers exist and abort an UPDATE and a DELETE. Changes nothing (always rolled back)."""
     problems: list[str] = []
@@ -115,6 +132,7 @@ def check_append_only(conn: apsw.Connection) -> Check:
             ("DELETE FROM events_raw WHERE id = ?", (rid,), "DELETE on events_raw"),
             ("UPDATE payload_codecs SET dictionary = dictionary WHERE id = 1", (), "UPDATE on payload_codecs"),
             ("DELETE FROM payload_codecs WHERE id = 1", (), "DELETE on payload_codecs"),
+            *_block_probes(conn),
         ):
             problem = _expect_abort(conn, sql, params, what)
             if problem:
@@ -125,7 +143,7 @@ def check_append_only(conn: apsw.Connection) -> Check:
     return Check(
         "append_only",
         not problems,
-        problems or [f"UPDATE and DELETE refused on {probed} and on the payload codecs"],
+        problems or [f"UPDATE and DELETE refused on {probed}, on the payload codecs and blocks"],
     )
 
 

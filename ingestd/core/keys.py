@@ -10,6 +10,12 @@ def short_hash(data: bytes) -> str:
     return blake2b(data, digest_size=8).hexdigest()
 
 
+def origin_hash(origin: str) -> str:
+    """The hash of an origin that starts its rows' keys (``short_hash`` of its path as UTF-8, a
+    byte that is not UTF-8 kept as its surrogate escape)."""
+    return short_hash(origin.encode("utf-8", "surrogateescape"))
+
+
 def jsonl_key(origin_hash: str, gen: int, offset: int, line: bytes) -> str:
     """The idempotency key of one transcript line.
 
@@ -19,7 +25,7 @@ def jsonl_key(origin_hash: str, gen: int, offset: int, line: bytes) -> str:
     place add rows instead of colliding; ``gen`` separates re-reads after a reset.
 
     Args:
-        origin_hash: ``short_hash(origin.encode())`` (computed once per file).
+        origin_hash: ``origin_hash(origin)`` (computed once per file).
         gen: int, the origin's rewrite generation.
         offset: int, byte offset of the line.
         line: bytes, the line as read.
@@ -42,3 +48,32 @@ def stable_id(*parts: str) -> int:
     """A 63-bit positive int from blake2b of ``parts`` (NUL-joined): deterministic row ids."""
     h = blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(h, "big") >> 1
+
+
+def origin_key_ranges(origin_hash: str, gen: int | None = None) -> tuple[tuple[str, str], ...]:
+    """Half-open ranges ``[low, high)`` of idempotency keys that hold every key of an origin's rows.
+
+    The log has no index on ``origin`` (migration 0017): a file's rows are found through the
+    unique key index instead. They are its lines (``jsonl_key``: ``j:<hash>:<gen>:...``), its
+    ``file_reset`` rows (``reset_key``) and the quarantine markers of either (``q:<key>``,
+    ``ingestd.store.logrows.quarantine_marker``). A range may also hold rows of another origin
+    with the same hash: callers still compare ``origin``.
+
+    Args:
+        origin_hash: ``origin_hash(origin)``.
+        gen: only this rewrite generation; None for all.
+
+    Returns:
+        The ranges, ASCII strings (keys are ASCII, so ``prefix + DEL`` bounds a prefix).
+    """
+    if gen is None:
+        prefixes = (f"j:{origin_hash}:", f"r:{origin_hash}:", f"q:j:{origin_hash}:", f"q:r:{origin_hash}:")
+        return tuple((p, p + "\x7f") for p in prefixes)
+    lines = f"j:{origin_hash}:{gen}:"
+    reset = reset_key(origin_hash, gen)
+    return (
+        (lines, lines + "\x7f"),
+        (reset, reset + "\x00"),  # that key alone (generation 1 is not a prefix of 10's)
+        ("q:" + lines, "q:" + lines + "\x7f"),
+        ("q:" + reset, "q:" + reset + "\x00"),
+    )

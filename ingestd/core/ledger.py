@@ -52,6 +52,8 @@ PINS: tuple[Pin, ...] = (
     Pin(12, "price_dimensions_seed", "2b780a30954d02c39336ddfc5012c346b6223789e4bef83747ff2507ae012069"),
     Pin(13, "payload_codecs", "225f216c1adf5b8b263f6a05a524cf16523994207d16e912b87e42d0b207cf4f"),
     Pin(15, "rollup_deferred", "b51453a57647876be909937511b236b1577ee1219946f329436844cda290c3d9"),
+    Pin(16, "payload_blocks", "64dd12eb89be1e0e2e5a354355453ea3cfc99994c3f97c8024aa7db04de470df"),
+    Pin(17, "drop_origin_index", "22ac2c356349f44a8dd96453bffece1315f176fb449d297369a2b985b3ed44f4"),
 )
 
 # The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same

@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from ingestd.core.framing import MAX_LINE_BYTES
+from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
@@ -241,9 +242,22 @@ def _trusted(conn: apsw.Connection, origin: str, cp: tuple[Any, ...], known: set
         if known is not None:
             return sid in known
         return bool(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchall())
-    return bool(
-        conn.execute("SELECT 1 FROM events_raw WHERE origin = ? AND origin_gen = ? LIMIT 1", (origin, gen)).fetchall()
+    oh = origin_hash(origin)
+    return any(
+        conn.execute(_ANY_OF_ORIGIN_GEN, (low, high, origin, gen)).fetchall()
+        for low, high in origin_key_ranges(oh, gen)
     )
+
+
+# A file's rows through the key index (the log has no origin index: migration 0017).
+_ANY_OF_ORIGIN_GEN = (
+    "SELECT 1 FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ? AND origin_gen = ?"
+    " LIMIT 1"
+)
+_SESSIONS_OF_ORIGIN = (
+    "SELECT DISTINCT session_id FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ?"
+    " AND session_id IS NOT NULL"
+)
 
 
 def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher) -> None:
@@ -254,12 +268,8 @@ def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher)
     """
     sids: set[str] = set()
     for o in sorted(set(origins)):
-        sids.update(
-            str(r[0])
-            for r in conn.execute(
-                "SELECT DISTINCT session_id FROM events_raw WHERE origin = ? AND session_id IS NOT NULL", (o,)
-            )
-        )
+        for low, high in origin_key_ranges(origin_hash(o)):
+            sids.update(str(r[0]) for r in conn.execute(_SESSIONS_OF_ORIGIN, (low, high, o)))
     missing = sids - _session_ids(conn)
     if missing:
         n = reproject_sessions(conn, missing, ctx=b.ctx, cache=b.cache, watchdog_window_s=b.watchdog_window_s)

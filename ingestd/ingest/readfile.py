@@ -17,7 +17,7 @@ import orjson
 
 from ingestd.core.decode import decode_line
 from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
-from ingestd.core.keys import jsonl_key, reset_key, short_hash
+from ingestd.core.keys import jsonl_key, origin_hash, reset_key, short_hash
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
@@ -221,7 +221,7 @@ def read_file(
         OSError: the file cannot be opened or read (the caller skips it; its offset is kept).
     """
     origin = f.origin
-    oh = short_hash(origin.encode("utf-8", "surrogateescape"))
+    oh = origin_hash(origin)
     sid = path_info(origin).session_id
     gen, offset = _resume(b, f, cp, oh, sid, now)
     b.summary.files_read += 1

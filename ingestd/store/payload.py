@@ -1,7 +1,7 @@
 """Log payloads stored compressed and read back byte for byte (SPEC §3, §11; migration 0013).
 
-Every ``events_raw.payload`` goes in through ``Codecs.encode`` and comes out through
-``Codecs.decode``; nothing else reads the stored value. ``events_raw.codec`` says how:
+Every ``events_raw.payload`` goes in through ``encode_rows`` and comes out through ``decode``;
+nothing else reads the stored value. ``events_raw.codec`` says how:
 
 - ``0`` (``RAW``): the bytes as read. Every row written before migration 0013, and a row that
   compression would not make smaller.
@@ -9,8 +9,11 @@ Every ``events_raw.payload`` goes in through ``Codecs.encode`` and comes out thr
   enough lines to train one).
 - ``n >= 2``: a zstd frame written with the dictionary stored in ``payload_codecs`` row ``n`` (its
   id derived from its bytes: ``_dictionary_id``).
+- ``-1`` (``blocks.BLOCK``, migration 0016): a reference into a block of lines of one
+  transcript compressed together (``ingestd.store.payload_blocks``), for the large batches of a
+  backfill or a catch-up.
 
-Rows are compressed one by one (any row is read alone), so a short JSON line on its own
+Other rows are compressed one by one (any row is read alone), so a short JSON line on its own
 compresses poorly (measured on the corpus: 2.6x); a dictionary trained on the database's
 first lines holds what lines share (keys, envelopes, common text) and lifts that to about
 4x (BENCHMARKS.md, "Database size"). It is trained once, when the log (with the batch being
@@ -38,6 +41,7 @@ import zstandard
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
+from ingestd.store import payload_blocks as blocks
 
 log = get_logger("ingestd.store.payload")
 
@@ -127,6 +131,11 @@ class Codecs:
         # went from 268 to 329 MiB; with the copy, 25 MB of blobs cost 27 MB).
         return self.current, bytes(memoryview(blob))
 
+    def compress(self, data: bytes) -> tuple[int, bytes]:
+        """``(codec, zstd frame)`` of ``data`` with the newest codec, whatever its size (a block of
+        lines, ``ingestd.store.payload_blocks``). Requires a codec (``current != RAW``)."""
+        return self.current, bytes(memoryview(self._compressor().compress(data)))
+
     def decode(self, codec: int, blob: bytes | str) -> bytes:
         """The payload's bytes exactly as read, from its stored value.
 
@@ -211,11 +220,15 @@ def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
     """
     if codec == RAW and isinstance(blob, bytes):
         return blob
+    if codec == blocks.BLOCK:
+        return blocks.read(conn, blob, lambda c, frame: codecs_of(conn, need=c).decode(c, frame))
     return codecs_of(conn, need=codec).decode(codec, blob)
 
 
 def size_of(conn: Any, codec: int, blob: bytes | str) -> int:
     """Bytes of a stored payload as read, without decoding it (``Codecs.size_of``). Read-only."""
+    if codec == blocks.BLOCK:
+        return blocks.size_of(blob)
     return codecs_of(conn, need=codec).size_of(codec, blob)
 
 
@@ -248,7 +261,7 @@ def _samples(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs) -> list[bytes
         "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (TRAIN_ROWS,)
     )
     batch = (r.payload for r in rows if r.source != "ingestd")
-    for data in itertools.chain((codecs.decode(int(c), p) for c, p in stored), batch):
+    for data in itertools.chain((decode(conn, int(c), p) for c, p in stored), batch):
         if len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
             break
         out.append(data)
@@ -289,14 +302,21 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
     """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
 
     Inside the caller's write transaction: may train and store the dictionary (see the module
-    docstring). The idempotency key is the row's own, computed over the bytes as read.
+    docstring) and stores the batch's blocks of lines (``ingestd.store.payload_blocks.write``: those
+    rows get a reference, codec ``blocks.BLOCK``). The idempotency key is the row's own,
+    computed over the bytes as read.
     """
     codecs = _writer_codecs(conn)
     if codecs.current == PLAIN and rows:
         codecs = _train(conn, rows, codecs, max(r.received_at for r in rows))
+    refs = blocks.write(conn, rows, codecs.compress) if codecs.current != RAW else {}
     out: list[tuple[Any, ...]] = []
-    for r in rows:
+    for i, r in enumerate(rows):
         t = r.db_tuple()
+        got = refs.get(i)
+        if got is not None:
+            out.append((*t[:3], got, *t[4:], blocks.BLOCK))
+            continue
         codec, blob = codecs.encode(t[3])
         out.append((*t[:3], blob, *t[4:], codec))
     return out

@@ -9,7 +9,7 @@ names line 141, a record of ``998db3cd-…``). The join is done here, in both di
 result does not depend on which arrived first:
 
 - a summary row written by the projector looks its leaf up among the log rows of its own file
-  (``resolve_summaries``; the ``events_raw_origin`` index bounds it to that file);
+  (``resolve_summaries``; a range of the key index bounds it to that file: ``keys.origin_key_ranges``);
 - a log row appended later whose ``uuid`` is the leaf of a summary of the same file sets it
   (``resolve_leaves``).
 
@@ -30,6 +30,7 @@ import orjson
 
 from ingestd.core.blocks import ts_of
 from ingestd.core.decode import decode_line
+from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.rows import SummaryRow
@@ -53,6 +54,14 @@ _REFRESH = (
     " WHERE sessions.id = s.sid AND (sessions.title_source IS NULL OR sessions.title_source = 'summary')"
     " AND (sessions.title IS NOT s.summary OR sessions.title_source IS NOT"
     "   CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END)"
+)
+
+
+# A file's lines through the key index (the log has no origin index: migration 0017).
+_LINES_OF_FILE = (
+    "SELECT session_id, codec, payload, received_at FROM events_raw"
+    " WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ? AND source = 'jsonl'"
+    " AND (codec != 0 OR instr(payload, ?) > 0)"
 )
 
 
@@ -90,11 +99,8 @@ def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterabl
         best: tuple[str, str] | None = None
         needle = _needle(leaf)
         # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
-        for sid, codec, stored, received_at in log.execute(
-            "SELECT session_id, codec, payload, received_at FROM events_raw"
-            " WHERE origin = ? AND source = 'jsonl' AND (codec != 0 OR instr(payload, ?) > 0)",
-            (origin, needle),
-        ):
+        low, high = origin_key_ranges(origin_hash(origin))[0]  # the file's lines, every generation
+        for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (low, high, origin, needle)):
             data = decode_payload(log, codec, stored)
             if needle not in data:
                 continue

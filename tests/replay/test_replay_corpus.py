@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import zstandard
 from click.testing import CliRunner
 
 from ingestd.cli import cli
@@ -24,6 +25,7 @@ from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.payload import PLAIN
 from ingestd.store.payload import decode as decode_payload
+from ingestd.store.payload_blocks import BLOCK, parse_ref
 from ingestd.store.writer import apply_batch
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -158,9 +160,10 @@ def test_replay_after_acknowledged_token_usage_prune(live: Path) -> None:
 
 
 def test_every_stored_payload_reads_back_byte_for_byte(live: Path, projects: Path) -> None:
-    """SPEC §3 with compressed payloads (migration 0013): every row of the real corpus, decoded
-    through ``ingestd.store.payload.decode``, is the line at its offset in its file (hooks: the
-    body delivered), and its idempotency key is the one computed over those exact bytes."""
+    """SPEC §3 with compressed payloads (migrations 0013, 0016): every row of the real corpus,
+    decoded through ``ingestd.store.payload.decode``, is the line at its offset in its file (hooks:
+    the body delivered), and its idempotency key is the one computed over those exact bytes. Lines
+    of large batches are stored in blocks (codec -1), the rest one by one."""
     bodies = {line for f in (CORPUS / "hooks").rglob("*.jsonl") for line in f.read_bytes().splitlines()}
     files: dict[str, bytes] = {}
     conn = connect(live, readonly=True)
@@ -190,3 +193,14 @@ def test_every_stored_payload_reads_back_byte_for_byte(live: Path, projects: Pat
     assert stored < raw * 0.4, (stored, raw)
     codecs = {c for (c,) in connect(live, readonly=True).execute("SELECT DISTINCT codec FROM events_raw")}
     assert PLAIN in codecs and any(c >= 2 for c in codecs), codecs  # hooks before the dictionary, lines after
+    assert BLOCK in codecs, codecs  # the first pass's half files and the rest appended: large batches
+    conn = connect(live, readonly=True)
+    blocked, lines = conn.execute(
+        "SELECT count(*) FILTER (WHERE codec = ?), count(*) FILTER (WHERE source = 'jsonl') FROM events_raw", (BLOCK,)
+    ).fetchall()[0]
+    assert blocked > lines * 0.8, (blocked, lines)
+    # a block holds only lines some row refers to, each once
+    in_blocks = sum(zstandard.frame_content_size(d) for (d,) in conn.execute("SELECT data FROM payload_blocks"))
+    referred = sum(parse_ref(b)[2] for (b,) in conn.execute("SELECT payload FROM events_raw WHERE codec = ?", (BLOCK,)))
+    assert in_blocks == referred
+    conn.close()

@@ -14,6 +14,7 @@ import zstandard
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.store import payload
+from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
@@ -107,6 +108,7 @@ def test_rows_before_the_dictionary_are_plain_zstd_then_the_dictionary_is_traine
 ) -> None:
     monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 300)
     monkeypatch.setattr(payload, "TRAIN_ROWS", 400)
+    monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)  # the per-row codecs (blocks: test_payload_blocks)
     apply_batch(conn, _rows(200))
     assert {c for _, c, _ in _stored(conn)} == {payload.PLAIN}
     assert conn.execute("SELECT count(*) FROM payload_codecs").fetchall() == [(1,)]

@@ -138,6 +138,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("watchdog_interval_s", 30.0, "Seconds between the daemon's watchdog checks.", "float", 0.1),
     Setting("rescan_interval_s", 60.0, "Seconds between the daemon's safety-net rescans of the roots.", "float", 0.1),
+    Setting(
+        "hook_writer",
+        "process",
+        "Where `serve` commits hooks: `process` (a writer process, off the event loop's core) or `thread`.",
+        "str",
+        choices=("process", "thread"),
+    ),
     Setting("tail", True, "`serve` reads transcripts (false: receive hooks only; the flag is --no-tail).", "bool"),
     Setting(
         "log_level",

@@ -40,11 +40,13 @@ class Run:
     failed: int
 
 
-def _start(tree: Path, db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _start(tree: Path, db: Path, port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     argv = [str(tree / ".venv/bin/ingestd"), "serve", "--db", str(db), "--no-tail"]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     with open(log, "wb") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True, env={**os.environ, **env}
+        )
     deadline = time.monotonic() + 30
     while True:
         if proc.poll() is not None:
@@ -82,11 +84,11 @@ def _client_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def one_run(src: str, tree: Path, conc: int, requests: int, max_s: float) -> Run:
+def one_run(src: str, tree: Path, conc: int, requests: int, max_s: float, env: dict[str, str]) -> Run:
     """Start a daemon of ``tree`` on a fresh database, load it, stop it."""
     with tempfile.TemporaryDirectory(prefix="hookpair-") as d:
         port = free_port()
-        proc = _start(tree, Path(d) / "h.db", port, Path(d) / "serve.log")
+        proc = _start(tree, Path(d) / "h.db", port, Path(d) / "serve.log", env)
         try:
             time.sleep(1.0)  # start-up checks and the writer process settle
             d0, c0, w0 = _tree_cpu_s(proc.pid), _client_cpu_s(), time.perf_counter()
@@ -138,7 +140,9 @@ def _table(runs: list[Run], srcs: list[str], concs: list[int]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", action="append", required=True, help="NAME=DIR (a tree with .venv/bin/ingestd)")
+    ap.add_argument(
+        "--src", action="append", required=True, help="NAME=DIR[@VAR=VALUE,...] (a tree with .venv/bin/ingestd)"
+    )
     ap.add_argument("-c", "--concurrency", type=int, action="append", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", "--requests", type=int, default=3000)
@@ -150,7 +154,9 @@ def main() -> None:
         order = srcs if rnd % 2 == 0 else srcs[::-1]
         for c in args.concurrency:
             for name, tree in order:
-                r = one_run(name, Path(tree).resolve(), c, args.requests, args.max_s)
+                where, _, assigns = tree.partition("@")
+                env = dict(a.split("=", 1) for a in assigns.split(",") if a)
+                r = one_run(name, Path(where).resolve(), c, args.requests, args.max_s, env)
                 runs.append(r)
                 print(
                     f"round {rnd + 1} c={c} {name}: {r.rate:,.0f}/s p50={r.p50_ms:.2f} p99={r.p99_ms:.2f} "

@@ -145,6 +145,13 @@ SETTINGS: tuple[Setting, ...] = (
         "str",
         choices=("process", "thread"),
     ),
+    Setting(
+        "event_loop",
+        "uvloop",
+        "The event loop of `serve`: `uvloop` (libuv; about half the loop's CPU per request) or `asyncio`.",
+        "str",
+        choices=("uvloop", "asyncio"),
+    ),
     Setting("tail", True, "`serve` reads transcripts (false: receive hooks only; the flag is --no-tail).", "bool"),
     Setting(
         "log_level",

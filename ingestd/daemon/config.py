@@ -45,6 +45,7 @@ class ServeConfig:
         backup_dir: Path | None, where backups go (checked with the database's files; None: the default).
         settings: Settings, the resolved table, for the scheduled jobs and shipping.
         hook_writer: str, ``process`` (``ingestd.daemon.writerproc``) or ``thread`` (``Committer``).
+        event_loop: str, ``uvloop`` or ``asyncio`` (``ingestd.daemon.main.loop_factory``).
     """
 
     db_path: Path
@@ -66,6 +67,7 @@ class ServeConfig:
     backup_dir: Path | None = None
     settings: Settings = DEFAULTS
     hook_writer: str = DEFAULTS.get_str("hook_writer")
+    event_loop: str = DEFAULTS.get_str("event_loop")
 
     @classmethod
     def from_settings(
@@ -106,4 +108,5 @@ class ServeConfig:
             backup_dir=backup_dir_from(settings, db_path) if settings.get_opt_str("backup_dir") else None,
             settings=settings,
             hook_writer=settings.get_str("hook_writer").lower(),
+            event_loop=settings.get_str("event_loop").lower(),
         )

@@ -12,8 +12,9 @@ and a pickle. Parent to child: a list of items ``(ROWS, id, [row tuple, ...])``,
 or ``(STOP,)``; a row tuple is ``wire_row`` (no decoded ``obj``: this process parses the payload
 again, off the loop). Child to parent: ``(results, groups)`` where ``results`` is a list of
 ``(id, ok, value)`` (``value``: the rows inserted or ``fn``'s result when ``ok``, else
-``(error class name, message)``) and ``groups`` a list of ``(rows inserted, submissions)`` per
-committed transaction. The first frame the child sends is ``READY`` or ``(FAILED, message)``.
+``(error class name, message, whether it is a StorageError)``) and ``groups`` a list of
+``(rows inserted, submissions)`` per committed transaction. The first frame the child sends is
+``READY`` or ``(FAILED, message)``.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ def _receive(sock: socket.socket, reader: FrameReader, block: bool) -> list[Any]
             data = sock.recv(1 << 20)
         except (BlockingIOError, InterruptedError):
             return items
+        except ConnectionResetError:  # the daemon was killed: what was received is still committed
+            data = b""
         if not data:
             return None
         for f in reader.feed(data):
@@ -115,8 +118,8 @@ def _receive(sock: socket.socket, reader: FrameReader, block: bool) -> list[Any]
             sock.setblocking(False)
 
 
-def _error(e: BaseException) -> tuple[str, str]:
-    return (type(e).__name__, str(e) if isinstance(e, StorageError) else f"projection failed: {e!r}")
+def _error(e: BaseException) -> tuple[str, str, bool]:
+    return (type(e).__name__, str(e), isinstance(e, StorageError))
 
 
 Groups = list[tuple[int, int]]
@@ -137,7 +140,7 @@ def _commit(
                 results += res
                 groups += grp
             return results, groups
-        log.error("batch_failed", rows=len(batches[0][1]), error=_error(e)[1])
+        log.error("batch_failed", rows=len(batches[0][1]), error=str(e) if isinstance(e, StorageError) else repr(e))
         return [(batches[0][0], False, _error(e))], []
     return [(i, True, inserted) for i, _ in batches], [(inserted, len(batches))]
 
@@ -152,7 +155,9 @@ def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[li
     for it in items:
         if it[0] == CALL:
             try:
-                results.append((it[1], True, it[2](conn)))
+                value = it[2](conn)
+                pickle.dumps(value)  # a result that cannot travel is the caller's error, not this process's end
+                results.append((it[1], True, value))
             except Exception as e:
                 results.append((it[1], False, _error(e)))
     return results, groups

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import multiprocessing
+import pickle
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -243,8 +244,14 @@ class ProcCommitter:
         """Run ``fn(conn)`` in the writer process (``fn`` and its result are pickled).
 
         Raises:
-            StorageError: ``fn`` raised (its message), or as ``submit``.
+            TypeError: ``fn`` cannot be pickled (a lambda, a local function: use a module-level
+                function or a ``functools.partial`` of one).
+            StorageError: ``fn`` raised or its result cannot be pickled (the message), or as ``submit``.
         """
+        try:
+            pickle.dumps(fn)
+        except (pickle.PicklingError, AttributeError, TypeError) as e:
+            raise TypeError(f"the writer process cannot run {fn!r}: {e}") from e
         return await self._enqueue((child.CALL, next(self._ids), fn))
 
     def _flush(self) -> None:
@@ -264,9 +271,9 @@ class ProcCommitter:
                 if fut is not None and not fut.done():
                     fut.set_result(value)
                 continue
-            failure = value[1]
-            if fut is not None and not fut.done():
-                fut.set_exception(StorageError(value[1], cause=value[0]))
+            cause, failure, storage = value
+            if fut is not None and not fut.done():  # the words of the thread Committer
+                fut.set_exception(StorageError(failure if storage else f"projection failed: {failure}", cause=cause))
         for inserted, deliveries in groups:
             self.committed_rows += inserted
             self.committed_batches += 1

@@ -235,3 +235,19 @@ async def test_the_daemon_answers_503_while_its_writer_process_is_gone(aiohttp_c
     assert writer.pid not in (None, pid)
     assert (await client.post("/hooks", data=body)).status == 200
     assert (await client.get("/api/health")).status == 200
+
+
+async def test_a_call_that_cannot_travel_is_refused_and_the_process_lives_on(tmp_path: Path) -> None:
+    w = await _started(tmp_path / "w.db")
+    with pytest.raises(TypeError, match="cannot run"):
+        await w.call(lambda conn: 1)
+    with pytest.raises(StorageError, match="pickle"):
+        await w.call(_a_cursor)  # its result cannot come back
+    pid = w.pid
+    await w.submit([_hook(0)])
+    assert w.pid == pid and await w.call(_count_rows) == 1
+    await _stop(w)
+
+
+def _a_cursor(conn: apsw.Connection) -> Any:
+    return conn.execute("SELECT 1")

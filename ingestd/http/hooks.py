@@ -112,8 +112,11 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
         if clen is not None and clen > cfg.max_body_bytes:
             return _reject(request, *too_large)
         try:
-            async with asyncio.timeout(body_timeout_s):
+            if request.content.is_eof():  # the whole body came with the head: nothing to wait for
                 body = await request.read()
+            else:
+                async with asyncio.timeout(body_timeout_s):
+                    body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reject(request, *too_large)
         except TimeoutError:

@@ -116,8 +116,9 @@ def one_run(src: str, tree: Path, conc: int, requests: int, max_s: float, env: d
 
 def _table(runs: list[Run], srcs: list[str], concs: list[int]) -> str:
     lines = [
-        "| clients | tree | ev/s (median, runs) | p50 ms | p99 ms | daemon CPU | client CPU | failed | ev/s ratio |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| clients | tree | ev/s (median, runs) | p50 ms | p99 ms | daemon CPU | daemon CPU ms/event | client CPU "
+        "| failed | ev/s ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in concs:
         base = None
@@ -132,6 +133,7 @@ def _table(runs: list[Run], srcs: list[str], concs: list[int]) -> str:
                 f"| {c} | {s} | {rate:,.0f} ({each}) | {statistics.median(r.p50_ms for r in rs):.2f} | "
                 f"{statistics.median(r.p99_ms for r in rs):.2f} | "
                 f"{statistics.median(r.daemon_cpu for r in rs):.0%} | "
+                f"{statistics.median(r.daemon_cpu / r.rate * 1000 for r in rs if r.rate):.3f} | "
                 f"{statistics.median(r.client_cpu for r in rs):.0%} | {sum(r.failed for r in rs)} | "
                 f"{rate / base:.2f} |"
             )

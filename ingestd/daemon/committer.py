@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 
@@ -38,6 +38,24 @@ log = get_logger("ingestd.committer")
 # (``ingestd.store.writer.apply_batch``); returns the number of rows actually inserted
 # (duplicates skipped). On error nothing of the rows remains.
 ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
+
+
+class HookWriter(Protocol):
+    """What the daemon's parts need of a writer: ``Committer`` (a thread) or
+    ``ingestd.daemon.writerproc.ProcCommitter`` (a process)."""
+
+    committed_rows: int
+    committed_batches: int
+    committed_deliveries: int
+
+    async def submit(self, rows: Sequence[NewLogRow], timeout_s: float | None = None) -> int:
+        """Commit ``rows``; the number inserted (see ``Committer.submit``)."""
+
+    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+        """Run ``fn(conn)`` where the write connection lives."""
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Drain, commit, close."""
 
 
 class CommitterClosed(StorageError):

@@ -79,7 +79,17 @@ def run(cfg: ServeConfig, *, held: lock_mod.DaemonLock, sock: socket.socket, log
     # The writer thread shares the GIL with the loop: a short switch interval keeps a
     # commit from waiting up to 5 ms (the default) for the loop to yield.
     sys.setswitchinterval(0.001)
-    asyncio.run(serve(cfg, held=held, sock=sock))
+    with asyncio.Runner(loop_factory=loop_factory(cfg.event_loop)) as runner:
+        runner.run(serve(cfg, held=held, sock=sock))
+
+
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop the ``event_loop`` setting names (None: asyncio's own)."""
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
 
 
 async def serve(

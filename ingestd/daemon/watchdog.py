@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
-
-import apsw
 
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.watchdog import tick_cutoff, watchdog_row
-from ingestd.daemon.committer import Committer
+from ingestd.daemon.committer import HookWriter
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store.watchdog_pass import stale_count
@@ -32,7 +31,7 @@ log = get_logger("ingestd.watchdog")
 Clock = Callable[[], int]
 
 
-async def tick(writer: Committer, clock: Clock, window_s: float) -> int:
+async def tick(writer: HookWriter, clock: Clock, window_s: float) -> int:
     """One watchdog check; returns how many agents the logged row will move (0: none logged).
 
     Raises:
@@ -41,17 +40,15 @@ async def tick(writer: Committer, clock: Clock, window_s: float) -> int:
     now_ns = clock()
     cutoff = tick_cutoff(now_ns, window_s)
 
-    def stale(conn: apsw.Connection) -> int:
-        return stale_count(conn, cutoff)
-
-    n: int = await writer.call(stale)
+    # a partial of a module-level function: the writer may be a process (it is pickled)
+    n: int = await writer.call(functools.partial(stale_count, cutoff=cutoff))
     if n:
         await writer.submit([watchdog_row(now_ns, window_s)])
         log.info("watchdog_tick", stale_agents=n, as_of=from_epoch_ns(now_ns))
     return n
 
 
-async def run(writer: Committer, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event) -> None:
+async def run(writer: HookWriter, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event) -> None:
     """Tick every ``interval_s`` until ``stop`` is set; a failing tick is logged and retried next time."""
     while not stop.is_set():
         try:

@@ -23,12 +23,13 @@ from aiohttp import web
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon import checks, jobs, watchdog
 from ingestd.daemon import health as health_mod
-from ingestd.daemon.committer import ApplyFn, Committer
+from ingestd.daemon.committer import ApplyFn, Committer, HookWriter
 from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.health import Health
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.daemon.walcheckpoint import WalCheckpointer
+from ingestd.daemon.writerproc import ProcCommitter
 from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
 from ingestd.http.conns import ConnectionGuard
@@ -45,7 +46,7 @@ log = get_logger("ingestd.serve")
 HOOK_PATHS = ("/hooks", "/hook")
 
 CONFIG = web.AppKey("config", ServeConfig)
-WRITER = web.AppKey("writer", Committer)
+WRITER = web.AppKey("writer", HookWriter)
 TAILER = web.AppKey("tailer", Tailer)
 STOP = web.AppKey("stop", asyncio.Event)
 CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
@@ -132,11 +133,7 @@ def make_app(
     health = app[HEALTH] = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = app[CHECKPOINTER] = WalCheckpointer(lambda: connect(cfg.db_path))
-    writer = app[WRITER] = Committer(
-        lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
-        apply if apply is not None else apply_mod.make_store(),
-        health=health,
-    )
+    writer = app[WRITER] = _make_writer(cfg, apply, health, checkpointer)
     handler = make_handler(writer, cfg.hooks, Receipts())
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
@@ -149,13 +146,29 @@ def make_app(
     return app
 
 
+def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer) -> HookWriter:
+    """A writer process (``cfg.hook_writer == "process"``), else the thread; an injected ``apply``
+    (tests) runs on the thread, in this process."""
+    if apply is None and cfg.hook_writer == "process":
+        return ProcCommitter(cfg.db_path, health=health, log_level=cfg.settings.get_str("log_level"))
+    return Committer(
+        lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
+        apply if apply is not None else apply_mod.make_store(),
+        health=health,
+    )
+
+
 async def _writer_ctx(app: web.Application) -> AsyncIterator[None]:
     """The checkpointer and the writer thread, then the start-up checks; drained at the end."""
     cfg, writer, checkpointer = app[CONFIG], app[WRITER], app[CHECKPOINTER]
     loop = asyncio.get_running_loop()
     checkpointer.start()
     try:
-        writer.start(loop)
+        if isinstance(writer, ProcCommitter):
+            await writer.start(loop)
+        else:
+            assert isinstance(writer, Committer)
+            writer.start(loop)
     except BaseException:
         checkpointer.stop()
         raise

@@ -35,7 +35,7 @@ from aiohttp import web
 from ingestd.core import hookkeys
 from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
-from ingestd.daemon.committer import Committer, CommitterClosed, CommitterOverloaded
+from ingestd.daemon.committer import CommitterClosed, CommitterOverloaded, HookWriter
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
@@ -97,7 +97,7 @@ def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int)
     )
 
 
-def make_handler(writer: Committer, cfg: HookConfig, receipts: Receipts) -> Any:
+def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits."""
     timeout_s = cfg.hook_timeout_ms / 1000
     body_timeout_s = cfg.body_timeout_ms / 1000
@@ -112,8 +112,11 @@ def make_handler(writer: Committer, cfg: HookConfig, receipts: Receipts) -> Any:
         if clen is not None and clen > cfg.max_body_bytes:
             return _reject(request, *too_large)
         try:
-            async with asyncio.timeout(body_timeout_s):
+            if request.content.is_eof():  # the whole body came with the head: nothing to wait for
                 body = await request.read()
+            else:
+                async with asyncio.timeout(body_timeout_s):
+                    body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reject(request, *too_large)
         except TimeoutError:

@@ -103,16 +103,24 @@ async def test_sound_database_is_200_after_its_quick_check(make_client: MakeClie
     assert doc["status"] == "ok" and doc["schema_version"] == PINS[-1].id  # every migration applied
 
 
+def _query_only_on(conn: apsw.Connection) -> None:  # module-level: the writer may be a process
+    conn.execute("PRAGMA query_only=1")
+
+
+def _query_only_off(conn: apsw.Connection) -> None:
+    conn.execute("PRAGMA query_only=0")
+
+
 async def test_database_refusing_writes_is_503_until_a_write_succeeds(make_client: MakeClient, db: Path) -> None:
     client = await make_client()
     writer = client.server.app[WRITER]
-    await writer.call(lambda c: c.execute("PRAGMA query_only=1"))  # a real SQLITE_READONLY on the next write
+    await writer.call(_query_only_on)  # a real SQLITE_READONLY on the next write
     resp = await client.post("/hooks", data=HOOK)
     assert resp.status == 500
     doc = await health_is(client, 503, timeout_s=0.5)
     assert "writer failing for" in doc["error"]["message"]
     assert "the last write failed: attempt to write a readonly database" in doc["error"]["message"]
-    await writer.call(lambda c: c.execute("PRAGMA query_only=0"))
+    await writer.call(_query_only_off)
     assert (await client.post("/hooks", data=HOOK)).status == 200
     await health_is(client, 200, timeout_s=0.5)
     assert q(db, "SELECT count(*) FROM events_raw") == [(1,)]

@@ -1,0 +1,253 @@
+"""The hook writer as a process (``ProcCommitter``): same rows and projections as the thread, group
+commit, failure isolation, a dead process answered at once (503, health) and replaced, clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+
+from ingestd.core import hookkeys
+from ingestd.core.records import NewLogRow
+from ingestd.daemon import apply as apply_mod
+from ingestd.daemon.committer import ApplyFn, Committer, CommitterClosed
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.health import WRITER, Health
+from ingestd.daemon.writerchild import FrameReader, frame, from_wire, wire_row
+from ingestd.daemon.writerproc import ProcCommitter
+from ingestd.errors import StorageError
+from ingestd.http.app import WRITER as WRITER_KEY
+from ingestd.http.app import make_app
+from ingestd.http.hooks import hook_row
+from ingestd.replay.dump import canonical_rows
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+from tests.hookclient import JSON_HEADERS
+
+PROJECTIONS = ("sessions", "agents", "tool_calls", "events", "orchestration_edges", "quarantine")
+
+
+def _hook(n: int, event: str = "PreToolUse", session: str = "s-proc") -> NewLogRow:
+    body = orjson.dumps(
+        {"session_id": session, "hook_event_name": event, "tool_name": "Bash", "tool_use_id": f"toolu_{n}"}
+    )
+    parsed = hookkeys.parse_body(body)
+    assert not isinstance(parsed, hookkeys.Rejected)
+    key = hookkeys.idempotency_key(parsed, header_key=None, received_ns=n, instance="test", counter=n)
+    return hook_row(parsed, body, key, 1_780_000_000_000_000_000 + n * 1_000_000)
+
+
+def _count(db: Path) -> int:
+    conn = connect(db, readonly=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0])
+    finally:
+        conn.close()
+
+
+def _tables(db: Path) -> dict[str, list[Any]]:
+    conn = connect(db, readonly=True)
+    try:
+        out = {t: canonical_rows(conn, t) for t in PROJECTIONS}
+        out["events_raw"] = list(
+            conn.execute("SELECT idempotency_key, payload, received_at FROM events_raw ORDER BY id")
+        )
+        return out
+    finally:
+        conn.close()
+
+
+def refuse_stop_events() -> ApplyFn:
+    """An ``ApplyFn`` (built in the writer process) that refuses any batch holding a ``Stop``."""
+    store = apply_mod.make_store()
+
+    def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+        if any(r.event_type == "Stop" for r in rows):
+            raise StorageError("refused for the test")
+        return store(conn, rows)
+
+    return apply
+
+
+async def _started(db: Path, **kw: Any) -> ProcCommitter:
+    w = ProcCommitter(db, log_level="warning", **kw)
+    await w.start(asyncio.get_running_loop())
+    return w
+
+
+async def _stop(w: ProcCommitter) -> None:
+    await asyncio.get_running_loop().run_in_executor(None, w.stop)
+
+
+def test_wire_rows_round_trip_every_field() -> None:
+    row = NewLogRow(
+        "k",
+        "jsonl",
+        "user",
+        b"\xff{}",
+        "2026-01-01T00:00:00.000Z",
+        "s",
+        "a/b.jsonl",
+        2,
+        17,
+        obj={"x": 1},
+        recovered=True,
+        reason="why",
+    )
+    back = from_wire(wire_row(row))
+    assert back == row  # obj is not compared: the writer parses the payload again
+    assert (back.recovered, back.reason, back.origin_gen, back.origin_offset, back.obj) == (True, "why", 2, 17, None)
+    reader = FrameReader()
+    data = frame([1, "two"]) + frame({"three": 3})
+    assert reader.feed(data[:3]) == [] and reader.feed(data[3:]) == [[1, "two"], {"three": 3}]
+
+
+async def test_the_process_writes_what_the_thread_writes(tmp_path: Path) -> None:
+    rows = [_hook(i) for i in range(40)] + [_hook(i, "PostToolUse") for i in range(0, 40, 3)]
+    proc_db, thread_db = tmp_path / "p.db", tmp_path / "t.db"
+    w = await _started(proc_db)
+    await asyncio.gather(*(w.submit([r]) for r in rows))
+    await _stop(w)
+
+    def open_thread() -> apsw.Connection:
+        conn = connect(thread_db)
+        migrate(conn)
+        return conn
+
+    t = Committer(open_thread, apply_mod.make_store())
+    t.start(asyncio.get_running_loop())
+    await asyncio.gather(*(t.submit([r]) for r in rows))
+    t.stop()
+    assert w.committed_rows == len(rows) and w.committed_batches < len(rows)  # grouped
+    got, want = _tables(proc_db), _tables(thread_db)
+    assert got["tool_calls"] and got == want
+
+
+async def test_a_failing_delivery_does_not_sink_its_neighbours(tmp_path: Path) -> None:
+    health = Health()
+    w = await _started(tmp_path / "w.db", make_apply=refuse_stop_events, health=health)
+    results = await asyncio.gather(
+        *(w.submit([_hook(i, "Stop" if i == 5 else "PreToolUse")]) for i in range(12)), return_exceptions=True
+    )
+    assert [type(r).__name__ for r in results].count("StorageError") == 1
+    assert isinstance(results[5], StorageError) and "refused for the test" in str(results[5])
+    assert any("refused for the test" in p for p in health.problems())
+    await w.submit([_hook(99)])
+    assert health.problems() == []  # the next good write clears it
+    await _stop(w)
+    assert _count(tmp_path / "w.db") == 12
+
+
+async def test_a_killed_writer_process_is_503_then_replaced(tmp_path: Path) -> None:
+    health = Health()
+    db = tmp_path / "w.db"
+    w = await _started(db, health=health, restart_delay_s=0.2)
+    await w.submit([_hook(0)])
+    pid = w.pid
+    assert pid is not None and pid != os.getpid()
+    os.kill(pid, signal.SIGSTOP)  # hold it so a delivery is in flight when it dies
+    waiting = asyncio.create_task(w.submit([_hook(1)]))
+    await asyncio.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(CommitterClosed):
+        await asyncio.wait_for(waiting, 10)  # answered at once, never a hang
+    assert any("writer process exited" in p for p in health.problems())
+    with pytest.raises(CommitterClosed):
+        await w.submit([_hook(2)])  # no process yet: refused, not queued
+    for _ in range(200):
+        if w.pid is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert w.pid not in (None, pid) and w.restarts == 1
+    assert health.problems() == []
+    await w.submit([_hook(3)])
+    await _stop(w)
+    keys = {r[0] for r in _tables(db)["events_raw"]}
+    assert _hook(0).idempotency_key in keys and _hook(3).idempotency_key in keys
+
+
+async def test_stop_commits_what_was_sent_then_refuses(tmp_path: Path) -> None:
+    w = await _started(tmp_path / "w.db")
+    pending = [asyncio.create_task(w.submit([_hook(i)])) for i in range(30)]
+    await asyncio.sleep(0)  # sent in one frame
+    await _stop(w)
+    assert all(not isinstance(r, BaseException) for r in await asyncio.gather(*pending, return_exceptions=True))
+    assert _count(tmp_path / "w.db") == 30
+    with pytest.raises(CommitterClosed):
+        await w.submit([_hook(99)])
+
+
+async def test_a_call_runs_in_the_process_and_its_error_comes_back(tmp_path: Path) -> None:
+    w = await _started(tmp_path / "w.db")
+    await w.submit([_hook(0)])
+    assert await w.call(_count_rows) == 1
+    with pytest.raises(StorageError, match="no such table"):
+        await w.call(_bad_sql)
+    await _stop(w)
+
+
+def _count_rows(conn: apsw.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0])
+
+
+def _bad_sql(conn: apsw.Connection) -> None:
+    conn.execute("SELECT * FROM no_such_table")
+
+
+async def test_a_database_it_cannot_open_fails_the_start(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()  # a directory where the database should be
+    health = Health()
+    with pytest.raises(StorageError, match="could not open the database"):
+        await _started(tmp_path / "dir.db", health=health)
+    assert WRITER not in str(health.problems())  # start-up failures are raised, not reported
+
+
+async def test_the_daemon_answers_503_while_its_writer_process_is_gone(aiohttp_client: Any, tmp_path: Path) -> None:
+    cfg = ServeConfig(db_path=tmp_path / "d.db", tail=False, schedule=False, watchdog_interval_s=3600)
+    assert cfg.hook_writer == "process"  # the default
+    app = make_app(cfg)
+    client = await aiohttp_client(app, headers=JSON_HEADERS)
+    body = orjson.dumps({"hook_event_name": "Stop", "session_id": "s-gone"})
+    assert (await client.post("/hooks", data=body)).status == 200
+    writer = app[WRITER_KEY]
+    assert isinstance(writer, ProcCommitter) and writer.pid is not None
+    pid = writer.pid
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(200):  # until the loop has seen the end of the process
+        if writer.pid is None:
+            break
+        await asyncio.sleep(0.01)
+    resp = await client.post("/hooks", data=body)
+    assert resp.status == 503 and (await resp.json())["error"]["code"] == "unavailable"
+    health = await client.get("/api/health")
+    assert health.status == 503 and "writer process exited" in (await health.text())
+    for _ in range(400):
+        if writer.pid is not None:
+            break
+        await asyncio.sleep(0.025)
+    assert writer.pid not in (None, pid)
+    assert (await client.post("/hooks", data=body)).status == 200
+    assert (await client.get("/api/health")).status == 200
+
+
+async def test_a_call_that_cannot_travel_is_refused_and_the_process_lives_on(tmp_path: Path) -> None:
+    w = await _started(tmp_path / "w.db")
+    with pytest.raises(TypeError, match="cannot run"):
+        await w.call(lambda conn: 1)
+    with pytest.raises(StorageError, match="pickle"):
+        await w.call(_a_cursor)  # its result cannot come back
+    pid = w.pid
+    await w.submit([_hook(0)])
+    assert w.pid == pid and await w.call(_count_rows) == 1
+    await _stop(w)
+
+
+def _a_cursor(conn: apsw.Connection) -> Any:
+    return conn.execute("SELECT 1")

@@ -8,9 +8,9 @@ on this thread or on the pipeline's writer thread (``ingestd.ingest.pipeline``).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 import orjson
@@ -35,6 +35,18 @@ HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 
 Progress = Callable[[int], None]
+Batch = tuple[list[NewLogRow], list[Checkpoint]]
+
+
+class Sink(Protocol):
+    """Where a pipelined ``Batcher`` hands its batches: the writer thread (``WriterPipe``) or, in
+    the reader process, the pipe to the writing process (``ingestd.ingest.worker``)."""
+
+    def put(self, item: Batch) -> None: ...
+
+
+# one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
+Plan = tuple[str, Found, tuple[Any, ...] | None]
 
 
 @dataclass(slots=True)
@@ -160,7 +172,7 @@ class Batcher:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
+        self.pipe: Sink | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
@@ -175,7 +187,7 @@ class Batcher:
 
     def finish(self) -> None:
         """Wait for the writer thread (when pipelined) and re-raise its error."""
-        if self.pipe is not None:
+        if isinstance(self.pipe, WriterPipe):
             pipe, self.pipe = self.pipe, None
             pipe.close()
 
@@ -237,6 +249,29 @@ def read_file(
         else:
             b.framers.pop((root, origin), None)
     b.cps.append(_cp(root, f, sid, gen, framer.offset, now))
+
+
+def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress | None) -> None:
+    """Read the planned files into ``b`` in order, flushing whenever a batch is full and at the end.
+
+    The same on the calling thread and in the reader process (``ingestd.ingest.worker``), so the
+    batches, and with them the transactions and checkpoints, are the same either way.
+    """
+    summary, batch_rows = b.summary, b.batch_rows
+    for root_s, f, cp in plans:
+        try:
+            read_file(b, root_s, f, cp, now, progress)
+        except FileNotFoundError:
+            continue  # vanished between discovery and reading: its log rows are kept
+        except OSError as e:
+            # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines
+            # read so far are kept (keys make a re-read harmless), its checkpoint is not advanced.
+            summary.files_unreadable += 1
+            log.warning("file_unreadable", origin=f.origin, error=e.strerror or str(e))
+            continue
+        if len(b.rows) >= batch_rows:
+            b.flush()
+    b.flush()
 
 
 def _resume(b: Batcher, f: Found, cp: tuple[Any, ...] | None, oh: str, sid: str | None, now: str) -> tuple[int, int]:

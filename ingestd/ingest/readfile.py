@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import apsw
 import orjson
@@ -35,16 +35,6 @@ HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 
 Progress = Callable[[int], None]
-Batch = tuple[list[NewLogRow], list[Checkpoint]]
-
-
-class Sink(Protocol):
-    """Where a pipelined ``Batcher`` hands its batches: the writer thread (``WriterPipe``) or, in
-    the reader process, the pipe to the writing process (``ingestd.ingest.worker``)."""
-
-    def put(self, item: Batch) -> None: ...
-
-
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -172,7 +162,7 @@ class Batcher:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.pipe: Sink | None = None
+        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
@@ -187,7 +177,7 @@ class Batcher:
 
     def finish(self) -> None:
         """Wait for the writer thread (when pipelined) and re-raise its error."""
-        if isinstance(self.pipe, WriterPipe):
+        if self.pipe is not None:
             pipe, self.pipe = self.pipe, None
             pipe.close()
 

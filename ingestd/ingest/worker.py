@@ -36,7 +36,7 @@ from ingestd.core.oversized import OVERSIZED
 from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
 from ingestd.errors import IngestdError
-from ingestd.ingest.readfile import Batch, Batcher, Plan, Progress, Summary, read_plans
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, read_plans
 
 # fork: the worker starts at once with everything imported and the logging configured
 _CTX = multiprocessing.get_context("fork")
@@ -68,15 +68,29 @@ def _from_wire(t: Wire) -> NewLogRow:
     return NewLogRow(key, source, etype, payload, received_at, sid, origin, gen, offset, obj, recovered, reason)
 
 
-class _Sender:
-    """The worker's sink: each batch down the pipe (``("batch", rows, checkpoints)``)."""
+class _WireRows(list[Any]):
+    """The worker's batch: each row kept as ``_to_wire`` makes it as soon as it is read, so its
+    decoded object is freed at once (the worker never needs it again)."""
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+    def append(self, r: Any) -> None:
+        super().append(_to_wire(r))
 
-    def put(self, item: Batch) -> None:
-        rows, cps = item
-        self._conn.send(("batch", [_to_wire(r) for r in rows], cps))
+
+class _Reading(Batcher):
+    """The worker's ``Batcher``: ``flush`` sends the batch down the pipe instead of applying it
+    (``("batch", wire rows, checkpoints)``); it never touches a database."""
+
+    def __init__(self, conn: Connection, summary: Summary, batch_rows: int) -> None:
+        super().__init__(cast(Any, None), Ctx(), summary, batch_rows)
+        self.out = conn
+        self.rows = _WireRows()
+
+    def flush(self) -> None:
+        if not self.rows and not self.cps:
+            return
+        self.out.send(("batch", self.rows, self.cps))
+        self.rows = _WireRows()
+        self.cps = []
 
 
 def _work(conn: Connection, plans: Sequence[Plan], now: str, batch_rows: int, max_line_bytes: int) -> None:
@@ -89,9 +103,8 @@ def _work(conn: Connection, plans: Sequence[Plan], now: str, batch_rows: int, ma
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         summary = Summary()
-        b = Batcher(cast(Any, None), Ctx(), summary, batch_rows)  # never applies: its sink sends
+        b = _Reading(conn, summary, batch_rows)
         b.max_line_bytes = max_line_bytes
-        b.pipe = _Sender(conn)
         read_plans(b, plans, now, lambda n: conn.send(("progress", n)))
         conn.send(("done", {k: getattr(summary, k) for k in _COUNTS}))
     except (BrokenPipeError, ConnectionResetError):

@@ -92,7 +92,9 @@ def ingest_roots(
     b.should_stop = tail.should_stop
     plans, distrusted = _plan(b, conn, roots, paths, on_total)
     # the reader process is forked before this process starts its threads (the writer, the WAL's)
-    reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes) if reader_process and tailing is None else None
+    reader = None
+    if reader_process and tailing is None:
+        reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
     ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
     try:
         if reader is not None:
@@ -114,6 +116,13 @@ def ingest_roots(
         _totals(conn, summary)
     summary.elapsed_s = time.perf_counter() - t0
     return summary
+
+
+def _first_id(conn: apsw.Connection) -> int | None:
+    """The log id a reader process folds its first batch under: 1 when the log is empty (every
+    session starts from nothing, as the worker's states do), else None (it does not fold ahead).
+    The writer checks every batch's ids (``writer.Prefold``): a concurrent writer is caught there."""
+    return None if conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall() else 1
 
 
 def _batch_rows(b: Batcher) -> int:

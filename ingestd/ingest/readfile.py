@@ -28,6 +28,7 @@ from ingestd.ingest.scan import Found
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
+from ingestd.store.writer import Prefold
 
 log = get_logger("ingestd.ingest")
 
@@ -35,6 +36,8 @@ HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 
 Progress = Callable[[int], None]
+# a batch as applied: its log rows, its checkpoints, and its fold made ahead (or None)
+Batch = tuple[list[NewLogRow], list[Checkpoint], "Prefold | None"]
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -162,14 +165,17 @@ class Batcher:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
+        self.pipe: WriterPipe[Batch] | None = None
+        # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
+        self.prefold: Prefold | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch = (self.rows, self.cps)
+        batch = (self.rows, self.cps, self.prefold)
         self.rows = []
         self.cps = []
+        self.prefold = None
         if self.pipe is not None:
             self.pipe.put(batch)
         else:
@@ -181,8 +187,8 @@ class Batcher:
             pipe, self.pipe = self.pipe, None
             pipe.close()
 
-    def _apply(self, batch: tuple[list[NewLogRow], list[Checkpoint]]) -> None:
-        rows, cps = batch
+    def _apply(self, batch: Batch) -> None:
+        rows, cps, prefold = batch
         res = apply_isolating(
             self.conn,
             rows,
@@ -192,6 +198,7 @@ class Batcher:
             ctx=self.ctx,
             cache=self.cache,
             watchdog_window_s=self.watchdog_window_s,
+            prefold=prefold,
         )
         self.summary.rows_inserted += res.inserted
         self.summary.isolated += len(res.isolated)

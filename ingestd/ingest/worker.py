@@ -31,12 +31,18 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
+from ingestd.core import derive, projector
 from ingestd.core.decode import decode_line
 from ingestd.core.oversized import OVERSIZED
-from ingestd.core.records import NewLogRow
+from ingestd.core.records import LogRow, NewLogRow
+from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.errors import IngestdError
 from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, read_plans
+from ingestd.logs import get_logger
+from ingestd.store.writer import Prefold, PrefoldGate
+
+log = get_logger("ingestd.ingest")
 
 # fork: the worker starts at once with everything imported and the logging configured
 _CTX = multiprocessing.get_context("fork")
@@ -60,40 +66,77 @@ def _to_wire(r: NewLogRow) -> Wire:
     return (*r.db_tuple(), r.recovered, r.reason, obj)
 
 
-def _from_wire(t: Wire) -> NewLogRow:
-    """The row ``_to_wire`` sent, its object decoded again from the payload when it had one."""
+def _from_wire(t: Wire, decode: bool = True) -> NewLogRow:
+    """The row ``_to_wire`` sent, its object decoded again from the payload when it had one
+    (``decode``; else left None, to be decoded on demand: ``projector.decode_row``)."""
     key, source, etype, payload, received_at, sid, origin, gen, offset, recovered, reason, obj = t
     if obj is True:
-        obj = decode_line(payload).obj
+        obj = decode_line(payload).obj if decode else None
     return NewLogRow(key, source, etype, payload, received_at, sid, origin, gen, offset, obj, recovered, reason)
 
 
-class _WireRows(list[Any]):
-    """The worker's batch: each row kept as ``_to_wire`` makes it as soon as it is read, so its
-    decoded object is freed at once (the worker never needs it again)."""
+class _NeedsLog(Exception):
+    """The fold asked for the session's whole log (a refold): only the writer can read it."""
 
-    def append(self, r: Any) -> None:
-        super().append(_to_wire(r))
+
+def _no_history() -> list[LogRow]:
+    raise _NeedsLog
 
 
 class _Reading(Batcher):
-    """The worker's ``Batcher``: ``flush`` sends the batch down the pipe instead of applying it
-    (``("batch", wire rows, checkpoints)``); it never touches a database."""
+    """The worker's ``Batcher``: ``flush`` folds the batch ahead (``_prefold``) and sends it down
+    the pipe (``("batch", wire rows, checkpoints, (first id, changes) or None)``) instead of
+    applying it; it never touches a database."""
 
-    def __init__(self, conn: Connection, summary: Summary, batch_rows: int) -> None:
-        super().__init__(cast(Any, None), Ctx(), summary, batch_rows)
+    def __init__(self, conn: Connection, summary: Summary, batch_rows: int, ctx: Ctx, first_id: int | None) -> None:
+        super().__init__(cast(Any, None), ctx, summary, batch_rows)
         self.out = conn
-        self.rows = _WireRows()
+        self.next_id = first_id  # None: no fold ahead (the log was not empty, or a fold failed)
+        self.states: dict[str, SessionState] = {}
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        self.out.send(("batch", self.rows, self.cps))
-        self.rows = _WireRows()
+        pre = self._prefold(self.rows)
+        self.out.send(("batch", [_to_wire(r) for r in self.rows], self.cps, pre))
+        self.rows = []
         self.cps = []
 
+    def _prefold(self, rows: list[NewLogRow]) -> tuple[int, derive.Changes] | None:
+        """Fold ``rows`` as ``writer.apply_batch`` would once they are logged at the predicted ids
+        (every row inserted, in order, past the ids of the batches before). On any failure (a
+        refold, a projector error) folding ahead stops for the run: the writer folds from then on."""
+        if self.next_id is None:
+            return None
+        first = self.next_id
+        self.next_id += len(rows)
+        by_session: dict[str, list[LogRow]] = {}
+        for i, r in enumerate(rows):
+            if r.session_id is not None:
+                by_session.setdefault(r.session_id, []).append(r.logged(first + i))
+        changes = derive.Changes()
+        try:
+            for sid, logged in by_session.items():
+                state, ch = projector.fold(self.states.get(sid), sid, logged, self.ctx, _no_history)
+                self.states[sid] = state
+                changes.extend(ch)
+        except Exception as e:
+            log.info("prefold_stopped", reason="refold" if isinstance(e, _NeedsLog) else repr(e), first_id=first)
+            self.next_id = None
+            self.states.clear()
+            return None
+        return first, changes
 
-def _work(conn: Connection, plans: Sequence[Plan], now: str, batch_rows: int, max_line_bytes: int) -> None:
+
+def _work(
+    conn: Connection,
+    plans: Sequence[Plan],
+    now: str,
+    batch_rows: int,
+    max_line_bytes: int,
+    ctx: Ctx,
+    first_id: int | None,
+) -> None:
     """The worker process: read the plans, send batches, progress and finally the counts.
 
     Every exception is sent as ``("error", text)`` instead of printed; a broken pipe (the writing
@@ -103,7 +146,7 @@ def _work(conn: Connection, plans: Sequence[Plan], now: str, batch_rows: int, ma
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         summary = Summary()
-        b = _Reading(conn, summary, batch_rows)
+        b = _Reading(conn, summary, batch_rows, ctx, first_id)
         b.max_line_bytes = max_line_bytes
         read_plans(b, plans, now, lambda n: conn.send(("progress", n)))
         conn.send(("done", {k: getattr(summary, k) for k in _COUNTS}))
@@ -123,11 +166,13 @@ class ReaderProcess:
     the one it is sending (the pipe blocks it until this process takes it).
     """
 
-    def __init__(self, plans: Sequence[Plan], now: str, batch_rows: int, max_line_bytes: int) -> None:
+    def __init__(
+        self, plans: Sequence[Plan], now: str, batch_rows: int, max_line_bytes: int, ctx: Ctx, first_id: int | None
+    ) -> None:
         recv, send = _CTX.Pipe(duplex=False)
-        self._proc = _CTX.Process(
-            target=_work, args=(send, plans, now, batch_rows, max_line_bytes), name="ingestd-reader", daemon=True
-        )
+        args = (send, plans, now, batch_rows, max_line_bytes, ctx, first_id)
+        self._proc = _CTX.Process(target=_work, args=args, name="ingestd-reader", daemon=True)
+        self.gate = PrefoldGate()
         self._proc.start()
         send.close()  # the worker holds the only sending end: its exit ends our reads
         self._conn = recv
@@ -149,8 +194,12 @@ class ReaderProcess:
                 ) from None
             kind = msg[0]
             if kind == "batch":
-                b.rows = [_from_wire(t) for t in msg[1]]
+                pre = msg[3]
+                # folded ahead: the writer needs no objects unless it refuses the fold (then its
+                # projector decodes each payload itself, ``projector.decode_row``)
+                b.rows = [_from_wire(t, decode=pre is None) for t in msg[1]]
                 b.cps = msg[2]
+                b.prefold = Prefold(pre[0], pre[1], self.gate) if pre is not None else None
                 b.flush()
             elif kind == "progress":
                 if progress is not None:
@@ -158,6 +207,7 @@ class ReaderProcess:
             elif kind == "done":
                 for k, v in msg[1].items():
                     setattr(b.summary, k, getattr(b.summary, k) + v)
+                log.info("reader_process_done", prefolds_written=self.gate.accepted, prefold_refused=self.gate.refused)
                 return
             else:
                 raise ReaderFailed(f"the reader process failed: {msg[1]}")

@@ -109,6 +109,8 @@ def ingest_roots(
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
+    if reader is not None:
+        log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)

@@ -1,20 +1,28 @@
-"""Reading in a worker process while this one writes (issue 14: use both cores).
+"""Reading, and folding ahead, in a worker process while this one writes (issue 14: both cores).
 
 A pipelined ingest (``ingestd.ingest.pipeline``) runs its reading and its writing on two threads
 of one process, so their Python shares one GIL. ``ReaderProcess`` moves the reading (opening,
 framing, decoding, keying: ``readfile.read_plans``, unchanged) into a forked process; the batches
 come back over a pipe and are applied by this process's writer thread as before.
 
+Folding ahead: when the log was empty (a first backfill: every session starts from nothing), the
+worker also folds each batch as ``writer.apply_batch`` would once its rows are logged under the
+predicted ids (the ids past the earlier batches', in row order) and sends the projection rows
+(``writer.Prefold``). The writer checks, inside its transaction, that every row went in at exactly
+those ids; then it writes those rows instead of folding, else it folds itself and refuses every
+later prefold of the run (``PrefoldGate``: the worker's states assumed the refused ids). A
+concurrent writer (the daemon) moves the ids and is caught there. A fold the worker cannot make
+(a refold needs the session's log, a projector error) ends folding ahead for the run.
+
 What crosses the pipe: each batch's rows as plain tuples (the stored columns, with the payload
-bytes) and its checkpoints. The decoded objects do not (pickling them cost more than decoding
-again): this process decodes each payload again with ``decode_line``, the function that decoded
-it in the worker, so every row is the one the sequential path builds. An oversized line's
+bytes), its checkpoints and its prefold. The decoded objects do not (pickling them cost more than
+decoding again): with a prefold the writer needs none (its projector decodes on demand if it
+refuses the prefold, ``projector.decode_row``); without one this process decodes each payload
+again with ``decode_line``, the function that decoded it in the worker. An oversized line's
 salvaged object is small and crosses as it is.
 
 Determinism: the worker runs the sequential path's reading loop, so it flushes the same batches
 (same rows, checkpoints, order); this process applies them in that order on one writer thread.
-Nothing is predicted: log ids are still taken by the writer inside its transaction, so an ingest
-beside a running daemon is as correct as the threaded one.
 
 Failure: an exception in the worker reaches this process as one message and is raised here as
 ``ReaderFailed`` (no traceback from the worker); a worker that dies without a word (killed)
@@ -207,7 +215,6 @@ class ReaderProcess:
             elif kind == "done":
                 for k, v in msg[1].items():
                     setattr(b.summary, k, getattr(b.summary, k) + v)
-                log.info("reader_process_done", prefolds_written=self.gate.accepted, prefold_refused=self.gate.refused)
                 return
             else:
                 raise ReaderFailed(f"the reader process failed: {msg[1]}")

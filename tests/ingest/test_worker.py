@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ingestd.commands.ingest import reader_process
+from ingestd.core import projector
 from ingestd.core.framing import Framer, Line, Oversized
 from ingestd.core.records import NewLogRow, line_row, oversized_row
 from ingestd.core.touch import Ctx
@@ -19,7 +20,7 @@ from ingestd.errors import StorageError
 from ingestd.ingest import readfile, worker
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.worker import ReaderFailed, _from_wire, _to_wire
-from ingestd.store import isolate
+from ingestd.store import isolate, writer
 from tests.ingest.support import dump, new_db
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,3 +211,85 @@ def test_reader_process_setting() -> None:
     assert reader_process({"INGESTD_READER_PROCESS": "1"}) is True
     assert reader_process({"INGESTD_READER_PROCESS": "off"}) is False
     assert reader_process({}) is False
+
+
+def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The writer's verdict on each prefold it was given, in order."""
+    verdicts: list[bool] = []
+    real = writer._prefold_holds
+
+    def spy(*a: Any) -> bool:
+        ok = real(*a)
+        verdicts.append(ok)
+        return ok
+
+    monkeypatch.setattr(writer, "_prefold_holds", spy)
+    return verdicts
+
+
+def test_cold_ingest_writes_the_folds_made_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    verdicts = _spy_prefolds(monkeypatch)
+    _both(tmp_path, FIXTURES, batch_rows=7)
+    assert len(verdicts) >= 3 and all(verdicts)  # every batch (the fixtures make 4)
+
+
+def test_no_fold_ahead_over_a_log_that_is_not_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    verdicts = _spy_prefolds(monkeypatch)
+    conn = new_db(tmp_path / "x.db")
+    _ingest(conn, FIXTURES / "-home-u-legacy", batch_rows=7)
+    _ingest(conn, FIXTURES, batch_rows=7, reader_process=True)
+    assert verdicts == []  # the worker had no states for the sessions already logged
+
+
+OTHER = (
+    b'{"type":"user","sessionId":"11111111-1111-4111-8111-111111111111","uuid":"zz","timestamp":'
+    b'"2025-08-01T10:00:30.000Z","message":{"role":"user","content":"from the daemon"}}'
+)
+
+
+def _beside_a_writer(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[Any, ...]:
+    """Ingest while another connection appends a row of a session being read before batch 3."""
+    db = tmp_path / f"{name}.db"
+    conn = new_db(db)
+    other = new_db(db)
+    real = isolate.apply_isolating
+    calls: list[int] = []
+
+    def beside(c: Any, rows: Any, **k: Any) -> Any:
+        calls.append(len(rows))
+        if len(calls) == 3:
+            row = NewLogRow("j:daemon", "jsonl", "user", OTHER, NOW, "11111111-1111-4111-8111-111111111111", "d.jsonl")
+            real(other, [row], ctx=CTX)
+        return real(c, rows, **k)
+
+    monkeypatch.setattr(readfile, "apply_isolating", beside)
+    s = _ingest(conn, FIXTURES, batch_rows=7, **kw)
+    monkeypatch.setattr(readfile, "apply_isolating", real)
+    return _state(conn, s)
+
+
+def test_a_concurrent_writer_is_caught_by_the_id_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    verdicts = _spy_prefolds(monkeypatch)
+    proc = _beside_a_writer(tmp_path, "proc", monkeypatch, reader_process=True)
+    assert verdicts[:2] == [True, True] and not any(verdicts[2:])  # refused from the shifted batch on
+    seq = _beside_a_writer(tmp_path, "seq", monkeypatch)
+    assert proc == seq
+
+
+def test_a_record_the_projector_fails_on_is_isolated_as_sequentially(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verdicts = _spy_prefolds(monkeypatch)
+    real = projector._fold_row
+
+    def buggy(state: Any, row: Any, *a: Any) -> None:
+        if row.source == "jsonl" and row.origin.endswith("agent-a1111111.jsonl") and row.origin_offset == 0:
+            raise ValueError("projector bug")
+        real(state, row, *a)
+
+    monkeypatch.setattr(projector, "_fold_row", buggy)  # in the worker (forked) and the writer
+    _both(tmp_path, FIXTURES, batch_rows=7)
+    assert True in verdicts and False not in verdicts  # the worker stopped folding ahead: no refusal
+    seq = new_db(tmp_path / "again.db")
+    _ingest(seq, FIXTURES, batch_rows=7)
+    assert seq.execute("SELECT count(*) FROM quarantine").fetchall()[0][0] == 1

@@ -93,7 +93,7 @@ def ingest_roots(
     plans, distrusted = _plan(b, conn, roots, paths, on_total)
     # the reader process is forked before this process starts its threads (the writer, the WAL's)
     reader = None
-    if reader_process and tailing is None:
+    if reader_process and tailing is None and plans:
         reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
     ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
     try:

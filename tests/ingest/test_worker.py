@@ -3,6 +3,7 @@ sequential path; a failing or dying worker is a clear error, never a hang."""
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
 import shutil
@@ -293,3 +294,13 @@ def test_a_record_the_projector_fails_on_is_isolated_as_sequentially(
     seq = new_db(tmp_path / "again.db")
     _ingest(seq, FIXTURES, batch_rows=7)
     assert seq.execute("SELECT count(*) FROM quarantine").fetchall()[0][0] == 1
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes only")
+def test_the_pipe_is_widened(tmp_path: Path) -> None:
+    rp = worker.ReaderProcess([], NOW, 10, 4096, CTX, None)
+    try:
+        size = fcntl.fcntl(rp._conn.fileno(), fcntl.F_GETPIPE_SZ)
+        assert size == int(Path("/proc/sys/fs/pipe-max-size").read_text()) > 65536
+    finally:
+        rp.close()

@@ -60,24 +60,11 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
         conn.close()
 
 
-# INGESTD_READER_PROCESS=1: read in a worker process (``ingestd.ingest.worker``), =0: on a thread
-READER_PROCESS_ENV = "INGESTD_READER_PROCESS"
-READER_PROCESS_DEFAULT = False
-
-
-def reader_process(env: dict[str, str]) -> bool:
-    """Whether a cold ingest reads in a worker process (``READER_PROCESS_ENV``, else the default)."""
-    v = env.get(READER_PROCESS_ENV, "").strip().lower()
-    if v in ("1", "true", "yes", "on"):
-        return True
-    if v in ("0", "false", "no", "off"):
-        return False
-    return READER_PROCESS_DEFAULT
-
-
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
-    cap = settings.load({}, dict(os.environ)).get_int("max_line_bytes")
-    proc = reader_process(dict(os.environ))
+    conf = settings.load({}, dict(os.environ))
+    cap = conf.get_int("max_line_bytes")
+    # read (and fold ahead) in a worker process: the ``reader_process`` setting (INGESTD_READER_PROCESS)
+    proc = conf.get_bool("reader_process")
     if not show_progress:
         return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap, pipeline=True, reader_process=proc)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ingestd.commands.ingest import reader_process
+from ingestd import settings
 from ingestd.core import projector
 from ingestd.core.framing import Framer, Line, Oversized
 from ingestd.core.records import NewLogRow, line_row, oversized_row
@@ -209,9 +209,9 @@ def test_interrupt_in_the_writing_process_stops_the_worker(tmp_path: Path) -> No
 
 
 def test_reader_process_setting() -> None:
-    assert reader_process({"INGESTD_READER_PROCESS": "1"}) is True
-    assert reader_process({"INGESTD_READER_PROCESS": "off"}) is False
-    assert reader_process({}) is False
+    assert settings.load({}, {"INGESTD_READER_PROCESS": "1"}).get_bool("reader_process") is True
+    assert settings.load({}, {"INGESTD_READER_PROCESS": "false"}).get_bool("reader_process") is False
+    assert settings.load({}, {}).get_bool("reader_process") is False
 
 
 def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:

@@ -33,8 +33,10 @@ process group: this process stops it) and exits when this process goes away (its
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import multiprocessing
+import os
 import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -137,8 +139,18 @@ class _Reading(Batcher):
         return first, changes
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies (``PR_SET_PDEATHSIG``); a no-op
+    elsewhere, where the broken pipe still ends the worker at its next send."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+
+
 def _work(
     conn: Connection,
+    theirs: Connection,
+    parent: int,
     plans: Sequence[Plan],
     now: str,
     batch_rows: int,
@@ -149,10 +161,14 @@ def _work(
     """The worker process: read the plans, send batches, progress and finally the counts.
 
     Every exception is sent as ``("error", text)`` instead of printed; a broken pipe (the writing
-    process is gone) ends the worker quietly.
+    process is gone) ends the worker quietly, and so does SIGTERM when the writing process dies.
     """
+    theirs.close()  # the reading end is the writing process's alone: its exit must break the pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    if os.getppid() != parent:
+        return  # the writing process died before the request above took effect
     try:
         summary = Summary()
         b = _Reading(conn, summary, batch_rows, ctx, first_id)
@@ -196,7 +212,7 @@ class ReaderProcess:
     ) -> None:
         recv, send = _CTX.Pipe(duplex=False)
         _widen(send)
-        args = (send, plans, now, batch_rows, max_line_bytes, ctx, first_id)
+        args = (send, recv, os.getpid(), plans, now, batch_rows, max_line_bytes, ctx, first_id)
         self._proc = _CTX.Process(target=_work, args=args, name="ingestd-reader", daemon=True)
         self.gate = PrefoldGate()
         self._proc.start()

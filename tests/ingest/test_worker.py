@@ -7,6 +7,9 @@ import fcntl
 import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +307,45 @@ def test_the_pipe_is_widened(tmp_path: Path) -> None:
         assert size == int(Path("/proc/sys/fs/pipe-max-size").read_text()) > 65536
     finally:
         rp.close()
+
+
+_ORPHAN = """
+import os, sys
+from pathlib import Path
+from ingestd.core.touch import Ctx
+from ingestd.ingest.scan import discover
+from ingestd.ingest.worker import ReaderProcess
+root = Path(sys.argv[1])
+plans = [(str(root), f, None) for f in discover(root)]
+rp = ReaderProcess(plans, "2026-03-01T00:00:00.000Z", 50, 1 << 20, Ctx(), None)
+print(rp._proc.pid, flush=True)
+sys.stdin.readline()  # never reads the pipe; killed meanwhile
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
+def test_the_reader_dies_with_the_writing_process(tmp_path: Path) -> None:
+    # a file of several MiB: the reader fills the pipe and waits; then its parent is SIGKILLed
+    d = tmp_path / "root" / "-home-u-big"
+    d.mkdir(parents=True)
+    line = b'{"type":"user","sessionId":"s1","message":{"role":"user","content":"' + b"x" * 4000 + b'"}}\n'
+    (d / "s1.jsonl").write_bytes(line * 2000)
+    argv = [sys.executable, "-c", _ORPHAN, str(tmp_path / "root")]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as p:
+        assert p.stdout is not None
+        pid = int(p.stdout.readline())
+        time.sleep(0.5)
+        assert not _gone(pid)  # blocked on the full pipe
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)

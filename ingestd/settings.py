@@ -92,6 +92,13 @@ SETTINGS: tuple[Setting, ...] = (
         "length, hash, first 4 KiB, last 64 KiB), never held in memory whole.",
         "int",
     ),
+    Setting(
+        "reader_process",
+        False,
+        "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes "
+        "(issue 14; off until it measures faster: BENCHMARKS.md).",
+        "bool",
+    ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),
     Setting("schedule_prune_interval_s", 86400, "Seconds between scheduled prunes.", "int"),
     Setting("schedule_backup_interval_s", 86400, "Seconds between scheduled backups.", "int"),

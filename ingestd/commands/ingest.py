@@ -61,9 +61,12 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 
 
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
-    cap = settings.load({}, dict(os.environ)).get_int("max_line_bytes")
+    conf = settings.load({}, dict(os.environ))
+    cap = conf.get_int("max_line_bytes")
+    # read (and fold ahead) in a worker process: the ``reader_process`` setting (INGESTD_READER_PROCESS)
+    proc = conf.get_bool("reader_process")
     if not show_progress:
-        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap, pipeline=True)
+        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap, pipeline=True, reader_process=proc)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
@@ -79,6 +82,7 @@ def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_p
             progress=lambda n: bar.advance(task, n),
             max_line_bytes=cap,
             pipeline=True,
+            reader_process=proc,
         )
 
 

@@ -24,9 +24,10 @@ from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.ingest.readfile import Batcher, Progress, Summary, Tailing, read_file
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, Tailing, read_plans
 from ingestd.ingest.rebuild import reproject_sessions
-from ingestd.ingest.scan import Found, discover, found_at, text_name
+from ingestd.ingest.scan import discover, found_at, text_name
+from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
 from ingestd.store.isolate import Backoff
@@ -56,6 +57,7 @@ def ingest_roots(
     max_line_bytes: int = MAX_LINE_BYTES,
     pipeline: bool = False,
     tailing: Tailing | None = None,
+    reader_process: bool = False,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
@@ -75,6 +77,9 @@ def ingest_roots(
             the same rows, transactions and order), in batches of ``PIPELINE_BATCH_ROWS``.
         tailing: the tailer's state kept across calls (``Tailing``); None: a one-shot ingest, which
             retries a transient refusal briefly (``CLI_BACKOFF``) and fills the summary's totals.
+        reader_process: a one-shot ingest (``tailing`` None) reads, frames, decodes and keys the
+            lines in a worker process (``ingestd.ingest.worker``) while this one writes, pipelined
+            (same batches, rows, transactions and order); ignored for the tailer.
 
     Returns ``Summary``; raises ``OSError`` (a root cannot be listed) or ``StorageError`` (refused).
     """
@@ -85,15 +90,27 @@ def ingest_roots(
     b.max_line_bytes = max_line_bytes
     b.framers = tail.framers if tailing is not None else None
     b.should_stop = tail.should_stop
-    ckpt = _pipelined(b, conn) if pipeline else None
+    plans, distrusted = _plan(b, conn, roots, paths, on_total)
+    # the reader process is forked before this process starts its threads (the writer, the WAL's)
+    reader = None
+    if reader_process and tailing is None and plans:
+        reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
+    ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
     try:
-        distrusted = _ingest_plans(b, conn, roots, paths, now, on_total, progress)
+        if reader is not None:
+            reader.feed(b, progress)
+        else:
+            read_plans(b, plans, now, progress)
     finally:
+        if reader is not None:
+            reader.close()
         b.finish()
         if ckpt is not None:
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
+    if reader is not None:
+        log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)
@@ -103,11 +120,22 @@ def ingest_roots(
     return summary
 
 
+def _first_id(conn: apsw.Connection) -> int | None:
+    """The log id a reader process folds its first batch under: 1 when the log is empty (every
+    session starts from nothing, as the worker's states do), else None (it does not fold ahead).
+    The writer checks every batch's ids (``writer.Prefold``): a concurrent writer is caught there."""
+    return None if conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall() else 1
+
+
+def _batch_rows(b: Batcher) -> int:
+    """The batch size of a pipelined ingest: ``PIPELINE_BATCH_ROWS`` unless the caller chose one."""
+    return PIPELINE_BATCH_ROWS if b.batch_rows == BATCH_ROWS else b.batch_rows
+
+
 def _pipelined(b: Batcher, conn: apsw.Connection) -> WalCheckpointer | None:
     """Make ``b`` hand its batches to one writer thread (``PIPELINE_BATCH_ROWS`` unless the caller
     chose a batch size) and start the WAL checkpointer thread; returns it, to be stopped."""
-    if b.batch_rows == BATCH_ROWS:
-        b.batch_rows = PIPELINE_BATCH_ROWS
+    b.batch_rows = _batch_rows(b)
     b.pipe = WriterPipe(b._apply)
     return _checkpointer(conn)
 
@@ -138,21 +166,17 @@ def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
     return ckpt
 
 
-def _ingest_plans(
+def _plan(
     b: Batcher,
     conn: apsw.Connection,
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
-    now: str,
     on_total: Callable[[int], None] | None,
-    progress: Progress | None,
-) -> list[str]:
-    """Plan the files to read (fingerprints, checkpoints), read them into ``b``, flush the last batch.
-
-    Returns the origins whose unchanged checkpoint was distrusted (re-read from byte 0).
-    """
-    summary, batch_rows = b.summary, b.batch_rows
-    plans: list[tuple[str, Found, tuple[Any, ...] | None]] = []
+) -> tuple[list[Plan], list[str]]:
+    """Plan the files to read (fingerprints, checkpoints): the plans in reading order, and the
+    origins whose unchanged checkpoint was distrusted (re-read from byte 0)."""
+    summary = b.summary
+    plans: list[Plan] = []
     distrusted: list[str] = []
     total = 0
     # every session id, once per call (the tailer's few paths look theirs up by key instead)
@@ -182,21 +206,7 @@ def _ingest_plans(
             total += max(0, f.size - (int(cp[1]) if cp is not None else 0))
     if on_total is not None:
         on_total(total)
-    for root_s, f, cp in plans:
-        try:
-            read_file(b, root_s, f, cp, now, progress)
-        except FileNotFoundError:
-            continue  # vanished between discovery and reading: its log rows are kept
-        except OSError as e:
-            # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines
-            # read so far are kept (keys make a re-read harmless), its checkpoint is not advanced.
-            summary.files_unreadable += 1
-            log.warning("file_unreadable", origin=f.origin, error=e.strerror or str(e))
-            continue
-        if len(b.rows) >= batch_rows:
-            b.flush()
-    b.flush()
-    return distrusted
+    return plans, distrusted
 
 
 _CHECKPOINT_COLUMNS = (

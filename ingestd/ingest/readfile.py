@@ -8,7 +8,7 @@ on this thread or on the pipeline's writer thread (``ingestd.ingest.pipeline``).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from ingestd.ingest.scan import Found
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
+from ingestd.store.writer import Prefold
 
 log = get_logger("ingestd.ingest")
 
@@ -35,6 +36,10 @@ HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 
 Progress = Callable[[int], None]
+# a batch as applied: its log rows, its checkpoints, and its fold made ahead (or None)
+Batch = tuple[list[NewLogRow], list[Checkpoint], "Prefold | None"]
+# one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
+Plan = tuple[str, Found, tuple[Any, ...] | None]
 
 
 @dataclass(slots=True)
@@ -160,14 +165,17 @@ class Batcher:
         self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
         self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.pipe: WriterPipe[tuple[list[NewLogRow], list[Checkpoint]]] | None = None
+        self.pipe: WriterPipe[Batch] | None = None
+        # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
+        self.prefold: Prefold | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch = (self.rows, self.cps)
+        batch = (self.rows, self.cps, self.prefold)
         self.rows = []
         self.cps = []
+        self.prefold = None
         if self.pipe is not None:
             self.pipe.put(batch)
         else:
@@ -179,8 +187,8 @@ class Batcher:
             pipe, self.pipe = self.pipe, None
             pipe.close()
 
-    def _apply(self, batch: tuple[list[NewLogRow], list[Checkpoint]]) -> None:
-        rows, cps = batch
+    def _apply(self, batch: Batch) -> None:
+        rows, cps, prefold = batch
         res = apply_isolating(
             self.conn,
             rows,
@@ -190,6 +198,7 @@ class Batcher:
             ctx=self.ctx,
             cache=self.cache,
             watchdog_window_s=self.watchdog_window_s,
+            prefold=prefold,
         )
         self.summary.rows_inserted += res.inserted
         self.summary.isolated += len(res.isolated)
@@ -237,6 +246,29 @@ def read_file(
         else:
             b.framers.pop((root, origin), None)
     b.cps.append(_cp(root, f, sid, gen, framer.offset, now))
+
+
+def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress | None) -> None:
+    """Read the planned files into ``b`` in order, flushing whenever a batch is full and at the end.
+
+    The same on the calling thread and in the reader process (``ingestd.ingest.worker``), so the
+    batches, and with them the transactions and checkpoints, are the same either way.
+    """
+    summary, batch_rows = b.summary, b.batch_rows
+    for root_s, f, cp in plans:
+        try:
+            read_file(b, root_s, f, cp, now, progress)
+        except FileNotFoundError:
+            continue  # vanished between discovery and reading: its log rows are kept
+        except OSError as e:
+            # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines
+            # read so far are kept (keys make a re-read harmless), its checkpoint is not advanced.
+            summary.files_unreadable += 1
+            log.warning("file_unreadable", origin=f.origin, error=e.strerror or str(e))
+            continue
+        if len(b.rows) >= batch_rows:
+            b.flush()
+    b.flush()
 
 
 def _resume(b: Batcher, f: Found, cp: tuple[Any, ...] | None, oh: str, sid: str | None, now: str) -> tuple[int, int]:

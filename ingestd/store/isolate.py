@@ -31,7 +31,7 @@ from ingestd.logs import get_logger
 from ingestd.store import stall
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import quarantine_marker
-from ingestd.store.writer import BatchResult, apply_batch
+from ingestd.store.writer import BatchResult, Prefold, apply_batch
 
 log = get_logger("ingestd.store.isolate")
 
@@ -118,11 +118,14 @@ def apply_isolating(
     ctx: Ctx | None = None,
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
+    prefold: Prefold | None = None,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
     Args:
         conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
+        prefold: as ``apply_batch``, for the whole batch only: once it is split, its parts are
+            folded by ``apply_batch`` (and the run's later prefolds refused: ``PrefoldGate``).
         component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
 
@@ -133,7 +136,7 @@ def apply_isolating(
         StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
             any row (the checkpoints or the transaction itself).
     """
-    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s)
+    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, prefold)
     iso.go(list(rows), list(checkpoints))
     return iso.total
 
@@ -148,6 +151,7 @@ class _Isolator:
     ctx: Ctx | None
     cache: FoldCache | None
     watchdog_window_s: int
+    prefold: Prefold | None = None  # for the whole batch, until it is split
     total: BatchResult = field(default_factory=BatchResult)
 
     def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
@@ -162,6 +166,7 @@ class _Isolator:
                 cache=self.cache,
                 watchdog_window_s=self.watchdog_window_s,
                 isolated=isolated,
+                prefold=self.prefold,
             ),
             self.policy,
         )
@@ -177,6 +182,9 @@ class _Isolator:
             if not about_rows(e) or not part:
                 raise
             err = e
+        if self.prefold is not None:
+            self.prefold.gate.refused = True
+            self.prefold = None
         if len(part) > 1:
             mid = len(part) // 2
             self.go(part[:mid], [])

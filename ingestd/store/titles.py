@@ -137,8 +137,9 @@ def resolve_leaves(conn: apsw.Connection, rows: Sequence[LogRow]) -> set[str]:
     out: set[str] = set()
     if not pending:
         return out
+    held = {o for o, _ in pending}  # only rows of a file holding a summary can be its leaf
     for r in rows:
-        if r.source != "jsonl" or r.session_id is None:
+        if r.source != "jsonl" or r.session_id is None or r.origin not in held:
             continue
         obj = decode_row(r)
         uuid = obj.get("uuid") if obj is not None else None

@@ -63,6 +63,48 @@ def fold_into(
 
 
 @dataclass(slots=True)
+class PrefoldGate:
+    """Shared by the prefolds of one run: once one is refused, every later one is too (the fold
+    states they were made from assumed the refused batch's ids)."""
+
+    refused: bool = False
+    accepted: int = 0  # prefolds written (tests and the log count them)
+
+
+@dataclass(slots=True)
+class Prefold:
+    """A batch folded ahead, outside the write transaction, under predicted log ids.
+
+    Attributes:
+        first_id: int, the id predicted for the batch's first row (the others follow in order).
+        changes: the projection rows of folding the batch's rows, by session in order of first
+            appearance, onto states that had seen exactly the rows of the earlier prefolds.
+        gate: the run's ``PrefoldGate``.
+    """
+
+    first_id: int
+    changes: derive.Changes
+    gate: PrefoldGate
+
+
+def _prefold_holds(
+    pre: Prefold, new_rows: Sequence[NewLogRow], isolated: Mapping[str, str] | None, result: BatchResult
+) -> bool:
+    """Whether ``pre`` is this batch's fold: every row went in, at the predicted ids, and no
+    earlier prefold of the run was refused. A refusal closes the gate for the rest of the run."""
+    if pre.gate.refused:
+        return False
+    ids = result.log_ids
+    ok = not isolated and result.inserted == len(new_rows)
+    ok = ok and all(ids.get(r.idempotency_key) == pre.first_id + i for i, r in enumerate(new_rows))
+    if not ok:
+        pre.gate.refused = True
+    else:
+        pre.gate.accepted += 1
+    return ok
+
+
+@dataclass(slots=True)
 class BatchResult:
     """What one ``apply_batch`` did.
 
@@ -89,6 +131,7 @@ def apply_batch(
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     isolated: Mapping[str, str] | None = None,
+    prefold: Prefold | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -102,6 +145,8 @@ def apply_batch(
         isolated: idempotency key -> the database's refusal, for rows to append without
             projecting them (``ingestd.store.isolate``): each inserted one gets its
             ``quarantine_marker`` row, appended and folded in the same transaction.
+        prefold: the batch folded ahead (``Prefold``): its rows are written instead of folding
+            here when the ids are as predicted (``_prefold_holds``), else the batch is folded here.
 
     Returns:
         ``BatchResult``.
@@ -119,7 +164,15 @@ def apply_batch(
     def run(c: apsw.Connection) -> BatchResult:
         rows_in, first_id = _append_batch(c, new_rows, isolated, result)
         batch = _sort_batch(rows_in, result.log_ids)
-        seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
+        if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
+            # the states behind it are the folder's: ours for these sessions are stale from now on
+            cache.seen = None
+            for sid in batch.by_session:
+                touched.append(sid)
+                cache.take(sid)
+            write_changes(c, prefold.changes)
+        else:
+            seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
         titles.refresh(c, titles.resolve_leaves(c, [r for rows in batch.by_session.values() for r in rows]))
         result.sessions = set(batch.by_session)

@@ -68,13 +68,20 @@ class DaemonFigure:
     exit_code: int | None = None
 
 
+def _empty_config(work: Path) -> Path:
+    """An empty config file: the user's own stays out of the measurement (a named file must exist)."""
+    path = work / "none.toml"
+    path.touch(mode=0o600)
+    return path
+
+
 def _ingest(work: Path, name: str, make: object, size: int) -> IngestFigure:
     root = work / f"root-{name}"
     (root / "-p").mkdir(parents=True)
     path = root / "-p" / f"{SID}.jsonl"
     make(path, size)  # type: ignore[operator]
     db = work / f"{name}.db"
-    env = {**os.environ, "INGESTD_CONFIG": str(work / "none.toml")}
+    env = {**os.environ, "INGESTD_CONFIG": str(_empty_config(work))}
     res = run_measured(
         [ingestd_exe(), "ingest", "--db", str(db), "--projects", str(root), "--json"], timeout_s=1800, env=env
     )
@@ -127,7 +134,7 @@ def daemon_on_endless_file(work: Path, size: int, *, hooks_s: float = 6.0) -> Da
     port = free_port()
     db = work / "live.db"
     log = work / "live.log"
-    env = {**os.environ, "INGESTD_CONFIG": str(work / "none.toml"), "INGESTD_SCHEDULE_ENABLED": "false"}
+    env = {**os.environ, "INGESTD_CONFIG": str(_empty_config(work)), "INGESTD_SCHEDULE_ENABLED": "false"}
     argv = [ingestd_exe(), "serve", "--db", str(db), "--projects", str(root), "--port", str(port)]
     argv += ["--log-level", "warning", "--rescan-interval-s", "1"]
     with open(log, "wb") as err:

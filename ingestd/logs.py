@@ -7,6 +7,10 @@ one document there, SPEC §12). Each line carries ``logger`` (the module's logge
 One canonical line per unit of work: ``batch_committed rows=... elapsed_ms=...`` per
 committed batch, ``hook_rejected status=... reason=...`` per refused request. Secrets
 (the token) are never passed to a logger.
+
+structlog is imported when the first line is logged, not when a command starts: importing it
+(and rich, which its console renderer and tracebacks load) took 80 ms of every command's
+110 ms of imports, and most commands (``--version``, ``cost``, ``sessions``) never log.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import sys
 from typing import Any, TextIO
 
 import orjson
-import structlog
 
 _configured = False
+_applied = False
+_wanted: dict[str, Any] = {"level": "info", "stream": None}
 
 
 class _Stderr:
@@ -39,26 +44,24 @@ def _orjson_dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default).decode()
 
 
-class _NamedLogger(structlog.PrintLogger):
-    """A print logger that knows its name (``structlog.stdlib.add_logger_name`` reads ``.name``)."""
-
-    def __init__(self, file: Any, name: str) -> None:
-        super().__init__(file)
-        self.name = name
-
-
 class _NamedFactory:
-    """``get_logger(name)`` → a ``_NamedLogger`` writing to ``out``."""
+    """``get_logger(name)`` → a print logger writing to ``out`` that knows its name
+    (``structlog.stdlib.add_logger_name`` reads ``.name``)."""
 
     def __init__(self, out: Any) -> None:
         self._out = out
 
-    def __call__(self, *args: Any) -> _NamedLogger:
-        return _NamedLogger(self._out, str(args[0]) if args else "ingestd")
+    def __call__(self, *args: Any) -> Any:
+        import structlog
+
+        logger = structlog.PrintLogger(self._out)
+        logger.name = str(args[0]) if args else "ingestd"  # type: ignore[attr-defined]
+        return logger
 
 
 def configure(*, level: str = "info", stream: TextIO | None = None, force: bool = False) -> None:
-    """Configure structlog for the process (idempotent unless ``force``).
+    """Configure structlog for the process (idempotent unless ``force``); applied when the first
+    line is logged (or at once if structlog is loaded already).
 
     Args:
         level: minimum level name (``debug``, ``info``, ``warning``, ``error``).
@@ -68,6 +71,27 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
     global _configured
     if _configured and not force:
         return
+    _wanted.update(level=level, stream=stream)
+    _configured = True
+    if _applied or "structlog" in sys.modules:
+        _apply()
+
+
+def load() -> None:
+    """Import structlog and apply the configuration now (idempotent): for a caller that uses
+    structlog directly (tests capturing lines) before any ingestd line was logged."""
+    if not _applied:
+        _apply()
+
+
+def _apply() -> None:
+    """Hand the wanted configuration to structlog (imported here)."""
+    global _applied
+    import structlog
+
+    _applied = True
+
+    level, stream = _wanted["level"], _wanted["stream"]
     out: Any = stream if stream is not None else _Stderr()
     tty = hasattr(out, "isatty") and out.isatty()
     renderer: Any = (
@@ -86,7 +110,24 @@ def configure(*, level: str = "info", stream: TextIO | None = None, force: bool 
         logger_factory=_NamedFactory(out),
         cache_logger_on_first_use=True,
     )
-    _configured = True
+
+
+class _Lazy:
+    """A logger whose structlog logger is made at its first line (structlog imported then)."""
+
+    __slots__ = ("_name", "_real")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._real: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._real is None:
+            import structlog
+
+            load()
+            self._real = structlog.get_logger(self._name)
+        return getattr(self._real, attr)
 
 
 def get_logger(name: str) -> Any:
@@ -96,7 +137,7 @@ def get_logger(name: str) -> Any:
     ``configure`` has run, ``add_logger_name`` writes it as ``logger=name`` on every line.
     Lines caught by ``structlog.testing.capture_logs`` therefore carry no ``logger`` key.
     """
-    return structlog.get_logger(name)
+    return _Lazy(name)
 
 
 def forward_sqlite_log() -> None:

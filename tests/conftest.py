@@ -9,8 +9,13 @@ from pathlib import Path
 import apsw
 import pytest
 
+from ingestd import logs
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+
+# structlog loads at a command's first log line; tests capture lines with structlog.testing,
+# which must find ingestd's configuration already in place
+logs.load()
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

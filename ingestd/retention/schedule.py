@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import apsw
-import structlog
 
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.errors import IngestdError
+from ingestd.logs import get_logger
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.settings import Settings
@@ -26,7 +26,7 @@ from ingestd.store.connection import connect, scalar
 from ingestd.store.identity import shipped_through
 
 CHECK_EVERY_S = 3600
-log = structlog.get_logger("ingestd.retention")
+log = get_logger("ingestd.retention")
 
 
 def due(last_run_at: str | None, now: datetime, interval_s: int) -> bool:

@@ -81,7 +81,8 @@ class IngestResult:
         summary: dict, the last cold run's ``--json`` summary.
         error: str, why the measurement stopped ("" when it did not).
         events_raw: int, rows in the log after the last run.
-        payload_bytes: int, their payloads as stored (compressed: ``ingestd.store.payload``).
+        payload_bytes: int, their payloads as stored: per-row values plus the blocks of lines they
+            refer to (``ingestd.store.payload``, ``ingestd.store.payload_blocks``).
     """
 
     corpus: Corpus
@@ -134,5 +135,9 @@ def measure_ingest(corpus: Corpus, *, runs: int, timeout_s: float, long_run_s: f
     res.db_bytes = db_size_bytes(db)
     res.check = check_totals(corpus.truth, bucket_totals(db))
     res.events_raw = count(db, "SELECT count(*) FROM events_raw")
-    res.payload_bytes = count(db, "SELECT sum(length(payload)) FROM events_raw")
+    res.payload_bytes = count(
+        db,
+        "SELECT (SELECT coalesce(sum(length(payload)), 0) FROM events_raw)"
+        " + (SELECT coalesce(sum(length(data)), 0) FROM payload_blocks)",
+    )
     return res

@@ -9,6 +9,7 @@ over is logged (``symlink_not_followed``, with its target), never skipped withou
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def discover(root: Path) -> list[Found]:
     """
     root_s = os.path.abspath(root)
     root_real = os.path.realpath(root_s)
+    prefix = root_s if root_s.endswith(os.sep) else root_s + os.sep  # every walked path starts so
     os.listdir(root_s)  # an unreadable root is fatal, not an empty tree
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False):
@@ -89,16 +91,20 @@ def discover(root: Path) -> list[Found]:
             if not (name.endswith(".jsonl") or is_meta):
                 continue
             full = os.path.join(dirpath, name)
-            if os.path.islink(full) and not _inside(full, root_real):
-                _passed_over(root_s, full, "a symlink out of the projects root is not read")
-                continue
+            # one lstat a file (and a stat for a symlink), the relative name by slicing: a restart
+            # over 9,686 files spent half its time in islink + stat + isfile and posixpath.relpath
             try:
-                st = os.stat(full)
+                st = os.lstat(full)
+                if stat.S_ISLNK(st.st_mode):
+                    if not _inside(full, root_real):
+                        _passed_over(root_s, full, "a symlink out of the projects root is not read")
+                        continue
+                    st = os.stat(full)
             except OSError:
                 continue
-            if not os.path.isfile(full):
+            if not stat.S_ISREG(st.st_mode):
                 continue
-            origin = text_name(os.path.relpath(full, root_s).replace(os.sep, "/"))
+            origin = text_name(full[len(prefix) :].replace(os.sep, "/"))
             out.append(Found(full, origin, st.st_size, st.st_mtime_ns, st.st_ino, is_meta))
     out.sort(key=lambda f: f.origin)
     return out

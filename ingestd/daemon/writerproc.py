@@ -25,6 +25,7 @@ import itertools
 import multiprocessing
 import pickle
 import socket
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ log = get_logger("ingestd.writerproc")
 _CTX = multiprocessing.get_context("forkserver")
 _CTX.set_forkserver_preload(["ingestd.daemon.writerchild", "ingestd.daemon.apply"])
 START_TIMEOUT_S = 120.0
+# A writer that dies or fails to start again and again is retried less and less often: the delay
+# doubles up to this cap, and falls back to ``restart_delay_s`` once a process has lived this long.
+RESTART_MAX_DELAY_S = 30.0
 
 
 def _expire(fut: asyncio.Future[Any]) -> None:
@@ -117,6 +121,8 @@ class ProcCommitter:
         self._health = health if health is not None else Health()
         self._log_level = log_level
         self._restart_delay_s = restart_delay_s
+        self._delay_s = restart_delay_s  # the next restart's (``_next_delay``)
+        self._started_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._proc: Any = None
         self._transport: asyncio.Transport | None = None
@@ -164,6 +170,7 @@ class ProcCommitter:
         mine.setblocking(False)
         self._proc = proc
         self._transport, self._link = await self._loop.create_unix_connection(lambda: _Link(self), sock=mine)
+        self._started_at = time.monotonic()
         log.info("writer_process_started", pid=proc.pid)
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -303,11 +310,19 @@ class ProcCommitter:
         log.error("writer_process_exited", exit_code=code, waiting=len(waiting))
         self._health.failed(WRITER, reason)
         assert self._loop is not None
+        lived = time.monotonic() - self._started_at
+        self._delay_s = self._restart_delay_s if lived >= RESTART_MAX_DELAY_S else self._delay_s
         self._restart = self._loop.create_task(self._respawn())
+
+    def _next_delay(self) -> float:
+        """The delay before this restart; the one after doubles (capped), until a process lives."""
+        delay = self._delay_s
+        self._delay_s = min(delay * 2, RESTART_MAX_DELAY_S)
+        return delay
 
     async def _respawn(self) -> None:
         while not self._stopping:
-            await asyncio.sleep(self._restart_delay_s)
+            await asyncio.sleep(self._next_delay())
             try:
                 await self._spawn()
             except StorageError as e:

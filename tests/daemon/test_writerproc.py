@@ -251,3 +251,9 @@ async def test_a_call_that_cannot_travel_is_refused_and_the_process_lives_on(tmp
 
 def _a_cursor(conn: apsw.Connection) -> Any:
     return conn.execute("SELECT 1")
+
+
+def test_a_writer_that_keeps_dying_is_restarted_less_and_less_often(tmp_path: Path) -> None:
+    # it was retried every second for ever, an error line each time
+    w = ProcCommitter(tmp_path / "w.db", restart_delay_s=1.0)
+    assert [w._next_delay() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]

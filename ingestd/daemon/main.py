@@ -5,7 +5,7 @@ logging and runs ``serve`` in ``asyncio.run``. ``serve``
 takes the single-instance lock and binds the port before any database work (so either failure
 is reported at once), prepares the database (``prepare_db``: migrations, re-projection, the
 watchdog window logged), builds the app (``ingestd.http.app.make_app``), listens through the
-connection guard, and on SIGINT/SIGTERM stops accepting, drains the writer, commits and closes.
+connection guard, and on SIGINT/SIGTERM/SIGHUP stops accepting, drains the writer, commits and closes.
 """
 
 from __future__ import annotations
@@ -164,7 +164,9 @@ async def _until_signal(cfg: ServeConfig, port: int, stop: asyncio.Event, ready:
     if ready is not None:
         ready(port)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP too: closing the terminal of a foreground `serve` (or the end of its shell job) sent
+    # it, and the daemon died without its clean stop (state file and lock left, requests reset)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting_down")

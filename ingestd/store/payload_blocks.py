@@ -248,13 +248,19 @@ def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]
     block_id, offset, length, crc = parse_ref(blob)
     data = _cached(conn, block_id, crc)
     if data is None:
-        got = conn.execute("SELECT codec, data FROM payload_blocks WHERE id = ?", (block_id,)).fetchall()
+        try:
+            got = conn.execute("SELECT codec, data FROM payload_blocks WHERE id = ?", (block_id,)).fetchall()
+        except UnicodeDecodeError as e:  # rewritten as TEXT by hand: SQLite hands back invalid UTF-8
+            raise StorageError(f"payload block {block_id} is not stored as bytes: it is damaged", codec=BLOCK) from e
         if not got:
             raise StorageError(
                 f"a log row refers to payload block {block_id}, which the database does not hold: it is damaged",
                 codec=BLOCK,
             )
-        data = decompress(int(got[0][0]), bytes(got[0][1]))
+        frame = got[0][1]
+        if not isinstance(frame, bytes):  # a block rewritten as TEXT by hand: no frame to read
+            raise StorageError(f"payload block {block_id} is not stored as bytes: it is damaged", codec=BLOCK)
+        data = decompress(int(got[0][0]), frame)  # a damaged frame: StorageError, "does not decode"
         if zlib.crc32(data) != crc:
             raise StorageError(f"payload block {block_id} does not match its CRC: it is damaged", codec=BLOCK)
         _remember(conn, block_id, crc, data)

@@ -118,3 +118,21 @@ def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeyp
     last = "SELECT origin, origin_offset + length(payload_bytes(codec, payload)) + 1 FROM events_raw ORDER BY id DESC"
     (origin, end) = conn.execute(last).fetchall()[0]
     assert [(o, c) for _, o, c, _, _ in conn.execute(CHECKPOINTS).fetchall()] == [(origin, end)]
+
+
+def test_a_broken_hand_off_is_raised_not_counted_as_unreadable_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C during an ingest with the reader process broke its pipe: each remaining file was then
+    # logged `file_unreadable: Broken pipe` (237 lines) before the run stopped
+    calls = []
+
+    def broken(*args: Any) -> None:
+        calls.append(args)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(readfile, "read_file", broken)
+    conn = new_db(tmp_path / "x.db")
+    with pytest.raises(BrokenPipeError):
+        ingest_roots(conn, [REPO / "fixtures" / "projects"], now="2026-03-01T00:00:00.000Z")
+    assert len(calls) == 1

@@ -205,6 +205,13 @@ def test_verify_names_rows_whose_block_is_damaged_or_missing(conn: apsw.Connecti
     fresh = connect(conn.filename, readonly=True)  # no cached block
     got = check_payloads(fresh)
     assert not got.ok and "does not match its CRC" in got.details[0] and "1980 more" in got.details[-1]
+    # a block rewritten as TEXT, or as bytes that are no zstd frame: a finding, never a traceback
+    conn.execute("UPDATE payload_blocks SET data = CAST(data AS TEXT) WHERE id = 1")
+    got = check_payloads(connect(conn.filename, readonly=True))
+    assert not got.ok and "payload block 1 is not stored as bytes" in got.details[0]
+    conn.execute("UPDATE payload_blocks SET data = x'00112233'")
+    got = check_payloads(connect(conn.filename, readonly=True))
+    assert not got.ok and "does not decode" in got.details[0]
     conn.execute("DELETE FROM payload_blocks")
     fresh = connect(conn.filename, readonly=True)
     got = check_payloads(fresh)

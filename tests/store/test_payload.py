@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import apsw
 import orjson
@@ -16,9 +15,9 @@ from ingestd.errors import StorageError
 from ingestd.store import payload
 from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
-from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
 from ingestd.verify import check_append_only, check_payloads
+from tests.store.conftest import stored
 
 T = "2026-01-01T00:00:00.000Z"
 
@@ -40,20 +39,6 @@ def _rows(n: int, start: int = 0, origin: str = "p/a.jsonl") -> list[NewLogRow]:
     return [
         NewLogRow(f"k:{origin}:{i}", "jsonl", "user", _line(i), T, f"s{i % 7}", origin, 0, i * 1000)
         for i in range(start, start + n)
-    ]
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> apsw.Connection:
-    c = connect(tmp_path / "i.db")
-    migrate(c)
-    return c
-
-
-def _stored(conn: apsw.Connection) -> list[tuple[str, int, bytes]]:
-    return [
-        (str(k), int(c), bytes(p))
-        for k, c, p in conn.execute("SELECT idempotency_key, codec, payload FROM events_raw ORDER BY id")
     ]
 
 
@@ -103,23 +88,23 @@ def test_an_unknown_codec_or_a_damaged_value_is_a_storage_error() -> None:
         codecs.decode(codec, blob[:-7])
 
 
-def test_rows_before_the_dictionary_are_plain_zstd_then_the_dictionary_is_trained_and_stored(
+def test_rows_before_the_dictionary_are_plain_zstd_then_the_dictionary_is_trained_andstored(
     conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 300)
     monkeypatch.setattr(payload, "TRAIN_ROWS", 400)
     monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)  # the per-row codecs (blocks: test_payload_blocks)
     apply_batch(conn, _rows(200))
-    assert {c for _, c, _ in _stored(conn)} == {payload.PLAIN}
+    assert {c for _, c, _ in stored(conn)} == {payload.PLAIN}
     assert conn.execute("SELECT count(*) FROM payload_codecs").fetchall() == [(1,)]
     apply_batch(conn, _rows(200, start=200))
     (dict_id, size) = conn.execute("SELECT id, length(dictionary) FROM payload_codecs WHERE id > 1").fetchall()[0]
     assert dict_id >= 2 and size > 1000
-    codecs = [c for _, c, _ in _stored(conn)]
+    codecs = [c for _, c, _ in stored(conn)]
     assert codecs == [payload.PLAIN] * 200 + [dict_id] * 200
     # every row reads back as the bytes written, whichever codec
     want = {r.idempotency_key: r.payload for r in _rows(400)}
-    for key, codec, blob in _stored(conn):
+    for key, codec, blob in stored(conn):
         assert payload.decode(conn, codec, blob) == want[key]
     # the idempotency key is the row's own: the same rows again insert nothing
     assert apply_batch(conn, _rows(400)).inserted == 0
@@ -148,10 +133,10 @@ def test_a_dictionary_trained_in_a_rolled_back_batch_is_never_referenced(
     apply_batch(conn, _rows(150))
     assert conn.execute("SELECT count(*) FROM payload_codecs").fetchall() == [(2,)]
     [(dict_id,)] = conn.execute("SELECT id FROM payload_codecs WHERE id > 1").fetchall()
-    assert {c for _, c, _ in _stored(conn)} == {dict_id}
+    assert {c for _, c, _ in stored(conn)} == {dict_id}
     want = {r.idempotency_key: r.payload for r in (*_rows(150), *_rows(150, start=1000, origin="p/b.jsonl"))}
     for c in (conn, other):
-        for key, codec, blob in _stored(c):
+        for key, codec, blob in stored(c):
             assert payload.decode(c, codec, blob) == want[key]
     assert check_payloads(conn).ok
 
@@ -200,5 +185,5 @@ def test_a_failed_training_is_retried_once_the_log_has_doubled(
     assert len(calls) == 1
     apply_batch(conn, _rows(60, start=200))  # the log has doubled since the failure
     assert len(calls) == 2
-    assert {c for _, c, _ in _stored(conn)} == {payload.PLAIN}
+    assert {c for _, c, _ in stored(conn)} == {payload.PLAIN}
     assert check_payloads(conn).ok

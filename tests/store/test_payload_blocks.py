@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import apsw
 import orjson
 import pytest
@@ -16,9 +14,9 @@ from ingestd.errors import StorageError
 from ingestd.store import payload
 from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
-from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
 from ingestd.verify import check_append_only, check_payloads
+from tests.store.conftest import stored
 
 T = "2026-01-01T00:00:00.000Z"
 
@@ -43,20 +41,6 @@ def _rows(n: int, start: int = 0, origin: str = "p/a.jsonl", source: str = "json
         out.append(NewLogRow(f"j:{origin}:0:{i:012x}", source, "assistant", data, T, "s1", origin, 0, offset))
         offset += len(data) + 1
     return out
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> apsw.Connection:
-    c = connect(tmp_path / "i.db")
-    migrate(c)
-    return c
-
-
-def _stored(conn: apsw.Connection) -> list[tuple[str, int, bytes]]:
-    return [
-        (str(k), int(c), bytes(p))
-        for k, c, p in conn.execute("SELECT idempotency_key, codec, payload FROM events_raw ORDER BY id")
-    ]
 
 
 def _total(rows: list[NewLogRow]) -> int:
@@ -97,24 +81,24 @@ def test_a_reference_round_trips(block_id: int, offset: int, length: int, crc: i
 def test_a_large_batch_is_stored_in_blocks_and_every_row_reads_back_exactly(conn: apsw.Connection) -> None:
     rows = [*_rows(3000), *_rows(20, origin="p/b.jsonl"), *_rows(5, origin="hook", source="hook")]
     assert apply_batch(conn, rows).inserted == len(rows)
-    stored = _stored(conn)
-    by_codec = {c for k, c, _ in stored if k.startswith("j:p/a.jsonl")}
+    rows_stored = stored(conn)
+    by_codec = {c for k, c, _ in rows_stored if k.startswith("j:p/a.jsonl")}
     assert by_codec == {blocks.BLOCK}
-    assert blocks.BLOCK not in {c for k, c, _ in stored if not k.startswith("j:p/a.jsonl")}
+    assert blocks.BLOCK not in {c for k, c, _ in rows_stored if not k.startswith("j:p/a.jsonl")}
     n_blocks, block_bytes = conn.execute("SELECT count(*), sum(length(data)) FROM payload_blocks").fetchall()[0]
     assert n_blocks == len(blocks.plan(rows)) >= 2
     want = {r.idempotency_key: r.payload for r in rows}
-    for key, codec, blob in stored:
+    for key, codec, blob in rows_stored:
         assert payload.decode(conn, codec, blob) == want[key]
         assert payload.size_of(conn, codec, blob) == len(want[key])
     # far smaller than the lines compressed one by one (plain zstd here: no dictionary yet)
     alone = sum(len(payload.Codecs({1: None}).encode(r.payload)[1]) for r in rows[:3000])
-    refs = sum(len(b) for k, _, b in stored if k.startswith("j:p/a.jsonl"))
+    refs = sum(len(b) for k, _, b in rows_stored if k.startswith("j:p/a.jsonl"))
     assert block_bytes + refs < alone / 3, (block_bytes, refs, alone)
     assert check_payloads(conn).ok
     # another connection (no cache) reads the same bytes
     other = connect(conn.filename, readonly=True)
-    for key, codec, blob in _stored(other):
+    for key, codec, blob in stored(other):
         assert payload.decode(other, codec, blob) == want[key]
 
 
@@ -131,7 +115,7 @@ def test_a_sequential_reader_decompresses_each_block_once(
         return real(self, codec, blob)
 
     monkeypatch.setattr(payload.Codecs, "decode", counting)
-    for _, codec, blob in _stored(reader):
+    for _, codec, blob in stored(reader):
         payload.decode(reader, codec, blob)
     assert len(calls) == len(blocks.plan(_rows(3000))) >= 2  # once per block, not per row (3,000)
 
@@ -156,7 +140,7 @@ def test_a_block_cached_by_a_rolled_back_batch_is_never_served_for_its_successor
     rows = _rows(2000, origin="p/kept.jsonl")
     apply_batch(other, rows)
     assert conn.execute("SELECT min(id) FROM payload_blocks").fetchall() == [(1,)]
-    for (key, codec, blob), r in zip(_stored(conn), rows, strict=True):
+    for (key, codec, blob), r in zip(stored(conn), rows, strict=True):
         assert (key, payload.decode(conn, codec, blob)) == (r.idempotency_key, r.payload)
 
 
@@ -171,13 +155,13 @@ def test_rows_already_logged_put_nothing_in_a_block(conn: apsw.Connection) -> No
     assert apply_batch(conn, rows).inserted == 0
     assert conn.execute("SELECT count(*) FROM payload_blocks").fetchall()[0][0] == after[0]
     want = {r.idempotency_key: r.payload for r in rows}
-    assert {k: payload.decode(conn, c, b) for k, c, b in _stored(conn)} == want
+    assert {k: payload.decode(conn, c, b) for k, c, b in stored(conn)} == want
 
 
 def test_small_batches_and_hooks_keep_the_per_row_codecs(conn: apsw.Connection) -> None:
     apply_batch(conn, _rows(10))
     apply_batch(conn, _rows(600, origin="hook", source="hook"))
-    assert blocks.BLOCK not in {c for _, c, _ in _stored(conn)}
+    assert blocks.BLOCK not in {c for _, c, _ in stored(conn)}
     assert conn.execute("SELECT count(*) FROM payload_blocks").fetchall() == [(0,)]
 
 

@@ -14,18 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
-from ingestd.store.connection import connect
-from ingestd.store.migrate import migrate
-
-
-def make_db(directory: Path) -> Path:
-    directory.mkdir(mode=0o700, exist_ok=True)
-    db = directory / "x.db"
-    conn = connect(db)
-    migrate(conn)
-    conn.close()
-    return db
-
+from tests.reliability.test_unsafe_files import make_db
 
 # every command that writes the local database (or its backups), with the options it needs
 WRITERS = {

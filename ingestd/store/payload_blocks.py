@@ -176,14 +176,15 @@ def _key_prefix(key: str) -> str:
     return key
 
 
-_ANY_KEY = "SELECT 1 FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? LIMIT 1"
-_KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ?"
+_KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key <= ?"
 
 
 def _new_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[int]:
     """Indices of the batch's ``jsonl`` rows the insert will keep: not logged already (a file read
     again from its start) and the first of their key in the batch, so that no block holds bytes
-    no row refers to. One range query on the key index per file of the batch. Read-only."""
+    no row refers to. One range query on the key index per file of the batch, bounded by the
+    batch's own keys (a file's keys sort by offset), so a long file's later batches do not read
+    every key logged before them. Read-only."""
     groups: dict[str, list[int]] = {}
     seen: set[str] = set()
     for i, r in enumerate(rows):
@@ -191,13 +192,10 @@ def _new_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[int]:
             seen.add(r.idempotency_key)
             groups.setdefault(_key_prefix(r.idempotency_key), []).append(i)
     out: list[int] = []
-    for prefix, indices in groups.items():
-        # keys are ASCII: every key that starts with the prefix sorts below prefix + DEL
-        bounds = (prefix, prefix + "\x7f")
-        if conn.execute(_ANY_KEY, bounds).fetchall():
-            logged = {str(k) for (k,) in conn.execute(_KEYS, bounds)}
-            indices = [i for i in indices if rows[i].idempotency_key not in logged]
-        out.extend(indices)
+    for indices in groups.values():
+        ks = [rows[i].idempotency_key for i in indices]
+        logged = {str(k) for (k,) in conn.execute(_KEYS, (min(ks), max(ks)))}
+        out.extend(i for i in indices if rows[i].idempotency_key not in logged)
     return sorted(out)
 
 

@@ -311,7 +311,8 @@ class ProcCommitter:
         self._health.failed(WRITER, reason)
         assert self._loop is not None
         lived = time.monotonic() - self._started_at
-        self._delay_s = self._restart_delay_s if lived >= RESTART_MAX_DELAY_S else self._delay_s
+        if lived >= RESTART_MAX_DELAY_S:
+            self._delay_s = self._restart_delay_s
         self._restart = self._loop.create_task(self._respawn())
 
     def _next_delay(self) -> float:

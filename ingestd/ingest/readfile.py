@@ -260,7 +260,7 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
             read_file(b, root_s, f, cp, now, progress)
         except FileNotFoundError:
             continue  # vanished between discovery and reading: its log rows are kept
-        except (BrokenPipeError, ConnectionError):
+        except ConnectionError:  # BrokenPipeError among them
             raise  # the hand-off to the writer broke (an interrupted run), not this file
         except OSError as e:
             # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines

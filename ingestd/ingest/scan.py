@@ -82,10 +82,10 @@ def discover(root: Path) -> list[Found]:
     os.listdir(root_s)  # an unreadable root is fatal, not an empty tree
     out: list[Found] = []
     for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False):
-        for d in dirnames:
-            if os.path.islink(os.path.join(dirpath, d)):
-                _passed_over(root_s, os.path.join(dirpath, d), "a symlinked folder is not descended")
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for d in links:
+            _passed_over(root_s, os.path.join(dirpath, d), "a symlinked folder is not descended")
+        dirnames[:] = [d for d in dirnames if d not in links]
         for name in filenames:
             is_meta = name.endswith(".meta.json")
             if not (name.endswith(".jsonl") or is_meta):

@@ -140,12 +140,14 @@ def store_problems(db_path: Path, backup_dir: Path | None = None) -> list[Findin
         return found
     if backup_dir.is_dir():
         found += problems([backup_dir / n for n in sorted(os.listdir(backup_dir)) if n.endswith(".db")])
-        found += file_problems(backup_dir)
-        return found
-    above = Path(os.path.realpath(backup_dir)).parent
-    while not above.exists() and above != above.parent:
-        above = above.parent
-    return found + [f for f in dir_problems(above) if f.path not in {g.path for g in found}]
+        more = file_problems(backup_dir)  # stricter than the holding-directory check problems() made
+    else:
+        above = Path(os.path.realpath(backup_dir)).parent
+        while not above.exists() and above != above.parent:
+            above = above.parent
+        more = dir_problems(above)
+    seen = {g.path for g in found}  # one finding a path: a directory with backups was reported twice
+    return found + [f for f in more if f.path not in seen]
 
 
 def require_safe(findings: list[Finding]) -> None:

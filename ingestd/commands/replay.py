@@ -13,7 +13,6 @@ from ingestd.commands._common import (
     emit_json,
     json_option,
     open_read_db,
-    require_safe_files,
     resolve_db,
     store_connection,
     store_option,
@@ -84,9 +83,9 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
     open_read_db(path).close()  # there, and migrated: a log of an older schema is not replayed
     # the live database is opened to write (its snapshot is taken through WAL) and a copy of the
     # whole log goes into the work directory: both are checked as `ingest` checks the database
-    require_safe_files(path)
-    if workdir is not None:  # the default, the database's directory, is checked with it
-        filecheck.require_safe(filecheck.dir_problems(workdir))
+    # the default work directory, the database's, is checked with it; every finding in one refusal
+    extra = filecheck.dir_problems(workdir) if workdir is not None else []
+    filecheck.require_safe(filecheck.store_problems(path) + extra)
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

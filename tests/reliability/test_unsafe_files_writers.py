@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ingestd import filecheck
 from ingestd.cli import cli
 from tests.reliability.test_unsafe_files import make_db
 
@@ -99,3 +100,17 @@ def test_prune_refuses_loose_backups_it_would_delete_among(tmp_path: Path) -> No
     code, out = invoke(["prune"], db, tmp_path)
     assert code == 2 and f"{old}: mode 0666" in out, out
     assert old.exists()
+
+
+def test_a_loose_backups_directory_holding_backups_is_one_finding(tmp_path: Path) -> None:
+    # it was reported twice (as the backups' holding directory and as the backups directory), each
+    # with its own fix
+    db = make_db(tmp_path / "d")
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    (backups / "x-20260101T000000.000Z.db").write_bytes(b"")
+    os.chmod(backups / "x-20260101T000000.000Z.db", 0o600)
+    os.chmod(backups, 0o777)
+    found = filecheck.store_problems(db, backups)
+    paths = [f.path for f in found]
+    assert str(backups) in paths and len(paths) == len(set(paths)), found

@@ -93,11 +93,9 @@ def start(
     host = settings.get_str("host")
     token = auth.load_token(env_name=token_env, file=token_file, env=env)
     auth.check_bind(host, token)
-    ship_to = settings.get_opt_str("ship_to")
-    if ship_to:  # refused before the lock and the database, like the bind
-        from ingestd.central.pg import check_url
+    from ingestd.daemon.checks import check_ship_to
 
-        check_url(ship_to)
+    check_ship_to(settings.get_opt_str("ship_to"))  # refused before the lock and the database, like the bind
     db = resolve_db(db_path)
     # the database's own files before the lock creates one (the daemon checks the backups too)
     filecheck.require_safe(filecheck.problems(filecheck.database_files(db)))

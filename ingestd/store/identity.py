@@ -21,6 +21,12 @@ def stored_identity(conn: apsw.Connection) -> dict[str, str]:
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")}
 
 
+def default_host_id(hostname: str | None = None) -> str:
+    """The host id a database's first writer stores: ``hostname``, else this machine's name. Pure but
+    for the name lookup."""
+    return hostname or socket.gethostname()
+
+
 def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
     """``database_identity`` for a caller already inside a write transaction.
 
@@ -31,7 +37,7 @@ def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ct
     if "instance" not in rows or "host_id" not in rows:
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?) ON CONFLICT (key) DO NOTHING",
-            (uuid.uuid4().hex, hostname or socket.gethostname()),
+            (uuid.uuid4().hex, default_host_id(hostname)),
         )
         rows = stored_identity(conn)
     return Ctx(instance=rows["instance"], host_id=rows["host_id"])
@@ -39,7 +45,7 @@ def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ct
 
 def host_id_of(conn: apsw.Connection) -> str:
     """The database's host id, or the one its first writer will store (this machine's name). Read-only."""
-    return stored_identity(conn).get("host_id") or socket.gethostname()
+    return stored_identity(conn).get("host_id") or default_host_id()
 
 
 def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:

@@ -33,31 +33,34 @@ def db_option(f: F) -> F:
     )(f)
 
 
-class IntRange(click.IntRange):
-    """``click.IntRange`` taking ASCII digits only (``settings.number_text``): ``int()`` alone also took
-    ``１７４００`` and ``17_400`` as 17400. A sign only where the range goes below zero."""
+class _AsciiNumber:
+    """A click range type taking ASCII digits only (``settings.number_text``): ``int()`` and
+    ``float()`` alone also took ``１７４００`` and ``17_400``. A sign only where the range goes below
+    zero. Mixed in before ``click.IntRange`` / ``click.FloatRange``."""
+
+    _kind = "int"
+    _what = "a whole number"
+    min: Any
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str):
-            signed = (self.min is not None and self.min < 0) or self.min is None
+            signed = self.min is None or self.min < 0
             try:
-                value = settings_mod.number_text(value, signed=signed)
+                value = settings_mod.number_text(value, kind=self._kind, signed=signed)
             except ValueError:
-                self.fail(f"{value!r} is not a whole number (ASCII digits 0-9)", param, ctx)
-        return super().convert(value, param, ctx)
+                self.fail(f"{value!r} is not {self._what} (ASCII digits 0-9)", param, ctx)  # type: ignore[attr-defined]
+        return super().convert(value, param, ctx)  # type: ignore[misc]
 
 
-class FloatRange(click.FloatRange):
-    """``click.FloatRange`` taking ASCII digits only, like ``IntRange``."""
+class IntRange(_AsciiNumber, click.IntRange):
+    """``click.IntRange`` taking ASCII digits only (``_AsciiNumber``)."""
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str):
-            signed = (self.min is not None and self.min < 0) or self.min is None
-            try:
-                value = settings_mod.number_text(value, kind="float", signed=signed)
-            except ValueError:
-                self.fail(f"{value!r} is not a number (ASCII digits 0-9)", param, ctx)
-        return super().convert(value, param, ctx)
+
+class FloatRange(_AsciiNumber, click.FloatRange):
+    """``click.FloatRange`` taking ASCII digits only (``_AsciiNumber``)."""
+
+    _kind = "float"
+    _what = "a number"
 
 
 def _click_type(setting: settings_mod.Setting) -> Any:

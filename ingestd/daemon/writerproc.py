@@ -310,10 +310,14 @@ class ProcCommitter:
         log.error("writer_process_exited", exit_code=code, waiting=len(waiting))
         self._health.failed(WRITER, reason)
         assert self._loop is not None
-        lived = time.monotonic() - self._started_at
-        if lived >= RESTART_MAX_DELAY_S:
-            self._delay_s = self._restart_delay_s
+        self._note_exit(time.monotonic() - self._started_at)
         self._restart = self._loop.create_task(self._respawn())
+
+    def _note_exit(self, lived_s: float) -> None:
+        """A process that lived ``RESTART_MAX_DELAY_S`` or more was healthy: restarts begin anew at
+        ``restart_delay_s``; one that died sooner keeps the backed-off delay (``_next_delay``)."""
+        if lived_s >= RESTART_MAX_DELAY_S:
+            self._delay_s = self._restart_delay_s
 
     def _next_delay(self) -> float:
         """The delay before this restart; the one after doubles (capped), until a process lives."""

@@ -257,3 +257,7 @@ def test_a_writer_that_keeps_dying_is_restarted_less_and_less_often(tmp_path: Pa
     # it was retried every second for ever, an error line each time
     w = ProcCommitter(tmp_path / "w.db", restart_delay_s=1.0)
     assert [w._next_delay() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    w._note_exit(5.0)  # died young: still backed off
+    assert w._next_delay() == 30.0
+    w._note_exit(31.0)  # had lived: restarts begin anew
+    assert [w._next_delay() for _ in range(2)] == [1.0, 2.0]

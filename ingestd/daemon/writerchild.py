@@ -23,13 +23,14 @@ import contextlib
 import pickle
 import socket
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import apsw
 
 from ingestd.core.records import NewLogRow
+from ingestd.daemon.committer import ApplyFn
 from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.errors import StorageError
 from ingestd.logs import configure, get_logger
@@ -43,7 +44,6 @@ READY = "ready"
 FAILED = "failed"
 _LEN = struct.Struct(">I")
 
-ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
 Result = tuple[int, bool, Any]
 
 WireRow = tuple[str, str, str, bytes, str, "str | None", str, int, "int | None", bool, "str | None"]

@@ -12,7 +12,6 @@ from ingestd.commands._common import db_option, emit_json, json_option, require_
 from ingestd.errors import ConfigError
 from ingestd.report.words import plural
 from ingestd.retention import backup as bk
-from ingestd.retention.schedule import backup_dir_from
 from ingestd.settings import load
 
 
@@ -33,7 +32,7 @@ def register(cli: click.Group) -> None:
         path = resolve_db(db_path)
         if not path.exists():
             raise ConfigError(f"no database at {path}: pass --db")
-        out_dir = backup_dir_from(settings, path)
+        out_dir = bk.backup_dir_from(settings, path)
         require_safe_files(path, out_dir)
         result = bk.backup(
             path,

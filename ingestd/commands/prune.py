@@ -22,7 +22,7 @@ from ingestd.commands._common import (
 )
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
-from ingestd.retention.schedule import backup_dir_from, policy_from, prune_and_retain
+from ingestd.retention.schedule import policy_from, prune_and_retain
 from ingestd.settings import load
 
 
@@ -69,7 +69,7 @@ def prune_cmd(
     # --dry-run changes nothing: not even the schema (a migration is for good: an older ingestd
     # sharing the database could no longer open it); pending migrations are refused as by `sessions`.
     if not dry_run and not only:  # backup retention deletes in the backups directory
-        require_safe_files(path, backup_dir_from(settings, path))
+        require_safe_files(path, bk.backup_dir_from(settings, path))
     conn = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
     results, retention = prune_and_retain(
         conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 
-from ingestd import filecheck
 from ingestd import settings as settings_mod
 from ingestd.commands._common import (
     db_option,
@@ -87,18 +86,19 @@ def start(
 
     Raises:
         ConfigError: a non-loopback bind without a token, an unreadable token, a ``ship_to`` that
-            is not a PostgreSQL URL or holds a password.
+            is not a PostgreSQL URL or holds a password, an unsafe file (``checks.check_files``).
         DaemonError: another daemon holds the database, or the port is taken.
     """
     host = settings.get_str("host")
     token = auth.load_token(env_name=token_env, file=token_file, env=env)
     auth.check_bind(host, token)
-    from ingestd.daemon.checks import check_ship_to
+    from ingestd.daemon.checks import check_files, check_ship_to
+    from ingestd.retention.backup import backup_dir_from
 
     check_ship_to(settings.get_opt_str("ship_to"))  # refused before the lock and the database, like the bind
     db = resolve_db(db_path)
-    # the database's own files before the lock creates one (the daemon checks the backups too)
-    filecheck.require_safe(filecheck.problems(filecheck.database_files(db)))
+    # the files before the lock opens (or creates) the database; the daemon does not check them again
+    check_files(db, backup_dir_from(settings, db))
     held = lock.acquire(db)
     try:
         sock = bind_socket(host, settings.get_int("port"))

@@ -15,7 +15,7 @@ from pathlib import Path
 from ingestd.http import guard
 from ingestd.http.conns import ConnLimits
 from ingestd.http.hooks import HookConfig
-from ingestd.retention.schedule import backup_dir_from
+from ingestd.retention.backup import backup_dir_from
 from ingestd.settings import DEFAULTS, Settings
 
 

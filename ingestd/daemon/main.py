@@ -106,19 +106,21 @@ async def serve(
     state file ``<db>.serve.json`` (``ingestd.daemon.presence``) says so; a clean stop marks it.
 
     Args:
-        held: the lock, already taken (``ingestd serve`` takes it before importing this module).
+        held: the lock, already taken (``ingestd serve`` takes it before importing this module,
+            after checking the files); without it, the files are checked and the lock taken here.
         sock: the bound socket (``ingestd.daemon.bind.bind_socket``), likewise.
 
     Raises:
         DaemonError: another daemon holds the database, or the port is taken.
         ConfigError: a non-loopback bind without a token; a ``ship_to`` that is not a store URL
-            or holds a password; an unsafe file (``check_files``).
+            or holds a password; an unsafe file (``check_files``, when ``held`` is not given).
     """
     try:
         auth.check_bind(cfg.host, cfg.token)
         checks.check_ship_to(cfg.settings.get_opt_str("ship_to"))
-        checks.check_files(cfg.db_path, cfg.backup_dir)
-        held = held if held is not None else lock_mod.acquire(cfg.db_path)
+        if held is None:  # whoever takes the lock checks the files first (``ingestd serve`` did)
+            checks.check_files(cfg.db_path, cfg.backup_dir)
+            held = lock_mod.acquire(cfg.db_path)
     except BaseException:
         # what ``ingestd serve`` took already is given back on a refusal
         if sock is not None:

@@ -31,6 +31,7 @@ import apsw
 
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
+from ingestd.settings import Settings
 from ingestd.store.connection import connect, translate, write_txn
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
@@ -66,6 +67,23 @@ def taken_at(name: str, stem: str = DEFAULT_STEM) -> datetime | None:
 def default_backup_dir(db_path: Path) -> Path:
     """A ``backups/`` folder next to the database."""
     return db_path.parent / "backups"
+
+
+def backup_dir_from(settings: Settings, db_path: Path) -> Path:
+    """``backup_dir`` when set, else ``backups/`` next to the database.
+
+    A relative ``backup_dir`` from the environment or the config file is taken from the database's
+    directory, not from whatever directory a command (or the service, in ``/``) runs in: the daemon's
+    scheduled backups, ``ingestd backup`` and ``prune``'s retention then use one directory. A flag's
+    relative path (``--dir``) is the shell's, from its working directory.
+    """
+    d = settings.get_opt_str("backup_dir")
+    if not d:
+        return default_backup_dir(db_path)
+    p = Path(d).expanduser()
+    if p.is_absolute() or settings.sources.get("backup_dir") == "argument":
+        return p
+    return Path(os.path.abspath(db_path)).parent / p
 
 
 def to_delete(

@@ -9,7 +9,6 @@ a run missed while the daemon was down happens at the next start.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -56,23 +55,6 @@ def policy_from(settings: Settings) -> pr.Policy:
         token_usage_days=settings.get_opt_int("retention_token_usage_days"),
         acknowledge_cost_loss=settings.get_bool("retention_token_usage_acknowledged"),
     )
-
-
-def backup_dir_from(settings: Settings, db_path: Path) -> Path:
-    """``backup_dir`` when set, else ``backups/`` next to the database.
-
-    A relative ``backup_dir`` from the environment or the config file is taken from the database's
-    directory, not from whatever directory a command (or the service, in ``/``) runs in: the daemon's
-    scheduled backups, ``ingestd backup`` and ``prune``'s retention then use one directory. A flag's
-    relative path (``--dir``) is the shell's, from its working directory.
-    """
-    d = settings.get_opt_str("backup_dir")
-    if not d:
-        return bk.default_backup_dir(db_path)
-    p = Path(d).expanduser()
-    if p.is_absolute() or settings.sources.get("backup_dir") == "argument":
-        return p
-    return Path(os.path.abspath(db_path)).parent / p
 
 
 @dataclass(slots=True)
@@ -134,7 +116,7 @@ def prune_and_retain(
     if not backups:
         return pruned, None
     retention = bk.apply_retention(
-        backup_dir_from(settings, db_path),
+        bk.backup_dir_from(settings, db_path),
         now=now,
         retention_days=settings.get_int("backup_retention_days"),
         keep_newest=settings.get_int("backup_keep_newest"),
@@ -169,7 +151,7 @@ def _scheduled_backup(db_path: Path, settings: Settings, now: datetime, run: Sch
         result = bk.backup(
             db_path,
             now=now,
-            directory=backup_dir_from(settings, db_path),
+            directory=bk.backup_dir_from(settings, db_path),
             retention_days=settings.get_int("backup_retention_days"),
             keep_newest=settings.get_int("backup_keep_newest"),
         )

@@ -11,11 +11,13 @@ used (its WAL and SHM then 0666 and that user's too), and a 0644 token file was 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -174,3 +176,38 @@ def test_read_commands_on_read_only_media_open_the_database_read_only(tmp_path: 
     assert r2.returncode == 0, r2.stderr
     assert '"count": 4' in r2.stdout and '"totals"' in r2.stdout
     assert r2.stdout.rstrip().endswith(f"{mnt} is on a read-only file system")
+
+
+def test_serve_checks_the_files_once_before_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # was: the command checked the database's files, then the daemon checked them (and the backups)
+    # again after the lock; now the command's one check covers the backups too
+    from ingestd.daemon import main as daemon_main
+    from ingestd.daemon.config import ServeConfig
+
+    db = make_db(tmp_path / "d")
+    checked: list[Path] = []
+    real_files = filecheck.database_files
+
+    def counting(db_path: Path) -> list[Path]:
+        checked.append(db_path)
+        return real_files(db_path)
+
+    async def no_serving(*_: Any) -> None:
+        return None
+
+    def run(cfg: ServeConfig, *, held: Any, sock: Any, log_level: str) -> None:
+        asyncio.run(daemon_main.serve(cfg, held=held, sock=sock))  # ``run`` without its logging set-up
+
+    monkeypatch.setattr(filecheck, "database_files", counting)
+    monkeypatch.setattr(daemon_main, "_serve_on", no_serving)
+    monkeypatch.setattr(daemon_main, "run", run)
+    code, out = serve(db)
+    assert code == 0, out
+    assert checked == [db]
+    # the backups are in that one check: a loose one refuses the start
+    old = db.parent / "backups" / "ingestd-20260101T000000.000Z.db"
+    old.parent.mkdir(mode=0o700)
+    old.write_bytes(b"")
+    os.chmod(old, 0o646)
+    code, out = serve(db)
+    assert code == 2 and f"fix: chmod 600 {old}" in out

@@ -116,7 +116,7 @@ def test_a_relative_backup_dir_setting_is_the_databases_not_the_working_director
     # was: relative to the working directory, so the daemon (started by the service in /) backed up
     # to /bk while `ingestd backup` and `prune`'s retention used ./bk wherever they were run
     from ingestd.daemon.config import ServeConfig
-    from ingestd.retention.schedule import backup_dir_from
+    from ingestd.retention.backup import backup_dir_from
 
     db = tmp_path / "data" / "i.db"
     monkeypatch.chdir(tmp_path)

@@ -113,9 +113,13 @@ def _apply() -> None:
 
 
 class _Lazy:
-    """A logger whose structlog logger is made at its first line (structlog imported then)."""
+    """A logger whose structlog logger is made at its first line (structlog imported then).
 
-    __slots__ = ("_name", "_real")
+    The first lookup binds the real logger once (what structlog's ``cache_logger_on_first_use``,
+    set by ``_apply``, would keep anyway) and every attribute looked up is then kept on the
+    instance: later ``log.info(...)`` calls are a plain attribute read, not two ``__getattr__``
+    calls (this one and structlog's lazy proxy's) per line.
+    """
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -126,8 +130,10 @@ class _Lazy:
             import structlog
 
             load()
-            self._real = structlog.get_logger(self._name)
-        return getattr(self._real, attr)
+            self._real = structlog.get_logger(self._name).bind()
+        value = getattr(self._real, attr)
+        setattr(self, attr, value)  # found on the instance from now on: __getattr__ is not called again
+        return value
 
 
 def get_logger(name: str) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import orjson
@@ -33,3 +35,42 @@ def test_get_logger_names_every_line(restore_structlog: None) -> None:
         ("ingestd.other", "again", "warning"),
     ]
     assert lines[0]["rows"] == 3
+
+
+def test_after_its_first_line_a_logger_calls_structlog_directly(
+    restore_structlog: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: every call went through _Lazy.__getattr__ (and structlog's lazy proxy): 2 µs a filtered line
+    out = io.StringIO()
+    logs.configure(stream=out, force=True)
+    log = logs.get_logger("ingestd.test")
+    log.info("first")
+    looked_up: list[str] = []
+    resolve = logs._Lazy.__getattr__
+
+    def counting(self: logs._Lazy, attr: str) -> object:
+        looked_up.append(attr)
+        return resolve(self, attr)
+
+    monkeypatch.setattr(logs._Lazy, "__getattr__", counting)
+    log.info("second", rows=2)
+    log.debug("filtered")
+    assert looked_up == ["debug"]  # only the attribute not used before
+    log.debug("filtered again")
+    assert looked_up == ["debug"]
+    lines = [orjson.loads(line) for line in out.getvalue().splitlines()]
+    assert [(d["logger"], d["event"]) for d in lines] == [("ingestd.test", "first"), ("ingestd.test", "second")]
+
+
+def test_the_cli_and_its_loggers_do_not_import_structlog_until_a_line_is_logged() -> None:
+    # a fresh interpreter: this test process loaded structlog already (conftest)
+    code = (
+        "import sys, ingestd.cli\n"
+        "from ingestd.logs import get_logger\n"
+        "log = get_logger('ingestd.test')\n"
+        "assert 'structlog' not in sys.modules and 'rich' not in sys.modules, 'imported early'\n"
+        "log.debug('now')\n"
+        "assert 'structlog' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

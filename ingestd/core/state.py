@@ -213,11 +213,10 @@ class SessionState:
     # again from its whole log into ``validate.refold_state`` (these files indexed from the start).
     ts_index: dict[tuple[str, int], tuple[list[int], list[str]]] = field(default_factory=dict)
     seen_origins: set[tuple[str, int]] = field(default_factory=set)
-    # (origin, gen) -> offset -> message id of a record there whose timestamp is refused
-    bad_ts: dict[tuple[str, int], dict[int, str]] = field(default_factory=dict)
-    # (origin, gen) -> the offsets of ``bad_ts`` sorted: a new valid timestamp re-touches only the
-    # refused records between it and its neighbours in ``ts_index``, not every refused one
-    bad_sorted: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    # (origin, gen) -> ([offsets], [message ids]) of the records there whose timestamp is refused,
+    # in offset order like ``ts_index`` (a message id is '' until its usage is folded): a new valid
+    # timestamp re-touches only the refused records between it and its neighbours in ``ts_index``
+    bad_ts: dict[tuple[str, int], tuple[list[int], list[str]]] = field(default_factory=dict)
     # message id -> {((origin, gen), offset): received_at} of its parts whose timestamp is refused
     inferred: dict[str, dict[tuple[tuple[str, int], int], str]] = field(default_factory=dict)
     needs_refold: bool = False

@@ -7,7 +7,7 @@ from typing import Any
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState
 from ingestd.core.touch import Touched
-from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, usage_problems
+from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, name_refused, usage_problems
 
 # A counter beyond MAX_TOKENS (1e30, 400 digits) cannot be bound at all and once aborted the
 # whole batch; like any other counter that is not a count (a string, negative, null) it counts
@@ -82,7 +82,7 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     if ts == INFER and t.bad_at is not None:
         og, off, received_at = t.bad_at
         state.inferred.setdefault(mid, {})[(og, off)] = received_at
-        state.bad_ts.setdefault(og, {})[off] = mid
+        name_refused(state, og, off, mid)
     b = usage_buckets(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"

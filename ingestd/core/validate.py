@@ -162,8 +162,8 @@ def usage_problems(usage: dict[str, Any]) -> list[str]:
 
 
 def record_ts(offsets: list[int], times: list[str], offset: int, ts: str) -> int:
-    """Insert ``(offset, ts)`` into one file's sorted timestamp index; its position, or -1 when
-    already there."""
+    """Insert ``(offset, ts)`` into one file's sorted parallel lists (its timestamp index in
+    ``ts_index``, or its refused records in ``bad_ts``); its position, or -1 when already there."""
     i = bisect.bisect_left(offsets, offset)
     if i < len(offsets) and offsets[i] == offset:
         return -1
@@ -234,23 +234,27 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
             if og in state.seen_origins:
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
-        refused = state.bad_ts.setdefault(og, {})
-        if off not in refused:
-            refused[off] = ""
-            bisect.insort(state.bad_sorted.setdefault(og, []), off)
+        record_ts(*state.bad_ts.setdefault(og, ([], [])), off, "")  # its message named by ``name_refused``
         what = f"is after the line was read ({row.received_at})" if future else "is not an instant in 2000-2099"
         detail = f"timestamp {shorten(raw)} {what}: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
     elif vt is not None and og in state.ts_index:
         offsets, times = state.ts_index[og]
         i = record_ts(offsets, times, off, vt)
-        pending = state.bad_sorted.get(og)
-        if i >= 0 and pending:
+        refused = state.bad_ts.get(og)
+        if i >= 0 and refused is not None:
+            pending, msgs = refused
             lo, hi = retimed(offsets, i, pending)
-            msgs = state.bad_ts[og]
-            t.msgs.update(m for b in pending[lo:hi] if (m := msgs[b]))
+            t.msgs.update(m for m in msgs[lo:hi] if m)
     state.seen_origins.add(og)
     return vt if vt is not None else row.received_at
+
+
+def name_refused(state: SessionState, og: OriginGen, offset: int, mid: str) -> None:
+    """Name ``mid`` as the message of the refused record at ``offset`` of file ``og`` (``note_time``
+    entered that record in ``state.bad_ts``)."""
+    offsets, msgs = state.bad_ts[og]
+    msgs[bisect.bisect_left(offsets, offset)] = mid
 
 
 def refold_state(state: SessionState) -> SessionState:

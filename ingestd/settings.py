@@ -387,23 +387,21 @@ def load_config_file(path: Path, *, required: bool = False) -> dict[str, object]
             than ``CONFIG_MAX_BYTES``, or others can change it.
     """
     try:
-        root_owned = path.stat().st_uid == 0
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(
-                f"config file {path} (named by INGESTD_CONFIG) does not exist: create it or unset INGESTD_CONFIG",
-                path=str(path),
-            ) from None
-        return {}
-    except OSError:
-        root_owned = False  # reported below, by the check or the read
-    filecheck.require_safe(filecheck.problems([path], uid=0 if root_owned else None))
-    try:
+        try:
+            root_owned = path.stat().st_uid == 0
+        except FileNotFoundError:
+            raise
+        except OSError:
+            root_owned = False  # reported below, by the check or the read
+        filecheck.require_safe(filecheck.problems([path], uid=0 if root_owned else None))
         data = read_capped(path, CONFIG_MAX_BYTES, "config file")
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"config file {path} (named by INGESTD_CONFIG) does not exist", path=str(path)) from None
-        return {}
+    except FileNotFoundError:  # missing, or removed between the check and the read: one answer
+        if not required:
+            return {}
+        raise ConfigError(
+            f"config file {path} (named by INGESTD_CONFIG) does not exist: create it or unset INGESTD_CONFIG",
+            path=str(path),
+        ) from None
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e}", path=str(path)) from e
     try:

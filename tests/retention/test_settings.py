@@ -68,6 +68,30 @@ def test_config_file_round_trip(tmp_path: Path) -> None:
     assert default_config_path({"XDG_CONFIG_HOME": "/x"}) == Path("/x/ingestd/config.toml")
 
 
+def test_a_config_file_gone_before_it_is_read_is_missing_like_one_never_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: two missing-file errors, the one after the check without the way out (unset INGESTD_CONFIG)
+    import ingestd.settings
+
+    p = tmp_path / "config.toml"
+    with pytest.raises(ConfigError) as never:
+        load_config_file(p, required=True)
+    p.write_text("port = 1\n")
+
+    def removed_meanwhile(path: Path, *_: object) -> bytes:
+        path.unlink()
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    monkeypatch.setattr(ingestd.settings, "read_capped", removed_meanwhile)
+    with pytest.raises(ConfigError) as gone:
+        load_config_file(p, required=True)
+    assert gone.value.message == never.value.message
+    assert "unset INGESTD_CONFIG" in gone.value.message
+    p.write_text("port = 1\n")
+    assert load_config_file(p) == {}
+
+
 def test_every_setting_has_unit_or_kind_in_name() -> None:
     for s in SETTINGS:
         assert s.help and s.name == s.name.lower()

@@ -20,10 +20,11 @@ from click.testing import CliRunner
 
 from ingestd.central.pg import check_url, describe
 from ingestd.cli import cli
+from ingestd.core import ledger
 from ingestd.errors import ConfigError
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity, shipped_through
-from ingestd.store.migrate import migrate
+from ingestd.store.migrate import MIGRATIONS_DIR, migrate
 from ingestd.store.payload import decode as decode_payload
 from tests.central.support import central_log, local_db, local_log, ship_all
 from tests.conftest import CORPUS, REPO
@@ -193,18 +194,34 @@ def test_dry_run_says_what_would_go_and_sends_nothing(tmp_path: Path, pg_url: st
     conn.close()
 
 
-def test_a_dry_run_writes_nothing_to_the_local_database(tmp_path: Path, pg_url: str) -> None:
-    # it used to open the database as a writer: migrations applied, a host id stored
-    path = tmp_path / "fresh.db"
+def _database_through(path: Path, pins: tuple[ledger.Pin, ...]) -> None:
+    """A database with only ``pins`` applied (none: a file ``connect`` made, no schema at all)."""
+    older = path.parent / "migrations-older"
+    older.mkdir()
+    for pin in pins:
+        shutil.copy(MIGRATIONS_DIR / f"{pin.stem}.sql", older / f"{pin.stem}.sql")
     conn = connect(path)
-    migrate(conn)
+    migrate(conn, directory=older, pins=pins)
     conn.close()
+
+
+@pytest.mark.parametrize("through", [len(ledger.PINS), len(ledger.PINS) - 1, 0], ids=["current", "older", "unmigrated"])
+def test_a_dry_run_writes_nothing_to_the_local_database(tmp_path: Path, pg_url: str, through: int) -> None:
+    # it used to open the database as a writer: migrations applied, a host id stored. A database
+    # with migrations pending is where a dry run that migrates would show: it is refused, unchanged.
+    path = tmp_path / "a.db"
+    _database_through(path, ledger.PINS[:through])
     before = path.read_bytes()
     res = CliRunner().invoke(cli, ["ship", "--db", str(path), "--to", pg_url, "--dry-run", "--json"])
-    assert res.exit_code == 0, res.output
-    assert orjson.loads(res.stdout)["host_id"] == socket.gethostname()
+    if through == len(ledger.PINS):
+        assert res.exit_code == 0, res.output
+        assert orjson.loads(res.stdout)["host_id"] == socket.gethostname()
+    else:
+        assert res.exit_code == 2 and f"needs migrations {ledger.PINS[through].stem}" in res.output, res.output
     assert path.read_bytes() == before
     assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+    with psycopg.connect(pg_url) as c:  # nor anything in the store
+        assert c.execute("SELECT to_regclass('events_raw')").fetchone() == (None,)
 
 
 def test_a_second_database_with_the_same_host_id_is_refused(tmp_path: Path, pg_url: str) -> None:

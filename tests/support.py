@@ -8,35 +8,37 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 POLL_S = 0.02
 
 
+def _tries(what: str, timeout_s: float) -> Iterator[None]:
+    """One turn per try of a condition, each after the one before has failed and waited; fails
+    naming ``what`` when a try would start more than ``timeout_s`` seconds after the first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        yield
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
 def wait_for(what: str, cond: Callable[[], Any], timeout_s: float = 30.0, poll_s: float = POLL_S) -> Any:
     """Poll ``cond`` until it returns something truthy and return that; fail naming ``what`` after
     ``timeout_s`` seconds."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
+    for _ in _tries(what, timeout_s):
+        if value := cond():
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(poll_s)
 
 
 async def until(what: str, cond: Callable[[], Any], timeout_s: float = 10.0, poll_s: float = POLL_S) -> Any:
     """``wait_for`` for a test running on the event loop: the loop keeps running between polls."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
+    for _ in _tries(what, timeout_s):
+        if value := cond():
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         await asyncio.sleep(poll_s)
 
 

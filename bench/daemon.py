@@ -82,13 +82,19 @@ def running_daemon(workdir: Path, projects: Path | None, *, ready_timeout_s: flo
                 time.sleep(0.05)
         yield Daemon(f"http://127.0.0.1:{port}", db, proc.pid, log)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_daemon(proc, timeout_s=20)
+
+
+def stop_daemon(proc: subprocess.Popen[bytes], *, timeout_s: float) -> None:
+    """Stop a daemon as the user would (SIGTERM: drain, commit, exit); killed after ``timeout_s`` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def temp_workdir() -> tempfile.TemporaryDirectory[str]:

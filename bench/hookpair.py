@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import os
 import resource
-import signal
 import socket
 import statistics
 import subprocess
@@ -22,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.daemon import daemon_cpu_s, free_port
+from bench.daemon import daemon_cpu_s, free_port, stop_daemon
 from bench.hookload import run_load
 
 
@@ -96,12 +95,7 @@ def one_run(src: str, tree: Path, conc: int, requests: int, max_s: float, env: d
             wall = time.perf_counter() - w0
             d1, c1 = _tree_cpu_s(proc.pid), _client_cpu_s()
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_daemon(proc, timeout_s=30)
     return Run(
         src,
         conc,

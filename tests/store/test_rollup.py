@@ -11,18 +11,8 @@ from hypothesis import strategies as st
 from ingestd.store import rollup
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.rollup_cases import BUCKETS, MODELS, PRICE_TIMES, TIMES
 
-MODELS = ["claude-opus-4-6", "claude-sonnet-4-5-20250929", "model-without-price"]
-BUCKETS = ["input", "output", "cache_read", "cache_write_5m", "cache_write_1h"]
-TIMES = [
-    "2025-03-01T10:00:00.000Z",
-    "2025-03-01T10:14:59.999Z",
-    "2025-03-01T10:15:00.000Z",
-    "2025-06-01T00:00:00.000Z",
-    "2025-06-01T02:00:00+02:00",
-    "2025-09-30T23:59:59.999Z",
-]
-PRICE_TIMES = ["2025-03-01T10:15:00.000Z", "2025-06-01", "2026-01-01T00:00:00Z"]
 PROMPTS = [0, 199_999, 200_000, 200_001, 10**6]
 
 op = st.one_of(

@@ -85,11 +85,9 @@ def ingest_roots(
     """
     t0 = time.perf_counter()
     summary = Summary()
-    tail = tailing or Tailing(backoff=CLI_BACKOFF, component="ingest")
-    b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail.cache, watchdog_window_s, tail.backoff, tail.component)
+    tail = tailing or Tailing(framers=None, backoff=CLI_BACKOFF, component="ingest")
+    b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
-    b.framers = tail.framers if tailing is not None else None
-    b.should_stop = tail.should_stop
     plans, distrusted = _plan(b, conn, roots, paths, on_total)
     # the reader process is forked before this process starts its threads (the writer, the WAL's)
     reader = None
@@ -282,7 +280,7 @@ def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher)
             sids.update(str(r[0]) for r in conn.execute(_SESSIONS_OF_ORIGIN, (low, high, o)))
     missing = sids - _session_ids(conn)
     if missing:
-        n = reproject_sessions(conn, missing, ctx=b.ctx, cache=b.cache, watchdog_window_s=b.watchdog_window_s)
+        n = reproject_sessions(conn, missing, ctx=b.ctx, cache=b.tail.cache, watchdog_window_s=b.watchdog_window_s)
         log.info("sessions_reprojected", sessions=len(missing), rows=n)
 
 

@@ -115,12 +115,14 @@ def _head_hash(path: str, offset: int) -> str:
 
 @dataclass
 class Tailing:
-    """What the daemon's tailer keeps across ``ingest_roots`` calls (SPEC §7).
+    """What an ingest run reads and writes with beyond its batches; the daemon's tailer keeps one
+    across ``ingest_roots`` calls (SPEC §7), a one-shot run has its own (``Batcher``'s default).
 
     Attributes:
         cache: ``FoldCache``, fold states reused across calls (the tailer's worker thread only).
         framers: dict (root, origin) -> (generation, ``Framer``): framers of files whose last line is
             still torn; the next read resumes where this one stopped (one pass over a growing line).
+            None: not kept (a one-shot run reads each file once).
         backoff: retries of transient refusals (``ingestd.store.isolate``); the daemon's retries
             until they clear, reported as a stall; None: ``Backoff()``'s default.
         should_stop: polled between chunks; True stops reading (shutdown) after committing.
@@ -128,7 +130,7 @@ class Tailing:
     """
 
     cache: FoldCache = field(default_factory=FoldCache)
-    framers: dict[tuple[str, str], tuple[int, Framer]] = field(default_factory=dict)
+    framers: dict[tuple[str, str], tuple[int, Framer]] | None = field(default_factory=dict)
     backoff: Backoff | None = None
     should_stop: Callable[[], bool] | None = None
     component: str = "tailer"
@@ -143,27 +145,20 @@ class Batcher:
         ctx: Ctx,
         summary: Summary,
         batch_rows: int,
-        cache: FoldCache | None = None,
+        tail: Tailing | None = None,
         watchdog_window_s: int = WATCHDOG_WINDOW_S,
-        backoff: Backoff | None = None,
-        component: str = "ingest",
     ) -> None:
         self.conn = conn
-        self.backoff = backoff
-        self.component = component
+        # the fold cache, the kept framers, the retries, the stop flag, the stall's component
+        self.tail = tail if tail is not None else Tailing(framers=None, component="ingest")
         self.ctx = ctx
         self.summary = summary
         self.batch_rows = batch_rows
         self.watchdog_window_s = watchdog_window_s
         self.rows: list[NewLogRow] = []
         self.cps: list[Checkpoint] = []
-        self.cache = cache if cache is not None else FoldCache()
         self.skipped: collections.Counter[str] = collections.Counter()
         self.max_line_bytes = MAX_LINE_BYTES
-        # the tailer's framers of files whose last line is still torn, by (root, origin): the
-        # next read resumes where this one stopped (one pass over a growing or endless line)
-        self.framers: dict[tuple[str, str], tuple[int, Framer]] | None = None
-        self.should_stop: Callable[[], bool] | None = None
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
         self.pipe: WriterPipe[Batch] | None = None
         # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
@@ -193,10 +188,10 @@ class Batcher:
             self.conn,
             rows,
             checkpoints=cps,
-            component=self.component,
-            backoff=self.backoff,
+            component=self.tail.component,
+            backoff=self.tail.backoff,
             ctx=self.ctx,
-            cache=self.cache,
+            cache=self.tail.cache,
             watchdog_window_s=self.watchdog_window_s,
             prefold=prefold,
         )
@@ -240,11 +235,12 @@ def read_file(
     framer = _framer(b, root, f, gen, offset)
     if not _read_lines(b, root, f, framer, oh, sid, gen, now, progress):
         return  # shutting down: what was framed commits, the rest is read next time
-    if b.framers is not None:
+    framers = b.tail.framers
+    if framers is not None:
         if framer.pending:
-            b.framers[(root, origin)] = (gen, framer)
+            framers[(root, origin)] = (gen, framer)
         else:
-            b.framers.pop((root, origin), None)
+            framers.pop((root, origin), None)
     b.cps.append(_cp(root, f, sid, gen, framer.offset, now))
 
 
@@ -318,7 +314,7 @@ def _read_lines(
     with open(f.path, "rb") as fh:
         fh.seek(framer.read)
         while True:
-            if b.should_stop is not None and b.should_stop():
+            if b.tail.should_stop is not None and b.tail.should_stop():
                 return False
             chunk = fh.read(CHUNK_BYTES)
             if not chunk:
@@ -348,8 +344,8 @@ def _read_lines(
 def _framer(b: Batcher, root: str, f: Found, gen: int, offset: int) -> Framer:
     """A framer for ``f`` from its committed ``offset``: the tailer's kept one when it stopped at
     that same line of the same generation and the file still reaches where it read to."""
-    if b.framers is not None:
-        kept = b.framers.pop((root, f.origin), None)
+    if b.tail.framers is not None:
+        kept = b.tail.framers.pop((root, f.origin), None)
         if kept is not None:
             kgen, fr = kept
             if kgen == gen and fr.offset == offset and fr.read <= f.size and fr.max_line_bytes == b.max_line_bytes:

@@ -32,6 +32,17 @@ def _cost(conn: Any, by: str | None = None) -> dict[str, Any]:
     return cost_report(conn, by=by, window=WINDOW, zone=ZONE)
 
 
+def _shipped(tmp_path: Path, pg_url: str, sid: str, recs: list[dict[str, Any]]) -> Any:
+    """``recs`` as session ``sid``'s transcript, ingested by host ``host-a`` and shipped (not projected yet);
+    returns the host's database."""
+    root = tmp_path / "projects"
+    (root / "-w").mkdir(parents=True)
+    (root / "-w" / f"{sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    local = local_db(tmp_path / "a.db", [root], "host-a")
+    ship_all(local, pg_url)
+    return local
+
+
 def test_fast_long_context_and_web_search_are_priced_centrally_as_locally(tmp_path: Path, pg_url: str) -> None:
     # all at test_price_dimensions.WHEN (2026-06-01), after every seeded dimension's effective date
     recs = [
@@ -40,11 +51,7 @@ def test_fast_long_context_and_web_search_are_priced_centrally_as_locally(tmp_pa
         message("m-search", SONNET, usage(inp=1_000, out=1_000, server_tool_use={"web_search_requests": 3})),
         message("m-turbo", OPUS, usage(inp=7, out=11, speed="turbo")),
     ]
-    root = tmp_path / "projects"
-    (root / "-w").mkdir(parents=True)
-    (root / "-w" / f"{SID}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
-    local = local_db(tmp_path / "a.db", [root], "host-a")
-    ship_all(local, pg_url)
+    local = _shipped(tmp_path, pg_url, SID, recs)
     project(pg_url)
     central = PgReadConn(pg_connect(pg_url, autocommit=True))
     try:
@@ -102,11 +109,7 @@ def test_summary_title_joins_its_leaf_in_a_later_slice_as_locally(tmp_path: Path
         {"type": "summary", "summary": "Names no record here", "leafUuid": "elsewhere"},
         {"type": "summary", "summary": "Continuing", "leafUuid": "first-a"},  # its leaf came slices before
     ]
-    root = tmp_path / "projects"
-    (root / "-w").mkdir(parents=True)
-    (root / "-w" / f"{A}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
-    local = local_db(tmp_path / "a.db", [root], "host-a")
-    ship_all(local, pg_url)
+    local = _shipped(tmp_path, pg_url, A, recs)
     pg = pg_connect(pg_url)
     try:
         assert project_store(pg, batch_rows=1).slices == len(recs)  # leaves two slices after / before
@@ -128,11 +131,7 @@ def test_quarantined_records_are_the_hosts_own(tmp_path: Path, pg_url: str) -> N
         message("m-bad-time", OPUS, usage(inp=3, out=4), ts="yesterday"),
         message("m-good", OPUS, usage(inp=1, out=2)),
     ]
-    root = tmp_path / "projects"
-    (root / "-w").mkdir(parents=True)
-    (root / "-w" / f"{SID}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
-    local = local_db(tmp_path / "a.db", [root], "host-a")
-    ship_all(local, pg_url)
+    local = _shipped(tmp_path, pg_url, SID, recs)
     project(pg_url)
     central = PgReadConn(pg_connect(pg_url, autocommit=True))
     try:

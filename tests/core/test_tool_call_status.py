@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import orjson
 import pytest
@@ -61,14 +62,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_status_converges_whatever_arrives_first_or_twice(case: str) -> None:
     rows = CASES[case]
-    got = set()
-    for order in itertools.permutations([*rows, rows[-1]]):
-        m = Model()
-        inc = Incremental(SID)
-        for r in order:
-            ch = inc([r])
-            m.apply(ch)
-        got.add(m.tables["tools"][(SID, "tu")].status)
+    got = {m.tables["tools"][(SID, "tu")].status for m in one_row_a_batch(rows)}
     assert got == {case.removesuffix("_hook")}
 
 
@@ -101,17 +95,20 @@ def rate_limited(i: int) -> LogRow:
     return sub_rec(i, msg, isApiErrorMessage=True, error="rate_limit")
 
 
-def every_order(rows: list[LogRow]) -> set[tuple[tuple[object, ...], ...]]:
-    """Final tool rows (tool_use_id, ended_at, status) of every order, one row a batch, the last redelivered;
-    one batch; and a state folded up to any row then given the rest equals a fold from scratch."""
-    got = set()
+def one_row_a_batch(rows: list[LogRow]) -> Iterator[Model]:
+    """The tables after folding ``rows`` one row a batch, the last redelivered, in every order."""
     for order in itertools.permutations([*rows, rows[-1]]):
         m = Model()
         inc = Incremental(SID)
         for r in order:
-            ch = inc([r])
-            m.apply(ch)
-        got.add(tuple(sorted((k[1], v[5], v[6]) for k, v in m.tables["tools"].items())))
+            m.apply(inc([r]))
+        yield m
+
+
+def every_order(rows: list[LogRow]) -> set[tuple[tuple[object, ...], ...]]:
+    """Final tool rows (tool_use_id, ended_at, status) of every order, one row a batch, the last redelivered;
+    one batch; and a state folded up to any row then given the rest equals a fold from scratch."""
+    got = {tuple(sorted((k[1], v[5], v[6]) for k, v in m.tables["tools"].items())) for m in one_row_a_batch(rows)}
     one = Model()
     one.apply(fold_log(SID, rows, Ctx())[1])
     for n in range(len(rows) + 1):

@@ -178,12 +178,28 @@ def test_read_commands_on_read_only_media_open_the_database_read_only(tmp_path: 
     assert r2.stdout.rstrip().endswith(f"{mnt} is on a read-only file system")
 
 
-def test_serve_checks_the_files_once_before_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # was: the command checked the database's files, then the daemon checked them (and the backups)
-    # again after the lock; now the command's one check covers the backups too
+@pytest.fixture
+def no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ingestd serve`` runs ``daemon.main.serve`` (its checks, its lock) but serves nothing and
+    returns, without ``run``'s process-wide logging set-up."""
     from ingestd.daemon import main as daemon_main
     from ingestd.daemon.config import ServeConfig
 
+    async def no_serving(*_: Any) -> None:
+        return None
+
+    def run(cfg: ServeConfig, *, held: Any, sock: Any, log_level: str) -> None:
+        asyncio.run(daemon_main.serve(cfg, held=held, sock=sock))
+
+    monkeypatch.setattr(daemon_main, "_serve_on", no_serving)
+    monkeypatch.setattr(daemon_main, "run", run)
+
+
+def test_serve_checks_the_files_once_before_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_daemon: None
+) -> None:
+    # was: the command checked the database's files, then the daemon checked them (and the backups)
+    # again after the lock; now the command's one check covers the backups too
     db = make_db(tmp_path / "d")
     checked: list[Path] = []
     real_files = filecheck.database_files
@@ -192,15 +208,7 @@ def test_serve_checks_the_files_once_before_the_lock(tmp_path: Path, monkeypatch
         checked.append(db_path)
         return real_files(db_path)
 
-    async def no_serving(*_: Any) -> None:
-        return None
-
-    def run(cfg: ServeConfig, *, held: Any, sock: Any, log_level: str) -> None:
-        asyncio.run(daemon_main.serve(cfg, held=held, sock=sock))  # ``run`` without its logging set-up
-
     monkeypatch.setattr(filecheck, "database_files", counting)
-    monkeypatch.setattr(daemon_main, "_serve_on", no_serving)
-    monkeypatch.setattr(daemon_main, "run", run)
     code, out = serve(db)
     assert code == 0, out
     assert checked == [db]
@@ -211,3 +219,24 @@ def test_serve_checks_the_files_once_before_the_lock(tmp_path: Path, monkeypatch
     os.chmod(old, 0o646)
     code, out = serve(db)
     assert code == 2 and f"fix: chmod 600 {old}" in out
+
+
+def test_serve_checks_the_backups_where_a_linked_database_writes_them(tmp_path: Path, no_daemon: None) -> None:
+    # a database reached through a link has its backups next to the link (``backup_dir_from``, as
+    # ``ingestd backup`` and the daemon's schedule write them); the daemon used to check the ones
+    # next to the link's target instead
+    target = make_db(tmp_path / "real")
+    (tmp_path / "link").mkdir(mode=0o700)
+    db = tmp_path / "link" / "x.db"
+    db.symlink_to(target)
+    loose = tmp_path / "link" / "backups" / "x-20260101T000000.000Z.db"
+    loose.parent.mkdir(mode=0o700)
+    loose.write_bytes(b"")
+    os.chmod(loose, 0o646)
+    code, out = serve(db)
+    assert code == 2 and f"fix: chmod 600 {loose}" in out, out
+    loose.unlink()
+    r = CliRunner().invoke(cli, ["backup", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    assert [p.parent for p in (tmp_path / "link" / "backups").iterdir()] == [loose.parent]
+    assert not (tmp_path / "real" / "backups").exists()

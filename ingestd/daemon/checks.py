@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,14 @@ log = get_logger("ingestd.serve")
 def check_files(db_path: Path, backup_dir: Path | None) -> None:
     """The ssh-like file checks (``ingestd.filecheck``) on the files the daemon will write.
 
-    The database, its ``-wal``, ``-shm`` and ``.lock``, the backups directory and its backups (the
-    token file is checked where it is read, ``auth.load_token``). Reads only.
+    The database, its ``-wal``, ``-shm`` and ``.lock``, the backups directory (``backup_dir``; None:
+    the default, next to ``db_path`` as given, link or not) and its backups (the token file is
+    checked where it is read, ``auth.load_token``). Reads only.
 
     Raises:
         ConfigError: naming each unsafe file and the command that fixes it.
     """
-    backups = backup_dir or default_backup_dir(Path(os.path.realpath(db_path)))
+    backups = backup_dir or default_backup_dir(db_path)  # where backups go: ``backup_dir_from``'s default
     filecheck.require_safe(filecheck.store_problems(db_path, backups))
 
 

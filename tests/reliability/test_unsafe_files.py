@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from ingestd import filecheck
 from ingestd.cli import cli
+from ingestd.errors import ConfigError
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.support import can_bind_mount
@@ -235,6 +236,12 @@ def test_serve_checks_the_backups_where_a_linked_database_writes_them(tmp_path: 
     os.chmod(loose, 0o646)
     code, out = serve(db)
     assert code == 2 and f"fix: chmod 600 {loose}" in out, out
+    # the daemon started without the command (it takes the lock itself) checks the same directory
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.daemon.main import serve as serve_daemon
+
+    with pytest.raises(ConfigError, match=f"fix: chmod 600 {loose}"):
+        asyncio.run(serve_daemon(ServeConfig(db_path=db, port=0)))
     loose.unlink()
     r = CliRunner().invoke(cli, ["backup", "--db", str(db), "--json"])
     assert r.exit_code == 0, r.output

@@ -1,10 +1,17 @@
-"""Hook load on several source trees, interleaved in one run: medians, ratios and daemon CPU.
+"""Hook load on several source trees, interleaved in one run: medians, ratios and CPU per process.
 
-Each (round, concurrency, tree) gets a fresh database and a fresh ``ingestd serve --no-tail`` from that
-tree's ``.venv``, so a session that grows over the run (and another helper's load) falls on every tree
-alike; the order of the trees alternates per round. Run::
+The load comes from ``wrk`` (``bench.hookwrk``: native, about 0.02 ms of CPU per request) when it is
+installed, else from ``bench.hookload`` (Python, about 0.25 ms per request, a third of this machine
+at 2,000 ev/s); ``--gen`` picks one or both (each is a column of its own). CPU is per event, split
+into the daemon's main process (HTTP), its writer process (and any other descendant) and the load
+generator. Each (round, concurrency, generator, tree) gets a fresh database and a fresh
+``ingestd serve --no-tail`` from that tree's ``.venv``, so a session that grows over the run (and
+another helper's load) falls on every tree alike; the order of the trees alternates per round. Run::
 
     python -m bench.hookpair --src main=/work/main --src branch=. -c 1 -c 16 -c 64 --rounds 3 -n 3000
+
+(``-n`` bounds the Python generator's requests; ``--max-s`` is wrk's duration and the Python
+generator's time limit.)
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.daemon import daemon_cpu_s, free_port, stop_daemon
 from bench.hookload import run_load
+from bench.hookwrk import ensure_wrk, run_wrk
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +39,24 @@ class Run:
     """One load run against one tree: rate in 2xx/s, latencies in ms, CPU as fractions of a core."""
 
     src: str
+    gen: str
     conc: int
     rate: float
     p50_ms: float
     p99_ms: float
-    daemon_cpu: float
+    main_cpu: float
+    writer_cpu: float
     client_cpu: float
     failed: int
+
+    @property
+    def daemon_cpu(self) -> float:
+        """The daemon's main process and its writer process, fractions of a core."""
+        return self.main_cpu + self.writer_cpu
+
+    def ms_per_event(self, cpu: float) -> float:
+        """``cpu`` (fraction of a core) as milliseconds of CPU per 2xx event."""
+        return cpu / self.rate * 1000 if self.rate else float("nan")
 
 
 def _start(tree: Path, db: Path, port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -59,8 +79,8 @@ def _start(tree: Path, db: Path, port: int, log: Path, env: dict[str, str]) -> s
             time.sleep(0.05)
 
 
-def _tree_cpu_s(pid: int) -> float:
-    """User+sys CPU seconds of ``pid`` and every live descendant (a writer process, its forkserver)."""
+def _tree_cpu_s(pid: int) -> tuple[float, float]:
+    """User+sys CPU seconds of ``pid`` itself, and of every live descendant (a writer process, its forkserver)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -70,12 +90,12 @@ def _tree_cpu_s(pid: int) -> float:
             except OSError:
                 continue
             children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, [pid]
+    total, todo = 0.0, list(children.get(pid, []))
     while todo:
         p = todo.pop()
         total += daemon_cpu_s(p)
         todo += children.get(p, [])
-    return total
+    return daemon_cpu_s(pid), total
 
 
 def _client_cpu_s() -> float:
@@ -83,54 +103,65 @@ def _client_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def one_run(src: str, tree: Path, conc: int, requests: int, max_s: float, env: dict[str, str]) -> Run:
-    """Start a daemon of ``tree`` on a fresh database, load it, stop it."""
+def _load(gen: str, url: str, conc: int, requests: int, max_s: float) -> tuple[float, float, float, float, int]:
+    """One load run: (2xx/s, p50 ms, p99 ms, the generator's CPU seconds, failed requests)."""
+    run = str(time.time_ns())
+    if gen == "wrk":
+        exe, why = ensure_wrk(install=False)
+        if exe is None:
+            raise RuntimeError(why)
+        w = run_wrk(exe, url, conc, max_s, run=run)
+        return w.rate, w.pct_ms(50), w.pct_ms(99), w.cpu_s, sum(w.failed.values())
+    c0 = _client_cpu_s()
+    r = asyncio.run(run_load(url, conc, requests, max_s, run=run))
+    return r.rate, r.pct_ms(50), r.pct_ms(99), _client_cpu_s() - c0, sum(r.failed.values())
+
+
+def one_run(src: str, tree: Path, gen: str, conc: int, requests: int, max_s: float, env: dict[str, str]) -> Run:
+    """Start a daemon of ``tree`` on a fresh database, load it with ``gen`` (wrk or python), stop it."""
     with tempfile.TemporaryDirectory(prefix="hookpair-") as d:
         port = free_port()
         proc = _start(tree, Path(d) / "h.db", port, Path(d) / "serve.log", env)
         try:
             time.sleep(1.0)  # start-up checks and the writer process settle
-            d0, c0, w0 = _tree_cpu_s(proc.pid), _client_cpu_s(), time.perf_counter()
-            res = asyncio.run(run_load(f"http://127.0.0.1:{port}", conc, requests, max_s, run=str(time.time_ns())))
+            (m0, k0), w0 = _tree_cpu_s(proc.pid), time.perf_counter()
+            rate, p50, p99, client_s, failed = _load(gen, f"http://127.0.0.1:{port}", conc, requests, max_s)
             wall = time.perf_counter() - w0
-            d1, c1 = _tree_cpu_s(proc.pid), _client_cpu_s()
+            m1, k1 = _tree_cpu_s(proc.pid)
         finally:
             stop_daemon(proc, timeout_s=30)
-    return Run(
-        src,
-        conc,
-        res.rate,
-        res.pct_ms(50),
-        res.pct_ms(99),
-        (d1 - d0) / wall,
-        (c1 - c0) / wall,
-        sum(res.failed.values()),
+    return Run(src, gen, conc, rate, p50, p99, (m1 - m0) / wall, (k1 - k0) / wall, client_s / wall, failed)
+
+
+def _row(rs: list[Run], base: float | None) -> str:
+    rate = statistics.median(r.rate for r in rs)
+    each = ", ".join(f"{r.rate:,.0f}" for r in rs)
+
+    def med(f: Any) -> float:
+        return float(statistics.median(f(r) for r in rs))
+
+    return (
+        f"{rate:,.0f} ({each}) | {med(lambda r: r.p50_ms):.2f} | {med(lambda r: r.p99_ms):.2f} | "
+        f"{med(lambda r: r.daemon_cpu):.0%} | {med(lambda r: r.ms_per_event(r.main_cpu)):.3f} | "
+        f"{med(lambda r: r.ms_per_event(r.writer_cpu)):.3f} | {med(lambda r: r.ms_per_event(r.client_cpu)):.3f} | "
+        f"{sum(r.failed for r in rs)} | {rate / (base or rate):.2f} |"
     )
 
 
-def _table(runs: list[Run], srcs: list[str], concs: list[int]) -> str:
+def _table(runs: list[Run], srcs: list[str], gens: list[str], concs: list[int]) -> str:
     lines = [
-        "| clients | tree | ev/s (median, runs) | p50 ms | p99 ms | daemon CPU | daemon CPU ms/event | client CPU "
-        "| failed | ev/s ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| clients | generator | tree | ev/s (median, runs) | p50 ms | p99 ms | daemon CPU | main ms/event "
+        "| writer ms/event | generator ms/event | failed | ev/s ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in concs:
-        base = None
-        for s in srcs:
-            rs = [r for r in runs if r.src == s and r.conc == c]
-            if not rs:
-                continue
-            rate = statistics.median(r.rate for r in rs)
-            base = rate if base is None else base
-            each = ", ".join(f"{r.rate:,.0f}" for r in rs)
-            lines.append(
-                f"| {c} | {s} | {rate:,.0f} ({each}) | {statistics.median(r.p50_ms for r in rs):.2f} | "
-                f"{statistics.median(r.p99_ms for r in rs):.2f} | "
-                f"{statistics.median(r.daemon_cpu for r in rs):.0%} | "
-                f"{statistics.median(r.daemon_cpu / r.rate * 1000 for r in rs if r.rate):.3f} | "
-                f"{statistics.median(r.client_cpu for r in rs):.0%} | {sum(r.failed for r in rs)} | "
-                f"{rate / base:.2f} |"
-            )
+        for g in gens:
+            base = None
+            for s in srcs:
+                rs = [r for r in runs if r.src == s and r.conc == c and r.gen == g]
+                if rs:
+                    lines.append(f"| {c} | {g} | {s} | " + _row(rs, base))
+                    base = statistics.median(r.rate for r in rs) if base is None else base
     return "\n".join(lines)
 
 
@@ -140,27 +171,32 @@ def main() -> None:
         "--src", action="append", required=True, help="NAME=DIR[@VAR=VALUE,...] (a tree with .venv/bin/ingestd)"
     )
     ap.add_argument("-c", "--concurrency", type=int, action="append", required=True)
+    ap.add_argument(
+        "--gen", action="append", choices=["wrk", "python"], help="default: wrk when installed, else python"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("-n", "--requests", type=int, default=3000)
     ap.add_argument("--max-s", type=float, default=10.0)
     args = ap.parse_args()
+    gens = args.gen or (["wrk"] if ensure_wrk(install=False)[0] else ["python"])
     srcs = [tuple(s.split("=", 1)) for s in args.src]
     runs: list[Run] = []
     for rnd in range(args.rounds):
         order = srcs if rnd % 2 == 0 else srcs[::-1]
         for c in args.concurrency:
-            for name, tree in order:
-                where, _, assigns = tree.partition("@")
-                env = dict(a.split("=", 1) for a in assigns.split(",") if a)
-                r = one_run(name, Path(where).resolve(), c, args.requests, args.max_s, env)
-                runs.append(r)
-                print(
-                    f"round {rnd + 1} c={c} {name}: {r.rate:,.0f}/s p50={r.p50_ms:.2f} p99={r.p99_ms:.2f} "
-                    f"daemon={r.daemon_cpu:.0%} client={r.client_cpu:.0%} failed={r.failed}",
-                    flush=True,
-                )
+            for g in gens:
+                for name, tree in order:
+                    where, _, assigns = tree.partition("@")
+                    env = dict(a.split("=", 1) for a in assigns.split(",") if a)
+                    r = one_run(name, Path(where).resolve(), g, c, args.requests, args.max_s, env)
+                    runs.append(r)
+                    print(
+                        f"round {rnd + 1} c={c} {g} {name}: {r.rate:,.0f}/s p50={r.p50_ms:.2f} p99={r.p99_ms:.2f} "
+                        f"main={r.main_cpu:.0%} writer={r.writer_cpu:.0%} client={r.client_cpu:.0%} failed={r.failed}",
+                        flush=True,
+                    )
     print(f"load average: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(_table(runs, [s[0] for s in srcs], args.concurrency))
+    print(_table(runs, [s[0] for s in srcs], gens, args.concurrency))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from ingestd.logs import get_logger
 log = get_logger("ingestd.http")
 
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
+HOST_CACHE = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +155,19 @@ def _local_port(request: web.Request, fallback: int) -> int:
 def middleware(policy: WebPolicy) -> Any:
     """The aiohttp middleware applying ``policy`` to every request (before the token check)."""
 
+    # ``host_ok`` of the Host headers seen (a daemon hears one or two spellings; the cache stops
+    # growing at HOST_CACHE entries, so a client sending endless names only costs the check).
+    known: dict[str, bool] = {}
+
     @web.middleware
     async def guard(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
         host = request.headers.get("Host")
-        if not host_ok(policy, host):
+        ok = known.get(host) if host is not None else False
+        if ok is None and host is not None:
+            ok = host_ok(policy, host)
+            if len(known) < HOST_CACHE:
+                known[host] = ok
+        if not ok:
             log.warning("request_rejected", status=421, reason="foreign_host", path=request.path, host=host)
             return error_response(
                 421,
@@ -166,7 +176,8 @@ def middleware(policy: WebPolicy) -> Any:
                 "(or add the name to the allowed_hosts setting)",
             )
         origin = request.headers.get("Origin")
-        if not origin_ok(policy, origin, _local_port(request, policy.port), host):
+        # no Origin (Claude Code, ingestd.forward): nothing to compare, not even the local port
+        if origin is not None and not origin_ok(policy, origin, _local_port(request, policy.port), host):
             log.warning("request_rejected", status=403, reason="foreign_origin", path=request.path, origin=origin)
             return error_response(
                 403,

@@ -192,6 +192,20 @@ async def test_loopback_names_and_configured_names_pass(make_client: MakeClient)
         assert (await client.get("/api/health", headers={"Host": host})).status == 200, host
 
 
+async def test_the_host_answers_are_remembered_per_header_and_the_memory_is_bounded(make_client: MakeClient) -> None:
+    """The guard remembers host_ok per Host header (the hot path of every hook): a refused name
+    stays refused, a good one stays good, and past ``HOST_CACHE`` names every answer is still right."""
+    client = await make_client()
+    for _ in range(2):
+        await expect(await client.get("/api/health", headers={"Host": "rebind.evil.example"}), 421, "misdirected_host")
+        assert (await client.get("/api/health", headers={"Host": "127.0.0.1:7391"})).status == 200
+    for i in range(guard.HOST_CACHE + 6):
+        await expect(await client.get("/api/health", headers={"Host": f"evil{i}.example"}), 421, "misdirected_host")
+    assert (await client.get("/api/health", headers={"Host": "localhost:9"})).status == 200
+    await expect(await client.get("/api/health", headers={"Host": "evil0.example"}), 421, "misdirected_host")
+    await expect(await client.get("/api/health", headers={"Host": "evil99.example"}), 421, "misdirected_host")
+
+
 def test_policy_parsing_is_exact() -> None:
     p = guard.make_policy("0.0.0.0", 7391, ["Box.LAN", "[fe80::1]"], ["HTTP://Tool.example:80/"])
     assert p.hosts == {"127.0.0.1", "::1", "localhost", "box.lan", "fe80::1"}

@@ -23,7 +23,6 @@ A rejected request writes nothing and logs one ``hook_rejected`` line with the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import time
@@ -113,10 +112,11 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
         if clen is not None and clen > cfg.max_body_bytes:
             return _reject(request, *too_large)
         try:
-            # the whole body came with the head (a hook's usual one segment): no timer to arm
-            waiting = contextlib.nullcontext() if request.content.is_eof() else asyncio.timeout(body_timeout_s)
-            async with waiting:
+            if request.content.is_eof():  # the whole body came with the head (a hook's usual one segment)
                 body = await request.read()
+            else:
+                async with asyncio.timeout(body_timeout_s):
+                    body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reject(request, *too_large)
         except TimeoutError:

@@ -48,6 +48,14 @@ class HookWriter(Protocol):
     committed_batches: int
     committed_deliveries: int
 
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the writer (its thread or process) on ``loop`` and wait, without blocking the loop,
+        until its connection is open and migrated.
+
+        Raises:
+            StorageError: the database could not be opened or migrated (or the process did not start).
+        """
+
     async def submit(self, rows: Sequence[NewLogRow], timeout_s: float | None = None) -> int:
         """Commit ``rows``; the number inserted (see ``Committer.submit``)."""
 
@@ -136,6 +144,11 @@ class Committer:
         self._ready.wait()
         if self._open_error is not None:
             raise self._open_error
+
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``start`` off the loop (the thread opens and migrates the connection meanwhile: a migration
+        can take seconds, and the loop keeps serving). Raises as ``start``."""
+        await loop.run_in_executor(None, self.start, loop)
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Refuse new work, drain what is queued (committing it), close the connection."""

@@ -143,7 +143,7 @@ class ProcCommitter:
         return self._proc.pid if self._proc is not None and self._transport is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------
-    async def start(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the writer process and wait until it has opened (and migrated) the database.
 
         Raises:

@@ -159,16 +159,13 @@ def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkp
 
 
 async def _writer_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The checkpointer and the writer thread, then the start-up checks; drained at the end."""
+    """The checkpointer and the writer (thread or process: ``HookWriter.open``), then the start-up checks;
+    drained at the end."""
     cfg, writer, checkpointer = app[CONFIG], app[WRITER], app[CHECKPOINTER]
     loop = asyncio.get_running_loop()
     checkpointer.start()
     try:
-        if isinstance(writer, ProcCommitter):
-            await writer.start(loop)
-        else:
-            assert isinstance(writer, Committer)
-            writer.start(loop)
+        await writer.open(loop)
     except BaseException:
         checkpointer.stop()
         raise

@@ -102,3 +102,35 @@ async def test_duplicate_keys_insert_once(tmp_path: Path) -> None:
     await asyncio.gather(*(w.submit([_row("same")]) for _ in range(10)))
     w.stop()
     assert _count(db) == 1
+
+
+async def test_open_lets_the_loop_run_while_the_connection_opens(tmp_path: Path) -> None:
+    """``HookWriter.open``: the thread writer opens (and migrates) its connection while the loop
+    keeps serving; a database it cannot open still fails the open."""
+    db = tmp_path / "w.db"
+    opening = threading.Event()
+    release = threading.Event()
+
+    def slow_open() -> apsw.Connection:
+        opening.set()
+        release.wait(5)  # a long migration
+        return _open(db)
+
+    loop = asyncio.get_running_loop()
+    w = Committer(slow_open, apply_mod.store_rows)
+    opened = asyncio.create_task(w.open(loop))
+    for _ in range(200):  # the loop turns while the thread opens
+        if opening.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert opening.is_set() and not opened.done()
+    release.set()
+    await opened
+    assert await w.submit([_row("k-open")]) == 1
+    w.stop()
+
+    def refuse() -> apsw.Connection:
+        raise StorageError("cannot open for the test")
+
+    with pytest.raises(StorageError, match="cannot open for the test"):
+        await Committer(refuse, apply_mod.store_rows).open(loop)

@@ -78,7 +78,7 @@ def refuse_stop_events() -> ApplyFn:
 
 async def _started(db: Path, **kw: Any) -> ProcCommitter:
     w = ProcCommitter(db, log_level="warning", **kw)
-    await w.start(asyncio.get_running_loop())
+    await w.open(asyncio.get_running_loop())
     return w
 
 

@@ -295,10 +295,6 @@ class ProcCommitter:
             return
         self._transport = self._link = None
         proc, self._proc = self._proc, None
-        code = None
-        if proc is not None:
-            proc.join(1.0)
-            code = proc.exitcode
         waiting = [f for f in self._futs.values() if not f.done()]
         self._futs.clear()
         self._outbox.clear()
@@ -306,12 +302,10 @@ class ProcCommitter:
             f.set_exception(CommitterClosed("the writer process exited; retry later"))
         if self._stopping:
             return
-        reason = f"the writer process exited (exit code {code}); restarting"
-        log.error("writer_process_exited", exit_code=code, waiting=len(waiting))
-        self._health.failed(WRITER, reason)
+        self._health.failed(WRITER, "the writer process exited; restarting")
         assert self._loop is not None
         self._note_exit(time.monotonic() - self._started_at)
-        self._restart = self._loop.create_task(self._respawn())
+        self._restart = self._loop.create_task(self._respawn(proc, len(waiting)))
 
     def _note_exit(self, lived_s: float) -> None:
         """A process that lived ``RESTART_MAX_DELAY_S`` or more was healthy: restarts begin anew at
@@ -325,7 +319,18 @@ class ProcCommitter:
         self._delay_s = min(delay * 2, RESTART_MAX_DELAY_S)
         return delay
 
-    async def _respawn(self) -> None:
+    async def _reap(self, proc: Any, waiting: int) -> None:
+        """Wait (off the loop: up to a second) for the ended process's exit code, and say it."""
+        assert self._loop is not None
+        code = None
+        if proc is not None:
+            await self._loop.run_in_executor(None, proc.join, 1.0)
+            code = proc.exitcode
+        log.error("writer_process_exited", exit_code=code, waiting=waiting)
+        self._health.failed(WRITER, f"the writer process exited (exit code {code}); restarting")
+
+    async def _respawn(self, proc: Any, waiting: int) -> None:
+        await self._reap(proc, waiting)
         while not self._stopping:
             await asyncio.sleep(self._next_delay())
             try:

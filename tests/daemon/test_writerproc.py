@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -261,3 +263,37 @@ def test_a_writer_that_keeps_dying_is_restarted_less_and_less_often(tmp_path: Pa
     assert w._next_delay() == 30.0
     w._note_exit(31.0)  # had lived: restarts begin anew
     assert [w._next_delay() for _ in range(2)] == [1.0, 2.0]
+
+
+async def test_the_end_of_a_process_is_reaped_off_the_loop(tmp_path: Path) -> None:
+    """``_lost`` answers the waiting deliveries at once and waits for the exit code on another
+    thread (``proc.join`` can take up to a second), then says it in health."""
+
+    class SlowToReap:
+        exitcode = -9
+        joined_on: int | None = None
+
+        def join(self, timeout: float | None = None) -> None:
+            time.sleep(0.3)
+            self.joined_on = threading.get_ident()
+
+    health = Health()
+    w = ProcCommitter(tmp_path / "w.db", health=health, restart_delay_s=60)
+    loop = asyncio.get_running_loop()
+    link, proc = object(), SlowToReap()
+    w._loop, w._link, w._proc = loop, link, proc  # type: ignore[assignment]
+    waiting = w._futs[0] = loop.create_future()
+    t0 = time.monotonic()
+    w._lost(link)  # type: ignore[arg-type]
+    assert time.monotonic() - t0 < 0.1
+    with pytest.raises(CommitterClosed):
+        await waiting
+    for _ in range(200):
+        if any("exit code -9" in p for p in health.problems()):
+            break
+        await asyncio.sleep(0.01)
+    assert any("exit code -9" in p for p in health.problems())
+    assert proc.joined_on is not None and proc.joined_on != threading.get_ident()
+    w._stopping = True
+    assert w._restart is not None
+    w._restart.cancel()

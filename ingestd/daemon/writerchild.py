@@ -8,7 +8,7 @@ answers. A grouped transaction that fails is retried one submission at a time, s
 delivery cannot sink its neighbours. WAL checkpoints run on this process's own checkpointer thread.
 
 Wire format, both ways over one ``AF_UNIX`` stream socket: frames of a 4-byte big-endian length
-and a pickle. Parent to child: a list of items ``(ROWS, id, [row tuple, ...])``, ``(CALL, id, fn)``
+and a pickle. Parent to child: a list of items ``(ROWS, id, [row tuple, ...])``, ``(CALL, id, pickled fn)``
 or ``(STOP,)``; a row tuple is ``wire_row`` (no decoded ``obj``: this process parses the payload
 again, off the loop). Child to parent: ``(results, groups)`` where ``results`` is a list of
 ``(id, ok, value)`` (``value``: the rows inserted or ``fn``'s result when ``ok``, else
@@ -155,7 +155,7 @@ def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[li
     for it in items:
         if it[0] == CALL:
             try:
-                value = it[2](conn)
+                value = pickle.loads(it[2])(conn)
                 pickle.dumps(value)  # a result that cannot travel is the caller's error, not this process's end
                 results.append((it[1], True, value))
             except Exception as e:

@@ -256,10 +256,10 @@ class ProcCommitter:
             StorageError: ``fn`` raised or its result cannot be pickled (the message), or as ``submit``.
         """
         try:
-            pickle.dumps(fn)
+            blob = pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)  # once: the frame carries these bytes
         except (pickle.PicklingError, AttributeError, TypeError) as e:
             raise TypeError(f"the writer process cannot run {fn!r}: {e}") from e
-        return await self._enqueue((child.CALL, next(self._ids), fn))
+        return await self._enqueue((child.CALL, next(self._ids), blob))
 
     def _flush(self) -> None:
         if not self._outbox or self._transport is None:

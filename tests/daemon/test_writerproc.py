@@ -192,7 +192,23 @@ async def test_a_call_runs_in_the_process_and_its_error_comes_back(tmp_path: Pat
     assert await w.call(_count_rows) == 1
     with pytest.raises(StorageError, match="no such table"):
         await w.call(_bad_sql)
+    Counted.reduced = 0
+    assert await w.call(Counted()) == 1
+    assert Counted.reduced == 1  # pickled once: the picklability check is the frame's bytes
     await _stop(w)
+
+
+class Counted:
+    """A call that counts how often this process pickles it."""
+
+    reduced = 0
+
+    def __call__(self, conn: apsw.Connection) -> int:
+        return _count_rows(conn)
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        Counted.reduced += 1
+        return (Counted, ())
 
 
 def _count_rows(conn: apsw.Connection) -> int:

@@ -1,4 +1,8 @@
-"""POST /hooks end to end through the real writer thread and a real database."""
+"""POST /hooks end to end through a real writer and a real database.
+
+Most tests inject ``apply`` (the writer thread in this process: failures and stalls on demand); the
+tests marked ``WRITERS`` run once with that thread and once with the daemon's default, the writer
+process (``ingestd.daemon.writerproc``) running the real ``make_store``."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from aiohttp.test_utils import TestClient
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import make_app
+from ingestd.http.app import WRITER, make_app
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from ingestd.store.payload import register_sql
@@ -35,12 +39,20 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "ingestd.db"
 
 
+# the receiver behind either writer: the thread with an injected ``apply``, or the default process
+WRITERS = pytest.mark.parametrize("hook_writer", ["thread", "process"])
+
+
 @pytest.fixture
 def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
-    async def make(**kw: Any) -> Client:
-        apply = kw.pop("apply", apply_mod.store_rows)
-        cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
-        client: Client = await aiohttp_client(make_app(cfg, apply=apply), headers=JSON_HEADERS)
+    async def make(hook_writer: str = "thread", **kw: Any) -> Client:
+        apply = kw.pop("apply", apply_mod.store_rows) if hook_writer == "thread" else None
+        cfg = ServeConfig(
+            db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, hook_writer=hook_writer, **kw
+        )
+        app = make_app(cfg, apply=apply)
+        client: Client = await aiohttp_client(app, headers=JSON_HEADERS)
+        assert type(app[WRITER]).__name__ == ("ProcCommitter" if hook_writer == "process" else "Committer")
         return client
 
     return make
@@ -82,8 +94,11 @@ async def test_a_bom_and_a_lone_surrogate_together_are_accepted(make_client: Mak
     assert [bytes(r[3]) for r in rows(db)] == [payload]
 
 
-async def test_accepted_delivery_is_committed_before_an_empty_200(make_client: MakeClient, db: Path) -> None:
-    client = await make_client()
+@WRITERS
+async def test_accepted_delivery_is_committed_before_an_empty_200(
+    make_client: MakeClient, db: Path, hook_writer: str
+) -> None:
+    client = await make_client(hook_writer)
     payload = b'{"hook_event_name":"Stop","session_id":"s1","stop_hook_active":false,"zz":{"new":1}}'
     resp = await client.post("/hooks", data=payload, headers={"Content-Type": "application/json"})
     assert resp.status == 200
@@ -168,8 +183,9 @@ async def test_default_limit_is_one_mib(make_client: MakeClient, db: Path) -> No
     assert len(rows(db)) == 1
 
 
-async def test_401_when_token_configured(make_client: MakeClient, db: Path) -> None:
-    client = await make_client(token="s3cret-token")
+@WRITERS
+async def test_401_when_token_configured(make_client: MakeClient, db: Path, hook_writer: str) -> None:
+    client = await make_client(hook_writer, token="s3cret-token")
     await assert_error(await client.post("/hooks", data=body()), 401, "unauthorized")
     resp = await client.post("/hooks", data=body(), headers={"Authorization": "Bearer wrong"})
     await assert_error(resp, 401, "unauthorized")
@@ -222,8 +238,11 @@ async def test_errors_share_one_shape(make_client: MakeClient) -> None:
     await assert_error(resp, 405, "method_not_allowed")
 
 
-async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(make_client: MakeClient, db: Path) -> None:
-    client = await make_client()
+@WRITERS
+async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(
+    make_client: MakeClient, db: Path, hook_writer: str
+) -> None:
+    client = await make_client(hook_writer)
     tool = body(hook_event_name="PreToolUse", tool_use_id="toolu_1", tool_name="Bash")
     sub = body(hook_event_name="SubagentStop", agent_id="a1", agent_type="Explore")
     for payload, headers in [
@@ -251,8 +270,9 @@ async def test_unknown_event_is_stored(make_client: MakeClient, db: Path) -> Non
     assert orjson.loads(bytes(stored))["teammate"] == {"id": "x"}
 
 
-async def test_concurrent_clients_every_2xx_exactly_once(make_client: MakeClient, db: Path) -> None:
-    client = await make_client()
+@WRITERS
+async def test_concurrent_clients_every_2xx_exactly_once(make_client: MakeClient, db: Path, hook_writer: str) -> None:
+    client = await make_client(hook_writer)
     n_clients, per_client = 32, 40
 
     async def one_client(c: int) -> list[str]:
@@ -308,16 +328,28 @@ async def test_every_real_payload_is_accepted_and_projected(make_client: MakeCli
     assert rows(db, "SELECT count(*) FROM sessions")[0][0] >= 7
 
 
-async def _tool_state(make_client: MakeClient, db: Path, deliveries: list[bytes]) -> list[Any]:
-    client = await make_client()
+async def _tool_state(make_client: MakeClient, db: Path, deliveries: list[bytes], hook_writer: str) -> list[Any]:
+    client = await make_client(hook_writer)
     for d in deliveries:
         assert (await client.post("/hooks", data=d)).status == 200
     await client.close()
     return rows(db, "SELECT session_id, tool_use_id, agent_id, tool_name, status FROM tool_calls ORDER BY 2")
 
 
-@pytest.mark.parametrize("order", ["in_order", "reversed", "duplicated", "post_only_then_pre"])
-async def test_out_of_order_and_duplicate_deliveries_converge(make_client: MakeClient, db: Path, order: str) -> None:
+@pytest.mark.parametrize(
+    ("order", "hook_writer"),
+    [
+        ("in_order", "thread"),
+        ("reversed", "thread"),
+        ("duplicated", "thread"),
+        ("post_only_then_pre", "thread"),
+        ("reversed", "process"),
+        ("duplicated", "process"),
+    ],
+)
+async def test_out_of_order_and_duplicate_deliveries_converge(
+    make_client: MakeClient, db: Path, order: str, hook_writer: str
+) -> None:
     pre = body(hook_event_name="PreToolUse", tool_use_id="toolu_9", tool_name="Bash", tool_input={})
     post = body(hook_event_name="PostToolUse", tool_use_id="toolu_9", tool_name="Bash", tool_response={})
     fail = body(hook_event_name="PostToolUseFailure", tool_use_id="toolu_8", tool_name="Read", error="x")
@@ -328,7 +360,7 @@ async def test_out_of_order_and_duplicate_deliveries_converge(make_client: MakeC
         "duplicated": [pre, pre, post, post, pre8, fail, fail, pre8],
         "post_only_then_pre": [post, fail, pre, pre8],
     }[order]
-    got = await _tool_state(make_client, db, seq)
+    got = await _tool_state(make_client, db, seq, hook_writer)
     assert got == [
         ("s1", "toolu_8", "s1", "Read", "failed"),
         ("s1", "toolu_9", "s1", "Bash", "completed"),

@@ -114,7 +114,8 @@ def run_wrk(exe: str, url: str, concurrency: int, duration_s: float, run: str = 
     argv += ["-s", str(LUA), url.rstrip("/"), "--", run]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
-    out = proc.stdout.read()
+    with proc.stdout:
+        out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:

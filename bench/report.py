@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from bench.available import NOT_AVAILABLE
 from bench.results import CorpusResults, Results
 from bench.stats import Summary, fmt_num, fmt_summary, percentile, summarize, verdict
@@ -232,11 +234,12 @@ def _hook_rows(res: Results) -> list[Row]:
     rows: list[Row] = []
     for conc, runs in sorted(res.hooks.items()):
         rate = summarize([r.rate for r in runs])
-        lat = [x for r in runs for x in r.latencies_s]
-        p50, p99 = percentile(lat, 50) * 1000, percentile(lat, 99) * 1000
+        # the median of the runs' own percentiles (wrk gives a distribution, not each latency)
+        p50 = statistics.median(r.pct_ms(50) for r in runs)
+        p99 = statistics.median(r.pct_ms(99) for r in runs)
         failed = sum(sum(r.failed.values()) for r in runs)
         d_cpu, c_cpu = res.hooks_daemon_cpu.get(conc, 0), res.hooks_client_cpu.get(conc, 0)
-        cpu = f"daemon CPU {d_cpu:.0%} of a core, load generator {c_cpu:.0%}"
+        cpu = f"daemon CPU {d_cpu:.0%} of a core, load generator ({res.hooks_generator.split(' ')[0]}) {c_cpu:.0%}"
         note = f"{cpu}; {sum(r.ok for r in runs):,} 2xx, {failed} failed"
         if conc == 16 and rate.median < 8000:
             note += (
@@ -362,9 +365,12 @@ def render(res: Results, machine: list[tuple[str, str]]) -> str:
         "a difference fails the bench.\n"
         "- Reads: the CLI as a subprocess, and the report function called in-process on an open read-only connection "
         "(the first call is a warm-up and not counted).\n"
-        "- Hooks: `bench/hookload.py` (aiohttp, one keep-alive connection per client) against `ingestd serve` on "
-        "127.0.0.1, durable (synchronous=FULL, 2xx after commit). Client and daemon share the machine's 2 cores, so "
-        "the load generator's own CPU is shown beside the daemon's.\n"
+        f"- Hooks: {res.hooks_generator or 'not run'} (one keep-alive connection per client; distinct PreToolUse "
+        "bodies in 8 sessions, only 2xx counted) against `ingestd serve` on 127.0.0.1, durable (synchronous=FULL, 2xx "
+        "after commit). Latency: the median of the runs' own p50 / p99 (wrk's latency distribution). Client and "
+        "daemon share the machine's 2 cores, so the load generator's own CPU is shown beside the daemon's"
+        + (f" ({res.hooks_generator_note})" if res.hooks_generator_note else "")
+        + ".\n"
         "- Append → projected: a daemon tails a temporary projects root; one assistant line with a fresh message id is "
         "appended, then a reader polls `token_usage` for it every 2 ms (5 s deadline); appends are 50 ms apart.\n",
     ]

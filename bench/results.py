@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from bench.corpus import Corpus, FloorRun
 from bench.hookload import LoadResult
+from bench.hookwrk import WrkResult
 from bench.ingestbench import IngestResult
 from bench.live import LiveResult
 from bench.profile import Hotspots
@@ -45,7 +46,9 @@ class Results:
         cost: Latency | None, on the largest database.
         tree: Latency | None, on the largest database.
         tree_session: str, the session used for ``tree``.
-        hooks: dict[int, list[LoadResult]], concurrency -> runs ({} when the daemon is missing).
+        hooks: dict[int, list[LoadResult | WrkResult]], concurrency -> runs ({} when the daemon is missing).
+        hooks_generator: str, the load generator that produced ``hooks`` (wrk, else the Python one
+            with the reason in ``hooks_generator_note``).
         hooks_daemon_cpu: dict[int, float], concurrency -> daemon CPU seconds per second of load.
         hooks_client_cpu: dict[int, float], concurrency -> load generator CPU seconds per second of load.
         hooks_error: str, why the hook load was not measured.
@@ -66,7 +69,9 @@ class Results:
     cost: Latency | None = None
     tree: Latency | None = None
     tree_session: str = ""
-    hooks: dict[int, list[LoadResult]] = field(default_factory=dict)
+    hooks: dict[int, list[LoadResult | WrkResult]] = field(default_factory=dict)
+    hooks_generator: str = ""
+    hooks_generator_note: str = ""
     hooks_daemon_cpu: dict[int, float] = field(default_factory=dict)
     hooks_client_cpu: dict[int, float] = field(default_factory=dict)
     hooks_error: str = ""

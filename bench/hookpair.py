@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from bench.daemon import daemon_cpu_s, free_port, stop_daemon
 from bench.hookload import run_load
 from bench.hookwrk import ensure_wrk, run_wrk
@@ -48,6 +50,7 @@ class Run:
     writer_cpu: float
     client_cpu: float
     failed: int
+    group: float  # deliveries per committed transaction (NaN when the daemon did not say)
 
     @property
     def daemon_cpu(self) -> float:
@@ -61,7 +64,8 @@ class Run:
 
 def _start(tree: Path, db: Path, port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     argv = [str(tree / ".venv/bin/ingestd"), "serve", "--db", str(db), "--no-tail"]
-    argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    # info: one line at the end gives the group sizes (``writer_stopped``); nothing is logged per request
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "info"]
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True, env={**os.environ, **env}
@@ -130,7 +134,19 @@ def one_run(src: str, tree: Path, gen: str, conc: int, requests: int, max_s: flo
             m1, k1 = _tree_cpu_s(proc.pid)
         finally:
             stop_daemon(proc, timeout_s=30)
-    return Run(src, gen, conc, rate, p50, p99, (m1 - m0) / wall, (k1 - k0) / wall, client_s / wall, failed)
+        group = _group_size(Path(d) / "serve.log")
+    return Run(src, gen, conc, rate, p50, p99, (m1 - m0) / wall, (k1 - k0) / wall, client_s / wall, failed, group)
+
+
+def _group_size(log: Path) -> float:
+    """``deliveries_per_commit`` of the daemon's ``writer_stopped`` line, NaN without one."""
+    for line in reversed(log.read_bytes().splitlines()):
+        if b"writer_stopped" in line:
+            try:
+                return float(orjson.loads(line)["deliveries_per_commit"])
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+                break
+    return float("nan")
 
 
 def _row(rs: list[Run], base: float | None) -> str:
@@ -144,15 +160,15 @@ def _row(rs: list[Run], base: float | None) -> str:
         f"{rate:,.0f} ({each}) | {med(lambda r: r.p50_ms):.2f} | {med(lambda r: r.p99_ms):.2f} | "
         f"{med(lambda r: r.daemon_cpu):.0%} | {med(lambda r: r.ms_per_event(r.main_cpu)):.3f} | "
         f"{med(lambda r: r.ms_per_event(r.writer_cpu)):.3f} | {med(lambda r: r.ms_per_event(r.client_cpu)):.3f} | "
-        f"{sum(r.failed for r in rs)} | {rate / (base or rate):.2f} |"
+        f"{med(lambda r: r.group):.1f} | {sum(r.failed for r in rs)} | {rate / (base or rate):.2f} |"
     )
 
 
 def _table(runs: list[Run], srcs: list[str], gens: list[str], concs: list[int]) -> str:
     lines = [
         "| clients | generator | tree | ev/s (median, runs) | p50 ms | p99 ms | daemon CPU | main ms/event "
-        "| writer ms/event | generator ms/event | failed | ev/s ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| writer ms/event | generator ms/event | rows/commit | failed | ev/s ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in concs:
         for g in gens:
@@ -192,7 +208,8 @@ def main() -> None:
                     runs.append(r)
                     print(
                         f"round {rnd + 1} c={c} {g} {name}: {r.rate:,.0f}/s p50={r.p50_ms:.2f} p99={r.p99_ms:.2f} "
-                        f"main={r.main_cpu:.0%} writer={r.writer_cpu:.0%} client={r.client_cpu:.0%} failed={r.failed}",
+                        f"main={r.main_cpu:.0%} writer={r.writer_cpu:.0%} client={r.client_cpu:.0%} "
+                        f"group={r.group:.1f} failed={r.failed}",
                         flush=True,
                     )
     print(f"load average: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")

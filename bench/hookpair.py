@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 
 from bench.daemon import daemon_cpu_s, free_port, stop_daemon
@@ -100,6 +101,28 @@ def _tree_cpu_s(pid: int) -> tuple[float, float]:
         total += daemon_cpu_s(p)
         todo += children.get(p, [])
     return daemon_cpu_s(pid), total
+
+
+def commit_latency_ms(directory: Path, commits: int = 100) -> tuple[float, float]:
+    """(p50, p90) wall milliseconds of a one-row ``COMMIT`` in WAL mode with synchronous=FULL, in
+    ``directory``: the floor under every durable hook's latency, and with at most one commit in
+    flight, ``clients / p50`` bounds the rate whatever the CPU. Side effect: a scratch database there."""
+    conn = apsw.Connection(str(directory / "fsync-probe.db"))
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE IF NOT EXISTS t (x BLOB)")
+        walls = []
+        for _ in range(commits):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t VALUES (randomblob(400))")
+            t0 = time.perf_counter()
+            conn.execute("COMMIT")
+            walls.append((time.perf_counter() - t0) * 1000)
+    finally:
+        conn.close()
+    walls.sort()
+    return walls[len(walls) // 2], walls[len(walls) * 9 // 10]
 
 
 def _client_cpu_s() -> float:
@@ -198,6 +221,9 @@ def main() -> None:
     srcs = [tuple(s.split("=", 1)) for s in args.src]
     runs: list[Run] = []
     for rnd in range(args.rounds):
+        with tempfile.TemporaryDirectory(prefix="hookpair-fsync-") as d:
+            p50, p90 = commit_latency_ms(Path(d))
+        print(f"round {rnd + 1}: a one-row durable COMMIT here takes p50 {p50:.2f} ms, p90 {p90:.2f} ms", flush=True)
         order = srcs if rnd % 2 == 0 else srcs[::-1]
         for c in args.concurrency:
             for g in gens:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
 from ingestd.store import payload_blocks as blocks
@@ -23,6 +24,7 @@ from ingestd.store import rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK
+from ingestd.store.projrev import stale_projection
 
 MAX_DETAILS = 20
 # name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed
@@ -224,6 +226,18 @@ def check_payloads(conn: apsw.Connection) -> Check:
     return Check("payloads", not problems, problems or [f"every payload decodes ({spread})"])
 
 
+def check_projection(conn: apsw.Connection) -> Check:
+    """The projections were computed under this build's projector rules (``meta.projection_revision``).
+
+    Stale projections disagree with a replay and report old figures (cost, titles); the finding
+    names the command that re-projects. Read-only.
+    """
+    stale = stale_projection(conn, conn.filename or "PATH")
+    if stale is None:
+        return Check("projection", True, [f"projected under the current rules (revision {PROJECTION_REVISION})"])
+    return Check("projection", False, [stale.message()])
+
+
 def check_prices(conn: apsw.Connection) -> Check:
     """Every rate is a finite number from 0 to ``MAX_USD_PER_MTOK`` (an infinite rate makes every cost infinite)."""
     bad = [
@@ -243,6 +257,7 @@ CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
     ("usage_in_log", check_usage_in_log),
     ("payloads", check_payloads),
     ("prices", check_prices),
+    ("projection", check_projection),
 )
 
 

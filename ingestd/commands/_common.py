@@ -17,6 +17,7 @@ from ingestd import settings as settings_mod
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
 from ingestd.store.migrate import migrate, status
+from ingestd.store.projrev import stale_projection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,6 +181,9 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
 def open_read_db(db_path: Path | None) -> apsw.Connection:
     """Open an existing, fully migrated database for a command that only reads. Changes nothing.
 
+    Projections computed under older projector rules are read as they are, with a note on stderr
+    naming the command that re-projects (``ingestd.store.projrev``).
+
     On read-only media the database is opened read-only as it is (``connect``), not refused.
 
     Raises:
@@ -196,6 +200,9 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
     if st.pending:
         names = ", ".join(f"{p.stem}" for p in st.pending)
         raise ConfigError(f"the database at {path} needs migrations {names}: run `ingestd migrate --db {path}`")
+    stale = stale_projection(conn, path)
+    if stale is not None:
+        click.echo(f"ingestd: note: {stale.message()}", err=True)
     return conn
 
 

@@ -8,10 +8,19 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    open_read_db,
+    open_store,
+    resolve_db,
+    store_option,
+)
 from ingestd.commands.sessions import WINDOW_HELP
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.window import make_window, resolve_zone
+from ingestd.store.projrev import stale_projection
 
 
 def register(cli: click.Group) -> None:
@@ -46,9 +55,13 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        doc = cost_report(
-            (open_store(store_url) if store_url else open_read_db(db_path)), by=by, window=window, zone=zone, host=host
-        )
+        conn = open_store(store_url) if store_url else open_read_db(db_path)
+        doc = cost_report(conn, by=by, window=window, zone=zone, host=host)
+        stale = None if store_url else stale_projection(conn, resolve_db(db_path))
+        if stale is not None:
+            # Figures of older rules are not the cost: say so where scripts look (cost_complete).
+            doc["cost_complete"] = False
+            doc["stale_projection"] = stale.to_json()
         if as_json:
             emit_json(doc)
             return

@@ -18,7 +18,7 @@ def register(cli: click.Group) -> None:
     @click.option("--status", "show_status", is_flag=True, help="List applied and pending migrations; change nothing.")
     @json_option
     def migrate_cmd(db_path: Path | None, show_status: bool, as_json: bool) -> None:
-        """Apply pending schema migrations (or list them with --status)."""
+        """Apply pending schema migrations (or list them with --status); re-project when the rules changed."""
         path = resolve_db(db_path)
         if show_status:
             # Read-only: a database that does not exist yet is reported, not created.
@@ -42,11 +42,20 @@ def register(cli: click.Group) -> None:
                 raise MigrationError("; ".join(st.problems))
             return
         require_safe_files(path)
-        done = mig.migrate(connect(path))
+        conn = connect(path)
+        done = mig.migrate(conn)
+        # A database projected by older rules is re-projected here too, not only by the next
+        # writer: until then cost, sessions and titles would come from the old rules.
+        from ingestd.ingest.reproject import ensure_current
+        from ingestd.store.identity import database_identity
+
+        folded = ensure_current(conn, path, ctx=database_identity(conn))
         if as_json:
-            emit_json({"applied": [{"id": p.id, "name": p.name} for p in done]})
-        elif done:
-            for p in done:
-                click.echo(f"applied {p.stem}")
-        else:
+            emit_json({"applied": [{"id": p.id, "name": p.name} for p in done], "reprojected_log_rows": folded})
+            return
+        for p in done:
+            click.echo(f"applied {p.stem}")
+        if folded is not None:
+            click.echo(f"re-projected {folded} log rows: the projector's rules changed since this database was made")
+        if not done and folded is None:
             click.echo("nothing pending: the schema is up to date")

@@ -19,6 +19,8 @@ from ingestd.commands._common import (
 )
 from ingestd.errors import CheckFailed
 from ingestd.replay import ReplayResult, replay, total_rows
+from ingestd.store.connection import connect
+from ingestd.store.projrev import stale_projection
 
 
 def _print(result: ReplayResult) -> None:
@@ -111,8 +113,26 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
         _print(result)
     if not result.comparison.ok:
         raise CheckFailed(
-            "replay mismatch in " + ", ".join(sorted({k.split(":")[0] for k in result.comparison.differences}))
+            "replay mismatch in "
+            + ", ".join(sorted({k.split(":")[0] for k in result.comparison.differences}))
+            + ": "
+            + _mismatch_hint(path)
         )
+
+
+def _mismatch_hint(path: Path) -> str:
+    """What a mismatch most likely means and what to run next (read-only)."""
+    conn = connect(path, readonly=True)
+    try:
+        stale = stale_projection(conn, path)
+    finally:
+        conn.close()
+    if stale is not None:
+        return f"{stale.message()}, then replay again"
+    return (
+        "the live projections differ from a rebuild of the log under the same rules, a bug in ingestd: "
+        "the first differing rows are above (`--json` gives them all); `ingestd verify` checks the rest"
+    )
 
 
 def register(cli: click.Group) -> None:

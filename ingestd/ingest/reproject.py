@@ -21,6 +21,9 @@ from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect, write_txn
+from ingestd.store.projrev import stored_revision
+
+__all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (
@@ -33,12 +36,6 @@ PROJECTION_TABLES = (
     "summaries",
     "sessions",
 )
-
-
-def stored_revision(conn: apsw.Connection) -> str | None:
-    """``meta.projection_revision``, or None. Read-only."""
-    rows = conn.execute("SELECT value FROM meta WHERE key = 'projection_revision'").fetchall()
-    return str(rows[0][0]) if rows else None
 
 
 def ensure_current(

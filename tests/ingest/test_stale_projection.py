@@ -1,0 +1,75 @@
+"""A database projected under older rules: migrate re-projects it; until then readers, verify and
+replay say so and name the command (breaker3: cost under-reported and marked complete, verify exit 0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
+from ingestd.replay.dump import canonical_rows
+from ingestd.store.connection import connect
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
+
+
+def dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = connect(db)
+    return {t: canonical_rows(conn, t) for t in PROJECTION_TABLES}
+
+
+def stale_db(tmp_path: Path) -> tuple[Path, dict[str, list[tuple[object, ...]]]]:
+    """A database as an older ingestd left it after `migrate`: other rows, an older revision."""
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(FIXTURES)])
+    assert res.exit_code == 0, res.output
+    want = dump(db)
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'projection_revision'")
+    conn.execute("DELETE FROM token_usage WHERE bucket = 'output'")
+    conn.close()
+    return db, want
+
+
+def test_migrate_reprojects_a_stale_database(tmp_path: Path) -> None:
+    db, want = stale_db(tmp_path)
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.stdout)["reprojected_log_rows"] > 0
+    assert dump(db) == want
+    assert stored_revision(connect(db)) == str(PROJECTION_REVISION)
+    again = CliRunner().invoke(cli, ["migrate", "--db", str(db), "--json"])
+    assert orjson.loads(again.stdout)["reprojected_log_rows"] is None
+
+
+def test_readers_flag_a_stale_projection_and_name_the_fix(tmp_path: Path) -> None:
+    db, _ = stale_db(tmp_path)
+    res = CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = orjson.loads(res.stdout)
+    assert doc["cost_complete"] is False
+    assert doc["stale_projection"]["stored_revision"] == "4"
+    assert doc["stale_projection"]["fix"] == f"ingestd migrate --db {db}"
+    for cmd in (["cost"], ["sessions"], ["status"]):
+        out = CliRunner().invoke(cli, [*cmd, "--db", str(db)])
+        assert f"run `ingestd migrate --db {db}`" in out.stderr, cmd
+
+
+def test_verify_and_replay_name_a_stale_projection(tmp_path: Path) -> None:
+    db, _ = stale_db(tmp_path)
+    res = CliRunner().invoke(cli, ["verify", "--db", str(db), "--json"])
+    assert res.exit_code == 1
+    failed = {c["name"]: c["details"] for c in orjson.loads(res.stdout)["checks"] if not c["ok"]}
+    assert list(failed) == ["projection"]
+    assert "ingestd migrate --db" in failed["projection"][0]
+    rep = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])
+    assert rep.exit_code == 1
+    assert "replay mismatch in token_usage" in rep.stderr and "ingestd migrate --db" in rep.stderr
+    CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    ok = CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"])
+    assert "stale_projection" not in orjson.loads(ok.stdout) and "note" not in ok.stderr
+    assert CliRunner().invoke(cli, ["verify", "--db", str(db)]).exit_code == 0

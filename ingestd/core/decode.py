@@ -43,6 +43,32 @@ class Decoded:
 MAX_LENIENT_DEPTH = 512  # containers, the outermost object counting 1
 
 
+# SPEC §11 (memory under 300 MB): a line under max_line_bytes can still decode into far more
+# memory than its bytes: `[{},{},...]` is one dict per 3 bytes (breaker3: a 60 MB line of them took
+# 1.87 GB). Every decoded value costs at most about VALUE_BYTES (a one-key dict ~190 B is spelled
+# with 3 structural bytes, `{`, `:`, `,`), and each takes a structural byte to write, so
+# ``VALUE_BYTES`` x the structural bytes bounds what decoding a line may take, counted before decoding.
+VALUE_BYTES = 100
+MAX_LINE_DECODED_BYTES = 128 << 20  # a transcript line (one at a time per reader)
+MAX_BODY_DECODED_BYTES = 32 << 20  # a hook body (bodies in flight are held until their commit)
+
+
+def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
+    """Whether decoding ``data`` could take more than ``max_decoded_bytes`` of memory.
+
+    Cheap: nothing is counted for a line too short to reach the budget (``len(data) x VALUE_BYTES``);
+    else four byte counts of ``{ [ , :`` (those inside strings count too: an upper bound).
+
+    Args:
+        data: bytes of one JSON document.
+        max_decoded_bytes: int, bytes; the budget.
+    """
+    if len(data) * VALUE_BYTES <= max_decoded_bytes:
+        return False
+    structural = data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
+    return structural * VALUE_BYTES > max_decoded_bytes
+
+
 class _TooDeep(Exception):
     pass
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from hashlib import blake2b
 
+from ingestd.core.decode import MAX_LINE_DECODED_BYTES, too_wide
+
 
 @dataclass(frozen=True, slots=True)
 class Line:
@@ -52,7 +54,8 @@ def split_lines(buf: bytes, base_offset: int = 0) -> tuple[list[Line], int]:
     return lines, start
 
 
-# SPEC §12: a longer line is logged as an oversized marker (``Oversized``), never held whole.
+# SPEC §12: a longer line is logged as an oversized marker (``Oversized``), never held whole; so is a
+# line under the cap whose decoding could take more memory than SPEC §11 allows (``too_wide``).
 MAX_LINE_BYTES = 64 << 20
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
@@ -68,6 +71,8 @@ class Oversized:
         digest: str, blake2b-8 hex of those bytes (the same hash a normal line's key uses).
         head: bytes, the first ``HEAD_BYTES`` of the line.
         tail: bytes, the last ``TAIL_BYTES`` of the line (overlapping ``head`` on a short line).
+        reason: str, ``length`` (past ``max_line_bytes``) or ``values`` (under it, but decoding it
+            could take more than ``MAX_LINE_DECODED_BYTES``: ``ingestd.core.decode.too_wide``).
     """
 
     offset: int
@@ -75,6 +80,7 @@ class Oversized:
     digest: str
     head: bytes
     tail: bytes
+    reason: str = "length"
 
 
 class _Long:
@@ -104,8 +110,9 @@ class _Long:
             if len(tail) > 2 * TAIL_BYTES:  # amortised: each byte is moved at most once more
                 del tail[: len(tail) - TAIL_BYTES]
 
-    def done(self, offset: int) -> Oversized:
-        return Oversized(offset, self.length, self.hasher.hexdigest(), self.head, bytes(self.tail[-TAIL_BYTES:]))
+    def done(self, offset: int, reason: str = "length") -> Oversized:
+        tail = bytes(self.tail[-TAIL_BYTES:])
+        return Oversized(offset, self.length, self.hasher.hexdigest(), self.head, tail, reason)
 
 
 class Framer:
@@ -144,7 +151,12 @@ class Framer:
             if not lg.blank:
                 out.append(lg.done(self.offset))
         elif end > 0 and not data[:end].isspace():
-            out.append(Line(self.offset, data[:end]))
+            if too_wide(data, MAX_LINE_DECODED_BYTES):
+                lg = _Long()
+                lg.add(data)
+                out.append(lg.done(self.offset, "values"))
+            else:
+                out.append(Line(self.offset, data[:end]))
         self.offset += len(data) + 1
 
     def feed(self, chunk: bytes) -> list[Line | Oversized]:
@@ -173,13 +185,13 @@ class Framer:
         lines, consumed = split_lines(chunk[pos:] if pos else chunk, self.offset)
         cap = self.max_line_bytes
         for ln in lines:
-            if len(ln.data) > cap:
+            if len(ln.data) > cap or too_wide(ln.data, MAX_LINE_DECODED_BYTES):
                 # rare: re-take the line's bytes whole (terminator excluded) to keep its hash exact
                 rel = ln.offset - self.offset + pos
                 nl_at = chunk.find(b"\n", rel)
                 lg = _Long()
                 lg.add(memoryview(chunk)[rel:nl_at])
-                out.append(lg.done(ln.offset))
+                out.append(lg.done(ln.offset, "length" if len(ln.data) > cap else "values"))
             else:
                 out.append(ln)
         self.offset += consumed

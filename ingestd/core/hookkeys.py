@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
 
-from ingestd.core.decode import decode_line
+from ingestd.core.decode import MAX_BODY_DECODED_BYTES, decode_line, too_wide
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 SUBAGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
@@ -79,6 +79,11 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     """
     if not body.strip():
         return Rejected("empty_body", "the request body is empty; expected a hook input JSON object")
+    if too_wide(body, MAX_BODY_DECODED_BYTES):
+        return Rejected(
+            "body_too_wide",
+            f"the body holds too many JSON values: decoding it could take over {MAX_BODY_DECODED_BYTES >> 20} MiB",
+        )
     # Lenient like transcript lines: real payloads carry lone surrogate escapes
     # (corpus/hooks/ice-hockey-game/Stop.jsonl, truncated emoji); the log keeps the bytes.
     decoded = decode_line(body)

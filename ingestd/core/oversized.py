@@ -42,17 +42,17 @@ _USAGE = re.compile(rb'"usage"\s*:\s*\{')
 
 
 def marker_payload(ov: Oversized) -> bytes:
-    """The ``oversized`` row's payload for an oversized line (see module docstring)."""
-    return orjson.dumps(
-        {
-            "oversized": {
-                "length": ov.length,
-                "blake2b": ov.digest,
-                "head": base64.b64encode(ov.head).decode("ascii"),
-                "tail": base64.b64encode(ov.tail).decode("ascii"),
-            }
-        }
-    )
+    """The ``oversized`` row's payload for an oversized line (see module docstring); a line under
+    the cap but too wide to decode (``Oversized.reason`` ``values``) says so in ``"reason"``."""
+    marker: dict[str, object] = {
+        "length": ov.length,
+        "blake2b": ov.digest,
+        "head": base64.b64encode(ov.head).decode("ascii"),
+        "tail": base64.b64encode(ov.tail).decode("ascii"),
+    }
+    if ov.reason != "length":
+        marker["reason"] = ov.reason
+    return orjson.dumps({"oversized": marker})
 
 
 def _text(raw: bytes) -> str | None:

@@ -8,7 +8,8 @@ Replies:
   that cannot be an event (reasons in ``ingestd.core.hookkeys.Rejected``);
 - ``401`` missing or wrong token (only when one is configured; see ``auth``);
 - ``408`` the body did not arrive within ``body_timeout_ms``;
-- ``413`` body over ``max_body_bytes``;
+- ``413`` body over ``max_body_bytes``, or holding so many JSON values that decoding it could take
+  more than ``ingestd.core.decode.MAX_BODY_DECODED_BYTES`` (``body_too_wide``);
 - ``415`` a ``Content-Type`` other than ``application/json`` (a browser's cross-origin "simple"
   request can only send ``text/plain``, form or multipart bodies without a preflight; Claude Code
   and ``ingestd.forward`` send ``application/json``; SPEC §10);
@@ -132,7 +133,8 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
             return _reject(request, 400, bad.reason, bad.detail)
         parsed = hookkeys.parse_body(body)
         if isinstance(parsed, hookkeys.Rejected):
-            return _reject(request, 400, parsed.reason, parsed.detail)
+            # too many values to decode within the memory budget is a size limit, like bytes
+            return _reject(request, 413 if parsed.reason == "body_too_wide" else 400, parsed.reason, parsed.detail)
         key = hookkeys.idempotency_key(
             parsed,
             header_key=header_key,

@@ -331,7 +331,7 @@ def _read_lines(
                     )
                 else:
                     b.summary.oversized += 1
-                    log.warning("line_oversized", origin=f.origin, offset=ln.offset, length=ln.length)
+                    log.warning("line_oversized", origin=f.origin, offset=ln.offset, length=ln.length, reason=ln.reason)
                     b.rows.append(
                         oversized_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
                     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from hashlib import blake2b
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingestd.core.framing import Framer, Line, split_lines
+from ingestd.core.framing import HEAD_BYTES, Framer, Line, Oversized, split_lines
 
 
 def test_torn_tail_waits_and_completes_later() -> None:
@@ -50,3 +52,33 @@ def test_chunk_invariance(parts: list[bytes], crlf: bool, cuts: list[int]) -> No
     assert got == whole
     assert f.offset == consumed
     assert data[consumed:] == b"torn" or not parts
+
+
+def _wide_line() -> bytes:
+    # 1.5M `{}` (3 MB): under any byte cap, but decoding it takes ~140 MB (breaker3: 60 MB, 1.87 GB)
+    return b'{"type":"user","toolUseResult":[' + b",".join([b"{}"] * 1_500_000) + b'],"uuid":"u1"}'
+
+
+def test_a_line_too_wide_to_decode_is_oversized_whatever_the_chunking() -> None:
+    wide = _wide_line()
+    data = b'{"a":1}\n' + wide + b"\r\n" + b'{"b":2}\n'
+    outs = []
+    for size in (len(data), 1 << 16, 1000003):
+        f = Framer()
+        out = []
+        for i in range(0, len(data), size):
+            out += f.feed(data[i : i + size])
+        outs.append(out)
+        assert f.offset == len(data)
+    assert outs[0] == outs[1] == outs[2]
+    first, ov, last = outs[0]
+    assert first == Line(0, b'{"a":1}') and last == Line(8 + len(wide) + 2, b'{"b":2}')
+    assert isinstance(ov, Oversized) and ov.reason == "values" and ov.offset == 8
+    assert ov.length == len(wide) + 1  # the "\r" counted, as for a line past the cap
+    assert ov.digest == blake2b(wide + b"\r", digest_size=8).hexdigest()
+    assert ov.head == wide[:HEAD_BYTES]
+
+
+def test_as_long_a_line_of_text_is_a_line() -> None:
+    text = b'{"x":"' + b"y" * len(_wide_line()) + b'"}'
+    assert Framer().feed(text + b"\n") == [Line(0, text)]

@@ -365,3 +365,15 @@ async def test_out_of_order_and_duplicate_deliveries_converge(
         ("s1", "toolu_8", "s1", "Read", "failed"),
         ("s1", "toolu_9", "s1", "Bash", "completed"),
     ]
+
+
+async def test_413_for_a_body_too_wide_to_decode_and_nothing_written(make_client: MakeClient, db: Path) -> None:
+    # breaker3: bytes under the cap can still decode into ~93 B per `{}`: 200k of them (600 KB)
+    # would take ~19 MB per body in flight; the count of values is capped, not only the bytes
+    client = await make_client()
+    wide = body(p=[{}] * 200_000)
+    assert len(wide) < (1 << 20)
+    await assert_error(await client.post("/hooks", data=wide), 413, "body_too_wide")
+    assert rows(db) == []
+    # as many bytes of text (no values) are a normal delivery
+    assert (await client.post("/hooks", data=body(p="x" * len(wide)))).status == 200

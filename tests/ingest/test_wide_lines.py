@@ -1,0 +1,47 @@
+"""A line under max_line_bytes whose decoding would blow the memory budget (SPEC §11) is logged as an
+oversized marker, counted and logged, like a line past the cap (breaker3: a 60 MB line of
+``[{},{},...]`` took 1.87 GB to ingest); what its head and tail hold still counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.store.connection import connect
+from ingestd.store.payload import decode as decode_payload
+
+SID = "eeeeeeee-0000-4000-8000-000000000001"
+
+
+def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path) -> None:
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    wide = (
+        json.dumps({"type": "assistant", "sessionId": SID, "message": {"id": "msg_w", "model": "claude-sonnet-4-5"}})[
+            :-2
+        ]
+        + ', "content": ['
+        + ",".join(["{}"] * 1_500_000)
+        + "]}, "
+        + json.dumps({"usage": usage})[1:-1]
+        + ', "uuid": "u1", "timestamp": "2026-02-01T10:00:00.000Z"}'
+    )
+    assert json.loads(wide)["message"]["id"] == "msg_w"
+    d = tmp_path / "p" / "-tmp-w"
+    d.mkdir(parents=True)
+    (d / f"{SID}.jsonl").write_text(wide + "\n")
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.stdout)["oversized"] == 1
+    assert '"reason": "values"' in res.stderr or '"reason":"values"' in res.stderr
+    conn = connect(db)
+    rows = conn.execute("SELECT codec, payload FROM events_raw WHERE event_type = 'oversized'").fetchall()
+    assert len(rows) == 1
+    marker = orjson.loads(decode_payload(conn, rows[0][0], rows[0][1]))["oversized"]
+    assert marker["reason"] == "values" and marker["length"] == len(wide)
+    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_w'").fetchall())
+    assert got["input"] == 10 and got["output"] == 5

@@ -11,9 +11,10 @@ those bytes (``salvage``): the record's ``type``, ``sessionId``, ``uuid``, ``tim
 and ``usage``. Claude Code writes a record's keys in a fixed order (FORMATS.md §1): the
 envelope and the start of ``message`` (``id``, ``model``) come first, the bulky ``content``
 in the middle, then ``usage``, ``type``, ``uuid`` and ``timestamp`` at the end, so a billed
-message whose content is megabytes still counts. Keys are found as raw JSON text (a quoted
-key followed by ``:``); a key inside a nested JSON *string* is escaped (``\\"id\\"``) and
-never matches.
+message whose content is megabytes still counts; a record whose ``message`` (usage included) comes
+before a bulky field of its own has its usage in the head, where it is looked for next. Keys
+are found as raw JSON text (a quoted key followed by ``:``); a key inside a nested JSON *string*
+is escaped (``\\"id\\"``) and never matches.
 """
 
 from __future__ import annotations
@@ -78,13 +79,13 @@ def _last(rx: re.Pattern[bytes], buf: bytes) -> str | None:
     return None if found is None else _text(found)
 
 
-def _usage(tail: bytes) -> dict[str, Any] | None:
-    """The last ``"usage": {...}`` object of the tail that parses whole."""
-    starts = [m.end() - 1 for m in _USAGE.finditer(tail)]
+def _usage(buf: bytes, *, last: bool = True) -> dict[str, Any] | None:
+    """The last (else the first) ``"usage": {...}`` object of ``buf`` that parses whole."""
+    starts = [m.end() - 1 for m in _USAGE.finditer(buf)]
     text_dec = json.JSONDecoder()
-    for start in reversed(starts):
+    for start in reversed(starts) if last else starts:
         try:
-            obj, _ = text_dec.raw_decode(tail[start:].decode("utf-8", "replace"))
+            obj, _ = text_dec.raw_decode(buf[start:].decode("utf-8", "replace"))
         except ValueError:
             continue
         if isinstance(obj, dict):
@@ -136,7 +137,11 @@ def salvage(payload: bytes) -> dict[str, Any] | None:
         model = _first(_MODEL, head)
         if model is not None:
             msg["model"] = model
+        # usage ends the message as Claude Code writes it (the tail's last); a record whose message
+        # comes before a bulky field of its own has it in the head (its first, after the id)
         usage = _usage(tail)
+        if usage is None:
+            usage = _usage(head[mm.end() :] if mm else head, last=False)
         if usage is not None:
             msg["usage"] = usage
         obj["message"] = msg
@@ -144,3 +149,12 @@ def salvage(payload: bytes) -> dict[str, Any] | None:
     # any leniently decoded line, so every value stays text SQLite can bind
     fixed = repaired(obj)
     return fixed if isinstance(fixed, dict) else None
+
+
+def usage_lost(rec: dict[str, Any] | None) -> bool:
+    """Whether ``salvage``'s record is an assistant message whose usage was in neither the head nor
+    the tail (in the middle of the line): its tokens are not counted, so the shell says so."""
+    if rec is None or rec.get("type") != "assistant":
+        return False
+    msg = rec.get("message")
+    return not isinstance(msg, dict) or "usage" not in msg

@@ -38,9 +38,11 @@ History:
        (a resumed session stayed ``completed``); a record timestamp more than a day after its
        line was read is refused (quarantined, its usage at the inferred time); usage on a message
        without an id is quarantined (it vanished without a trace).
+    12: an oversized line's usage is looked for in its head when its tail has none (a record whose
+       message came before a bulky field of its own lost its usage).
 """
 
-PROJECTION_REVISION = 11
+PROJECTION_REVISION = 12
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

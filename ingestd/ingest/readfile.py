@@ -18,6 +18,7 @@ import orjson
 from ingestd.core.decode import decode_line
 from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
 from ingestd.core.keys import jsonl_key, origin_hash, reset_key, short_hash
+from ingestd.core.oversized import usage_lost
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
@@ -331,10 +332,16 @@ def _read_lines(
                     )
                 else:
                     b.summary.oversized += 1
-                    log.warning("line_oversized", origin=f.origin, offset=ln.offset, length=ln.length, reason=ln.reason)
-                    b.rows.append(
-                        oversized_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+                    row = oversized_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+                    log.warning(
+                        "line_oversized",
+                        origin=f.origin,
+                        offset=ln.offset,
+                        length=ln.length,
+                        reason=ln.reason,
+                        usage_lost=usage_lost(row.obj),
                     )
+                    b.rows.append(row)
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from structlog.testing import capture_logs
 
 from ingestd.cli import cli
 from ingestd.core.framing import Framer, Line, Oversized
@@ -368,6 +369,44 @@ def test_an_oversized_assistant_line_is_billed_and_round_trips_through_replay(tm
     assert ingest_roots(conn, [root], now=NOW, max_line_bytes=100_000).rows_inserted == 0
     conn.close()
     assert_replay_ok(db, tmp_path)
+
+
+def test_an_oversized_line_whose_usage_is_in_its_head_is_billed(tmp_path: Path) -> None:
+    # breaker3: message (usage included) first, a 2 MB field of the record after it: the tail held no
+    # usage and the message was lost without a count (messages 0, no quarantine)
+    root = tmp_path / "projects"
+    (root / "-p").mkdir(parents=True)
+    rec = asst(SID, "msg_head", {"input_tokens": 11, "output_tokens": 13}, "2026-01-01T00:00:01.000Z")
+    rec["padding"] = "y" * 300_000
+    rec["uuid"], rec["timestamp"] = rec.pop("uuid", "h1"), rec.pop("timestamp")  # the envelope's end last
+    (root / "-p" / f"{SID}.jsonl").write_bytes(jsonl(rec))
+    assert jsonl(rec).index(b'"usage"') < 4096 and b'"usage"' not in jsonl(rec)[-65536:]
+    db = tmp_path / "o.db"
+    conn = connect(db)
+    migrate(conn)
+    with capture_logs() as logs:
+        s = ingest_roots(conn, [root], now=NOW, max_line_bytes=100_000)
+    assert s.oversized == 1
+    assert [e["usage_lost"] for e in logs if e["event"] == "line_oversized"] == [False]
+    assert q(
+        db,
+        "SELECT tokens FROM token_usage WHERE message_id = 'msg_head' AND bucket IN ('input', 'output')"
+        " ORDER BY bucket",
+    ) == [(11,), (13,)]
+    conn.close()
+    assert_replay_ok(db, tmp_path)
+
+
+def test_usage_lost_in_the_middle_of_an_oversized_line_is_said() -> None:
+    from ingestd.core.oversized import marker_payload, salvage, usage_lost
+
+    head = b'{"type":"assistant","message":{"id":"msg_m","model":"m","content":[{"text":"' + b"z" * 5000
+    tail = b"z" * 5000 + b'"}]},"uuid":"u","timestamp":"2026-01-01T00:00:00.000Z"}'
+    rec = salvage(marker_payload(Oversized(0, 10**6, "00" * 8, head[:4096], tail)))
+    assert rec is not None and rec["message"]["id"] == "msg_m"
+    assert usage_lost(rec) is True
+    assert usage_lost({"type": "assistant", "message": {"usage": {}}}) is False
+    assert usage_lost({"type": "user"}) is False
 
 
 # -- BOM and logs --------------------------------------------------------------------------------

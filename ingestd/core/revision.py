@@ -40,9 +40,12 @@ History:
        without an id is quarantined (it vanished without a trace).
     12: an oversized line's usage is looked for in its head when its tail has none (a record whose
        message came before a bulky field of its own lost its usage).
+    13: streamed parts' cache writes are split from the raw fields joined over the parts (the max
+       of the aggregate, of the 5m and of the 1h breakdown), no longer the max of each part's
+       split (an aggregate-only part and a part with the breakdown counted more than was billed).
 """
 
-PROJECTION_REVISION = 12
+PROJECTION_REVISION = 13
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

@@ -94,6 +94,8 @@ class MsgEv:
         occurred: str, canonical UTC min, or ``validate.INFER`` while no part's time is valid.
         agent: str, min: the agent (or legacy placeholder) whose record holds it.
         speed: str, max ('' when absent); web_search_requests: int, max (streamed parts repeat it).
+        write_agg / write_5m / write_1h: int, tokens, max of the raw ``cache_creation_input_tokens``
+            and its 5m / 1h breakdown over the parts: ``cache_write_5m`` / ``_1h`` are split from them.
     """
 
     input: int
@@ -106,6 +108,9 @@ class MsgEv:
     agent: str
     speed: str
     web_search_requests: int
+    write_agg: int = 0
+    write_5m: int = 0
+    write_1h: int = 0
 
     def counts(self) -> tuple[int, int, int, int, int]:
         """The five bucket counts in ``derive.BUCKETS`` order."""

@@ -30,20 +30,30 @@ def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
     the aggregate was once reported 0 while the breakdown was not). ``iterations[]`` repeats
     the same numbers and is never added.
     """
+    w5, w1 = split_writes(*raw_writes(usage))
+    return (
+        count(usage.get("input_tokens")),
+        count(usage.get("output_tokens")),
+        count(usage.get("cache_read_input_tokens")),
+        w5,
+        w1,
+    )
+
+
+def raw_writes(usage: dict[str, Any]) -> tuple[int, int, int]:
+    """(``cache_creation_input_tokens``, ``ephemeral_5m``, ``ephemeral_1h``) of one usage object, tokens."""
     cc = usage.get("cache_creation")
     e5 = e1 = 0
     if isinstance(cc, dict):
         e5 = count(cc.get("ephemeral_5m_input_tokens"))
         e1 = count(cc.get("ephemeral_1h_input_tokens"))
-    agg = count(usage.get("cache_creation_input_tokens"))
+    return count(usage.get("cache_creation_input_tokens")), e5, e1
+
+
+def split_writes(agg: int, e5: int, e1: int) -> tuple[int, int]:
+    """(cache_write_5m, cache_write_1h): the breakdown, and what of the aggregate it leaves unexplained in 5m."""
     rest = agg - e5 - e1
-    return (
-        count(usage.get("input_tokens")),
-        count(usage.get("output_tokens")),
-        count(usage.get("cache_read_input_tokens")),
-        e5 + (rest if rest > 0 else 0),
-        e1,
-    )
+    return e5 + (rest if rest > 0 else 0), e1
 
 
 def _join(ev: MsgEv, part: MsgEv) -> None:
@@ -53,8 +63,13 @@ def _join(ev: MsgEv, part: MsgEv) -> None:
     ev.input = max(ev.input, part.input)
     ev.output = max(ev.output, part.output)
     ev.cache_read = max(ev.cache_read, part.cache_read)
-    ev.cache_write_5m = max(ev.cache_write_5m, part.cache_write_5m)
-    ev.cache_write_1h = max(ev.cache_write_1h, part.cache_write_1h)
+    # cache writes: the raw fields joined first, then split (SPEC §4.4). Joining the split buckets
+    # of a part with only the aggregate (100 -> 5m 100) and one with the breakdown (60/40) counted
+    # 5m 100 + 1h 40 = 140 for 100 billed.
+    ev.write_agg = max(ev.write_agg, part.write_agg)
+    ev.write_5m = max(ev.write_5m, part.write_5m)
+    ev.write_1h = max(ev.write_1h, part.write_1h)
+    ev.cache_write_5m, ev.cache_write_1h = split_writes(ev.write_agg, ev.write_5m, ev.write_1h)
     # the model is the one on the part with the largest output (ties: larger id)
     ev.model = max(ev.model, part.model)
     ev.occurred = min(ev.occurred, part.occurred)
@@ -83,6 +98,7 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
         og, off, received_at = t.bad_at
         state.inferred.setdefault(mid, {})[(og, off)] = received_at
         name_refused(state, og, off, mid)
+    raw = raw_writes(usage)
     b = usage_buckets(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"
@@ -91,7 +107,7 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     sp = usage.get("speed")
     stu = usage.get("server_tool_use")
     searches = count(stu.get("web_search_requests")) if isinstance(stu, dict) else 0
-    part = MsgEv(*b, (b[1], model), ts, agent, sp if isinstance(sp, str) else "", searches)
+    part = MsgEv(*b, (b[1], model), ts, agent, sp if isinstance(sp, str) else "", searches, *raw)
     by_rank = state.msgs.setdefault(mid, {})
     ev = by_rank.get(rank)
     if ev is None:

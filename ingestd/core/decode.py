@@ -25,7 +25,10 @@ class Decoded:
     Attributes:
         obj: dict | None, the JSON object (None when the line is invalid).
         recovered: bool, the object was obtained only by lenient decoding.
-        reason: str | None, why the line is invalid (``not_json``, ``not_object``).
+        reason: str | None, why the line is invalid: ``not_json``, ``not_object``, ``too_deep``
+            (nested deeper than the decoder takes apart: orjson's limit, 1024 levels, or the lenient
+            path's, ``MAX_LENIENT_DEPTH``) or ``number_too_large`` (an integer of more than
+            ``MAX_INT_DIGITS`` digits).
         nonfinite: bool, the lenient pass met ``NaN``, ``Infinity`` or ``-Infinity``: not JSON's
             grammar (RFC 8259 §6; orjson refuses them), taken for a transcript line (its sound
             parts count, SPEC §12), refused for a hook body (``core.hookkeys.parse_body``).
@@ -69,8 +72,26 @@ def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
     return structural * VALUE_BYTES > max_decoded_bytes
 
 
+# The reasons a line is refused, besides ``not_json`` and ``not_object``: what it is, said plainly.
+TOO_DEEP = "too_deep"
+NUMBER_TOO_LARGE = "number_too_large"
+# Longest integer the lenient path converts: CPython's default int/str limit, fixed here so that
+# PYTHONINTMAXSTRDIGITS cannot make two runs decide differently.
+MAX_INT_DIGITS = 4300
+
+
 class _TooDeep(Exception):
     pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS + (text[0] == "-"):
+        raise _TooLarge
+    return int(text)
 
 
 # A lone surrogate U+D800+n becomes U+F0000+n (Supplementary Private Use Area-A): text SQLite
@@ -150,8 +171,8 @@ def decode_line(data: bytes) -> Decoded:
         data = data[3:]
     try:
         obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+    except orjson.JSONDecodeError as e:
+        fast_error = str(e)
     else:
         if isinstance(obj, dict):
             return Decoded(obj)
@@ -164,10 +185,14 @@ def decode_line(data: bytes) -> Decoded:
             constants.append(name)
             return float(name)
 
-        loose = json.loads(text, parse_constant=constant)
+        loose = json.loads(text, parse_constant=constant, parse_int=_int)
         if not isinstance(loose, dict):
             return Decoded(None, reason="not_object")
         return Decoded(_scrub(loose), recovered=True, nonfinite=bool(constants))
-    except (ValueError, RecursionError, _TooDeep):
-        # nested too deep to take apart safely counts as not JSON, like orjson's own limit
-        return Decoded(None, reason="not_json")
+    except (RecursionError, _TooDeep):
+        return Decoded(None, reason=TOO_DEEP)
+    except _TooLarge:
+        return Decoded(None, reason=NUMBER_TOO_LARGE)
+    except ValueError:
+        # orjson stopped at its depth limit: whatever follows, the line is too deep to take apart
+        return Decoded(None, reason=TOO_DEEP if fast_error.startswith("depth limit") else "not_json")

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
 
-from ingestd.core.decode import MAX_BODY_DECODED_BYTES, decode_line, too_wide
+from ingestd.core.decode import (
+    MAX_BODY_DECODED_BYTES,
+    MAX_INT_DIGITS,
+    NUMBER_TOO_LARGE,
+    TOO_DEEP,
+    decode_line,
+    too_wide,
+)
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 SUBAGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
@@ -87,6 +94,10 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     # Lenient like transcript lines: real payloads carry lone surrogate escapes
     # (corpus/hooks/ice-hockey-game/Stop.jsonl, truncated emoji); the log keeps the bytes.
     decoded = decode_line(body)
+    if decoded.reason == TOO_DEEP:
+        return Rejected(TOO_DEEP, "the body nests deeper than the decoder takes apart (1024 levels, orjson's limit)")
+    if decoded.reason == NUMBER_TOO_LARGE:
+        return Rejected(NUMBER_TOO_LARGE, f"the body holds an integer of more than {MAX_INT_DIGITS} digits")
     if decoded.reason == "not_json" or decoded.nonfinite:  # NaN / Infinity: not JSON (RFC 8259 §6)
         return Rejected("invalid_json", "the request body is not valid JSON")
     doc = decoded.obj

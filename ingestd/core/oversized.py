@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ingestd.core.decode import repaired
-from ingestd.core.framing import Oversized
+from ingestd.core.framing import HEAD_BYTES, TAIL_BYTES, Oversized
 
 OVERSIZED = "oversized"  # the marker row's event_type
 
@@ -108,6 +108,17 @@ def salvage(payload: bytes) -> dict[str, Any] | None:
         tail = base64.b64decode(m["tail"])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
+    return salvage_bytes(head, tail)
+
+
+def salvage_line(data: bytes) -> dict[str, Any] | None:
+    """``salvage`` of a whole line that cannot be decoded because it nests too deep (``decode.TOO_DEEP``):
+    its first ``HEAD_BYTES`` and last ``TAIL_BYTES`` read as an oversized line's would be."""
+    return salvage_bytes(data[:HEAD_BYTES], data[-TAIL_BYTES:])
+
+
+def salvage_bytes(head: bytes, tail: bytes) -> dict[str, Any] | None:
+    """The record a line's ``head`` and ``tail`` bytes tell (see ``salvage``), or None."""
     # the envelope's keys after `message` end the record: the tail's last match is the record's own
     etype = _last(_TYPE, tail) if tail else None
     role = _first(_ROLE, head)

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ingestd.core.decode import decode_line
+from ingestd.core.decode import TOO_DEEP, decode_line
 from ingestd.core.framing import Line, Oversized
 from ingestd.core.keys import jsonl_key, jsonl_key_of_digest
-from ingestd.core.oversized import OVERSIZED, marker_payload, salvage
+from ingestd.core.oversized import OVERSIZED, marker_payload, salvage, salvage_line
 
 INVALID = "invalid"
 FILE_RESET = "file_reset"
@@ -155,8 +155,21 @@ def line_row(
     key = jsonl_key(origin_hash, gen, line.offset, data)
     obj = dec.obj
     if obj is None:
+        # too deep to decode: the projector salvages its head and tail (``projector.decode_row``),
+        # and the session is the one they name, as for an oversized line
+        rec = salvage_line(data) if dec.reason == TOO_DEEP else None
+        sid = rec.get("sessionId") if rec is not None else None
         return NewLogRow(
-            key, "jsonl", INVALID, data, received_at, path_session, origin, gen, line.offset, reason=dec.reason
+            key,
+            "jsonl",
+            INVALID,
+            data,
+            received_at,
+            sid if isinstance(sid, str) and sid else path_session,
+            origin,
+            gen,
+            line.offset,
+            reason=dec.reason,
         )
     sid = obj.get("sessionId")
     if not isinstance(sid, str) or not sid:

@@ -43,9 +43,11 @@ History:
     13: streamed parts' cache writes are split from the raw fields joined over the parts (the max
        of the aggregate, of the 5m and of the 1h breakdown), no longer the max of each part's
        split (an aggregate-only part and a part with the breakdown counted more than was billed).
+    14: a transcript line nested too deep to decode (past orjson's 1024 levels) is salvaged from
+       its head and tail like an oversized line (a billed message with deep content was lost).
 """
 
-PROJECTION_REVISION = 13
+PROJECTION_REVISION = 14
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

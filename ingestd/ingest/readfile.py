@@ -54,7 +54,8 @@ class Summary:
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
         resets: int, rewritten files re-read from 0.
         oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
-        skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``).
+        skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``,
+            ``number_too_large``; ``too_deep``, of which the head and tail are still salvaged).
         recovered: int, lines decoded only leniently.
         isolated: int, rows the database refused, logged without projection (quarantined).
         quarantined: dict reason -> int, records in quarantine after the run (``ingestd status``).

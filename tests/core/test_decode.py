@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingestd.core.decode import MAX_LENIENT_DEPTH, decode_line
+from ingestd.core.decode import MAX_INT_DIGITS, MAX_LENIENT_DEPTH, decode_line
 from ingestd.core.keys import jsonl_key, short_hash, stable_id
 
 
@@ -41,7 +41,7 @@ def test_lenient_depth_is_bounded_explicitly_not_by_the_callers_stack() -> None:
     def at_depth(n: int) -> object:
         return decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)) if n == 0 else at_depth(n - 1)
 
-    assert decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)).reason == "not_json"
+    assert decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1)).reason == "too_deep"
     assert at_depth(300) == decode_line(_nested_with_surrogate(MAX_LENIENT_DEPTH + 1))
 
 
@@ -73,3 +73,15 @@ def test_keys_are_ordered_and_stable() -> None:
     assert a < b and a != jsonl_key(oh, 0, 10, b"y") and a != jsonl_key(oh, 1, 10, b"x")
     assert stable_id("m", "input") == stable_id("m", "input")
     assert 0 <= stable_id("m", "output") < 2**63
+
+
+def test_too_deep_and_too_large_say_so_instead_of_not_json() -> None:
+    # breaker3: both read `not_json`, which they are not
+    deep = b'{"a":' + b"[" * 1100 + b"]" * 1100 + b"}"
+    assert decode_line(deep).reason == "too_deep"
+    assert decode_line(b'{"a":' + b"1" * (MAX_INT_DIGITS + 1) + b"}").reason == "number_too_large"
+    assert decode_line(b'{"a":-' + b"9" * (MAX_INT_DIGITS + 1) + b"}").reason == "number_too_large"
+    # the limit is the module's, whatever PYTHONINTMAXSTRDIGITS says: at it, the line decodes
+    at_limit = decode_line(b'{"a":-' + b"9" * MAX_INT_DIGITS + b',"s":"\\udc9d"}')
+    assert at_limit.obj is not None and len(str(at_limit.obj["a"])) == MAX_INT_DIGITS + 1
+    assert decode_line(b'{"a":' + b"[" * 600 + b"]" * 600 + b"}").obj is not None  # under orjson's 1024

@@ -125,6 +125,9 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
     [
         (b"", "empty_body"),
         (b"{oops", "invalid_json"),
+        # breaker3: valid JSON the decoder cannot take apart is said for what it is
+        (b'{"hook_event_name":"Stop","session_id":"s","x":' + b"[" * 1100 + b"]" * 1100 + b"}", "too_deep"),
+        (b'{"hook_event_name":"Stop","session_id":"s","x":' + b"7" * 5000 + b"}", "number_too_large"),
         (b"[]", "not_an_object"),
         (b'{"session_id":"s"}', "missing_hook_event_name"),
         (b'{"hook_event_name":"Stop"}', "missing_session_id"),

@@ -45,3 +45,27 @@ def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path)
     assert marker["reason"] == "values" and marker["length"] == len(wide)
     got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_w'").fetchall())
     assert got["input"] == 10 and got["output"] == 5
+
+
+def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Path) -> None:
+    # breaker3: a valid record past orjson's 1024 levels was `not_json` and its message was lost
+    deep = "[" * 1100 + "]" * 1100
+    rec = {
+        "type": "assistant",
+        "sessionId": SID,
+        "message": {"id": "msg_d", "model": "claude-sonnet-4-5", "content": "DEEP", "usage": {"input_tokens": 7}},
+        "uuid": "d1",
+        "timestamp": "2026-02-01T10:00:00.000Z",
+    }
+    line = json.dumps(rec).replace('"DEEP"', deep)
+    d = tmp_path / "p" / "-tmp-w"
+    d.mkdir(parents=True)
+    (d / f"{SID}.jsonl").write_text(line + "\n")
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.stdout)["skipped"] == {"too_deep": 1}
+    conn = connect(db)
+    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_d'").fetchall())
+    assert got["input"] == 7
+    assert CliRunner().invoke(cli, ["replay", "--db", str(db)]).exit_code == 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from hashlib import blake2b
 
-from ingestd.core.decode import MAX_LINE_DECODED_BYTES, too_wide
+from ingestd.core.decode import MAX_LINE_DECODED_BYTES, VALUE_BYTES, too_wide
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,7 @@ def split_lines(buf: bytes, base_offset: int = 0) -> tuple[list[Line], int]:
 # line under the cap whose decoding could take more memory than SPEC §11 allows (``too_wide``).
 MAX_LINE_BYTES = 64 << 20
 HEAD_BYTES = 4 << 10
+_WIDE_MIN_BYTES = MAX_LINE_DECODED_BYTES // VALUE_BYTES  # shorter lines cannot reach the budget
 TAIL_BYTES = 64 << 10
 
 
@@ -185,13 +186,15 @@ class Framer:
         lines, consumed = split_lines(chunk[pos:] if pos else chunk, self.offset)
         cap = self.max_line_bytes
         for ln in lines:
-            if len(ln.data) > cap or too_wide(ln.data, MAX_LINE_DECODED_BYTES):
+            n = len(ln.data)
+            # (no call per line: only a line long enough to reach the budget is counted)
+            if n > cap or (n > _WIDE_MIN_BYTES and too_wide(ln.data, MAX_LINE_DECODED_BYTES)):
                 # rare: re-take the line's bytes whole (terminator excluded) to keep its hash exact
                 rel = ln.offset - self.offset + pos
                 nl_at = chunk.find(b"\n", rel)
                 lg = _Long()
                 lg.add(memoryview(chunk)[rel:nl_at])
-                out.append(lg.done(ln.offset, "length" if len(ln.data) > cap else "values"))
+                out.append(lg.done(ln.offset, "length" if n > cap else "values"))
             else:
                 out.append(ln)
         self.offset += consumed

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,20 +43,105 @@ def relevant(path: Path) -> bool:
     return name.endswith(".jsonl") or name.endswith(".meta.json")
 
 
-async def watch_changes(roots: Sequence[Path], stop: asyncio.Event) -> AsyncIterator[ChangeBatch]:
-    """The real change source: ``watchfiles.awatch`` over the roots that exist."""
+# How often the real change source checks that each root is still the directory it watches.
+ROOT_CHECK_S = 0.5
+
+RootIds = tuple[tuple[int, int] | None, ...]
+
+
+def root_ids(roots: Sequence[Path]) -> RootIds:
+    """Each root's identity ``(st_dev, st_ino)``, None where no directory is there now."""
+    out: list[tuple[int, int] | None] = []
+    for r in roots:
+        try:
+            st = os.stat(r)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None)
+    return tuple(out)
+
+
+def _log_roots(roots: Sequence[Path], before: RootIds | None, now: RootIds) -> None:
+    """Say which roots are missing, appeared or were replaced since ``before`` (None: at start)."""
+    for r, was, is_ in zip(roots, before or (None,) * len(roots), now, strict=True):
+        if is_ is None and (before is None or was is not None):
+            log.warning(
+                "projects_root_missing",
+                root=str(r),
+                hint=f"its transcripts are read once it exists (checked every {ROOT_CHECK_S} s)",
+            )
+        elif is_ is not None and before is not None and was != is_:
+            log.info("projects_root_appeared" if was is None else "projects_root_replaced", root=str(r))
+
+
+async def _roots_changed(roots: Sequence[Path], armed: RootIds, stop: asyncio.Event, check_s: float) -> None:
+    """Return once a root is no longer the directory ``armed`` names (gone, appeared, replaced) or at stop."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), check_s)
+        if root_ids(roots) != armed:
+            return
+
+
+def _set_on_done(event: asyncio.Event, _task: asyncio.Task[None]) -> None:
+    event.set()
+
+
+async def _next(changes: AsyncIterator[Any]) -> ChangeBatch | None:
+    """The next batch, or None once the watcher has ended."""
+    batch: ChangeBatch | None = await anext(changes, None)
+    return batch
+
+
+async def watch_changes(
+    roots: Sequence[Path], stop: asyncio.Event, *, check_s: float = ROOT_CHECK_S
+) -> AsyncIterator[ChangeBatch]:
+    """The real change source: ``watchfiles.awatch`` over the roots that exist, re-armed as they change.
+
+    An inotify watch follows a directory, not its name: a root missing at start, or moved away
+    and made again, was never watched again, and its lines waited for the rescan (a minute)
+    for the life of the daemon. So every ``check_s`` seconds the roots' identities are compared
+    with those being watched; on a change the watcher is made again over what exists now, and
+    one batch naming each root that exists (``(1, root)``: ``Tailer.handle`` reads the whole
+    root) catches up on what landed there while it was not watched.
+    """
     import watchfiles
 
-    existing = [str(r) for r in roots if r.is_dir()]
-    if not existing:
-        await stop.wait()
-        return
-    # rust_timeout=0: with a timeout (5 s by default on Linux) watchfiles, on each quiet
-    # timeout, clears its change set after having seen it empty, and an event landing in
-    # between is dropped (watchfiles src/lib.rs ``watch``): an append left for the next rescan.
-    # The stop event, checked every ``step``, is what ends the wait.
-    async for batch in watchfiles.awatch(*existing, stop_event=stop, debounce=50, step=20, rust_timeout=0):
-        yield batch
+    armed: RootIds | None = None
+    while not stop.is_set():
+        now = root_ids(roots)
+        _log_roots(roots, armed, now)
+        rearmed, armed = armed is not None, now
+        inner = asyncio.Event()  # ends this watcher: the roots changed, or the daemon stops
+        monitor = asyncio.create_task(_roots_changed(roots, armed, stop, check_s))
+        monitor.add_done_callback(functools.partial(_set_on_done, inner))
+        first: asyncio.Future[ChangeBatch | None] | None = None
+        try:
+            existing = [str(r) for r, i in zip(roots, armed, strict=True) if i is not None]
+            if not existing:
+                await inner.wait()
+                continue
+            # rust_timeout=0: with a timeout (5 s by default on Linux) watchfiles, on each quiet
+            # timeout, clears its change set after having seen it empty, and an event landing in
+            # between is dropped (watchfiles src/lib.rs ``watch``): an append left for the next
+            # rescan. The event ``inner``, checked every ``step``, is what ends the wait.
+            changes = watchfiles.awatch(*existing, stop_event=inner, debounce=50, step=20, rust_timeout=0)
+            if not rearmed:  # the watcher registers within the caller's step (``Tailer.run``)
+                async for got in changes:
+                    yield got
+                continue
+            first = asyncio.ensure_future(_next(changes))
+            await asyncio.sleep(0)  # the watcher registers on its first step, before the catch-up
+            yield {(watchfiles.Change.added, r) for r in existing}
+            batch: ChangeBatch | None = await first
+            while batch is not None:
+                yield batch
+                batch = await _next(changes)
+        finally:
+            monitor.cancel()
+            if first is not None and not first.done():
+                first.cancel()
 
 
 class Tailer:
@@ -127,7 +215,15 @@ class Tailer:
                 w.cancel()  # not awaited: that would swallow our own cancellation
 
     async def handle(self, batch: ChangeBatch) -> list[Path]:
-        """Ingest the files a change batch names; returns them (gone files are skipped)."""
+        """Ingest the files a change batch names; returns them (gone files are skipped).
+
+        A change naming a root itself (the watcher re-armed over a root that appeared or was
+        replaced: ``watch_changes``) asks for a full scan, since nothing watched what landed there.
+        """
+        if any(Path(raw) in self.roots for _kind, raw in batch):
+            await self._run_ingest(None)
+            self.batches_seen += 1
+            return []
         todo: list[Path] = []
         for _kind, raw in sorted(batch, key=lambda c: c[1]):
             p = Path(raw)

@@ -99,3 +99,50 @@ async def test_an_append_landing_just_after_the_catch_up_read_its_file_is_follow
     tailer = Tailer([root], ingest, rescan_interval_s=3600)
     await asyncio.wait_for(tailer.run(stop), 10)
     assert calls == [None, [f]]
+
+
+async def test_a_root_missing_at_start_or_moved_away_and_made_again_is_followed_live(tmp_path: Path) -> None:
+    # breaker3: a root missing at start, or moved away and made again, was never watched again:
+    # its lines waited for the rescan (a minute) for the life of the daemon
+    import functools
+
+    from structlog.testing import capture_logs
+
+    from ingestd.daemon.tailer import Tailer, watch_changes
+
+    root = tmp_path / "projects"
+    calls: list[tuple[list[Path] | None, int]] = []  # (paths, how many log lines there were then)
+
+    async def ingest(paths: Any) -> None:
+        calls.append((None if paths is None else [Path(p) for p in paths], len(logs)))
+
+    def rearmed_and_scanned() -> bool:
+        marks = [i for i, e in enumerate(logs) if e["event"].startswith("test:")]
+        appeared = [
+            i for i, e in enumerate(logs) if e["event"] == "projects_root_appeared" and i > max(marks, default=0)
+        ]
+        return bool(appeared) and any(p is None and n > appeared[0] for p, n in calls)
+
+    async def appended_and_seen(f: Path) -> None:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        await until("the re-armed watcher's full scan", rearmed_and_scanned)
+        with f.open("ab") as fh:
+            fh.write(line(1))
+        await until(f"{f.name} ingested by itself, as the watcher saw it", lambda: any(p == [f] for p, _ in calls))
+
+    stop = asyncio.Event()
+    changes = functools.partial(watch_changes, check_s=0.05)
+    tailer = Tailer([root], ingest, changes=changes, rescan_interval_s=3600)
+    with capture_logs() as logs:
+        task = asyncio.create_task(tailer.run(stop))
+        await until("the catch-up", lambda: [p for p, _ in calls] == [None])
+        await appended_and_seen(root / "-p" / "a.jsonl")
+        root.rename(tmp_path / "projects.away")
+        await until("the move noticed", lambda: [e["event"] for e in logs].count("projects_root_missing") == 2)
+        logs.append({"event": "test: the root is made again"})  # the next "appeared" is the second
+        await appended_and_seen(root / "-q" / "b.jsonl")
+        stop.set()
+        await asyncio.wait_for(task, 5)
+    events = [e["event"] for e in logs if e["event"].startswith("projects_root")]
+    assert events == ["projects_root_missing", "projects_root_appeared"] * 2
+    assert logs[0]["log_level"] == "warning" and logs[0]["root"] == str(root)

@@ -95,6 +95,11 @@ class Health:
         prev = self._failing.get(part)
         self._failing[part] = _Failure(prev.since if prev else self._clock(), reason)
 
+    def failing(self, part: str) -> str | None:
+        """The reason ``part`` is failing (its last failure's), or None when it is not."""
+        f = self._failing.get(part)
+        return None if f is None else f.reason
+
     def retrying(self, part: str, reason: str) -> None:
         """``part`` met a transient refusal (``reason``) and will retry: stalled until ``retried``.
 

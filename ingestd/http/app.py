@@ -21,7 +21,7 @@ import apsw
 from aiohttp import web
 
 from ingestd.daemon import apply as apply_mod
-from ingestd.daemon import checks, jobs, watchdog
+from ingestd.daemon import checks, jobs, watchdog, writeprobe
 from ingestd.daemon import health as health_mod
 from ingestd.daemon.committer import ApplyFn, Committer, HookWriter
 from ingestd.daemon.config import ServeConfig
@@ -138,7 +138,7 @@ def make_app(
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
     app.cleanup_ctx.extend(
-        [_writer_ctx, _tailer_ctx(clock, changes, ingest), _watchdog_ctx(clock), _schedule_ctx, _ship_ctx]
+        [_writer_ctx, _tailer_ctx(clock, changes, ingest), _watchdog_ctx(clock), _schedule_ctx, _ship_ctx, _probe_ctx]
     )
     add_api_routes(app, db_path=cfg.db_path)
     add_live_routes(app, cfg.db_path)
@@ -259,6 +259,14 @@ async def _schedule_ctx(app: web.Application) -> AsyncIterator[None]:
 async def _ship_ctx(app: web.Application) -> AsyncIterator[None]:
     """Team-mode shipping (``ingestd.daemon.jobs.ship_loop``; idle without ``ship_to``)."""
     task = asyncio.create_task(jobs.ship_loop(app[CONFIG], app[STOP]))
+    yield
+    app[STOP].set()
+    await jobs.cancel(task)
+
+
+async def _probe_ctx(app: web.Application) -> AsyncIterator[None]:
+    """A failing writer probed until it writes again (``ingestd.daemon.writeprobe``)."""
+    task = asyncio.create_task(writeprobe.run(app[WRITER], app[HEALTH], app[STOP]))
     yield
     app[STOP].set()
     await jobs.cancel(task)

@@ -1,0 +1,117 @@
+"""A failing writer is probed until it writes again: ``/api/health`` recovers without a hook (breaker3)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+import pytest
+
+from ingestd.core.records import NewLogRow
+from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import writeprobe
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.health import WRITER, Health
+from ingestd.errors import StorageError
+from ingestd.http.app import make_app
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+from tests.hookclient import JSON_HEADERS
+from tests.support import until
+
+SID = "11111111-2222-3333-4444-555555555555"
+# incompressible (random hex): the rows need new pages
+BODY = orjson.dumps(
+    {
+        "hook_event_name": "PreToolUse",
+        "session_id": SID,
+        "transcript_path": "/x",
+        "cwd": "/x",
+        "tool_name": "Bash",
+        "tool_input": {"command": os.urandom(20000).hex()},
+        "tool_use_id": "toolu_1",
+    }
+)
+
+
+async def test_a_writer_failed_by_a_full_database_is_healthy_again_without_a_hook(
+    tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writeprobe, "PROBE_INTERVAL_S", 0.05)
+    full = [True]
+
+    def filling(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        # a real SQLITE_FULL: the database may not grow while "the disk is full"
+        pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
+        conn.execute(f"PRAGMA max_page_count = {pages if full[0] else 1 << 30}")
+        return apply_mod.store_rows(conn, batch)
+
+    cfg = ServeConfig(db_path=tmp_path / "f.db", tail=False, schedule=False, watchdog_interval_s=3600)
+    client = await aiohttp_client(make_app(cfg, apply=filling), headers=JSON_HEADERS)
+    r = await client.post("/hooks", data=BODY)
+    assert r.status == 500
+    health = await client.get("/api/health")
+    assert health.status == 503
+    assert "database or disk is full" in (await health.json())["error"]["message"]
+    full[0] = False  # room again, and no hook arrives
+
+    async def healthy() -> bool:
+        return (await client.get("/api/health")).status == 200
+
+    for _ in range(200):
+        if await healthy():
+            break
+        await asyncio.sleep(0.02)
+    assert await healthy()
+    assert (await client.post("/hooks", data=BODY)).status == 200
+
+
+class _Refusing:
+    """A writer whose every write is refused (the disk is still full)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+        self.calls += 1
+        raise StorageError("database error: database or disk is full")
+
+
+async def test_a_refused_probe_leaves_the_failure_and_its_age() -> None:
+    now = [100.0]
+    health = Health(clock=lambda: now[0])
+    health.failed(WRITER, "the last write failed: database error: database or disk is full")
+    writer, stop = _Refusing(), asyncio.Event()
+    task = asyncio.create_task(writeprobe.run(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
+    await until("three probes", lambda: writer.calls >= 3)
+    now[0] = 130.0
+    assert health.problems() == [
+        "writer failing for 30.0 s: the last write failed: database error: database or disk is full"
+    ]
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
+async def test_a_healthy_writer_is_not_probed() -> None:
+    writer, stop = _Refusing(), asyncio.Event()
+    task = asyncio.create_task(writeprobe.run(writer, Health(), stop, interval_s=0.01))  # type: ignore[arg-type]
+    await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    assert writer.calls == 0
+
+
+def test_the_probe_commits_a_write_and_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "p.db")
+    migrate(conn)
+    before = conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+    changes = conn.total_changes()
+    writeprobe.probe(conn)
+    assert conn.total_changes() == changes + 2  # one row in and out, committed
+    assert conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall() == before
+    conn.close()

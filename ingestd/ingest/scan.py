@@ -3,7 +3,8 @@
 Every ``*.jsonl`` (main session files, ``<session>/subagents/agent-*.jsonl`` including
 ``workflows/wf_*``, flat 2.0.x ``agent-*.jsonl``) and ``*.meta.json`` sidecar. Symlinks are
 never followed out of the root (a symlinked directory is not descended at all); each one passed
-over is logged (``symlink_not_followed``, with its target), never skipped without a word.
+over is logged (``symlink_not_followed``, with its target), never skipped without a word, once a
+process (the daemon rescans every minute) unless its target changes.
 """
 
 from __future__ import annotations
@@ -53,12 +54,22 @@ def _inside(path: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real + os.sep)
 
 
+# The symlinks already named (path, target): the daemon walks its roots again at every rescan,
+# and said the same warnings every minute for its whole life (breaker3). Named again when its
+# target changes. Bounded by the symlinks in the roots.
+_said: set[tuple[str, str]] = set()
+
+
 def _passed_over(root_s: str, path: str, why: str) -> None:
-    """Log a symlink ``discover`` does not follow: what it is, where it points, how to have it read."""
+    """Log a symlink ``discover`` does not follow (once a process): what it is, where it points, how to have it read."""
+    target = os.path.realpath(path)
+    if (path, target) in _said:
+        return
+    _said.add((path, target))
     log.warning(
         "symlink_not_followed",
         path=text_name(os.path.relpath(path, root_s)),
-        target=text_name(os.path.realpath(path)),
+        target=text_name(target),
         reason=why,
         hint="move the folder under the projects root, or give its real path as another --projects root",
     )

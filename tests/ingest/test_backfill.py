@@ -132,6 +132,14 @@ def test_no_symlink_out_of_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     # never skipped without a word: each symlink passed over is named with its target
     said = sorted((e["path"], e["target"]) for e in logs if e["event"] == "symlink_not_followed")
     assert said == [("linkdir", str(outside)), ("p/link.jsonl", str(outside / "secret.jsonl"))]
+    # once a process: the daemon's rescans (every minute) say nothing new; a new target is said again
+    logs.clear()
+    assert [f.origin for f in discover(root)] == ["p/ok.jsonl"]
+    assert logs == []
+    (root / "linkdir").unlink()
+    os.symlink(tmp_path, root / "linkdir")
+    discover(root)
+    assert [(e["path"], e["target"]) for e in logs] == [("linkdir", str(tmp_path))]
 
 
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from ingestd.daemon.config import ServeConfig
@@ -60,12 +62,58 @@ async def schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: async
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
+# A store that stays unreachable is tried less and less often, up to this many seconds apart,
+# and said so at most this often (the first failure at once): each machine works offline (README).
+SHIP_MAX_WAIT_S = 300.0
+SHIP_REMIND_S = 600.0
+
+
+class ShipFailures:
+    """The shipping passes failed in a row: how long to wait before the next, and when to say so.
+
+    Args:
+        interval_s: float, seconds after the first failure (``ship_interval_s``), doubled per
+            failure in a row up to ``SHIP_MAX_WAIT_S``.
+        clock: monotonic seconds.
+    """
+
+    def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval_s = interval_s
+        self._clock = clock
+        self.count = 0
+        self._said_at: float | None = None
+
+    def failed(self, where: str, error: str) -> float:
+        """One more failure: the seconds to wait. Logs ``ship_failed`` (warning) the first time and
+        then every ``SHIP_REMIND_S`` while the failures go on."""
+        self.count += 1
+        wait_s: float = min(SHIP_MAX_WAIT_S, self._interval_s * 2.0 ** min(self.count - 1, 16))
+        now = self._clock()
+        if self._said_at is None or now - self._said_at >= SHIP_REMIND_S:
+            self._said_at = now
+            log.warning(
+                "ship_failed",
+                store=where,
+                error=error,
+                failures=self.count,
+                next_try_s=wait_s,
+                hint="the log is kept here and shipped once the store answers; retried less often meanwhile",
+            )
+        return wait_s
+
+    def shipped(self, where: str) -> None:
+        """A pass went through: the next failure is news again (logs ``ship_resumed`` after failures)."""
+        if self.count:
+            log.info("ship_resumed", store=where, failures=self.count)
+        self.count, self._said_at = 0, None
+
+
 async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
     """Team mode (SPEC §13): follow the ``ship_to`` setting, shipping the log batch by batch.
 
     Nothing to do when the setting is unset. Each pass ships a bounded number of batches off the
     loop; the next pass follows at once while more is pending, else after ``ship_interval_s``.
-    A failed pass (store down, refused) is logged and retried after the interval.
+    A failed pass (store down, refused) is retried with backoff (``ShipFailures``).
     """
     url = cfg.settings.get_opt_str("ship_to")
     if not url:
@@ -77,17 +125,19 @@ async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
     shipper = Shipper(str(cfg.db_path), url, batch_rows=cfg.settings.get_int("ship_batch_rows"), max_batches=10)
     interval_s = max(1, cfg.settings.get_int("ship_interval_s"))
     loop = asyncio.get_running_loop()
+    failures = ShipFailures(interval_s)
     try:
         while not stop.is_set():
             wait_s: float = interval_s
             try:
                 got = await loop.run_in_executor(None, shipper.run_once)
+                failures.shipped(where)
                 if got.sent:
                     log.info("shipped", store=where, rows=got.sent, inserted=got.inserted, through=got.shipped_through)
                 if got.sent >= shipper.batch_rows * shipper.max_batches:
                     wait_s = 0
             except IngestdError as e:
-                log.error("ship_failed", store=where, error=e.message)
+                wait_s = failures.failed(where, e.message)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait_s)
     finally:

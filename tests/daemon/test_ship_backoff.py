@@ -1,0 +1,31 @@
+"""Shipping to a store that does not answer: backoff, and a warning once then at intervals."""
+
+from __future__ import annotations
+
+import itertools
+
+
+def test_an_unreachable_store_is_tried_less_often_and_said_once_then_at_intervals() -> None:
+    # breaker3: ship_to unreachable logged ship_failed at error level every 5 s, without backoff
+    from structlog.testing import capture_logs
+
+    from ingestd.daemon.jobs import SHIP_MAX_WAIT_S, SHIP_REMIND_S, ShipFailures
+
+    now = [0.0]
+    failures = ShipFailures(5, clock=lambda: now[0])
+    with capture_logs() as logs:
+        waits = []
+        for _ in range(12):
+            waits.append(failures.failed("db.example", "connection refused"))
+            now[0] += waits[-1]
+        failures.shipped("db.example")
+        failures.failed("db.example", "connection refused")
+    assert waits[:7] == [5, 10, 20, 40, 80, 160, SHIP_MAX_WAIT_S]
+    assert waits[7:] == [SHIP_MAX_WAIT_S] * 5
+    said = [(e["event"], e["log_level"], e.get("failures")) for e in logs]
+    # 12 failures over 35 minutes: said at the first, then at most once every SHIP_REMIND_S
+    times = [sum(waits[: i - 1]) for _e, _l, i in said[:-2]]
+    assert said[0] == ("ship_failed", "warning", 1)
+    assert all(b - a >= SHIP_REMIND_S for a, b in itertools.pairwise(times))
+    assert 2 <= len(said) - 2 <= 5
+    assert said[-2:] == [("ship_resumed", "info", 12), ("ship_failed", "warning", 1)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import signal
 import socket
 import struct
 from collections.abc import Callable
@@ -196,6 +197,15 @@ def _open(db_path: str) -> tuple[apsw.Connection, WalCheckpointer]:
     return conn, checkpointer
 
 
+def _only_the_parent_stops_it() -> None:
+    """Ignore SIGINT and SIGTERM: a Ctrl-C (the whole foreground group) or a service manager's
+    SIGTERM to the whole group reached this process too and killed it mid-stream (a
+    KeyboardInterrupt traceback, exit 1 or 255, ``writer_process_exited`` at error level). It ends
+    when its parent says STOP or goes away (the socket closes), having committed what it was sent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def main(
     sock: socket.socket, db_path: str, make_apply: Callable[[], ApplyFn], max_group_rows: int, log_level: str
 ) -> None:
@@ -209,6 +219,7 @@ def main(
         max_group_rows: int, rows per grouped transaction at most.
         log_level: this process logs at the daemon's level.
     """
+    _only_the_parent_stops_it()
     configure(level=log_level, force=True)
     try:
         conn, checkpointer = _open(db_path)

@@ -40,7 +40,7 @@ from ingestd.logs import get_logger
 log = get_logger("ingestd.writerproc")
 
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(["ingestd.daemon.writerchild", "ingestd.daemon.apply"])
+_CTX.set_forkserver_preload(["ingestd.daemon.forkserverinit", "ingestd.daemon.writerchild", "ingestd.daemon.apply"])
 START_TIMEOUT_S = 120.0
 # A writer that dies or fails to start again and again is retried less and less often: the delay
 # doubles up to this cap, and falls back to ``restart_delay_s`` once a process has lived this long.
@@ -197,6 +197,7 @@ class ProcCommitter:
                 log.error("writer_process_kill", pid=proc.pid, after_s=timeout_s)
                 proc.kill()
                 proc.join()
+            _said_stopped(proc.exitcode)
         if not on_loop:  # let the loop read the last replies and the end of the stream, then close
             with contextlib.suppress(RuntimeError, TimeoutError):
                 asyncio.run_coroutine_threadsafe(self._closed(), self._loop).result(timeout_s)
@@ -343,3 +344,11 @@ class ProcCommitter:
             self._health.ok(WRITER)
             log.warning("writer_process_restarted", restarts=self.restarts)
             return
+
+
+def _said_stopped(code: int | None) -> None:
+    """A writer process that ended because the daemon stops: info when it exited 0, else a warning."""
+    if code == 0:
+        log.info("writer_process_stopped", exit_code=code)
+    else:
+        log.warning("writer_process_stopped", exit_code=code)

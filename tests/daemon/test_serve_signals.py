@@ -26,3 +26,35 @@ def test_sighup_stops_the_daemon_cleanly(tmp_path: Path) -> None:
     assert "stopped" in [e.get("event") for e in lines]
     state = orjson.loads((tmp_path / "d.db.serve.json").read_bytes())
     assert state.get("stopped_at")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_whole_group_stops_the_writer_process_cleanly_through_its_parent(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    # breaker3: systemd's SIGTERM to the whole group (its default KillMode) killed the forkserver
+    # and the writer process too: writer_process_exited exit 255 at error level on every clean stop;
+    # a Ctrl-C (SIGINT to the foreground group) printed a KeyboardInterrupt traceback from the child
+    import os
+    import subprocess
+
+    root = tmp_path / "projects"
+    root.mkdir()
+    d = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
+    real_popen = subprocess.Popen
+
+    def own_group(*a: object, **kw: object) -> subprocess.Popen[bytes]:
+        return real_popen(*a, **kw, start_new_session=True)  # type: ignore[call-overload,no-any-return]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(subprocess, "Popen", own_group)
+        d.start()
+    assert d.proc is not None
+    os.killpg(d.proc.pid, sig)
+    assert d.proc.wait(30) == 0
+    text = (tmp_path / "serve.log").read_text()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    lines = [orjson.loads(x) for x in text.encode().splitlines() if x.startswith(b"{")]
+    ends = [(e["event"], e["level"], e.get("exit_code")) for e in lines if e["event"].startswith("writer_process")]
+    assert ends[1:] == [("writer_process_stopped", "info", 0)]

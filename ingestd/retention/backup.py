@@ -30,7 +30,7 @@ from pathlib import Path
 import apsw
 
 from ingestd.core.timefmt import format_utc
-from ingestd.errors import CheckFailed
+from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
 from ingestd.store.connection import connect, translate, write_txn
 
@@ -204,12 +204,46 @@ def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
     )
 
 
+def _free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged writer may still use on ``directory``'s file system."""
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
+
+
+def _no_space(directory: Path, needed: int) -> StorageError | None:
+    """The error to raise when ``directory`` has less than ``needed`` bytes free, else None."""
+    free = _free_bytes(directory)
+    if free >= needed:
+        return None
+    return StorageError(
+        f"no space left on {directory}: {needed} bytes needed, {free} free; free some space there "
+        "(or, for a backup, pass --dir on another disk)",
+        path=str(directory),
+        needed_bytes=needed,
+        free_bytes=free,
+    )
+
+
+def _remove_partial(dest_path: Path) -> None:
+    """Remove a copy that did not finish, and the journal SQLite may have left beside it."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        dest_path.with_name(dest_path.name + suffix).unlink(missing_ok=True)
+
+
 def copy_database(src: apsw.Connection, dest_path: Path) -> None:
     """Copy ``src`` into a new file ``dest_path`` (0600) with the backup API, in one consistent step.
 
+    The copy needs the database's size (page count x page size) free where it goes: checked
+    before it starts, and again when it fails (a full disk made SQLite say "not an error").
+
     Raises:
-        StorageError: the copy failed (``dest_path`` is removed).
+        StorageError: ``no space left on <dir>: N bytes needed``, or the copy failed otherwise
+            (``dest_path`` and any journal beside it are removed).
     """
+    pages = int(str(src.execute("PRAGMA page_count").fetchall()[0][0]))
+    needed = pages * int(str(src.execute("PRAGMA page_size").fetchall()[0][0]))
+    if (short := _no_space(dest_path.parent, needed)) is not None:
+        raise short
     _private_new_file(dest_path)
     try:
         dest = apsw.Connection(str(dest_path))
@@ -221,11 +255,12 @@ def copy_database(src: apsw.Connection, dest_path: Path) -> None:
             dest.execute("PRAGMA journal_mode=DELETE")
         finally:
             dest.close()
-    except apsw.Error as e:
-        dest_path.unlink(missing_ok=True)
-        raise translate(e) from e
-    except BaseException:
-        dest_path.unlink(missing_ok=True)
+    except BaseException as e:
+        _remove_partial(dest_path)
+        if isinstance(e, apsw.Error | OSError) and (short := _no_space(dest_path.parent, needed)) is not None:
+            raise short from e
+        if isinstance(e, apsw.Error):
+            raise translate(e) from e
         raise
 
 
@@ -299,14 +334,14 @@ def backup(
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stem = backup_stem(db_path)
     partial = out_dir / f".{backup_name(now, stem)}.partial"
-    partial.unlink(missing_ok=True)
+    _remove_partial(partial)
     src = connect(db_path)
     try:
         copy_database(src, partial)
         try:
             integrity, counts = check_copy(partial)
         except BaseException:
-            partial.unlink(missing_ok=True)
+            _remove_partial(partial)
             raise
         _fsync(partial)
         final = _link_new(partial, out_dir, now, stem)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.errors import StorageError
 from ingestd.retention import backup as bk
 from ingestd.store.connection import connect, write_txn
 
@@ -183,3 +187,50 @@ def test_two_databases_in_one_folder_keep_their_own_backups(db_path: Path, tmp_p
     assert res.kept == [Path(theirs[1]).name, Path(theirs[0]).name] and res.deleted == [Path(theirs[2]).name]
     assert all(Path(p).exists() for p in mine)
     assert bk.backup_stem(db_path) == "ingestd" and bk.taken_at(Path(mine[0]).name, "team") is None
+
+
+def test_a_backup_without_room_says_so_and_leaves_nothing(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # breaker3: on a full disk `ingestd backup` said "database error: not an error" (exit 2) and
+    # left the copy's journal behind
+    monkeypatch.setattr(bk, "_free_bytes", lambda d: 4096)
+    res = CliRunner().invoke(cli, ["backup", "--db", str(db_path), "--dir", str(tmp_path / "bk")])
+    assert res.exit_code == 2
+    size = os.path.getsize(db_path)
+    assert f"no space left on {tmp_path / 'bk'}: {size} bytes needed, 4096 free" in res.output
+    assert list((tmp_path / "bk").iterdir()) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs (root only; skipped elsewhere), unmounted afterwards."""
+    d = tmp_path / "small"
+    d.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(d)]).returncode:
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def test_a_disk_that_fills_during_the_copy_is_named_with_the_bytes_needed(
+    db_path: Path, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the space check before the copy passes (another writer fills the disk meanwhile): SQLite's
+    # own error said "not an error"; the failure is diagnosed again and the partial files go
+    conn = connect(db_path)
+    write_txn(conn, lambda c: c.execute("CREATE TABLE filler AS SELECT randomblob(3000000) AS x"))
+    conn.close()
+    real, calls = bk._free_bytes, [0]
+
+    def free_at_first(d: Path) -> int:
+        calls[0] += 1
+        return 1 << 40 if calls[0] == 1 else real(d)
+
+    monkeypatch.setattr(bk, "_free_bytes", free_at_first)
+    with pytest.raises(StorageError, match=rf"^no space left on {small_disk}: \d+ bytes needed, \d+ free") as e:
+        bk.backup(db_path, now=NOW, directory=small_disk)
+    assert e.value.context["needed_bytes"] > e.value.context["free_bytes"]
+    assert list(small_disk.iterdir()) == []

@@ -66,11 +66,12 @@ def register(cli: click.Group) -> None:
         conn = open_read_db(db_path)
         now = datetime.now(UTC)
         daemon = presence.detect(path, now).to_json()
+        served = Path(daemon["db"]) if daemon["db"] else path  # the daemon's name for it (a link's differs)
         doc = status_report(
             conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon, ship_to=_ship_to(dict(os.environ))
         )
         # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
-        doc["stalls"] = stall.read_mirror(path, now.timestamp())
+        doc["stalls"] = stall.read_mirror(served, now.timestamp())
         if as_json:
             emit_json(doc)
             return

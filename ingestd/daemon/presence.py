@@ -27,6 +27,7 @@ import orjson
 
 from ingestd import __version__, atomicfile
 from ingestd.core.timefmt import format_utc, parse
+from ingestd.daemon.lock import PROC_LOCKS, holder_from_proc_locks
 
 PROBE_TIMEOUT_S = 1.0
 
@@ -80,6 +81,49 @@ def read_state(db_path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+def served_as(db_path: Path) -> tuple[int, Path] | None:
+    """The daemon holding the lock on the file ``db_path`` names, and the path it opened it by. Read-only.
+
+    Keyed by the file's identity (``st_dev``, ``st_ino``), not its name: the lock is an ``flock`` on
+    the database file, so ``/proc/locks`` names its holder whatever path it came through, and the
+    holder's descriptor on that file (``/proc/<pid>/fd``) names the path its state file is beside.
+    A hard link to the database has another name, and ``status`` through it said "no daemon has
+    served this database" while one did (breaker3).
+
+    Returns:
+        ``(pid, path)``, or None: no daemon holds it, or not Linux, or its ``/proc`` is not ours to read.
+    """
+    try:
+        st = os.stat(db_path)
+        pid = holder_from_proc_locks(st.st_dev, st.st_ino, PROC_LOCKS.read_text())
+        if pid is None:
+            return None
+        fds = f"/proc/{pid}/fd"
+        for fd in os.listdir(fds):
+            with contextlib.suppress(OSError):
+                got = os.stat(os.path.join(fds, fd))
+                if (got.st_dev, got.st_ino) == (st.st_dev, st.st_ino):
+                    return pid, Path(os.readlink(os.path.join(fds, fd)))
+    except OSError:
+        return None
+    return None
+
+
+def _state_of(db_path: Path) -> tuple[Path, dict[str, Any] | None]:
+    """The state file describing the daemon of the file ``db_path`` names, and its document.
+
+    The one beside ``db_path``, unless a daemon that file does not name holds the database: then
+    that daemon's, beside the path it serves the database by (``served_as``).
+    """
+    doc = read_state(db_path)
+    holder = served_as(db_path)
+    if holder is not None and (doc is None or doc.get("pid") != holder[0]):
+        other = read_state(holder[1])
+        if other is not None and other.get("pid") == holder[0]:
+            return state_path(holder[1]), other
+    return state_path(db_path), doc
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with ``pid`` exists (signal 0; a process of another user counts as alive)."""
     if pid <= 0:
@@ -122,6 +166,8 @@ class Presence:
         health: int | None, the HTTP status ``/api/health`` answered (None: no answer).
         problem: str | None, why the daemon is not ``running``, in words.
         state_file: str, the file read.
+        db: str | None, the path the daemon was given for the database (its stall file is beside
+            it, ``ingestd.store.stall.mirror_path``); None without a state file.
     """
 
     state: str
@@ -134,6 +180,7 @@ class Presence:
     health: int | None
     problem: str | None
     state_file: str
+    db: str | None = None
 
     @property
     def running(self) -> bool:
@@ -154,6 +201,7 @@ class Presence:
             "health_status": self.health,
             "problem": self.problem,
             "state_file": self.state_file,
+            "db": self.db,
         }
 
 
@@ -165,8 +213,7 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
         now: aware datetime, for the uptime.
         timeout_s: float, seconds the health probe may take.
     """
-    path = state_path(db_path)
-    doc = read_state(db_path)
+    path, doc = _state_of(db_path)
     if doc is None:
         never = "no daemon has served this database"
         return Presence("never_started", None, None, None, None, None, None, None, never, str(path))
@@ -178,7 +225,8 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
     version = doc.get("version") if isinstance(doc.get("version"), str) else None
 
     def make(state: str, health: int | None, problem: str | None, uptime: float | None = None) -> Presence:
-        return Presence(state, pid, address, started, stopped, uptime, version, health, problem, str(path))
+        db = doc.get("db") if isinstance(doc.get("db"), str) else None
+        return Presence(state, pid, address, started, stopped, uptime, version, health, problem, str(path), db)
 
     if stopped:
         return make("stopped", None, "stopped cleanly")

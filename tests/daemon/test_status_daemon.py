@@ -120,3 +120,38 @@ async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_cl
     assert daemon["running"] and daemon["pid"] == os.getpid() and daemon["address"] == "127.0.0.1:7391"
     assert daemon["started_at"] == "2026-01-01T00:00:00.000Z" and daemon["uptime_s"] > 0
     assert doc["watchdog"] == {"window_s": 600}
+
+
+def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tmp_path: Path) -> None:
+    # breaker3: `ingestd status --db <hard link>` said "no daemon has served this database" while
+    # one served it: the state file (and the stall file) are named after the daemon's path
+    from ingestd.daemon import lock
+    from ingestd.store import stall
+    from ingestd.store.connection import connect
+    from ingestd.store.migrate import migrate
+
+    db, link = tmp_path / "d" / "x.db", tmp_path / "elsewhere" / "link.db"
+    db.parent.mkdir()
+    link.parent.mkdir()
+    conn = connect(db)
+    migrate(conn)
+    conn.close()
+    os.link(db, link)
+    held = lock.acquire(db)  # what serve holds: an flock on the database file, whatever its name
+    try:
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        presence.write_started(db, host="127.0.0.1", port=1, now=now)
+        stall.write_mirror(stall.mirror_path(db), [stall.Stall("writer", "database is locked", now.timestamp(), 3)])
+        got = presence.detect(link, now, timeout_s=0.5)
+        assert (got.state, got.pid) == ("not_responding", os.getpid())  # port 1: no answer
+        assert got.db == str(db)
+        assert got.state_file == str(presence.state_path(db))
+        doc, _text = _status(link)
+        assert doc["daemon"]["pid"] == os.getpid() and doc["daemon"]["db"] == str(db)
+        assert [s["component"] for s in doc["stalls"]] == ["writer"]
+        assert presence.served_as(link) == (os.getpid(), db)
+    finally:
+        held.release()
+    # no daemon holds it any more: the link's own (absent) state file says so, as before
+    assert presence.detect(link, datetime(2026, 1, 1, tzinfo=UTC)).state == "never_started"
+    assert presence.served_as(link) is None

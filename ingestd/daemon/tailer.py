@@ -43,6 +43,17 @@ def relevant(path: Path) -> bool:
     return name.endswith(".jsonl") or name.endswith(".meta.json")
 
 
+ADDED = 1  # watchfiles.Change.added
+
+
+def transcripts_under(folder: Path) -> list[Path]:
+    """Every transcript and sidecar under ``folder`` (symlinked folders not descended), sorted."""
+    out: list[Path] = []
+    for dirpath, _dirnames, filenames in os.walk(folder, followlinks=False):
+        out += [Path(dirpath, n) for n in filenames if relevant(Path(n))]
+    return sorted(out)
+
+
 # How often the real change source checks that each root is still the directory it watches.
 ROOT_CHECK_S = 0.5
 
@@ -220,6 +231,9 @@ class Tailer:
     async def handle(self, batch: ChangeBatch) -> list[Path]:
         """Ingest the files a change batch names; returns them (gone files are skipped).
 
+        A folder added names every transcript under it (``transcripts_under``); the ingest code
+        applies the usual rules to each (no symlink out of the root).
+
         A change naming a root itself (the watcher re-armed over a root that appeared or was
         replaced: ``watch_changes``) asks for a full scan, since nothing watched what landed there.
         """
@@ -228,8 +242,13 @@ class Tailer:
             self.batches_seen += 1
             return []
         todo: list[Path] = []
-        for _kind, raw in sorted(batch, key=lambda c: c[1]):
+        for kind, raw in sorted(batch, key=lambda c: c[1]):
             p = Path(raw)
+            if int(kind) == ADDED and p.is_dir():
+                # a folder moved in whole (a project copied or restored): the watcher names the
+                # folder, never the transcripts it already held
+                todo += [f for f in transcripts_under(p) if f not in todo]
+                continue
             if not relevant(p):
                 continue
             if not p.is_file():

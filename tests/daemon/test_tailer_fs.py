@@ -146,3 +146,32 @@ async def test_a_root_missing_at_start_or_moved_away_and_made_again_is_followed_
     events = [e["event"] for e in logs if e["event"].startswith("projects_root")]
     assert events == ["projects_root_missing", "projects_root_appeared"] * 2
     assert logs[0]["log_level"] == "warning" and logs[0]["root"] == str(root)
+
+
+async def test_a_folder_moved_into_the_root_whole_is_read_at_once(tmp_path: Path) -> None:
+    # a project folder moved (or copied) in whole: the watcher names the folder, never the
+    # transcripts it already holds, which waited for the rescan (a minute)
+    from ingestd.daemon.tailer import Tailer
+
+    root = tmp_path / "projects"
+    root.mkdir()
+    elsewhere = tmp_path / "restored" / "-tmp-p"
+    (elsewhere / SID / "subagents").mkdir(parents=True)
+    (elsewhere / f"{SID}.jsonl").write_bytes(line(1))
+    (elsewhere / SID / "subagents" / "agent-a1.jsonl").write_bytes(line(2))
+    (elsewhere / "notes.txt").write_text("not a transcript")
+    calls: list[list[Path] | None] = []
+    stop = asyncio.Event()
+
+    async def ingest(paths: Any) -> None:
+        calls.append(None if paths is None else sorted(Path(p) for p in paths))
+
+    tailer = Tailer([root], ingest, rescan_interval_s=3600)
+    task = asyncio.create_task(tailer.run(stop))
+    await until("the catch-up", lambda: calls == [None])
+    elsewhere.rename(root / "-tmp-p")
+    moved = root / "-tmp-p"
+    want = [moved / SID / "subagents" / "agent-a1.jsonl", moved / f"{SID}.jsonl"]
+    await until("the moved folder's transcripts read", lambda: want in calls, timeout_s=5)
+    stop.set()
+    await asyncio.wait_for(task, 5)

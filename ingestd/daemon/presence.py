@@ -224,8 +224,14 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
     started, stopped = doc.get("started_at"), doc.get("stopped_at")
     version = doc.get("version") if isinstance(doc.get("version"), str) else None
 
+    db = doc.get("db") if isinstance(doc.get("db"), str) else None
+    # found through the lock holder (``_state_of``): the daemon knows this file by another name
+    alias = db is not None and path != state_path(db_path)
+
     def make(state: str, health: int | None, problem: str | None, uptime: float | None = None) -> Presence:
-        db = doc.get("db") if isinstance(doc.get("db"), str) else None
+        if alias and state != "stopped":
+            hint = f"it serves this file as {db}: use that name (SQLite keeps the WAL by name; what this shows may lag)"
+            problem = hint if problem is None else f"{problem}; {hint}"
         return Presence(state, pid, address, started, stopped, uptime, version, health, problem, str(path), db)
 
     if stopped:

@@ -145,6 +145,10 @@ def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tm
         got = presence.detect(link, now, timeout_s=0.5)
         assert (got.state, got.pid) == ("not_responding", os.getpid())  # port 1: no answer
         assert got.db == str(db)
+        assert got.problem is not None and got.problem.endswith(
+            f"it serves this file as {db}: use that name (SQLite keeps the WAL by name; what this shows may lag)"
+        )
+        assert "serves this file as" not in str(presence.detect(db, now, timeout_s=0.5).problem)  # its own name
         assert got.state_file == str(presence.state_path(db))
         doc, _text = _status(link)
         assert doc["daemon"]["pid"] == os.getpid() and doc["daemon"]["db"] == str(db)

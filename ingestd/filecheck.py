@@ -56,13 +56,51 @@ def _who(bits: int) -> str:
     return " and ".join(parts)
 
 
-def file_problems(path: Path, *, secret: bool = False, uid: int | None = None) -> list[Finding]:
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def kind_name(mode: int) -> str | None:
+    """What a non-regular file is, from its ``st_mode`` (``"a FIFO (named pipe)"``); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path, what: str = "file") -> str | None:
+    """Why ``path`` cannot be used as a ``what`` (a regular file), without opening it; None when it
+    is a regular file or does not exist. Symlinks are followed. Reads the filesystem (``stat``).
+
+    The answer is one sentence naming the path and its kind (``/dev/null is a character device,
+    not a regular file``): the fix is naming another file, never changing this one.
+    """
+    try:
+        kind = kind_name(path.stat().st_mode)
+    except OSError:
+        return None  # missing or unreadable: the caller's open says so
+    return None if kind is None else f"{path} is {kind}, not a regular {what}: name a regular {what}"
+
+
+def file_problems(
+    path: Path, *, secret: bool = False, uid: int | None = None, directory: bool = False
+) -> list[Finding]:
     """What is unsafe about the file at ``path`` itself (nothing when it does not exist).
+
+    A path that is not a regular file (a directory when ``directory``) is one finding, by kind,
+    whose fix is naming another file; a path not owned by the user running ingestd is never told
+    to be ``chmod``-ed unless the fix also says to ``chown`` it: a file of root's accepted as the
+    config file (``uid=0``) is to be replaced by a file of the user's own.
 
     Args:
         path: the file (symlinks followed).
         secret: True for the token file: not readable by group or others either.
         uid: the user who must own it (default: the effective uid).
+        directory: ``path`` must be a directory (a backups directory), not a regular file.
     """
     me = os.geteuid() if uid is None else uid
     try:
@@ -72,6 +110,10 @@ def file_problems(path: Path, *, secret: bool = False, uid: int | None = None) -
     except OSError as e:
         return [Finding(str(path), f"cannot be checked ({e.strerror})", f"ls -l {shlex.quote(str(path))}")]
     q = shlex.quote(str(path))
+    kind = kind_name(st.st_mode)
+    if kind != ("a directory" if directory else None):
+        want = "a directory" if directory else "a regular file"
+        return [Finding(str(path), f"is {kind or 'a regular file'}, not {want}", f"name {want} instead of {q}")]
     out = []
     if st.st_uid != me:
         out.append(
@@ -86,7 +128,11 @@ def file_problems(path: Path, *, secret: bool = False, uid: int | None = None) -
     if loose:
         what = "readable or writable" if secret and loose & 0o044 else "writable"
         private = "700" if stat.S_ISDIR(st.st_mode) else "600"
-        out.append(Finding(str(path), f"mode {mode:04o}: {what} by {_who(loose)}", f"chmod {private} {q}"))
+        # a file of an accepted owner other than the user (root's config) cannot be chmod-ed by the user
+        theirs = st.st_uid == me != os.geteuid()
+        mine = f"use a {'directory' if directory else 'file'} of your own instead of {q}"
+        fix = mine if theirs else f"chmod {private} {q}"
+        out.append(Finding(str(path), f"mode {mode:04o}: {what} by {_who(loose)}", fix))
     return out
 
 
@@ -140,7 +186,9 @@ def store_problems(db_path: Path, backup_dir: Path | None = None) -> list[Findin
         return found
     if backup_dir.is_dir():
         found += problems([backup_dir / n for n in sorted(os.listdir(backup_dir)) if n.endswith(".db")])
-        more = file_problems(backup_dir)  # stricter than the holding-directory check problems() made
+        more = file_problems(backup_dir, directory=True)  # stricter than the holding-directory check problems() made
+    elif backup_dir.exists():
+        more = file_problems(backup_dir, directory=True)  # a file where the directory should be
     else:
         above = Path(os.path.realpath(backup_dir)).parent
         while not above.exists() and above != above.parent:
@@ -159,8 +207,10 @@ def require_safe(findings: list[Finding]) -> None:
     if not findings:
         return
     lines = [f"{f.path}: {f.problem}; fix: {f.fix}" for f in findings]
+    loose = any(not f.problem.startswith("is ") for f in findings)  # not only wrong kinds (file_problems)
+    why = "files others can change or read" if loose else "a path that is not the kind of file needed"
     raise ConfigError(
-        "refusing to use files others can change or read: " + " | ".join(lines),
+        f"refusing to use {why}: " + " | ".join(lines),
         path=findings[0].path,
         fix=findings[0].fix,
     )

@@ -9,9 +9,11 @@ machine; with it, at most ``limit_bytes + 1`` bytes are read and a larger file i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ingestd.errors import ConfigError, IngestdError
+from ingestd.filecheck import kind_name
 
 MIB = 1 << 20
 
@@ -20,16 +22,23 @@ def read_capped(path: Path, limit_bytes: int, what: str, error: type[IngestdErro
     """The bytes of the file at ``path``, refused when longer than ``limit_bytes``. Reads the filesystem.
 
     Args:
-        path: the file (a device or a pipe works too: reading stops after ``limit_bytes + 1``).
+        path: the file: a regular one (a FIFO, device or directory is refused by kind; a FIFO is
+            opened without waiting for a writer, so a wrong name never hangs).
         limit_bytes: the largest size accepted, in bytes.
         what: what the file is, for the message (``"price file"``).
         error: the ``IngestdError`` class raised for a file that is too large.
 
     Raises:
-        error: the file holds more than ``limit_bytes`` bytes (the message names it and the cap).
+        error: the file holds more than ``limit_bytes`` bytes (the message names it and the cap),
+            or it is not a regular file (the message names its kind).
         OSError: the file cannot be opened or read (``FileNotFoundError`` included): the caller says how.
     """
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    with open(fd, "rb") as fh:
+        kind = kind_name(os.fstat(fd).st_mode)
+        if kind is not None:
+            msg = f"{path} is {kind}, not a regular file: name the {what} itself; nothing was read"
+            raise error(msg, path=str(path))
         data = fh.read(limit_bytes + 1)
     if len(data) > limit_bytes:
         cap = f"{limit_bytes // MIB} MiB" if limit_bytes % MIB == 0 else f"{limit_bytes} bytes"

@@ -187,12 +187,16 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
     On read-only media the database is opened read-only as it is (``connect``), not refused.
 
     Raises:
-        ConfigError: no database at the path, or migrations are pending (run ``ingestd migrate``).
+        ConfigError: no database at the path, the path is not a regular file, or migrations are
+            pending (run ``ingestd migrate``).
         MigrationError: the ledger refuses.
     """
     path = resolve_db(db_path)
     if not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+    wrong = filecheck.not_regular(path, "database file")
+    if wrong:
+        raise ConfigError(wrong, path=str(path))
     conn = connect(path, readonly=True)
     st = status(conn)
     if st.problems:

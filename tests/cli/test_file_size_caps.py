@@ -32,7 +32,7 @@ def test_pricing_load_of_dev_zero_is_one_line_exit_2_under_a_memory_limit(tmp_pa
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert r.stderr == (
-        "ingestd: /dev/zero: the price file is larger than 16 MiB; is it the right file? nothing was read\n"
+        "ingestd: /dev/zero is a character device, not a regular file: name the price file itself; nothing was read\n"
     )
     assert not (tmp_path / "x.db").exists()
 

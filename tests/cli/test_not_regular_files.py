@@ -1,0 +1,96 @@
+"""A path the user names that is not a regular file (a FIFO, a device, a directory) is refused by
+kind before it is opened, and the advice is naming another file, never ``chmod`` on a path the
+user does not own (``filecheck.file_problems``, ``readcap.read_capped``).
+
+Regression (breaker3): ``INGESTD_CONFIG=/dev/null`` and ``--db /dev/null`` said ``fix: chmod 600
+/dev/null``, ``INGESTD_CONFIG=/tmp`` said ``chmod 700 /tmp``, a FIFO as the config file or as
+``settings.json`` hung ``serve`` and ``hooks install`` forever, ``sessions --db /dev/null`` said to
+run migrate.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingestd import filecheck, readcap
+from ingestd.errors import ConfigError, InputError
+from ingestd.settings import load_config_file
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "ingestd", *args], capture_output=True, text=True, timeout=timeout, env=full
+    )
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    f = tmp_path / "f"
+    os.mkfifo(f)
+    return f
+
+
+def test_a_fifo_is_read_without_waiting_for_a_writer_and_refused(fifo: Path) -> None:
+    with pytest.raises(InputError, match=r"f is a FIFO \(named pipe\), not a regular file"):
+        readcap.read_capped(fifo, 10, "price file", InputError)  # would block in open() without O_NONBLOCK
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/dev/null", "a character device"), ("/tmp", "a directory")])
+def test_system_paths_are_refused_by_kind_with_no_chmod(tmp_path: Path, path: str, kind: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_config_file(Path(path), required=True)
+    assert f"{path}: is {kind}, not a regular file; fix: name a regular file instead of {path}" in str(e.value)
+    assert "chmod" not in str(e.value)
+
+
+def test_config_fifo_does_not_hang_serve(tmp_path: Path, fifo: Path) -> None:
+    r = run("serve", "--db", str(tmp_path / "x.db"), env={"INGESTD_CONFIG": str(fifo)}, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "is a FIFO (named pipe), not a regular file" in r.stderr
+    assert "chmod" not in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_settings_json_fifo_does_not_hang_hooks_install(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    os.mkfifo(home / ".claude" / "settings.json")
+    r = run("hooks", "install", env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "settings.json is a FIFO (named pipe), not a regular file" in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [["ingest", "--projects", "{p}"], ["sessions"], ["prune", "--dry-run"]])
+def test_a_device_as_the_database_is_refused_by_kind(tmp_path: Path, cmd: list[str]) -> None:
+    (tmp_path / "p").mkdir()
+    args = [a.replace("{p}", str(tmp_path / "p")) for a in cmd]
+    r = run(*args, "--db", "/dev/null")
+    assert r.returncode == 2, r.stderr
+    assert "/dev/null" in r.stderr and "a character device" in r.stderr
+    assert "chmod" not in r.stderr and "migrate" not in r.stderr
+
+
+def test_a_loose_file_of_root_accepted_as_the_config_is_not_to_be_chmodded(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    f = tmp_path / "theirs"
+    f.write_text("")
+    os.chown(f, 65534, 65534)
+    os.chmod(f, 0o666)
+    # as if a user (65534's file, checked for uid 65534 while root runs) cannot chmod it
+    assert [g.fix for g in filecheck.file_problems(f, uid=65534)] == [f"use a file of your own instead of {f}"]
+    assert [g.fix for g in filecheck.file_problems(f)][1:] == [f"chmod 600 {f}"]  # after the chown
+
+
+def test_a_file_where_the_backups_directory_should_be_is_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "bk").write_text("")
+    found = filecheck.store_problems(tmp_path / "x.db", tmp_path / "bk")
+    assert [(f.problem, f.fix) for f in found] == [
+        ("is a regular file, not a directory", f"name a directory instead of {tmp_path / 'bk'}")
+    ]

@@ -12,7 +12,7 @@ import apsw
 import click
 import orjson
 
-from ingestd import filecheck
+from ingestd import deepjson, filecheck
 from ingestd import settings as settings_mod
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
@@ -212,7 +212,7 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
 
 def emit_json(doc: Any) -> None:
     """Write one JSON document (and a newline) to stdout."""
-    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    sys.stdout.buffer.write(deepjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
     sys.stdout.flush()
 
 

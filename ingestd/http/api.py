@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import orjson
 from aiohttp import web
 
+from ingestd import deepjson
 from ingestd.core.timefmt import format_utc
 from ingestd.daemon import presence
 from ingestd.daemon.health import Health
@@ -63,7 +63,7 @@ def _read(db_path: Path, fn: Callable[[apsw.Connection], dict[str, Any]]) -> dic
 
 
 def _json(doc: Any) -> web.Response:
-    return web.Response(body=orjson.dumps(doc), content_type="application/json")
+    return web.Response(body=deepjson.dumps(doc), content_type="application/json")  # a tree nests deep
 
 
 def _error(e: IngestdError) -> web.Response:

@@ -31,11 +31,45 @@ def printable_text(s: str) -> str:
 
 def printable(doc: Any) -> Any:
     """A copy of a report document (dicts, lists, strings, numbers) whose strings, keys included,
-    are ``printable_text``. Other values are returned as they are."""
-    if isinstance(doc, str):
-        return printable_text(doc)
-    if isinstance(doc, dict):
-        return {printable(k): printable(v) for k, v in doc.items()}
-    if isinstance(doc, list | tuple):
-        return type(doc)(printable(v) for v in doc)
-    return doc
+    are ``printable_text``. Other values are returned as they are.
+
+    Walks with an explicit stack, not recursion: an agent tree nests as deep as its chain of
+    agents (SPEC §4.3, unbounded), and recursion failed at a few hundred levels.
+    """
+    if not isinstance(doc, dict | list | tuple):
+        return _leaf(doc)
+    # each frame: (the container, its items still to copy, the copy so far, its key in the parent)
+    stack: list[tuple[Any, Any, Any, Any]] = [(doc, _items(doc), {} if isinstance(doc, dict) else [], None)]
+    while True:
+        src, items, out, key = stack[-1]
+        item = next(items, _END)
+        if item is _END:
+            stack.pop()
+            done = out if isinstance(src, dict) or type(src) is list else type(src)(out)
+            if not stack:
+                return done
+            _put(stack[-1][2], key, done)
+            continue
+        k, v = (_leaf(item[0]), item[1]) if isinstance(src, dict) else (None, item)
+        if isinstance(v, dict | list | tuple):
+            stack.append((v, _items(v), {} if isinstance(v, dict) else [], k))
+        else:
+            _put(out, k, _leaf(v))
+
+
+_END = object()
+
+
+def _leaf(v: Any) -> Any:
+    return printable_text(v) if isinstance(v, str) else v
+
+
+def _items(container: Any) -> Any:
+    return iter(container.items()) if isinstance(container, dict) else iter(container)
+
+
+def _put(out: Any, key: Any, value: Any) -> None:
+    if isinstance(out, dict):
+        out[key] = value
+    else:
+        out.append(value)

@@ -109,22 +109,11 @@ def _load(conn: apsw.Connection, sid: str, rates: RateTable) -> tuple[dict[str, 
     return agents, unattributed
 
 
-def _node(
-    agents: dict[str, _Agent], aid: str, depth: int, seen: set[str], orphan: str | None
-) -> tuple[dict[str, Any], Usage]:
-    seen.add(aid)
+def _fields(agents: dict[str, _Agent], aid: str, depth: int, orphan: str | None) -> dict[str, Any]:
+    """An agent's node fields up to ``tool_calls`` (cost and children are added when its subtree is done)."""
     a = agents[aid]
     r = a.row
-    subtree = Usage()
-    subtree.merge(a.own)
-    children = []
-    for cid in sorted(a.children, key=lambda c: (agents[c].row[5] or "", c)):
-        if cid in seen:
-            continue
-        child, child_usage = _node(agents, cid, depth + 1, seen, None)
-        children.append(child)
-        subtree.merge(child_usage)
-    node = {
+    return {
         "agent_id": aid,
         "type": r[1],
         "subagent_type": r[2],
@@ -143,11 +132,42 @@ def _node(
             "by_status": dict(sorted(a.tools_by_status.items())),
             "by_tool": dict(sorted(a.tools_by_name.items())),
         },
-        "own": a.own.to_json(),
-        "subtree": subtree.to_json(),
-        "children": children,
     }
-    return node, subtree
+
+
+def _node(
+    agents: dict[str, _Agent], aid: str, depth: int, seen: set[str], orphan: str | None
+) -> tuple[dict[str, Any], Usage]:
+    """The node of ``aid`` and its subtree's usage; every agent reached is added to ``seen``.
+
+    Depth-first with an explicit stack, not recursion: a chain of agents is unbounded (SPEC §4.3),
+    and a RecursionError at a few hundred levels was the result. Children are visited in
+    first-seen order and an agent already ``seen`` (a parent cycle) is skipped, as before.
+    """
+    seen.add(aid)
+    root = _fields(agents, aid, depth, orphan)
+    own = Usage()
+    own.merge(agents[aid].own)
+    # each frame: (node fields, subtree usage, children done, the children still to visit)
+    stack = [(root, own, [], iter(sorted(agents[aid].children, key=lambda c: (agents[c].row[5] or "", c))))]
+    while True:
+        node, subtree, done, todo = stack[-1]
+        cid = next((c for c in todo if c not in seen), None)
+        if cid is not None:
+            seen.add(cid)
+            usage = Usage()
+            usage.merge(agents[cid].own)
+            kids = iter(sorted(agents[cid].children, key=lambda c: (agents[c].row[5] or "", c)))
+            stack.append((_fields(agents, cid, depth + len(stack), None), usage, [], kids))
+            continue
+        node["own"] = agents[node["agent_id"]].own.to_json()
+        node["subtree"] = subtree.to_json()
+        node["children"] = done
+        stack.pop()
+        if not stack:
+            return node, subtree
+        stack[-1][2].append(node)
+        stack[-1][1].merge(subtree)
 
 
 def tree_report(conn: apsw.Connection, session: str) -> dict[str, Any]:

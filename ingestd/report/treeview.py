@@ -25,15 +25,11 @@ def _tree_ids(doc: dict[str, Any]) -> dict[str, str]:
     """Every agent id in a tree document shortened unambiguously (``short.short_ids``); the main
     agent, whose id is the session's, as its 8-character prefix."""
     ids: list[str] = []
-
-    def walk(node: dict[str, Any]) -> None:
+    stack = [n for n in reversed([doc["tree"], *doc["orphans"], *doc["compaction_agents"]]) if n is not None]
+    while stack:  # pre-order, iteratively: a chain of agents is as deep as it is (SPEC §4.3)
+        node = stack.pop()
         ids.append(node["agent_id"])
-        for child in node["children"]:
-            walk(child)
-
-    for node in [doc["tree"], *doc["orphans"], *doc["compaction_agents"]]:
-        if node is not None:
-            walk(node)
+        stack.extend(reversed(node["children"]))
     sid = doc["session"]["session_id"]
     out = short_ids(i for i in ids if i != sid)
     out[sid] = sid[:8]
@@ -73,9 +69,10 @@ def _flow_styled(phrases: list[tuple[str, str]], width: int, sep: str = "  ") ->
     return out
 
 
-def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> Text:
+def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int, flat: str | None = None) -> Text:
     """An agent as short lines of whole phrases packed to ``width``: who (type, id, status, cause,
-    provenance), the Task description it was given, when, tokens and cost, tool calls by status."""
+    provenance, and ``flat``: where it sits when the tree no longer indents), the Task description
+    it was given, when, tokens and cost, tool calls by status."""
     name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
     status = node["status"] or "-"
     who = [
@@ -87,6 +84,8 @@ def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) ->
         who.append((f"ORPHAN: {node['orphan_reason'].replace('_', ' ')}", "bold magenta"))
     if node["edge"]:
         who.append((f"via {node['edge']['source']}", "blue"))
+    if flat:
+        who.append((flat, "yellow"))
     out = _flow_styled(who, width, " ")
     if node.get("description"):
         out.append("\n")
@@ -104,10 +103,25 @@ def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) ->
     return out
 
 
-def _grow(branch: Tree, node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> None:
-    sub = branch.add(_label(node, zone, ids, width))
-    for child in node["children"]:
-        _grow(sub, child, zone, ids, width - 4)
+MIN_LABEL_WIDTH = 36
+"""Columns an agent's label keeps however deep it is: past that depth the tree stops indenting."""
+
+
+def _grow(branch: Tree, top: dict[str, Any], zone: Zone, ids: dict[str, str], width: int) -> None:
+    """Add ``top`` and its subtree under ``branch``, each child one level (4 columns) in.
+
+    Iterative (a chain of agents is unbounded, SPEC §4.3). Where the next level would leave a
+    label fewer than ``MIN_LABEL_WIDTH`` columns, the deeper agents are listed in order at that
+    level instead, each saying its depth and its parent, so a deep chain stays readable.
+    """
+    stack: list[tuple[Tree, dict[str, Any], int, str | None]] = [(branch, top, width, None)]
+    while stack:
+        at, node, w, parent = stack.pop()
+        flat = f"depth {node['depth']}, under {ids.get(parent, parent)}" if parent is not None else None
+        sub = at.add(_label(node, zone, ids, w, flat))
+        nested = w - 4 >= MIN_LABEL_WIDTH
+        for child in reversed(node["children"]):
+            stack.append((sub, child, w - 4, None) if nested else (at, child, w, node["agent_id"]))
 
 
 def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:

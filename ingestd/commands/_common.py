@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,6 +117,34 @@ def default_projects(env: dict[str, str]) -> list[Path]:
     if base:
         return [Path(base) / "projects"]
     return [Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "projects"]
+
+
+CONFIG_DIR_MARKS = ("projects", "history.jsonl", "settings.json")
+"""What a Claude Code config directory (``~/.claude``) holds and a projects root never does (its
+entries are project folders named after a path, ``-home-me-code``)."""
+
+
+def refuse_config_dir_roots(roots: Sequence[Path]) -> None:
+    """Refuse a projects root that is a Claude Code config directory, one level too high. Reads only.
+
+    Ingesting ``~/.claude`` instead of ``~/.claude/projects`` files every project folder as a
+    session of its own, and ``history.jsonl`` as a session named ``history``, into the append-only
+    database for good. A root holding a ``projects`` directory, ``history.jsonl`` or
+    ``settings.json`` is such a directory.
+
+    Raises:
+        ConfigError: naming the root, what it holds and the root meant (``<root>/projects``).
+    """
+    for root in roots:
+        held = [m for m in CONFIG_DIR_MARKS if (root / m).is_dir() == (m == "projects") and (root / m).exists()]
+        if held:
+            meant = root / "projects"
+            hint = f"did you mean --projects {meant}?" if meant.is_dir() else "pass its projects directory."
+            raise ConfigError(
+                f"projects root {root} looks like a Claude Code config directory (it holds {', '.join(held)}),"
+                f" not a projects root: {hint} Nothing was read.",
+                path=str(root),
+            )
 
 
 def projects_option(f: F) -> F:

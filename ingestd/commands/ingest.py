@@ -11,7 +11,15 @@ import apsw
 import click
 
 from ingestd import settings
-from ingestd.commands._common import db_option, default_projects, emit_json, json_option, open_db, projects_option
+from ingestd.commands._common import (
+    db_option,
+    default_projects,
+    emit_json,
+    json_option,
+    open_db,
+    projects_option,
+    refuse_config_dir_roots,
+)
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.errors import ConfigError
@@ -45,6 +53,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
     for r in roots:
         if not r.is_dir():
             raise ConfigError(f"projects root {r} is not a readable directory: pass --projects DIR")
+    refuse_config_dir_roots(roots)
     try:
         conn = open_db(db_path)
     except OSError as e:

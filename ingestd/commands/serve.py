@@ -19,6 +19,7 @@ from ingestd.commands._common import (
     db_option,
     default_projects,
     projects_option,
+    refuse_config_dir_roots,
     resolve_db,
     setting_options,
 )
@@ -96,6 +97,8 @@ def start(
     from ingestd.retention.backup import backup_dir_from
 
     check_ship_to(settings.get_opt_str("ship_to"))  # refused before the lock and the database, like the bind
+    roots = tuple(projects) if projects else tuple(default_projects(env))
+    refuse_config_dir_roots(roots)  # ~/.claude for ~/.claude/projects: refused before anything is read
     db = resolve_db(db_path)
     # the files before the lock opens (or creates) the database; the daemon does not check them again
     check_files(db, backup_dir_from(settings, db))
@@ -106,7 +109,6 @@ def start(
         from ingestd.daemon.config import ServeConfig
         from ingestd.daemon.main import run
 
-        roots = tuple(projects) if projects else tuple(default_projects(env))
         cfg = ServeConfig.from_settings(settings, db_path=db, projects=roots, token=token)
         run(cfg, held=held, sock=sock, log_level=settings.get_str("log_level"))
     except BaseException:

@@ -9,7 +9,14 @@ from pathlib import Path
 import click
 
 from ingestd import service
-from ingestd.commands._common import IntRange, db_option, default_projects, projects_option, resolve_db
+from ingestd.commands._common import (
+    IntRange,
+    db_option,
+    default_projects,
+    projects_option,
+    refuse_config_dir_roots,
+    resolve_db,
+)
 from ingestd.installpath import find_installed
 
 
@@ -50,9 +57,11 @@ def install_cmd(
     plat = _platform(platform)
     path = service.service_file(plat, env)
     db = resolve_db(db_path)
+    roots = projects or tuple(default_projects(env))
+    refuse_config_dir_roots(roots)  # a service tailing ~/.claude would file phantom sessions for good
     found = find_installed(env)
     spec = service.ServiceSpec(
-        argv=service.serve_argv(found.argv, db, projects or default_projects(env), port),
+        argv=service.serve_argv(found.argv, db, roots, port),
         log_file=db.parent / "ingestd.log",
         platform=plat,
         env=service.service_env(env),

@@ -56,7 +56,8 @@ def _say_which(legacy: bool, found: Installed) -> None:
 
 
 def _path(project: Path | None) -> Path:
-    return hooksetup.settings_path(project, Path(os.environ.get("HOME") or os.path.expanduser("~")))
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    return hooksetup.settings_path(project, home, os.environ.get("CLAUDE_CONFIG_DIR"))
 
 
 def _common(f: F) -> F:
@@ -66,7 +67,8 @@ def _common(f: F) -> F:
                 "--project",
                 type=click.Path(exists=True, file_okay=False, path_type=Path),
                 default=None,
-                help="Edit DIR/.claude/settings.json instead of ~/.claude/settings.json (DIR must exist).",
+                help="Edit DIR/.claude/settings.json instead of the user's settings.json"
+                " ($CLAUDE_CONFIG_DIR/settings.json or ~/.claude/settings.json; DIR must exist).",
             ),
             click.option("--dry-run", is_flag=True, help="Print the diff; write nothing."),
         ]

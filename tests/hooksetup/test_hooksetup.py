@@ -498,3 +498,27 @@ def test_without_ingestd_on_path_the_hooks_say_why_they_are_fragile(home: Path) 
     res = CliRunner().invoke(cli, ["hooks", "install", "--dry-run"], env=env, catch_exceptions=False)
     assert res.exit_code == 0
     assert "no ingestd on PATH" in res.output and "pipx install ." in res.output
+
+
+@pytest.mark.parametrize("action", ["install", "uninstall"])
+def test_hooks_follow_claude_config_dir(tmp_path: Path, home: Path, action: str) -> None:
+    # Claude Code reads its user settings from $CLAUDE_CONFIG_DIR/settings.json when that is set,
+    # as `service install` and `ingest` already read $CLAUDE_CONFIG_DIR/projects (breaker3: hooks
+    # were written to ~/.claude/settings.json, which that Claude Code never reads)
+    conf = tmp_path / "alt-claude"
+    conf.mkdir()
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(conf)}
+    r = CliRunner().invoke(cli, ["hooks", "install"], env=env)
+    assert r.exit_code == 0, r.output
+    assert "ingestd.forward" in (conf / "settings.json").read_text()
+    assert not (home / ".claude" / "settings.json").exists()
+    if action == "uninstall":
+        r = CliRunner().invoke(cli, ["hooks", "uninstall"], env=env)
+        assert r.exit_code == 0, r.output
+        assert "ingestd" not in (conf / "settings.json").read_text()
+
+
+def test_an_empty_claude_config_dir_is_unset(home: Path) -> None:
+    r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(home), "CLAUDE_CONFIG_DIR": ""})
+    assert r.exit_code == 0, r.output
+    assert (home / ".claude" / "settings.json").exists()

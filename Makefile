@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Empty: the demo picks ../shared/corpus/claude-projects when present, else fixtures/projects.
+# Passed single-quoted (a ' in it escaped), so a path with spaces or $ reaches the demo whole.
 CORPUS ?=
+squote = '$(subst ','\'',$(1))'
 
 .PHONY: install test lint fmt run demo bench bench-quick bench-team reliability clean
 
@@ -35,7 +37,7 @@ run: $(STAMP)
 	$(BIN)/ingestd serve
 
 demo: $(STAMP)
-	$(BIN)/python -m ingestd.demo $(CORPUS)
+	$(BIN)/python -m ingestd.demo $(call squote,$(CORPUS))
 
 # bench.sidebyside: the one-run table of issue 14 (floor, ccusage 20, cold ingest, restart, replay,
 # cost, size; interleaved rounds). Add a column for another source tree with SIDE_SRC="--src main=DIR".

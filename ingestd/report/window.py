@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -50,14 +51,33 @@ class Zone:
     tz: tzinfo
 
 
+_WARNED_TZ: set[str] = set()
+
+
+def _warn_tz(value: str) -> None:
+    """Say once a process, on stderr, that ``$TZ`` is not used (a report's times would silently be another zone's)."""
+    if value in _WARNED_TZ:
+        return
+    _WARNED_TZ.add(value)
+    sys.stderr.write(
+        f"ingestd: warning: TZ={value!r} is not an IANA time zone name (POSIX rules such as JST-9 are not"
+        " read): times are shown in the machine's zone (/etc/localtime, else UTC); set TZ to a name such as"
+        " Asia/Tokyo or pass --tz\n"
+    )
+
+
 def local_zone(env: Mapping[str, str], localtime: Path = Path("/etc/localtime")) -> Zone:
-    """The machine's zone: ``$TZ`` when it names an IANA zone, else ``/etc/localtime``, else UTC."""
+    """The machine's zone: ``$TZ`` when it names an IANA zone, else ``/etc/localtime``, else UTC.
+
+    A ``$TZ`` that is set but names no zone ``zoneinfo`` knows (a POSIX rule such as ``JST-9`` or
+    ``UTC+3``, a typo) is not used: a warning naming it goes to stderr, once a process.
+    """
     name = env.get("TZ", "").lstrip(":")
     if name:
         try:
             return Zone(name, ZoneInfo(name))
         except (ZoneInfoNotFoundError, ValueError):
-            pass
+            _warn_tz(env["TZ"])
     try:
         target = os.readlink(localtime)
         if "zoneinfo/" in target:

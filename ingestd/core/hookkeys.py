@@ -107,8 +107,8 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     if not isinstance(name, str) or not name:
         return Rejected("missing_hook_event_name", "the object has no string `hook_event_name`")
     sid = doc.get("session_id")
-    if not isinstance(sid, str) or not sid:
-        return Rejected("missing_session_id", "the object has no string `session_id`")
+    if not isinstance(sid, str) or not sid.strip():  # a blank id is no identity (a transcript's is ignored too)
+        return Rejected("missing_session_id", "the object has no string `session_id` (or only white space)")
     tuid = doc.get("tool_use_id")
     aid = doc.get("agent_id")
     return HookEvent(

@@ -144,8 +144,9 @@ def line_row(
 ) -> NewLogRow:
     """Turn one framed transcript line into a log row (decoding it once).
 
-    Session-of-line rule (SPEC §4.1): the record's ``sessionId`` when it is a string,
-    else the session the path names. A flat 2.0.x agent file's records name their
+    Session-of-line rule (SPEC §4.1): the record's ``sessionId`` when it is a string that is not
+    blank (empty or only white space, which no session can be reached by), else the session the
+    path names. A flat 2.0.x agent file's records name their
     parent session; a 1.0.89 main file can carry a second session's records
     (``corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl`` holds 87
     records of ``998db3cd-…``): each belongs to the session it names.
@@ -172,7 +173,7 @@ def line_row(
             reason=dec.reason,
         )
     sid = obj.get("sessionId")
-    if not isinstance(sid, str) or not sid:
+    if not isinstance(sid, str) or not sid.strip():  # blank: no identity (a hook body's is refused)
         sid = path_session
     etype = obj.get("type")
     if not isinstance(etype, str) or not etype:
@@ -199,7 +200,7 @@ def oversized_row(
     payload = marker_payload(ov)
     rec = salvage(payload)
     sid = rec.get("sessionId") if rec is not None else None
-    if not isinstance(sid, str) or not sid:
+    if not isinstance(sid, str) or not sid.strip():
         sid = path_session
     key = jsonl_key_of_digest(origin_hash, gen, ov.offset, ov.digest)
     return NewLogRow(key, "jsonl", OVERSIZED, payload, received_at, sid, origin, gen, ov.offset, obj=rec)

@@ -132,6 +132,10 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
         (b'{"session_id":"s"}', "missing_hook_event_name"),
         (b'{"hook_event_name":"Stop"}', "missing_session_id"),
         (b'{"hook_event_name":"Stop","session_id":7}', "missing_session_id"),
+        # blank: no session can be reached by it (ids are stripped when looked up), as in transcripts
+        (b'{"hook_event_name":"Stop","session_id":""}', "missing_session_id"),
+        (b'{"hook_event_name":"Stop","session_id":"   "}', "missing_session_id"),
+        (b'{"hook_event_name":"Stop","session_id":"\\t\\n "}', "missing_session_id"),
         # not JSON (RFC 8259): refused, not stored verbatim as if it were
         (b'{"hook_event_name":"Stop","session_id":"s","x":NaN}', "invalid_json"),
         (b'{"hook_event_name":"Stop","session_id":"s","x":-Infinity}', "invalid_json"),

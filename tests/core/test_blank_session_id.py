@@ -1,0 +1,35 @@
+"""A blank ``sessionId`` (empty or only white space) is no identity: a transcript line's falls back
+to the session its path names, and a hook body with one is refused with 400 (SPEC §3, §4.1).
+
+Regression (breaker3): a hook with ``session_id: "   "`` was stored as a session that ``tree``
+and the API could not reach (they strip what they are given), and a transcript line too.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ingestd.core.framing import Line
+from ingestd.core.hookkeys import Rejected, parse_body
+from ingestd.core.records import line_row
+
+
+@pytest.mark.parametrize("sid", ["", "   ", "\t\n", "\u3000"])
+def test_a_blank_transcript_session_id_is_the_paths(sid: str) -> None:
+    data = json.dumps({"type": "user", "sessionId": sid, "uuid": "u1"}).encode()
+    row = line_row(Line(0, data), origin="o", origin_hash="h", gen=0, received_at="t", path_session="p")
+    assert row.session_id == "p"
+
+
+@pytest.mark.parametrize("sid", ["", "   ", "\t\n"])
+def test_a_blank_hook_session_id_is_refused(sid: str) -> None:
+    got = parse_body(json.dumps({"hook_event_name": "Stop", "session_id": sid}).encode())
+    assert isinstance(got, Rejected) and got.reason == "missing_session_id"
+
+
+def test_a_session_id_with_spaces_around_is_kept_as_given() -> None:
+    data = json.dumps({"type": "user", "sessionId": " s ", "uuid": "u1"}).encode()
+    row = line_row(Line(0, data), origin="o", origin_hash="h", gen=0, received_at="t", path_session="p")
+    assert row.session_id == " s "

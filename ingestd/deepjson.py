@@ -55,7 +55,7 @@ def _deep(doc: Any, option: int) -> bytes:
     value(doc, 0)
     while stack:
         frame = stack[-1]
-        item = next(frame[0], _END)
+        item: Any = next(frame[0], _END)
         if item is _END:
             stack.pop()
             parts.append((b"\n" + b"  " * (frame[2] - 1) if indent else b"") + frame[1])

@@ -42,7 +42,7 @@ def printable(doc: Any) -> Any:
     stack: list[tuple[Any, Any, Any, Any]] = [(doc, _items(doc), {} if isinstance(doc, dict) else [], None)]
     while True:
         src, items, out, key = stack[-1]
-        item = next(items, _END)
+        item: Any = next(items, _END)
         if item is _END:
             stack.pop()
             done = out if isinstance(src, dict) or type(src) is list else type(src)(out)

@@ -11,6 +11,7 @@ index range on ``token_usage_session``, priced by the same rate rule the rollup 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import apsw
@@ -149,7 +150,9 @@ def _node(
     own = Usage()
     own.merge(agents[aid].own)
     # each frame: (node fields, subtree usage, children done, the children still to visit)
-    stack = [(root, own, [], iter(sorted(agents[aid].children, key=lambda c: (agents[c].row[5] or "", c))))]
+    stack: list[tuple[dict[str, Any], Usage, list[dict[str, Any]], Iterator[str]]] = [
+        (root, own, [], iter(sorted(agents[aid].children, key=lambda c: (agents[c].row[5] or "", c))))
+    ]
     while True:
         node, subtree, done, todo = stack[-1]
         cid = next((c for c in todo if c not in seen), None)

@@ -9,9 +9,12 @@ its ``exit_code`` (2 usage/configuration, 1 a check failed).
 
 from __future__ import annotations
 
+import functools
 import importlib
+import os
 import pkgutil
 import sys
+from typing import Any
 
 import click
 
@@ -32,6 +35,8 @@ class _Group(click.Group):
                 return None
             module = importlib.import_module(f"{commands.__name__}.{cmd_name}")
             module.register(self)
+            if cmd_name in self.commands:
+                _check_settings_first(self.commands[cmd_name], cmd_name)
         return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
@@ -62,6 +67,40 @@ def cli() -> None:
     """
     # before any command runs: structlog's default prints to stdout, which is the answer's
     logs.configure()
+
+
+def _check_settings_first(cmd: click.Command, name: str) -> None:
+    """Make every leaf command under ``cmd`` check the settings (``_check_settings``) before it
+    runs: after its options are parsed, so ``--help`` still works with a broken config file."""
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _check_settings_first(sub, name)
+        return
+    run = cmd.callback
+    if run is None:
+        return
+
+    @functools.wraps(run)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        _check_settings(name)
+        return run(*args, **kwargs)
+
+    cmd.callback = checked
+
+
+def _check_settings(command: str | None) -> None:
+    """Load the settings once for every command, as ``serve`` does: a missing ``INGESTD_CONFIG``
+    file, an unknown key or a bad value is refused (``ConfigError``) whether or not the command
+    uses a setting. ``status`` only warns on stderr: it is what one runs when something is wrong.
+    Reads the environment and the config file."""
+    from ingestd import settings
+
+    try:
+        settings.load({}, dict(os.environ))
+    except IngestdError as e:
+        if command != "status":
+            raise
+        click.echo(f"ingestd: warning: {e.message}", err=True)
 
 
 def main() -> None:

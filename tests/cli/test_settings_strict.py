@@ -64,3 +64,42 @@ def test_null_is_refused_as_an_allowed_origin_alone_or_in_a_list(raw: str) -> No
 def test_none_still_unsets_allowed_origins() -> None:
     assert resolve({}, {"INGESTD_ALLOWED_ORIGINS": "none"}, {}).values["allowed_origins"] is None
     assert resolve({}, {"INGESTD_SHIP_TO": "null"}, {}).values["ship_to"] is None
+
+
+@pytest.fixture
+def report_db(tmp_path: Path) -> Path:
+    (tmp_path / "p").mkdir()
+    db = tmp_path / "x.db"
+    r = CliRunner().invoke(
+        cli, ["ingest", "--projects", str(tmp_path / "p"), "--db", str(db)], env={"INGESTD_CONFIG": None}
+    )
+    assert r.exit_code == 0, r.output
+    return db
+
+
+@pytest.mark.parametrize("cmd", [["cost"], ["sessions"], ["tree", "x"], ["pricing", "list"], ["verify"]])
+@pytest.mark.parametrize("problem", ["missing", "unknown_key"])
+def test_every_command_refuses_the_settings_serve_refuses(
+    tmp_path: Path, report_db: Path, cmd: list[str], problem: str
+) -> None:
+    # breaker3: read commands ignored a missing INGESTD_CONFIG file and unknown keys
+    conf = tmp_path / "c.toml"
+    if problem == "unknown_key":
+        conf.write_text("bogus = 1\n")
+        conf.chmod(0o600)
+    r = CliRunner().invoke(cli, [*cmd, "--db", str(report_db)], env={"INGESTD_CONFIG": str(conf)})
+    assert r.exit_code == 2, r.output
+    want = "unknown setting(s) in the config file: bogus" if problem == "unknown_key" else "does not exist"
+    assert want in r.output
+    named = cmd[:1] if cmd[0] == "tree" else cmd
+    help_ = CliRunner().invoke(cli, [*named, "--help"], env={"INGESTD_CONFIG": str(conf)})
+    assert help_.exit_code == 0, help_.output  # --help still works
+
+
+def test_status_warns_of_the_settings_and_runs(tmp_path: Path, report_db: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text("bogus = 1\n")
+    conf.chmod(0o600)
+    r = CliRunner().invoke(cli, ["status", "--db", str(report_db), "--no-stat"], env={"INGESTD_CONFIG": str(conf)})
+    assert r.exit_code == 0, r.output
+    assert "ingestd: warning: unknown setting(s) in the config file: bogus" in r.stderr

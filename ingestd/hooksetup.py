@@ -299,13 +299,21 @@ def read_text(path: Path) -> str | None:
     """The file's text, or None when it does not exist.
 
     Raises:
-        InputError: the path is a directory, the file is not UTF-8 text or is larger than
+        InputError: the path is a directory (or not a regular file), a symbolic link into a
+            directory that does not exist, the file is not UTF-8 text or is larger than
             ``SETTINGS_MAX_BYTES``.
         OSError: the file cannot be read (permissions, ...); the CLI reports it by path.
     """
     try:
         return read_capped(path, SETTINGS_MAX_BYTES, "settings file", InputError).decode("utf-8")
     except FileNotFoundError:
+        target = Path(os.path.realpath(path))
+        if os.path.islink(path) and not target.parent.is_dir():  # written through the link: nowhere to go
+            raise InputError(
+                f"{path} is a symbolic link to {os.readlink(path)}, whose directory {target.parent} does not"
+                " exist: fix the link or remove it; nothing was changed",
+                path=str(path),
+            ) from None
         return None
     except IsADirectoryError:
         raise InputError(f"{path} is a directory, not a settings file; nothing was changed", path=str(path)) from None

@@ -13,6 +13,7 @@ from ingestd.errors import ConfigError
 from ingestd.report.words import plural
 from ingestd.retention import backup as bk
 from ingestd.settings import load
+from ingestd.store.connection import on_read_only_media
 
 
 def register(cli: click.Group) -> None:
@@ -33,6 +34,10 @@ def register(cli: click.Group) -> None:
         if not path.exists():
             raise ConfigError(f"no database at {path}: pass --db")
         out_dir = bk.backup_dir_from(settings, path)
+        if on_read_only_media(out_dir / "x" if out_dir.is_dir() else out_dir):
+            raise ConfigError(
+                f"the backups directory {out_dir} is on a read-only file system: pass --dir DIR on a writable one"
+            )
         require_safe_files(path, out_dir)
         result = bk.backup(
             path,

@@ -17,9 +17,9 @@ from ingestd.commands._common import (
     store_connection,
     store_option,
 )
-from ingestd.errors import CheckFailed
+from ingestd.errors import CheckFailed, ConfigError
 from ingestd.replay import ReplayResult, replay, total_rows
-from ingestd.store.connection import connect
+from ingestd.store.connection import connect, on_read_only_media
 from ingestd.store.projrev import stale_projection
 
 
@@ -83,6 +83,11 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
         return
     path = resolve_db(db_path)
     open_read_db(path).close()  # there, and migrated: a log of an older schema is not replayed
+    if workdir is None and on_read_only_media(path):
+        raise ConfigError(
+            f"{path} is on a read-only file system, where the replay's copies cannot go: pass --workdir DIR"
+            " on a writable one"
+        )
     # the live database is opened to write (its snapshot is taken through WAL) and a copy of the
     # whole log goes into the work directory: both are checked as `ingest` checks the database
     # the default work directory, the database's, is checked with it; every finding in one refusal

@@ -10,8 +10,8 @@ index range on ``token_usage_session``, priced by the same rate rule the rollup 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import apsw

@@ -32,7 +32,7 @@ import apsw
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, translate, write_txn
+from ingestd.store.connection import connect, on_read_only_media, translate, write_txn
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
@@ -317,7 +317,8 @@ def backup(
 
     Args:
         db_path: the live database (the daemon may be writing to it).
-        now: aware datetime; names the file and is recorded as ``meta.last_backup_at``.
+        now: aware datetime; names the file and is recorded as ``meta.last_backup_at`` (not for a
+            database on read-only media, which is opened read-only and only copied).
         directory: where backups go (created 0700); default ``default_backup_dir(db_path)``.
         retention_days: backups older than this may go ...
         keep_newest: ... but this many newest always stay.
@@ -335,7 +336,8 @@ def backup(
     stem = backup_stem(db_path)
     partial = out_dir / f".{backup_name(now, stem)}.partial"
     _remove_partial(partial)
-    src = connect(db_path)
+    read_only = on_read_only_media(db_path)  # a mounted backup: copied, but nothing recorded in it
+    src = connect(db_path, readonly=read_only)
     try:
         copy_database(src, partial)
         try:
@@ -349,7 +351,8 @@ def backup(
         with contextlib.suppress(OSError):
             _fsync(out_dir)
         size = final.stat().st_size
-        set_meta(src, "last_backup_at", format_utc(now))
+        if not read_only:
+            set_meta(src, "last_backup_at", format_utc(now))
     finally:
         src.close()
     elapsed = time.monotonic() - started

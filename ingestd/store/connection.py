@@ -123,7 +123,8 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
             opened ``immutable`` (``_open_immutable``) instead of failing.
 
     Raises:
-        StorageError: the file cannot be opened or is not a database.
+        StorageError: the file cannot be opened (on read-only media and not ``readonly``: saying
+            what can be done, ``READ_ONLY_MEDIA``) or is not a database (naming it, ``NOT_A_DATABASE``).
         PragmaError: a pragma did not take.
     """
     p = str(path)
@@ -134,12 +135,24 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
         conn = apsw.Connection(p, flags=flags)
         apply_policy(conn, readonly=readonly or p == ":memory:")
     except apsw.CantOpenError as e:
-        if not (readonly and on_read_only_media(Path(p))):
+        if not on_read_only_media(Path(p)):
             raise translate(e) from e
+        if not readonly:
+            raise StorageError(READ_ONLY_MEDIA.format(path=p), cause="CantOpenError", path=p) from e
         return _open_immutable(Path(p))
+    except apsw.NotADBError as e:
+        raise StorageError(NOT_A_DATABASE.format(path=p), cause="NotADBError", path=p) from e
     except apsw.Error as e:
         raise translate(e) from e
     return conn
+
+
+READ_ONLY_MEDIA = (
+    "{path} is on a read-only file system and this command writes to the database: read commands"
+    " (sessions, cost, tree, status) read it where it is, `backup --dir DIR` and `replay --workdir DIR`"
+    " copy it to a writable DIR; for anything else copy the database to a writable place first"
+)
+NOT_A_DATABASE = "{path} is not an ingestd database (SQLite: file is not a database): check --db"
 
 
 def on_read_only_media(path: Path) -> bool:

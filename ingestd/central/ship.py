@@ -167,7 +167,7 @@ def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
         raise ConfigError(
             f"the central store already has host id {ident.host_id!r} for another ingestd database "
             f"(instance {row[0] if row else '?'}, this one is {ident.instance}): two machines share a host "
-            "name; give this one its own host id (meta.host_id) before shipping",
+            "name; give this one its own host id: `ingestd ship --set-host-id NAME` (with its daemon stopped)",
             host_id=ident.host_id,
         )
 

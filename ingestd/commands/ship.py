@@ -15,6 +15,7 @@ from ingestd.commands._common import (
     json_option,
     open_db,
     open_read_db,
+    resolve_db,
     store_connection,
 )
 from ingestd.errors import ConfigError
@@ -32,14 +33,29 @@ from ingestd.settings import load
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be shipped; send nothing.")
 @click.option("--batch-rows", type=IntRange(min=1), default=None, help="Rows per transaction.")
+@click.option(
+    "--set-host-id",
+    "host_id",
+    default=None,
+    metavar="NAME",
+    help="Give this database its own host id (meta.host_id) and re-stamp its edges, then exit; ships nothing.",
+)
 @json_option
-def ship_cmd(db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, as_json: bool) -> None:
+def ship_cmd(
+    db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, host_id: str | None, as_json: bool
+) -> None:
     """Ship every local log row the central store does not have yet.
 
     One PostgreSQL transaction per batch holds the rows (COPY) and this host's high-water
     mark, so an interrupted ship resumes exactly where it stopped. Rows are keyed by
     (host_id, idempotency key): shipping again adds nothing.
+
+    With --set-host-id NAME: when two machines share a host name, give this database its own
+    host id before it first ships (the daemon stopped); nothing is shipped.
     """
+    if host_id is not None:
+        _set_host_id(db_path, host_id, as_json)
+        return
     from ingestd.central.pg import describe
     from ingestd.central.ship import pending, ship
 
@@ -96,3 +112,22 @@ def _say(as_json: bool, doc: dict[str, object], line: str) -> None:
 def register(cli: click.Group) -> None:
     """Add the command to the CLI (``ingestd.cli`` finds this function)."""
     cli.add_command(ship_cmd)
+
+
+def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
+    """``--set-host-id``: refused while a daemon serves the database (it keeps the id it started with)."""
+    from ingestd.central.hostid import check_host_id, set_host_id
+    from ingestd.daemon import lock
+
+    check_host_id(name)
+    conn = open_db(db_path, create=False)
+    held = lock.acquire(resolve_db(db_path))  # DaemonError naming the daemon's pid when one runs
+    try:
+        done = set_host_id(conn, name)
+    finally:
+        held.release()
+        conn.close()
+    if done.old == done.new:
+        _say(as_json, done.to_json(), f"host id is already {done.new!r}: nothing was changed")
+    else:
+        _say(as_json, done.to_json(), f"host id {done.old!r} -> {done.new!r}; {done.edges} edges re-stamped")

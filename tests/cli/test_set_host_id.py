@@ -1,0 +1,81 @@
+"""``ingestd ship --set-host-id NAME``: the supported way to give a database its own host id when
+two machines share a host name (team mode), edges re-stamped so ``replay`` still agrees.
+
+Regression (breaker3): ``ship`` said "give this one its own host id (meta.host_id)" but no
+command did, and editing ``meta.host_id`` with sqlite made ``ingestd replay`` fail "replay mismatch
+in orchestration_edges".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.daemon import lock
+from ingestd.store.connection import connect
+from tests.report.test_deep_tree import make_chain
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    projects = make_chain(tmp_path / "projects", 5)
+    path = tmp_path / "x.db"
+    r = CliRunner().invoke(cli, ["ingest", "--projects", str(projects), "--db", str(path)])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def hosts(db: Path) -> tuple[list[tuple[str, int]], str]:
+    conn = connect(db, readonly=True)
+    edges = [(str(h), int(n)) for h, n in conn.execute("SELECT host_id, count(*) FROM orchestration_edges GROUP BY 1")]
+    (meta,) = conn.execute("SELECT value FROM meta WHERE key = 'host_id'").fetchall()
+    return edges, str(meta[0])
+
+
+def test_set_host_id_restamps_the_edges_and_replay_agrees(db: Path) -> None:
+    r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert "-> 'box-2'; 5 edges re-stamped" in r.output
+    assert hosts(db) == ([("box-2", 5)], "box-2")
+    rep = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])
+    assert rep.exit_code == 0, rep.output
+    again = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    assert again.exit_code == 0 and "already 'box-2': nothing was changed" in again.output
+
+
+def test_editing_meta_alone_is_what_broke_replay(db: Path) -> None:
+    # why the command re-stamps the edges: the edit the advice led to
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = 'box-2' WHERE key = 'host_id'")
+    conn.close()
+    rep = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])
+    assert rep.exit_code == 1 and "orchestration_edges" in rep.output
+
+
+@pytest.mark.parametrize("name", ["", " box", "box\n", "x" * 201])
+def test_a_bad_host_id_is_refused(db: Path, name: str) -> None:
+    r = CliRunner().invoke(cli, ["ship", "--set-host-id", name, "--db", str(db)])
+    assert r.exit_code == 2 and "printable characters" in r.output
+    assert hosts(db)[1] != name
+
+
+def test_refused_while_a_daemon_serves_the_database(db: Path) -> None:
+    held = lock.acquire(db)
+    try:
+        r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    finally:
+        held.release()
+    assert r.exit_code == 2, r.output
+    assert hosts(db)[1] != "box-2"
+
+
+def test_refused_once_rows_were_shipped(db: Path) -> None:
+    conn = connect(db)
+    conn.execute("INSERT INTO meta (key, value) VALUES ('shipped_through', '3')")
+    conn.close()
+    r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    assert r.exit_code == 2 and "has shipped its log through local id 3" in r.output
+    assert hosts(db)[1] != "box-2"

@@ -29,6 +29,7 @@ from ingestd.daemon.jobs import cancel
 from ingestd.http import auth
 from ingestd.http.app import make_app
 from ingestd.http.conns import ConnectionGuard, ConnLimits
+from ingestd.http.parseerrors import json_errors
 from ingestd.ingest.reproject import ensure_current
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
@@ -190,7 +191,8 @@ async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int]
     sweeper = asyncio.create_task(conns.run(stop))
     try:
         assert runner.server is not None
-        server = await loop.create_server(conns.protocol_factory(runner.server), sock=sock, backlog=limits.backlog)
+        handlers = json_errors(runner.server)  # aiohttp's own 400s (a header over 8 KiB) in the JSON shape
+        server = await loop.create_server(conns.protocol_factory(handlers), sock=sock, backlog=limits.backlog)
         await _until_signal(cfg, int(sock.getsockname()[1]), stop, ready)
     finally:
         stop.set()

@@ -1,0 +1,67 @@
+"""What aiohttp refuses before any route runs (a header line over 8190 bytes, a broken request
+line) is answered in the one JSON error shape, as every other error (``http.parseerrors``), and the
+daemon serves through it.
+
+Regression (breaker3): an ``Idempotency-Key`` over 8 KiB got aiohttp's plain-text 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+
+import pytest
+from aiohttp import web
+
+from ingestd.daemon import main
+from ingestd.http.parseerrors import json_errors
+
+
+async def _ok(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+async def _ask(raw: bytes) -> tuple[str, dict[str, object]]:
+    app = web.Application()
+    app.router.add_post("/hooks", _ok)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    assert runner.server is not None
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(json_errors(runner.server), "127.0.0.1", 0)
+    try:
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(raw)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        server.close()
+        await runner.cleanup()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.decode().split("\r\n")[0], json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"POST /hooks HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + b"k" * 9000 + b"\r\nContent-Length: 2\r\n\r\n{}",
+        b"NOT HTTP AT ALL\r\n\r\n",
+    ],
+)
+async def test_aiohttps_own_400s_are_json(raw: bytes) -> None:
+    status, doc = await _ask(raw)
+    assert status.split(" ", 1)[1] == "400 Bad Request"  # HTTP/1.0 when the request line was not read
+    assert doc["error"]["status"] == 400  # type: ignore[index]
+    assert doc["error"]["code"] == "bad_request"  # type: ignore[index]
+
+
+async def test_a_good_request_is_served_as_before() -> None:
+    status, doc = await _ask(b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    assert status.startswith("HTTP/1.1 200") and doc == {"ok": True}
+
+
+def test_the_daemon_serves_through_it() -> None:
+    assert "json_errors(runner.server)" in inspect.getsource(main._serve_on)

@@ -107,7 +107,7 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     if not isinstance(name, str) or not name:
         return Rejected("missing_hook_event_name", "the object has no string `hook_event_name`")
     sid = doc.get("session_id")
-    if not isinstance(sid, str) or not sid.strip():  # a blank id is no identity (a transcript's is ignored too)
+    if not isinstance(sid, str) or not sid or sid.isspace():  # blank: no identity (as in a transcript)
         return Rejected("missing_session_id", "the object has no string `session_id` (or only white space)")
     tuid = doc.get("tool_use_id")
     aid = doc.get("agent_id")

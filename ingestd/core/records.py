@@ -173,7 +173,7 @@ def line_row(
             reason=dec.reason,
         )
     sid = obj.get("sessionId")
-    if not isinstance(sid, str) or not sid.strip():  # blank: no identity (a hook body's is refused)
+    if not isinstance(sid, str) or not sid or sid.isspace():  # blank: no identity (a hook body's is refused)
         sid = path_session
     etype = obj.get("type")
     if not isinstance(etype, str) or not etype:
@@ -200,7 +200,7 @@ def oversized_row(
     payload = marker_payload(ov)
     rec = salvage(payload)
     sid = rec.get("sessionId") if rec is not None else None
-    if not isinstance(sid, str) or not sid.strip():
+    if not isinstance(sid, str) or not sid or sid.isspace():
         sid = path_session
     key = jsonl_key_of_digest(origin_hash, gen, ov.offset, ov.digest)
     return NewLogRow(key, "jsonl", OVERSIZED, payload, received_at, sid, origin, gen, ov.offset, obj=rec)

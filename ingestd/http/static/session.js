@@ -32,14 +32,37 @@ function agentCard(node) {
   );
 }
 
-function treeItem(node) {
-  if (!node.children || node.children.length === 0) return h("li", {}, agentCard(node));
-  return h("li", {}, h("details", { open: true }, h("summary", {}, agentCard(node)), h("ul", {}, node.children.map(treeItem))));
+// Both walk the tree with a stack of their own, not recursion: a chain of agents is as deep as
+// it is (SPEC §4.3), and the CLI and the API serve chains thousands of agents deep.
+function treeItem(root) {
+  const built = new Map();
+  const stack = [[root, false]];
+  while (stack.length) {
+    const [node, ready] = stack.pop();
+    const kids = node.children || [];
+    if (!ready && kids.length) {
+      stack.push([node, true]);
+      for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], false]);
+      continue;
+    }
+    built.set(
+      node,
+      kids.length === 0
+        ? h("li", {}, agentCard(node))
+        : h("li", {}, h("details", { open: true }, h("summary", {}, agentCard(node)), h("ul", {}, kids.map((c) => built.get(c))))),
+    );
+  }
+  return built.get(root);
 }
 
-function walk(node, out) {
-  out.set(node.agent_id, node);
-  for (const c of node.children || []) walk(c, out);
+function walk(root, out) {
+  const stack = [root];
+  while (stack.length) {
+    const node = stack.pop();
+    out.set(node.agent_id, node);
+    const kids = node.children || [];
+    for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
+  }
   return out;
 }
 

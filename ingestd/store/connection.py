@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import apsw
 
-from ingestd.errors import BusyError, IntegrityError, PragmaError, StorageError
+from ingestd.errors import BusyError, ConfigError, IntegrityError, PragmaError, StorageError
+from ingestd.filecheck import not_regular
 
 BUSY_TIMEOUT_MS = 5000
 # The writer's page cache, KiB (SQLite's default is 2 MiB). The token_usage B-trees take
@@ -123,11 +124,15 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
             opened ``immutable`` (``_open_immutable``) instead of failing.
 
     Raises:
+        ConfigError: the path is not a regular file (a device, a FIFO, a directory), by kind.
         StorageError: the file cannot be opened (on read-only media and not ``readonly``: saying
             what can be done, ``READ_ONLY_MEDIA``) or is not a database (naming it, ``NOT_A_DATABASE``).
         PragmaError: a pragma did not take.
     """
     p = str(path)
+    wrong = not_regular(Path(p), "database file") if p != ":memory:" else None
+    if wrong:  # SQLite would open /dev/null as an empty database, and wait on a FIFO for ever
+        raise ConfigError(wrong, path=p)
     try:
         if p != ":memory:" and not readonly:
             _private_file(Path(p))

@@ -20,6 +20,7 @@ import pytest
 from ingestd import filecheck, readcap
 from ingestd.errors import ConfigError, InputError
 from ingestd.settings import load_config_file
+from ingestd.store.connection import connect
 
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.CompletedProcess[str]:
@@ -94,3 +95,15 @@ def test_a_file_where_the_backups_directory_should_be_is_a_finding(tmp_path: Pat
     assert [(f.problem, f.fix) for f in found] == [
         ("is a regular file, not a directory", f"name a directory instead of {tmp_path / 'bk'}")
     ]
+
+
+@pytest.mark.parametrize("cmd", [["migrate", "--status"], ["tree", "x"], ["replay"]])
+def test_a_fifo_as_the_database_is_refused_without_waiting(fifo: Path, cmd: list[str]) -> None:
+    r = run(*cmd, "--db", str(fifo), timeout=30)  # SQLite's open waited on the FIFO for ever
+    assert r.returncode == 2, r.stderr
+    assert f"{fifo} is a FIFO (named pipe), not a regular database file" in r.stderr
+
+
+def test_connect_refuses_a_device_by_kind() -> None:
+    with pytest.raises(ConfigError, match="/dev/null is a character device, not a regular database file"):
+        connect("/dev/null", readonly=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import weakref
 from typing import Any, TextIO
 
 import orjson
@@ -110,6 +111,8 @@ def _apply() -> None:
         logger_factory=_NamedFactory(out),
         cache_logger_on_first_use=True,
     )
+    for lazy in list(_lazies):  # a logger bound under the old configuration follows the new one
+        lazy._unbind()
 
 
 class _Lazy:
@@ -118,12 +121,19 @@ class _Lazy:
     The first lookup binds the real logger once (what structlog's ``cache_logger_on_first_use``,
     set by ``_apply``, would keep anyway) and every attribute looked up is then kept on the
     instance: later ``log.info(...)`` calls are a plain attribute read, not two ``__getattr__``
-    calls (this one and structlog's lazy proxy's) per line.
+    calls (this one and structlog's lazy proxy's) per line. A new configuration (``configure``
+    with ``force``, e.g. ``serve --log-level debug``) unbinds every logger, so its next line
+    binds again under the new level and stream.
     """
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._real: Any = None
+        _lazies.add(self)
+
+    def _unbind(self) -> None:
+        """Forget the bound logger and the methods kept from it (the next line binds again)."""
+        self.__dict__ = {"_name": self._name, "_real": None}
 
     def __getattr__(self, attr: str) -> Any:
         if self._real is None:
@@ -134,6 +144,9 @@ class _Lazy:
         value = getattr(self._real, attr)
         setattr(self, attr, value)  # found on the instance from now on: __getattr__ is not called again
         return value
+
+
+_lazies: weakref.WeakSet[_Lazy] = weakref.WeakSet()
 
 
 def get_logger(name: str) -> Any:

@@ -74,3 +74,17 @@ def test_the_cli_and_its_loggers_do_not_import_structlog_until_a_line_is_logged(
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_logger_bound_before_a_new_configuration_follows_it(restore_structlog: None) -> None:
+    # serve reconfigures with --log-level after the CLI has logged: a logger that already logged
+    # under the first configuration must log at the new level, to the new stream
+    first, second = io.StringIO(), io.StringIO()
+    logs.configure(stream=first, level="info", force=True)
+    log = logs.get_logger("ingestd.test")
+    log.info("before")
+    log.debug("filtered")
+    logs.configure(stream=second, level="debug", force=True)
+    log.debug("after")
+    assert [orjson.loads(x)["event"] for x in first.getvalue().splitlines()] == ["before"]
+    assert [orjson.loads(x)["event"] for x in second.getvalue().splitlines()] == ["after"]

@@ -39,6 +39,21 @@ def jsonl_key_of_digest(origin_hash: str, gen: int, offset: int, digest: str) ->
     return f"j:{origin_hash}:{gen}:{offset:012x}:{digest}"
 
 
+def line_key_prefix(key: str) -> str:
+    """What a transcript line's key shares with the other lines of its file and generation:
+    ``j:<origin hash>:<gen>:`` (``jsonl_key``, ``jsonl_key_of_digest``); any other key is its own.
+
+    Keys of one prefix sort by offset, so the lines of one file and generation in a batch lie
+    between their smallest and largest key (``ingestd.store.payload_blocks``). Pure.
+    """
+    if key.startswith("j:"):
+        hash_end = key.find(":", 2)
+        gen_end = key.find(":", hash_end + 1) if hash_end > 2 else -1
+        if gen_end > hash_end + 1:
+            return key[: gen_end + 1]
+    return key
+
+
 def reset_key(origin_hash: str, gen: int) -> str:
     """The key of the ``file_reset`` row that opens generation ``gen`` of an origin."""
     return f"r:{origin_hash}:{gen}"

@@ -39,12 +39,15 @@ class WriterPipe(Generic[T]):
         self._error: BaseException | None = None  # not yet raised in the reader
         self._failed = False  # once set, nothing more is applied
         self._closed = False
+        self._taken = threading.Condition()  # notified when the writer takes an item from the slot
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
             item = self._q.get()
+            with self._taken:
+                self._taken.notify()
             if item is _DONE:
                 return
             if self._failed:
@@ -60,8 +63,14 @@ class WriterPipe(Generic[T]):
             err, self._error = self._error, None
             raise err
 
-    def put(self, item: T) -> None:
+    def put(self, item: T, prepare: Callable[[T], T] | None = None) -> None:
         """Hand ``item`` to the writer (blocks while the slot is taken).
+
+        Args:
+            item: the next item.
+            prepare: applied to ``item`` on this thread once the slot is free (the writer has
+                taken the item before and is applying it), so that what it does overlaps that
+                apply and sees the state the applies before it left (``Batcher.prepare``).
 
         Raises:
             whatever an earlier ``apply`` raised (that item and every later one were not applied).
@@ -71,6 +80,10 @@ class WriterPipe(Generic[T]):
         self._raise()
         if self._failed:
             raise RuntimeError("put after a failed apply")
+        if prepare is not None:
+            with self._taken:  # one producer: once free, the slot stays free until this put
+                self._taken.wait_for(lambda: self._q.empty())
+            item = prepare(item)
         self._q.put(item)
 
     def close(self) -> None:

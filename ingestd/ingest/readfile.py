@@ -29,6 +29,8 @@ from ingestd.ingest.scan import Found
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
+from ingestd.store.payload import Codecs, ahead_codecs
+from ingestd.store.payload_blocks import PreBlocks, precompress
 from ingestd.store.writer import Prefold
 
 log = get_logger("ingestd.ingest")
@@ -37,8 +39,9 @@ HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
 
 Progress = Callable[[int], None]
-# a batch as applied: its log rows, its checkpoints, and its fold made ahead (or None)
-Batch = tuple[list[NewLogRow], list[Checkpoint], "Prefold | None"]
+# a batch as applied: its log rows, its checkpoints, its fold made ahead and its blocks of lines
+# compressed ahead (each None when not made)
+Batch = tuple[list[NewLogRow], list[Checkpoint], "Prefold | None", "PreBlocks | None"]
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -165,16 +168,18 @@ class Batcher:
         self.pipe: WriterPipe[Batch] | None = None
         # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
         self.prefold: Prefold | None = None
+        # the compressor of ``prepare`` (the pipeline's stage thread), made from the writer's codec
+        self._ahead: Codecs | None = None
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch = (self.rows, self.cps, self.prefold)
+        batch: Batch = (self.rows, self.cps, self.prefold, None)
         self.rows = []
         self.cps = []
         self.prefold = None
         if self.pipe is not None:
-            self.pipe.put(batch)
+            self.pipe.put(batch, self.prepare)
         else:
             self._apply(batch)
 
@@ -184,8 +189,19 @@ class Batcher:
             pipe, self.pipe = self.pipe, None
             pipe.close()
 
+    def prepare(self, batch: Batch) -> Batch:
+        """The batch with its blocks of lines compressed ahead (``payload_blocks.precompress``), with
+        the codec the writer last wrote with; unchanged while there is none (the first batch of a
+        new database trains it). Runs on the reading thread once the writer has taken the batch
+        before (``WriterPipe.put``): zstd and CRC-32 release the GIL, so this overlaps the write."""
+        got = ahead_codecs(self.conn, self._ahead)
+        if got is None:
+            return batch
+        self._ahead = got
+        return (batch[0], batch[1], batch[2], precompress(batch[0], got.compress))
+
     def _apply(self, batch: Batch) -> None:
-        rows, cps, prefold = batch
+        rows, cps, prefold, pre_blocks = batch
         res = apply_isolating(
             self.conn,
             rows,
@@ -196,6 +212,7 @@ class Batcher:
             cache=self.tail.cache,
             watchdog_window_s=self.watchdog_window_s,
             prefold=prefold,
+            pre_blocks=pre_blocks,
         )
         self.summary.rows_inserted += res.inserted
         self.summary.isolated += len(res.isolated)

@@ -31,6 +31,7 @@ from ingestd.logs import get_logger
 from ingestd.store import stall
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import quarantine_marker
+from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.writer import BatchResult, Prefold, apply_batch
 
 log = get_logger("ingestd.store.isolate")
@@ -119,6 +120,7 @@ def apply_isolating(
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     prefold: Prefold | None = None,
+    pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
@@ -126,6 +128,7 @@ def apply_isolating(
         conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
         prefold: as ``apply_batch``, for the whole batch only: once it is split, its parts are
             folded by ``apply_batch`` (and the run's later prefolds refused: ``PrefoldGate``).
+        pre_blocks: as ``apply_batch``, for the whole batch only (a part compresses its own).
         component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
 
@@ -136,7 +139,7 @@ def apply_isolating(
         StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
             any row (the checkpoints or the transaction itself).
     """
-    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, prefold)
+    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, prefold, pre_blocks)
     iso.go(list(rows), list(checkpoints))
     return iso.total
 
@@ -152,6 +155,7 @@ class _Isolator:
     cache: FoldCache | None
     watchdog_window_s: int
     prefold: Prefold | None = None  # for the whole batch, until it is split
+    pre_blocks: PreBlocks | None = None  # likewise
     total: BatchResult = field(default_factory=BatchResult)
 
     def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
@@ -167,6 +171,7 @@ class _Isolator:
                 watchdog_window_s=self.watchdog_window_s,
                 isolated=isolated,
                 prefold=self.prefold,
+                pre_blocks=self.pre_blocks,
             ),
             self.policy,
         )
@@ -185,6 +190,7 @@ class _Isolator:
         if self.prefold is not None:
             self.prefold.gate.refused = True
             self.prefold = None
+        self.pre_blocks = None
         if len(part) > 1:
             mid = len(part) // 2
             self.go(part[:mid], [])

@@ -11,6 +11,7 @@ import orjson
 from ingestd.core.records import LogRow, NewLogRow
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.payload import encode_rows
+from ingestd.store.payload_blocks import PreBlocks
 
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
 
@@ -71,16 +72,19 @@ def _max_log_id(conn: apsw.Connection) -> int:
     return int(v) if v is not None else 0
 
 
-def append(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> tuple[dict[str, int], int]:
+def append(
+    conn: apsw.Connection, rows: Sequence[NewLogRow], pre: PreBlocks | None = None
+) -> tuple[dict[str, int], int]:
     """Insert log rows (existing keys skipped); return (key -> id of the inserted rows, rows inserted).
 
     Inside the write transaction nobody else appends, and SQLite gives each new row
     ``max(id) + 1``: when every row went in, the ids are the range past the old maximum in
     row order, so no ``RETURNING`` row has to come back per insert (a third of the insert's
-    cost). When some keys already existed, the new rows are read back by id.
+    cost). When some keys already existed, the new rows are read back by id. ``pre``: the
+    batch's blocks compressed ahead (``ingestd.store.payload.encode_rows``).
     """
     before = _max_log_id(conn)
-    conn.executemany(INSERT_LOG, encode_rows(conn, rows))
+    conn.executemany(INSERT_LOG, encode_rows(conn, rows, pre))
     after = _max_log_id(conn)
     if after - before == len(rows):
         return {r.idempotency_key: before + 1 + i for i, r in enumerate(rows)}, len(rows)

@@ -298,18 +298,41 @@ def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: st
     return got
 
 
-def encode_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
+def ahead_codecs(conn: Any, kept: Codecs | None = None) -> Codecs | None:
+    """A copy of the codecs ``conn`` last wrote with, for compressing blocks ahead on another thread
+    (``payload_blocks.precompress``), or None while it has no trained dictionary (the first batch
+    of a new database trains one: blocks compressed before would be refused by ``write``).
+    ``kept``: the copy returned last time, returned again while its codec is still the one.
+
+    Touches no database (the writer's connection may be inside a transaction on another thread):
+    reads the per-connection cache only. The copy has its own zstd contexts (a context is not
+    shared between threads). A copy that is no longer current is harmless: ``write`` compares
+    the codec and compresses itself.
+    """
+    try:
+        got = _BY_CONN.get(conn)
+    except TypeError:
+        return None
+    if got is None or got.current in (RAW, PLAIN):
+        return None
+    if kept is not None and kept.current == got.current and kept.level == got.level:
+        return kept
+    return Codecs(got.dictionaries, got.level)
+
+
+def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | None = None) -> list[tuple[Any, ...]]:
     """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
 
     Inside the caller's write transaction: may train and store the dictionary (see the module
     docstring) and stores the batch's blocks of lines (``ingestd.store.payload_blocks.write``: those
-    rows get a reference, codec ``blocks.BLOCK``). The idempotency key is the row's own,
+    rows get a reference, codec ``blocks.BLOCK``; ``pre``: the blocks compressed ahead, used when
+    they are exactly what would be compressed here). The idempotency key is the row's own,
     computed over the bytes as read.
     """
     codecs = _writer_codecs(conn)
     if codecs.current == PLAIN and rows:
         codecs = _train(conn, rows, codecs, max(r.received_at for r in rows))
-    refs = blocks.write(conn, rows, codecs.compress) if codecs.current != RAW else {}
+    refs = blocks.write(conn, rows, codecs.compress, codecs.current, pre) if codecs.current != RAW else {}
     out: list[tuple[Any, ...]] = []
     for i, r in enumerate(rows):
         t = r.db_tuple()

@@ -30,8 +30,10 @@ import contextlib
 import weakref
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ingestd.core.keys import line_key_prefix
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 
@@ -166,31 +168,18 @@ def _cached(conn: Any, block_id: int, crc: int) -> bytes | None:
     return got[1]
 
 
-def _key_prefix(key: str) -> str:
-    """What a transcript line's key shares with its file's other lines (``j:<origin hash>:<gen>:``,
-    ``ingestd.core.keys.jsonl_key``); any other key is its own prefix."""
-    if key.startswith("j:"):
-        end = key.find(":", key.find(":", 2) + 1)
-        if end > 0:
-            return key[: end + 1]
-    return key
-
-
 _KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key <= ?"
 
 
-def _new_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[int]:
-    """Indices of the batch's ``jsonl`` rows the insert will keep: not logged already (a file read
-    again from its start) and the first of their key in the batch, so that no block holds bytes
-    no row refers to. One range query on the key index per file of the batch, bounded by the
-    batch's own keys (a file's keys sort by offset), so a long file's later batches do not read
-    every key logged before them. Read-only."""
+def _new_rows(conn: Any, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
+    """Indices of the batch's ``jsonl`` rows the insert will keep: of ``among`` (``first_lines``:
+    the first of their key in the batch, so that no block holds bytes no row refers to), those
+    not logged already (a file read again from its start). One range query on the key index per
+    file of the batch, bounded by the batch's own keys (a file's keys sort by offset), so a long
+    file's later batches do not read every key logged before them. Read-only."""
     groups: dict[str, list[int]] = {}
-    seen: set[str] = set()
-    for i, r in enumerate(rows):
-        if r.source == "jsonl" and r.idempotency_key not in seen:
-            seen.add(r.idempotency_key)
-            groups.setdefault(_key_prefix(r.idempotency_key), []).append(i)
+    for i in among:
+        groups.setdefault(line_key_prefix(rows[i].idempotency_key), []).append(i)
     out: list[int] = []
     for indices in groups.values():
         ks = [rows[i].idempotency_key for i in indices]
@@ -199,7 +188,72 @@ def _new_rows(conn: Any, rows: Sequence[NewLogRow]) -> list[int]:
     return sorted(out)
 
 
-def write(conn: Any, rows: Sequence[NewLogRow], compress: Callable[[bytes], tuple[int, bytes]]) -> dict[int, bytes]:
+def first_lines(rows: Sequence[NewLogRow]) -> list[int]:
+    """Indices of the batch's ``jsonl`` rows that are the first of their key in it: the rows
+    ``_new_rows`` keeps when none is logged yet (a cold ingest). Pure."""
+    seen: set[str] = set()
+    out: list[int] = []
+    for i, r in enumerate(rows):
+        if r.source == "jsonl" and r.idempotency_key not in seen:
+            seen.add(r.idempotency_key)
+            out.append(i)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PreBlocks:
+    """A batch's blocks compressed ahead, outside the write transaction (``precompress``).
+
+    Attributes:
+        rows: the batch's rows (the same objects ``write`` is then given, checked by identity).
+        among: ``first_lines(rows)``: the rows assumed new; used only when ``_new_rows`` agrees.
+        codec: int, the codec the frames were written with; used only when it is still current.
+        frames: per block of ``plan(rows, among)``, in order: ``(zstd frame, CRC-32 of its lines)``.
+    """
+
+    rows: tuple[NewLogRow, ...]
+    among: list[int]
+    codec: int
+    frames: list[tuple[bytes, int]]
+
+
+def precompress(rows: Sequence[NewLogRow], compress: Callable[[bytes], tuple[int, bytes]]) -> PreBlocks | None:
+    """Compress a batch's blocks ahead of ``write``, assuming none of its lines is logged yet.
+
+    Runs on any thread (zstd and CRC-32 release the GIL), with a compressor of its own; ``write``
+    uses the frames only when the batch, the new rows and the codec are what was assumed, so the
+    stored bytes are the same as compressing in the transaction. None when the batch has no block.
+
+    Args:
+        rows: the batch. compress: bytes -> ``(codec, zstd frame)`` (``payload.Codecs.compress``).
+    """
+    among = first_lines(rows)
+    chunks = plan(rows, among)
+    if not chunks:
+        return None
+    frames: list[tuple[bytes, int]] = []
+    codec = 0
+    for chunk in chunks:
+        data = b"".join(rows[i].payload for i in chunk)
+        codec, frame = compress(data)
+        frames.append((frame, zlib.crc32(data)))
+    return PreBlocks(tuple(rows), among, codec, frames)
+
+
+def _usable(pre: PreBlocks | None, rows: Sequence[NewLogRow], new: list[int], codec: int) -> bool:
+    """Whether ``pre`` was made for exactly these rows, new rows and codec."""
+    if pre is None or pre.codec != codec or pre.among != new or len(pre.rows) != len(rows):
+        return False
+    return all(a is b for a, b in zip(pre.rows, rows, strict=True))
+
+
+def write(
+    conn: Any,
+    rows: Sequence[NewLogRow],
+    compress: Callable[[bytes], tuple[int, bytes]],
+    codec: int,
+    pre: PreBlocks | None = None,
+) -> dict[int, bytes]:
     """Store the batch's blocks (``plan``) and return each blocked row's reference, by row index.
 
     Inside the caller's write transaction (the blocks are rolled back with the rows).
@@ -208,22 +262,33 @@ def write(conn: Any, rows: Sequence[NewLogRow], compress: Callable[[bytes], tupl
         conn: the apsw write connection (migrated through 0016, else nothing is blocked).
         rows: the batch.
         compress: bytes -> ``(codec, zstd frame)``, the database's current codec
-            (``payload.Codecs.compress``).
+            (``payload.Codecs.compress``); codec: int, that codec's id.
+        pre: the batch's blocks compressed ahead (``precompress``): stored instead of compressing
+            here when made for these rows, these new rows and this codec (else ignored).
 
     Returns:
         dict row index -> stored payload (``ref``); rows not in it are stored per row.
     """
-    if not plan(rows) or not has_table(conn):
+    among = first_lines(rows)
+    chunks = plan(rows, among)
+    if not chunks or not has_table(conn):
         return {}
-    chunks = plan(rows, _new_rows(conn, rows))
+    new = _new_rows(conn, rows, among)
+    if new != among:  # some lines are logged already (a file read again): fewer rows, other blocks
+        chunks = plan(rows, new)
+    frames = pre.frames if _usable(pre, rows, new, codec) and pre is not None else None
     out: dict[int, bytes] = {}
-    for chunk in chunks:
-        data = b"".join(rows[i].payload for i in chunk)
-        codec, frame = compress(data)
+    for k, chunk in enumerate(chunks):
+        if frames is not None:
+            frame, crc = frames[k]
+        else:
+            data = b"".join(rows[i].payload for i in chunk)
+            codec, frame = compress(data)
+            crc = zlib.crc32(data)
         conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (?, ?)", (codec, frame))
         block_id = int(conn.last_insert_rowid())
-        crc = zlib.crc32(data)
-        _remember(conn, block_id, crc, data)
+        if len(chunks) - k <= CACHE_BLOCKS:  # the read cache keeps the last blocks only
+            _remember(conn, block_id, crc, b"".join(rows[i].payload for i in chunk))
         offset = 0
         for i in chunk:
             n = len(rows[i].payload)

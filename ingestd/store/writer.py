@@ -26,6 +26,7 @@ from ingestd.store import titles
 from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import append, quarantine_marker, session_rows
+from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.upsert import BUMP_STAT, write_changes, write_checkpoints
 from ingestd.store.watchdog_pass import effective_window, watchdog_pass
 
@@ -132,6 +133,7 @@ def apply_batch(
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     isolated: Mapping[str, str] | None = None,
     prefold: Prefold | None = None,
+    pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -147,6 +149,8 @@ def apply_batch(
             ``quarantine_marker`` row, appended and folded in the same transaction.
         prefold: the batch folded ahead (``Prefold``): its rows are written instead of folding
             here when the ids are as predicted (``_prefold_holds``), else the batch is folded here.
+        pre_blocks: the batch's blocks of lines compressed ahead (``payload_blocks.precompress``),
+            stored when they are exactly what this transaction would compress, else ignored.
 
     Returns:
         ``BatchResult``.
@@ -162,7 +166,7 @@ def apply_batch(
     seen: list[int] = []
 
     def run(c: apsw.Connection) -> BatchResult:
-        rows_in, first_id = _append_batch(c, new_rows, isolated, result)
+        rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
         if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
             # the states behind it are the folder's: ours for these sessions are stale from now on
@@ -192,13 +196,17 @@ def apply_batch(
 
 
 def _append_batch(
-    c: apsw.Connection, new_rows: Sequence[NewLogRow], isolated: Mapping[str, str] | None, result: BatchResult
+    c: apsw.Connection,
+    new_rows: Sequence[NewLogRow],
+    isolated: Mapping[str, str] | None,
+    result: BatchResult,
+    pre: PreBlocks | None = None,
 ) -> tuple[Sequence[NewLogRow], int]:
     """Append the rows and the quarantine markers of the isolated ones; return the rows to fold
     (isolated rows left out, markers in) and the smallest new log id (0: none). Fills ``result``."""
     if not new_rows:
         return new_rows, 0
-    result.log_ids, result.inserted = append(c, new_rows)
+    result.log_ids, result.inserted = append(c, new_rows, pre)
     first_id = min(result.log_ids.values()) if result.inserted else 0
     if not isolated:
         return new_rows, first_id

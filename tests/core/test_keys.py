@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingestd.core.keys import jsonl_key, jsonl_key_of_digest, origin_hash, origin_key_ranges, reset_key
+from ingestd.core.keys import (
+    jsonl_key,
+    jsonl_key_of_digest,
+    line_key_prefix,
+    origin_hash,
+    origin_key_ranges,
+    reset_key,
+)
 
 
 def _in(key: str, ranges: tuple[tuple[str, str], ...]) -> bool:
@@ -38,3 +45,19 @@ def test_the_ranges_hold_every_key_of_the_origin_and_generation_and_no_other(
 def test_hook_and_watchdog_keys_fall_in_no_file_range() -> None:
     for key in ("h:k:0123456789abcdef", "i:w:2026-01-01T00:00:00.000Z:60", "q:h:t:0123"):
         assert not _in(key, origin_key_ranges(origin_hash("p/a.jsonl")))
+
+
+@given(origins, gens, st.integers(0, 2**40), st.binary(max_size=40))
+def test_a_line_key_prefix_is_its_file_and_generation(origin: str, gen: int, offset: int, line: bytes) -> None:
+    oh = origin_hash(origin)
+    want = f"j:{oh}:{gen}:"
+    assert line_key_prefix(jsonl_key(oh, gen, offset, line)) == want
+    assert line_key_prefix(jsonl_key_of_digest(oh, gen, offset, "0" * 16)) == want
+    # the prefix bounds the generation's own range, and no other generation shares it
+    assert want == origin_key_ranges(oh, gen)[0][0]
+    assert line_key_prefix(jsonl_key(oh, gen + 1, offset, line)) != want
+
+
+def test_other_keys_are_their_own_prefix() -> None:
+    for key in (reset_key(origin_hash("p/a.jsonl"), 3), "h:k:0123456789abcdef", "q:j:abc:0:1:2", "j:broken"):
+        assert line_key_prefix(key) == key

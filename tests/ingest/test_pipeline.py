@@ -14,7 +14,7 @@ from ingestd.errors import StorageError
 from ingestd.ingest import readfile
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.store import isolate
+from ingestd.store import isolate, payload
 from tests.ingest.support import dump, new_db
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,6 +61,40 @@ def test_pipe_failure_stops_later_items_and_is_raised() -> None:
         pipe.close()
     pipe.close()  # closing again waits, raises nothing more
     assert applied == [0, 1, 2]
+
+
+def test_pipe_prepares_an_item_once_the_writer_took_the_one_before() -> None:
+    events: list[str] = []
+    release = threading.Event()
+
+    def apply(i: int) -> None:
+        events.append(f"apply {i}")
+        if i == 0:
+            release.wait(10)
+        events.append(f"applied {i}")
+
+    def prepare(i: int) -> int:
+        events.append(f"prepare {i} on {threading.current_thread().name}")
+        return i * 10
+
+    pipe: WriterPipe[int] = WriterPipe(apply)
+    pipe.put(0)
+    pipe.put(1, prepare)  # 0 taken (being applied): prepared at once, then waits in the slot
+    threading.Timer(0.2, release.set).start()
+    pipe.put(2, prepare)  # prepared only once 10 is taken, i.e. after 0 was applied
+    pipe.close()
+    me = threading.current_thread().name
+    at = {e: n for n, e in enumerate(events)}
+    assert at[f"prepare 1 on {me}"] < at["applied 0"]  # 0 taken: 1 is prepared while 0 is applied
+    assert at["applied 0"] < at[f"prepare 2 on {me}"]  # 10 still in the slot until 0 was applied
+    assert [e for e in events if e.startswith("appl")] == [
+        "apply 0",
+        "applied 0",
+        "apply 10",
+        "applied 10",
+        "apply 20",
+        "applied 20",
+    ]
 
 
 def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], readfile.Summary]:
@@ -136,3 +170,33 @@ def test_a_broken_hand_off_is_raised_not_counted_as_unreadable_files(
     with pytest.raises(BrokenPipeError):
         ingest_roots(conn, [REPO / "fixtures" / "projects"], now="2026-03-01T00:00:00.000Z")
     assert len(calls) == 1
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
+def test_pipelined_ingest_compresses_blocks_on_the_reading_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # once a batch has trained the dictionary (the second here: 1,000 lines), each later batch's
+    # blocks are compressed when it is handed over (zstd releases the GIL: it overlaps the
+    # writer), not in its transaction
+    calls: list[tuple[str, int]] = []  # (thread, batches applied when called)
+    applied = [0]
+    real_compress, real_apply = payload.Codecs.compress, readfile.Batcher._apply
+
+    def compress(self: payload.Codecs, data: bytes) -> tuple[int, bytes]:
+        calls.append((threading.current_thread().name, applied[0]))
+        return real_compress(self, data)
+
+    def apply(self: readfile.Batcher, batch: readfile.Batch) -> None:
+        applied[0] += 1
+        real_apply(self, batch)
+
+    monkeypatch.setattr(payload.Codecs, "compress", compress)
+    monkeypatch.setattr(readfile.Batcher, "_apply", apply)
+    _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=500, pipeline=True)
+    assert applied[0] >= 5
+    # the first batch, and the second when it was read before the first was written
+    on_writer = {n for t, n in calls if t == "ingest-writer"}
+    assert 1 in on_writer and on_writer <= {1, 2}
+    assert {n for t, n in calls if t == "MainThread"} >= set(range(3, applied[0])), calls
+    assert {t for t, _ in calls} <= {"ingest-writer", "MainThread"}

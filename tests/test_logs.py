@@ -6,6 +6,7 @@ import io
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 import pytest
@@ -88,3 +89,36 @@ def test_a_logger_bound_before_a_new_configuration_follows_it(restore_structlog:
     log.debug("after")
     assert [orjson.loads(x)["event"] for x in first.getvalue().splitlines()] == ["before"]
     assert [orjson.loads(x)["event"] for x in second.getvalue().splitlines()] == ["after"]
+
+
+def test_enabled_follows_the_configured_level(restore_structlog: None) -> None:
+    logs.configure(stream=io.StringIO(), force=True)
+    assert not logs.enabled("debug")
+    assert logs.enabled("info") and logs.enabled("warning") and logs.enabled("error")
+    logs.configure(level="debug", stream=io.StringIO(), force=True)
+    assert logs.enabled("debug")
+    logs.configure(level="warning", stream=io.StringIO(), force=True)
+    assert not logs.enabled("info") and logs.enabled("error")
+
+
+def test_a_cold_ingest_that_logs_nothing_never_imports_structlog(tmp_path: Path) -> None:
+    # the dictionary's (filtered) debug line loaded structlog and rich: 0.1 s of the writer thread
+    projects = tmp_path / "projects" / "p"
+    projects.mkdir(parents=True)
+    line = {"type": "user", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "message": {"content": "hi"}}
+    rows = [
+        orjson.dumps({**line, "uuid": f"u{i}", "message": {"content": f"hello {i} " * (i % 40)}}) for i in range(1500)
+    ]
+    (projects / "s1.jsonl").write_bytes(b"\n".join(rows) + b"\n")
+    code = (
+        "import sys\n"
+        "from ingestd.commands.ingest import run_ingest\n"
+        "from pathlib import Path\n"
+        f"run_ingest(Path({str(tmp_path / 'i.db')!r}), (Path({str(tmp_path / 'projects')!r}),), show_progress=False)\n"
+        "import apsw\n"
+        f"c = apsw.Connection({str(tmp_path / 'i.db')!r})\n"
+        "print(c.execute('SELECT count(*) FROM payload_codecs WHERE dictionary IS NOT NULL').fetchall()[0][0],"
+        " 'structlog' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.split() == ["1", "False"], out.stderr

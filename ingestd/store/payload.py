@@ -38,6 +38,7 @@ from typing import Any, cast
 import apsw
 import zstandard
 
+from ingestd import logs
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
@@ -292,7 +293,8 @@ def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: st
         "INSERT INTO payload_codecs (id, kind, dictionary, created_at) VALUES (?, 'zstd', ?, ?)",
         (new_id, dictionary, received_at),
     )
-    log.debug("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
+    if logs.enabled("debug"):  # structlog is imported at a first line: not for a filtered one
+        log.debug("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
     got = Codecs({**codecs.dictionaries, new_id: dictionary}, codecs.level)
     _BY_CONN[conn] = got
     return got

@@ -168,7 +168,7 @@ class Batcher:
         self.pipe: WriterPipe[Batch] | None = None
         # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
         self.prefold: Prefold | None = None
-        # the compressor of ``prepare`` (the pipeline's stage thread), made from the writer's codec
+        # the compressor ``prepare`` uses on the reading thread, a copy of the writer's current codec
         self._ahead: Codecs | None = None
 
     def flush(self) -> None:

@@ -100,6 +100,11 @@ class Health:
         f = self._failing.get(part)
         return None if f is None else f.reason
 
+    def failure(self, part: str) -> object | None:
+        """``part``'s last failure as an opaque token, or None: every ``failed`` makes a new one, so
+        ``is`` tells whether another failure arrived meanwhile (the same reason text can recur)."""
+        return self._failing.get(part)
+
     def retrying(self, part: str, reason: str) -> None:
         """``part`` met a transient refusal (``reason``) and will retry: stalled until ``retried``.
 

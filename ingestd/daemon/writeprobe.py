@@ -15,7 +15,6 @@ alone writes nothing and succeeds on a full disk).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import apsw
 
@@ -49,19 +48,22 @@ async def run(writer: HookWriter, health: Health, stop: asyncio.Event, interval_
     """Until ``stop``: every ``interval_s`` (default ``PROBE_INTERVAL_S``) while the writer is failing, probe it.
 
     Side effects: one write through ``writer`` per probe; ``health.ok(WRITER)`` after one succeeds
-    (logged once, ``writer_recovered``). A refused probe changes nothing (the failure stays).
+    (logged once, ``writer_recovered``), unless another write failed while the probe ran (a full
+    disk fails every write with the same text, so the failure is compared by identity). A refused
+    probe changes nothing (the failure stays). A plain sleep per tick (no task or timer per
+    ``wait_for``): the daemon cancels this coroutine when it stops.
     """
     every_s = PROBE_INTERVAL_S if interval_s is None else interval_s
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), every_s)
-        reason = health.failing(WRITER)
-        if reason is None or stop.is_set():
+        await asyncio.sleep(every_s)
+        before = health.failure(WRITER)
+        if before is None or stop.is_set():
             continue
+        reason = health.failing(WRITER)
         try:
             await writer.call(probe)
         except StorageError:
             continue  # still refused: the failure (and its age) stands
-        if health.failing(WRITER) == reason:  # no newer failure arrived while the probe ran
+        if health.failure(WRITER) is before:  # no newer failure arrived while the probe ran
             health.ok(WRITER)
             log.info("writer_recovered", was=reason)

@@ -58,6 +58,16 @@ async def test_a_writer_failed_by_a_full_database_is_healthy_again_without_a_hoo
     health = await client.get("/api/health")
     assert health.status == 503
     assert "database or disk is full" in (await health.json())["error"]["message"]
+    real_probe = writeprobe.probe
+
+    def probe(conn: apsw.Connection) -> None:  # the probe meets the same disk: refused while it is full
+        if full[0]:
+            raise StorageError("database error: database or disk is full")
+        real_probe(conn)
+
+    monkeypatch.setattr(writeprobe, "probe", probe)
+    await asyncio.sleep(0.5)  # ten probe intervals on a full disk: still failing
+    assert (await client.get("/api/health")).status == 503
     full[0] = False  # room again, and no hook arrives
 
     async def healthy() -> bool:
@@ -93,6 +103,30 @@ async def test_a_refused_probe_leaves_the_failure_and_its_age() -> None:
     assert health.problems() == [
         "writer failing for 30.0 s: the last write failed: database error: database or disk is full"
     ]
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
+class _FailingMeanwhile:
+    """A writer whose probe succeeds while another write fails with the very same text."""
+
+    def __init__(self, health: Health, reason: str) -> None:
+        self.health, self.reason, self.calls = health, reason, 0
+
+    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+        self.calls += 1
+        self.health.failed(WRITER, self.reason)  # a hook's write failed while the probe ran
+        return None
+
+
+async def test_a_failure_during_the_probe_is_not_cleared_by_its_success() -> None:
+    reason = "the last write failed: database error: database or disk is full"
+    health = Health()
+    health.failed(WRITER, reason)
+    writer, stop = _FailingMeanwhile(health, reason), asyncio.Event()
+    task = asyncio.create_task(writeprobe.run(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
+    await until("three probes", lambda: writer.calls >= 3)
+    assert health.failing(WRITER) == reason
     stop.set()
     await asyncio.wait_for(task, 5)
 

@@ -14,7 +14,7 @@ from ingestd.core.state import RANK_COPY, SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import result_status, spawn_cause, user_kind
 from ingestd.core.touch import Touched, link, note_result, note_tool
 from ingestd.core.usagefold import merge_usage, usage_buckets
-from ingestd.core.validate import INFER, TOKENS, shorten, valid_time
+from ingestd.core.validate import INFER, TOKENS, inferred_at, shorten, valid_time
 
 SYNTHETIC = "<synthetic>"
 
@@ -50,8 +50,9 @@ def _usage_without_id(state: SessionState, msg: dict[str, Any], t: Touched) -> N
 def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
     """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
 
-    ``ts`` may be ``validate.INFER`` (the record's timestamp is refused): usage takes it as is,
-    everything else the read time.
+    ``ts`` may be ``validate.INFER`` (the record's timestamp is refused): usage takes it as is
+    (the message's time is inferred at derive time), tool starts and spawns the record's inferred
+    time (``validate.inferred_at``).
     """
     msg = obj.get("message")
     if not isinstance(msg, dict):
@@ -63,8 +64,8 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
         merge_usage(state, mid, rank, msg, ts, agent, t)
     elif msg.get("model") != SYNTHETIC:
         _usage_without_id(state, msg, t)
-    if ts == INFER and t.row is not None:
-        ts = t.row.received_at
+    if ts == INFER and t.bad_at is not None:
+        ts = inferred_at(state, t.bad_at)
     used_tool = False
     content = msg.get("content")
     if rank == RANK_COPY or not isinstance(content, list):

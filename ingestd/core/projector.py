@@ -21,7 +21,7 @@ from ingestd.core.records import META, LogRow
 from ingestd.core.rows import EventRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx, Touched
-from ingestd.core.transcript import fold_record, sidecar
+from ingestd.core.transcript import fold_record, index_record, sidecar
 from ingestd.core.validate import STORAGE_MARKER, refold_state, storage_quarantine
 
 
@@ -71,9 +71,22 @@ def fold(
     """
     state, changes = _fold_once(state, session_id, rows, ctx)
     while state.needs_refold:
-        state, more = _fold_once(refold_state(state), session_id, history(), ctx)
+        log = list(history())
+        state, more = _fold_once(_indexed(refold_state(state), log), session_id, log, ctx)
         changes.extend(more)
     return state, changes
+
+
+def _indexed(state: SessionState, rows: Sequence[LogRow]) -> SessionState:
+    """``state`` with the valid timestamps of ``rows`` in its indexed files noted first, so that a
+    refused record's inferred time (``ingestd.core.validate``) is final when it is folded, whatever
+    the order of ``rows``: the refold asks for no other refold."""
+    for row in rows:
+        if row.source == "jsonl" and row.event_type != META and (row.origin, row.origin_gen) in state.ts_index:
+            obj = decode_row(row)
+            if obj is not None:
+                index_record(state, row, obj)
+    return state
 
 
 def given(rows: Sequence[LogRow]) -> History:

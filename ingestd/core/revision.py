@@ -45,9 +45,12 @@ History:
        split (an aggregate-only part and a part with the breakdown counted more than was billed).
     14: a transcript line nested too deep to decode (past orjson's 1024 levels) is salvaged from
        its head and tail like an oversized line (a billed message with deep content was lost).
+    15: a record whose timestamp is refused is dated at its inferred time everywhere (its
+       session's and agent's activity, status evidence, tool and spawn times), no longer at the
+       time its line was read (an old transcript's refused line made its session active "now").
 """
 
-PROJECTION_REVISION = 14
+PROJECTION_REVISION = 15
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

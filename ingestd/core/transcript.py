@@ -25,7 +25,7 @@ from ingestd.core.state import (
 )
 from ingestd.core.toolstatus import END, synthetic_kind
 from ingestd.core.touch import Touched, agent_ev, note_title
-from ingestd.core.validate import INFER, MAX_TOKENS, note_time
+from ingestd.core.validate import INFER, MAX_TOKENS, index_time, note_time
 
 
 def _kind(row: LogRow, obj: dict[str, Any]) -> str:
@@ -116,6 +116,13 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
     status, turn = handler(state, act, t)
     if not act.agent.startswith(LEGACY_PREFIX):
         _credit(state, act, status, turn, t)
+
+
+def index_record(state: SessionState, row: LogRow, obj: dict[str, Any]) -> None:
+    """Index a transcript record's valid timestamp as ``fold_record`` would note it (a refold's
+    first pass, ``projector.fold``): every kind but the untimed ones."""
+    if _kind(row, obj) not in _UNTIMED:
+        index_time(state, row, obj)
 
 
 def _record_agent(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: PathInfo, t: Touched) -> str:

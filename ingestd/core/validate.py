@@ -11,8 +11,12 @@ and whatever of the record is sound is still projected:
   ``2026-13-45T25:61:61.999Z``, or ``null``). Its usage still counts; the message's ``occurred_at`` is
   *inferred* (``infer_time``): the nearest valid timestamp before it in the same file (origin
   and generation) by byte offset, else the nearest after it, else the row's ``received_at``.
-  Every other use of the record's time (activity, tool start) takes ``received_at``, as a
-  record with no timestamp always did. Both are functions of the log alone. A timestamp more
+  Every other use of the record's time (its session's and agent's activity and status
+  evidence, tool start and end) takes the same inferred time (``note_time``): dated at the read
+  time, a refused line of an old transcript read today made its session "last active" today
+  and "working". A new valid timestamp that changes a folded record's inferred time asks for a
+  refold (``needs_refold``), which indexes the file's timestamps before folding
+  (``index_time``), so the dates are functions of the log alone, in any order. A timestamp more
   than ``FUTURE_SLACK`` after the line was read (``received_at``) is refused the same way: a
   record dated 2099 kept its session "working", out of the watchdog's reach, and counted in
   every ``--since`` window.
@@ -209,24 +213,50 @@ def infer_time(offsets: list[int], times: list[str], offset: int, received_at: s
     return received_at
 
 
+def _checked_time(row: LogRow, obj: dict[str, Any]) -> tuple[str | None, bool]:
+    """(the record's canonical timestamp or None when refused or absent, whether it was refused for
+    being more than ``FUTURE_SLACK`` after the line was read)."""
+    raw = obj.get("timestamp")
+    vt = valid_time(raw) if raw is not None else None
+    if vt is not None and row.source == "jsonl" and row.origin_offset is not None and after_read(vt, row.received_at):
+        return None, True
+    return vt, False
+
+
+def inferred_at(state: SessionState, bad_at: tuple[OriginGen, int, str]) -> str:
+    """The inferred time (``infer_time``) of the refused record ``bad_at`` (``Touched.bad_at``), from
+    the file's index as folded so far (a refold corrects it when that index grows: ``note_time``)."""
+    og, off, received_at = bad_at
+    offsets, times = state.ts_index.get(og, ([], []))
+    return infer_time(offsets, times, off, received_at)
+
+
+def index_time(state: SessionState, row: LogRow, obj: dict[str, Any]) -> None:
+    """Index the record's valid timestamp when its file is indexed (``ts_index``), as ``note_time``
+    would; a refold calls it for every record first, so no record is dated by a partial index."""
+    og = (row.origin, row.origin_gen)
+    if row.source != "jsonl" or row.origin_offset is None or og not in state.ts_index:
+        return
+    vt, _ = _checked_time(row, obj)
+    if vt is not None:
+        record_ts(*state.ts_index[og], row.origin_offset, vt)
+
+
 def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> str:
     """The record's time, with the bookkeeping of refused timestamps (``ingestd.core.validate``).
 
-    Returns the canonical timestamp, else the read time. A timestamp that is present but not an
-    instant quarantines the record (``t.bad_at`` is set for its usage). The valid timestamps of
-    a file holding such a record are indexed (offset order) so its inferred time is the nearest
-    one; a file folded before it was known to need the index asks for a refold.
+    Returns the canonical timestamp, else, when it is present but refused, the inferred time
+    (``inferred_at``; ``t.bad_at`` is set and the record quarantined), else the read time. The
+    valid timestamps of a file holding such a record are indexed (offset order) so its inferred
+    time is the nearest one; a file folded before it was known to need the index, or a valid
+    timestamp that moves the inferred time of a record already folded, asks for a refold.
     """
     t.bad_at = None
-    raw = obj.get("timestamp")
-    vt = valid_time(raw) if raw is not None else None
+    vt, future = _checked_time(row, obj)
     off = row.origin_offset
     if row.source != "jsonl" or off is None:
         return vt if vt is not None else row.received_at
     og = (row.origin, row.origin_gen)
-    future = vt is not None and after_read(vt, row.received_at)
-    if future:
-        vt = None
     # present but not an instant, ``null`` included (only an absent key means "no timestamp")
     if vt is None and "timestamp" in obj:
         if og not in state.ts_index:
@@ -236,15 +266,20 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         t.bad_at = (og, off, row.received_at)
         record_ts(*state.bad_ts.setdefault(og, ([], [])), off, "")  # its message named by ``name_refused``
         what = f"is after the line was read ({row.received_at})" if future else "is not an instant in 2000-2099"
-        detail = f"timestamp {shorten(raw)} {what}: usage counted, occurred_at inferred"
+        detail = f"timestamp {shorten(obj.get('timestamp'))} {what}: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
-    elif vt is not None and og in state.ts_index:
+        state.seen_origins.add(og)
+        return inferred_at(state, t.bad_at)
+    if vt is not None and og in state.ts_index:
         offsets, times = state.ts_index[og]
         i = record_ts(offsets, times, off, vt)
         refused = state.bad_ts.get(og)
         if i >= 0 and refused is not None:
             pending, msgs = refused
             lo, hi = retimed(offsets, i, pending)
+            # records folded with another inferred time (activity, status, tool times: maxima that
+            # cannot be taken back) are folded again; their messages take it at derive time
+            state.needs_refold = state.needs_refold or lo < hi
             t.msgs.update(m for m in msgs[lo:hi] if m)
     state.seen_origins.add(og)
     return vt if vt is not None else row.received_at

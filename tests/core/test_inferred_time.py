@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
 from ingestd.core.validate import infer_time, record_ts, retimed
+from tests.core.folding import Incremental
 
 offsets_st = st.lists(st.integers(0, 200), unique=True, max_size=30)
 
@@ -76,3 +78,52 @@ def test_usage_on_a_message_without_an_id_is_quarantined_not_lost_without_a_trac
     assert [(q.reason, q.detail) for q in ch.quarantine] == [
         ("tokens", "usage on a message with id None: not counted (no id to merge its parts by)")
     ]
+
+
+def _old_session_rows() -> list[LogRow]:
+    """A transcript written on 2026-01-01 and read a month later (a backfill): two of its records
+    carry refused timestamps, the first with no valid one before it in the file."""
+    sid = SESSION_READ_LATE
+    origin = f"-w/{sid}.jsonl"
+    tool = {"type": "tool_use", "id": "tu0", "name": "Bash", "input": {}}
+    msg = {"id": "m0", "model": "m", "usage": {"output_tokens": 1}, "content": [tool]}
+    result = [{"type": "tool_result", "tool_use_id": "tu0", "content": "ok"}]
+    records = [
+        {"type": "assistant", "uuid": "u0", "timestamp": "2026-13-45T25:61:61.999Z", "message": msg},
+        {"type": "user", "uuid": "u1", "timestamp": T1, "message": {"role": "user", "content": result}},
+        {"type": "assistant", "uuid": "u2", "timestamp": T2, "message": {"id": "m1", "model": "m", "content": []}},
+        {"type": "user", "uuid": "u3", "timestamp": "2099-01-01T00:00:00.000Z", "message": {"content": "more"}},
+    ]
+    return [
+        LogRow(i + 1, "jsonl", str(r["type"]), orjson.dumps({"sessionId": sid, **r}), READ, sid, origin, 0, i * 100)
+        for i, r in enumerate(records)
+    ]
+
+
+SESSION_READ_LATE = "f0f0f0f0-0000-4000-8000-000000000003"
+T1, T2, READ = "2026-01-01T00:00:05.000Z", "2026-01-01T00:00:09.000Z", "2026-02-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    "batches",
+    [[[0, 1, 2, 3]], [[0], [1], [2], [3]], [[3], [2], [1], [0]], [[1, 3], [0, 2]], [[0, 3], [2], [1]]],
+    ids=["one", "in-order", "reversed", "interleaved", "refused-first"],
+)
+def test_a_refused_timestamp_dates_activity_at_its_inferred_time_not_the_read_time(batches: list[list[int]]) -> None:
+    # read a month after it was written, the old session was "last active" at the read time and,
+    # out of the watchdog's reach, "working"; its refused records are dated like their usage
+    rows = _old_session_rows()
+    inc = Incremental(SESSION_READ_LATE)
+    got: dict[str, tuple[object, ...]] = {}
+    for b in batches:
+        ch = inc([rows[i] for i in b])  # a refold, when one is needed, happens inside the fold
+        got.update({f"session {s.id[:8]}": s[3:6] for s in ch.sessions})
+        got.update({f"agent {a.id}": (a.first_seen_at, a.last_seen_at) for a in ch.agents})
+        got.update({f"tool {c.tool_use_id}": (c.started_at, c.ended_at) for c in ch.tool_calls})
+        got.update({f"usage {u.message_id}": (u.occurred_at,) for u in ch.token_usage})
+    assert got == {
+        "session f0f0f0f0": (T1, T2, "working"),  # the refused prompt after the reply is still new activity
+        f"agent {SESSION_READ_LATE}": (T1, T2),
+        "tool tu0": (T1, T1),  # its call's record has no valid time before it: the next one
+        "usage m0": (T1,),
+    }

@@ -132,6 +132,23 @@ def test_impossible_timestamp_is_quarantined_its_tokens_count_and_the_root_is_st
     orjson.loads(rep.stdout)
 
 
+def test_an_old_transcripts_refused_line_does_not_make_its_session_active_now(tmp_path: Path) -> None:
+    # read months after it was written, the refused line dated the session's activity at the read
+    # time: `sessions` listed it first, "working", last active today; it is dated like its usage
+    root = tmp_path / "projects"
+    (root / "-p").mkdir(parents=True)
+    (root / "-p" / f"{SID}.jsonl").write_bytes(bad_session() + jsonl(user(SID, "u9", "2099-01-01T00:00:00.000Z")))
+    db = tmp_path / "old.db"
+    assert run_cli("ingest", "--db", str(db), "--projects", str(root), "--json").exit_code == 0
+    res = run_cli("sessions", "--db", str(db), "--json")
+    [row] = orjson.loads(res.stdout)["rows"]
+    assert (row["started_at"], row["last_activity_at"]) == ("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:09.000Z")
+    assert row["status"] == "unknown"  # idle for the watchdog, as of the newest log row
+    assert q(db, "SELECT reason FROM quarantine") == [("timestamp",), ("timestamp",)]
+    rep = run_cli("replay", "--db", str(db), "--json")
+    assert rep.exit_code == 0, rep.output
+
+
 def _rows(data: bytes, origin: str = f"-p/{SID}.jsonl") -> list[LogRow]:
     from ingestd.core.framing import split_lines
     from ingestd.core.records import line_row

@@ -2,14 +2,16 @@
 
 Claude Code reads hooks from ``~/.claude/settings.json`` (user) or ``<project>/.claude/settings.json``
 (FORMATS.md §7.3). Every event that accepts ``type: "http"`` gets an http hook posting to
-``http://127.0.0.1:<port>/hooks``; SessionStart and Setup accept only command hooks, and Claude
-Code older than 2.1.63 has no http hooks at all (``legacy``), so those get a command forwarder:
+``http://<host>:<port>/hooks`` (the address ``serve`` listens on); SessionStart and Setup accept
+only command hooks, and Claude Code older than 2.1.63 has no http hooks at all (``legacy``), so
+those get a command forwarder:
 ``<python> -m ingestd.forward`` (stdin to the endpoint, output discarded, 2 s bound, exit 0
 whatever happens, the token read from the environment, never on the command line).
 
 The merge is non-destructive: the user's own hooks and every other key stay as they are; our
-entries are recognised (an http hook to a loopback ``/hooks`` URL, a command running
-``ingestd.forward``) so installing twice changes nothing and ``uninstall`` removes only ours.
+entries are recognised by the marks ingestd writes (``ingestd.hookowner``: an http hook carrying the
+``X-Ingestd-Hook`` header, a command running ``ingestd.forward``; never by URL alone, which the user's
+own hook may share) so installing twice changes nothing and ``uninstall`` removes only ours.
 Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
 mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a dotfiles
 repository) is written through the link (``ingestd.settingsfile``). An install is spliced into the
@@ -38,11 +40,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ingestd import atomicfile, settingsfile
 from ingestd.errors import ConfigError, InputError
-from ingestd.http.auth import LOOPBACK_HOSTS
+from ingestd.hookowner import INSTALLED_BY, MARKER, ours_in
+from ingestd.hookowner import is_ours as is_ours  # which hooks are ours is decided there
 from ingestd.readcap import MIB, read_capped
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
@@ -67,7 +69,6 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
-MARKER = "ingestd.forward"
 render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -82,7 +83,8 @@ class HookTarget:
         token_env: str | None, the environment variable holding the token (the name, never the value).
         legacy: bool, Claude Code < 2.1.63: command forwarders for every event.
         python: str, interpreter that runs the forwarder (default: this one).
-        host: str, the daemon's loopback address (``127.0.0.1``, ``::1`` or ``localhost``).
+        host: str, the address the daemon is reached on (``127.0.0.1``, ``::1``, ``10.1.2.3``, a name:
+            ``bind.reach_host`` of the address ``serve`` binds).
     """
 
     port: int
@@ -134,9 +136,10 @@ def forward_command(t: HookTarget) -> str:
 
 
 def _http_hook(t: HookTarget) -> dict[str, Any]:
-    hook: dict[str, Any] = {"type": "http", "url": t.url, "timeout": HTTP_TIMEOUT_S}
+    headers = {INSTALLED_BY[0]: INSTALLED_BY[1]}  # the mark that makes it ours (ingestd.hookowner)
+    hook: dict[str, Any] = {"type": "http", "url": t.url, "timeout": HTTP_TIMEOUT_S, "headers": headers}
     if t.token_env:
-        hook["headers"] = {"Authorization": f"Bearer ${{{t.token_env}}}"}
+        headers["Authorization"] = f"Bearer ${{{t.token_env}}}"
         hook["allowedEnvVars"] = [t.token_env]
     return hook
 
@@ -154,18 +157,6 @@ def our_hooks(t: HookTarget) -> dict[str, list[dict[str, Any]]]:
         group["hooks"] = [hook]
         out[ev] = [group]
     return out
-
-
-def is_ours(hook: Any) -> bool:
-    """An http hook to a loopback ``/hooks`` URL, or a command running ``ingestd.forward``."""
-    if not isinstance(hook, dict):
-        return False
-    if hook.get("type") == "http" and isinstance(hook.get("url"), str):
-        u = urlsplit(hook["url"])
-        return u.hostname in LOOPBACK_HOSTS and u.path.rstrip("/") in ("/hooks", "/hook")
-    if hook.get("type") == "command" and isinstance(hook.get("command"), str):
-        return MARKER in hook["command"]
-    return False
 
 
 def parse_settings(text: str | None, path: Path) -> dict[str, Any]:
@@ -220,7 +211,9 @@ def _hooks_shape_error(doc: dict[str, Any]) -> str | None:
 
 
 def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``settings`` without ingestd's hooks (groups and events emptied by that go too)."""
+    """A copy of ``settings`` without ingestd's hooks (``hookowner.ours_in``; groups and events emptied
+    by that go too)."""
+    is_ours = ours_in(settings)
     out = copy.deepcopy(settings)
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
@@ -356,7 +349,7 @@ def _splice(
     if action == "install":
         # a pure insertion only: replacing older hooks of ours is a re-render
         return settingsfile.splice_install(old_text, old, new, style) if remove_ours(old) == old else None
-    return settingsfile.splice_uninstall(old_text, new, is_ours)
+    return settingsfile.splice_uninstall(old_text, new, ours_in(old))
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:

@@ -13,7 +13,7 @@ import click
 from ingestd import hooksetup
 from ingestd import settings as settings_mod
 from ingestd.commands._common import IntRange, setting_option
-from ingestd.daemon.bind import DEFAULT_PORT
+from ingestd.daemon.bind import DEFAULT_PORT, reach_host
 from ingestd.errors import ConfigError
 from ingestd.http.auth import LOOPBACK_HOSTS
 from ingestd.installpath import Installed, find_installed
@@ -21,23 +21,37 @@ from ingestd.installpath import Installed, find_installed
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _address(given_port: int | None) -> tuple[str, int]:
+def _address(given_host: str | None, given_port: int | None) -> tuple[str, int]:
     """Where ``serve`` listens, as it resolves it: the ``host`` and ``port`` settings (flag,
-    ``INGESTD_*``, the config file, the default). A loopback host (``::1``, ``localhost``) is
-    used as it is; any other (a wildcard bind) is reached on 127.0.0.1.
+    ``INGESTD_*``, the config file, the default), as a client on this machine reaches it
+    (``bind.reach_host``): a wildcard bind on loopback, any other address as it is (a daemon bound
+    to ``10.1.2.3`` alone does not listen on 127.0.0.1).
 
     Raises:
         ConfigError: a bad setting, or port 0 (``serve`` then picks any free port: no fixed URL).
     """
-    settings = settings_mod.load({"port": given_port}, dict(os.environ))
+    settings = settings_mod.load({"host": given_host, "port": given_port}, dict(os.environ))
     port = settings.get_int("port")
     if port == 0:
         raise ConfigError("the port setting is 0 (serve picks any free port): pass the daemon's port with --port")
-    host = settings.get_str("host")
-    return (host if host in LOOPBACK_HOSTS else "127.0.0.1"), port
+    return reach_host(settings.get_str("host")), port
+
+
+def _warn_tokenless(address: tuple[str, int], token_env: str | None) -> None:
+    """Warn (stderr) when the hooks go beyond loopback without a token: ``serve`` binds such an
+    address only with one, and answers every hook without it 401."""
+    if token_env is None and address[0] not in LOOPBACK_HOSTS:
+        click.echo(
+            f"warning: a daemon on {address[0]} requires a token; without --token-env NAME every hook is refused (401)",
+            err=True,
+        )
 
 
 _PORT_HELP = "The daemon's port [default: the port setting, as serve reads it: INGESTD_PORT, the config file, 7391]."
+_HOST_HELP = (
+    "The address serve listens on (its --host) [default: the host setting, as serve reads it: INGESTD_HOST, "
+    "the config file, 127.0.0.1; a wildcard bind is reached on loopback]."
+)
 
 
 def _target(address: tuple[str, int], token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
@@ -84,17 +98,20 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
+    @setting_option("host", help=_HOST_HELP)
     @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
-    def install_cmd(project: Path | None, dry_run: bool, port: int | None, token_env: str | None, legacy: bool) -> None:
+    def install_cmd(
+        project: Path | None, dry_run: bool, host: str | None, port: int | None, token_env: str | None, legacy: bool
+    ) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
         path = _path(project)
         found = find_installed(dict(os.environ))
-        p = hooksetup.plan(
-            path, hooksetup.read_text(path), "install", _target(_address(port), token_env, legacy, found)
-        )
+        address = _address(host, port)
+        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(address, token_env, legacy, found))
         _say_which(legacy, found)
+        _warn_tokenless(address, token_env)
         _run(p, dry_run)
 
     @hooks_group.command("uninstall")
@@ -109,12 +126,15 @@ def register(cli: click.Group) -> None:
         )
 
     @hooks_group.command("print")
+    @setting_option("host", help=_HOST_HELP)
     @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
-    def print_cmd(port: int | None, token_env: str | None, legacy: bool) -> None:
+    def print_cmd(host: str | None, port: int | None, token_env: str | None, legacy: bool) -> None:
         """Print the hooks block ingestd installs (touches no file)."""
-        target = _target(_address(port), token_env, legacy, find_installed(dict(os.environ)))
+        address = _address(host, port)
+        _warn_tokenless(address, token_env)
+        target = _target(address, token_env, legacy, find_installed(dict(os.environ)))
         click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 
 

@@ -13,6 +13,18 @@ from ingestd.errors import DaemonError
 from ingestd.settings import DEFAULTS
 
 DEFAULT_PORT = DEFAULTS.get_int("port")
+# A wildcard bind listens on every address; a client on this machine reaches it on loopback
+# (``::`` on ::1: an IPv6 socket may be bound IPv6-only).
+_WILDCARD_REACHED_ON = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+def reach_host(bound: str) -> str:
+    """The address a client on this machine sends to a daemon bound to ``bound`` (the ``host``
+    setting): loopback for a wildcard bind, else ``bound`` itself (``::1``, ``10.1.2.3``, a name).
+
+    A daemon bound to one non-loopback address does not listen on 127.0.0.1 at all. Pure.
+    """
+    return _WILDCARD_REACHED_ON.get(bound, bound)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

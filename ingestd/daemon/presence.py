@@ -27,6 +27,7 @@ import orjson
 
 from ingestd import __version__, atomicfile
 from ingestd.core.timefmt import format_utc, parse
+from ingestd.daemon.bind import reach_host
 from ingestd.daemon.lock import PROC_LOCKS, holder_from_proc_locks
 
 PROBE_TIMEOUT_S = 1.0
@@ -139,8 +140,7 @@ def pid_alive(pid: int) -> bool:
 
 def probe_health(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int | None, str]:
     """``GET /api/health`` on the daemon: ``(HTTP status, body or error text)``; status None: no answer."""
-    connect_host = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
-    conn = http.client.HTTPConnection(connect_host, port, timeout=timeout_s)
+    conn = http.client.HTTPConnection(reach_host(host), port, timeout=timeout_s)
     try:
         conn.request("GET", "/api/health")
         resp = conn.getresponse()

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hooksetup, settingsfile
+from ingestd import hookowner, hooksetup, settingsfile
 from ingestd.cli import cli
 from ingestd.errors import InputError
 
@@ -68,6 +68,7 @@ def test_install_round_trip_keeps_user_hooks_and_permissions(home: Path) -> None
         "type": "http",
         "url": "http://127.0.0.1:7391/hooks",
         "timeout": 5,
+        "headers": {"X-Ingestd-Hook": "installed by ingestd hooks install"},  # what makes it ours
     }
     assert doc["hooks"]["Stop"][0] == USER_SETTINGS["hooks"]["Stop"][0]
     assert doc["hooks"]["CustomThing"] == USER_SETTINGS["hooks"]["CustomThing"]
@@ -164,7 +165,10 @@ def test_token_env_goes_in_headers_by_name_never_by_value(home: Path) -> None:
     assert "super-secret" not in text
     doc = json.loads(text)
     [g] = doc["hooks"]["Stop"]
-    assert g["hooks"][0]["headers"] == {"Authorization": "Bearer ${INGESTD_TOKEN}"}
+    assert g["hooks"][0]["headers"] == {
+        "X-Ingestd-Hook": "installed by ingestd hooks install",
+        "Authorization": "Bearer ${INGESTD_TOKEN}",
+    }
     assert g["hooks"][0]["allowedEnvVars"] == ["INGESTD_TOKEN"]
     assert "--token-env INGESTD_TOKEN" in doc["hooks"]["SessionStart"][0]["hooks"][0]["command"]
 
@@ -456,7 +460,7 @@ def test_hand_laid_out_lines_are_left_alone_by_an_install(home: Path) -> None:
 
 def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Path) -> None:
     path = home / ".claude" / "settings.json"
-    ours = {"type": "http", "url": "http://localhost:7391/hooks"}
+    ours = {"type": "http", "url": "http://localhost:7391/hooks", "headers": dict([hookowner.INSTALLED_BY])}
     text = (
         '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}, '
         + json.dumps(ours)

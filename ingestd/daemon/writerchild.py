@@ -32,6 +32,7 @@ import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon.committer import ApplyFn
+from ingestd.daemon.lifeline import die_with_daemon
 from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.errors import StorageError
 from ingestd.logs import configure, get_logger
@@ -219,6 +220,7 @@ def main(
         max_group_rows: int, rows per grouped transaction at most.
         log_level: this process logs at the daemon's level.
     """
+    die_with_daemon()  # even stopped (SIGSTOP), it does not outlive a kill -9 of serve
     _only_the_parent_stops_it()
     configure(level=log_level, force=True)
     try:

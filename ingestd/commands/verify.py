@@ -16,7 +16,7 @@ from ingestd.commands._common import (
     store_option,
 )
 from ingestd.errors import CheckFailed, ConfigError
-from ingestd.store.connection import connect
+from ingestd.store.connection import connect_for_check
 from ingestd.verify import run_checks
 
 
@@ -41,7 +41,7 @@ def register(cli: click.Group) -> None:
             if not path.exists():
                 raise ConfigError(f"no database at {path}: pass --db")
             require_safe_files(path)  # opened to write: the trigger probe, and the WAL files SQLite makes
-            checks = run_checks(connect(path))
+            checks = run_checks(connect_for_check(path))  # a -wal a kill -9 left stays as it is
             where = str(path)
         failed = [c for c in checks if not c.ok]
         if as_json:

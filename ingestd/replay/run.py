@@ -33,7 +33,14 @@ from ingestd.errors import StorageError
 from ingestd.replay.dump import TABLES, Comparison, compare
 from ingestd.retention import prune as pr
 from ingestd.retention.backup import copy_database
-from ingestd.store.connection import connect, on_read_only_media, storage_errors, translate, write_txn
+from ingestd.store.connection import (
+    connect,
+    connect_for_check,
+    on_read_only_media,
+    storage_errors,
+    translate,
+    write_txn,
+)
 from ingestd.store.identity import stored_identity
 from ingestd.store.migrate import migrate
 
@@ -238,7 +245,8 @@ class _Run:
     def snapshot(self, db_path: Path) -> apsw.Connection:
         """Copy the live database (backup API) and open the copy read-only."""
         t = self.phase("snapshot")
-        live_conn = connect(db_path, readonly=on_read_only_media(db_path))  # read only: a mounted backup
+        # read only on a mounted backup; else a -wal a kill -9 left stays as it is
+        live_conn = connect(db_path, readonly=True) if on_read_only_media(db_path) else connect_for_check(db_path)
         try:
             copy_database(live_conn, self.tmp / "snapshot.db")
         finally:

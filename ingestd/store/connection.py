@@ -160,6 +160,27 @@ READ_ONLY_MEDIA = (
 NOT_A_DATABASE = "{path} is not an ingestd database (SQLite: file is not a database): check --db"
 
 
+def connect_for_check(path: Path) -> apsw.Connection:
+    """``connect(path)`` for a check that must leave the database file's bytes as it found them
+    (``verify``, ``replay``'s snapshot). The data are the same either way.
+
+    A ``-wal`` a kill -9 left holds committed transactions; SQLite reads them without writing the
+    database file (it rebuilds their index in ``-shm``), but the last connection to close copies
+    them into the file (a checkpoint) and deletes the ``-wal``. This connection then skips that
+    (``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``): the next writer, the daemon at its start, does it.
+    Without such a ``-wal`` closing changes nothing in the file and removes the WAL files as usual.
+
+    Raises:
+        StorageError, PragmaError: as ``connect``.
+    """
+    wal = Path(os.path.realpath(path) + "-wal")  # SQLite names it after the file a link points to
+    pending = wal.exists() and wal.stat().st_size > 0
+    conn = connect(path)
+    if pending:
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    return conn
+
+
 def on_read_only_media(path: Path) -> bool:
     """True when the directory holding ``path`` is on a read-only file system. Reads only."""
     try:

@@ -99,7 +99,45 @@ def mixed_session() -> list[LogRow]:
     ]  # fmt: skip
 
 
+REFUSED = "88888888-8888-4888-8888-888888888888"
+
+
+def refused_session() -> list[LogRow]:
+    """Records whose timestamps are refused, in two files, read a month after they were written:
+    their activity, status evidence, tool and spawn times are the inferred ones (the nearest valid
+    timestamp of the same file), which later rows of the file can move (a refold)."""
+    main = f"-w-r/{REFUSED}.jsonl"
+    sub = f"-w-r/{REFUSED}/subagents/agent-a9a9a9a.jsonl"
+    bad = ("2026-13-45T25:61:61.999Z", "2099-01-01T00:00:00.000Z", None, "soon")
+
+    def rec(i: int, origin: str, ts: object, obj: dict[str, object]) -> LogRow:
+        full = {"sessionId": REFUSED, "uuid": f"r{i}", "timestamp": ts, "cwd": "/w/r", **obj}
+        return LogRow(
+            i, "jsonl", str(full["type"]), orjson.dumps(full), "2026-02-01T00:00:00.000Z", REFUSED, origin, 0, i
+        )
+
+    def ok(i: int) -> str:
+        return f"2026-01-01T00:00:{i:02}.000Z"
+
+    spawn = {"type": "tool_use", "id": "tuR", "name": "Task", "input": {"prompt": "q", "subagent_type": "Plan"}}
+    bash = {"type": "tool_use", "id": "tuB", "name": "Bash", "input": {}}
+    sub_kw = {"agentId": "a9a9a9a", "isSidechain": True}
+    return [
+        rec(1, main, bad[0], {"type": "assistant", "message": {"id": "mr1", "model": "m", "content": [spawn],
+                                                               "usage": {"output_tokens": 2}}}),
+        rec(2, main, ok(2), {"type": "user", "message": {"role": "user", "content": "go"}}),
+        rec(3, sub, bad[2], {"type": "user", "parentUuid": None, "message": {"content": "q"}, **sub_kw}),
+        rec(4, sub, ok(4), {"type": "assistant", "message": {"id": "mr2", "model": "m", "content": [bash]}, **sub_kw}),
+        rec(5, sub, bad[3], {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "tuB",
+                                                                      "content": "ok"}]}, **sub_kw}),
+        rec(6, main, ok(6), {"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "auto"}}),
+        rec(7, main, bad[1], {"type": "user", "message": {"role": "user", "content": "more"}}),
+        hook_row(REFUSED, 400, "Stop", "2026-01-01T00:00:08.000Z"),
+    ]  # fmt: skip
+
+
 ROWS = by_session(tree_rows())
+ROWS[REFUSED] = refused_session()
 ROWS[OPEN] = open_calls_session()
 ROWS[MIXED] = mixed_session()
 SESSIONS = sorted(ROWS)
@@ -140,6 +178,17 @@ def test_reapplying_a_batch_changes_nothing(sid: str, cuts: list[int]) -> None:
     m, inc = folded(sid, rows, cuts)
     m.apply(inc(rows))
     assert m.tables == SCRATCH[sid]
+
+
+def test_refused_timestamps_date_nothing_at_the_read_time() -> None:
+    # every time of the session's rows is a time of its own records (a month before they were read)
+    times = {v for row in (r for tab in SCRATCH[REFUSED].values() for r in tab.values()) for v in row}
+    assert not {v for v in times if isinstance(v, str) and v.startswith("2026-02")}
+    assert {v for v in times if isinstance(v, str) and v.startswith("2026-01")} >= {
+        "2026-01-01T00:00:02.000Z",
+        "2026-01-01T00:00:04.000Z",
+        "2026-01-01T00:00:06.000Z",
+    }
 
 
 def test_open_calls_of_ended_agents_are_interrupted() -> None:

@@ -77,7 +77,7 @@ def test_a_stopped_writer_does_not_outlive_a_kill_9_of_serve(tmp_path: Path) -> 
         os.kill(writer, signal.SIGSTOP)
         wait_for("the writer stopped", lambda: (_stat(writer) or ("",))[0] == "T")
         daemon.kill9()
-        wait_for("the stopped writer killed with its daemon", lambda: _gone(writer), timeout_s=15)
+        wait_for("the stopped writer gone with its daemon", lambda: _gone(writer), timeout_s=15)
         wait_for("its forkserver gone too", lambda: _gone(forkserver), timeout_s=15)
     finally:
         for pid in (writer, forkserver):  # on failure: nothing of this test is left running

@@ -68,7 +68,13 @@ class Changes:
     retracted_agents: list[AgentKey] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
-        """Append ``other``'s rows (later rows of the same key win at upsert time)."""
+        """Append ``other``'s rows (later rows of the same key win at upsert time). An agent ``other``
+        retracts loses its rows appended before (and the edge to it), as a later row of its key
+        would win: a store deletes retracted agents before it upserts."""
+        if other.retracted_agents:
+            gone = set(other.retracted_agents)
+            self.agents = [a for a in self.agents if (a.session_id, a.id) not in gone]
+            self.edges = [e for e in self.edges if (e.session_id, e.child_agent_id) not in gone]
         self.sessions.extend(other.sessions)
         self.agents.extend(other.agents)
         self.edges.extend(other.edges)

@@ -127,3 +127,47 @@ def test_a_refused_timestamp_dates_activity_at_its_inferred_time_not_the_read_ti
         "tool tu0": (T1, T1),  # its call's record has no valid time before it: the next one
         "usage m0": (T1,),
     }
+
+
+LEGACY_SID = "f0f0f0f0-0000-4000-8000-000000000004"
+
+
+def _legacy_chain_rows() -> list[LogRow]:
+    """A 1.0.x in-file sidechain (records chained by parentUuid, no agentId) whose records carry
+    refused timestamps (corpus/claude-projects/-Users-user-linear-agent/263940d8-….jsonl with its
+    timestamps damaged made this case)."""
+    sid, origin = LEGACY_SID, f"-w/{LEGACY_SID}.jsonl"
+    side = {"isSidechain": True}
+    records = [
+        {"type": "user", "uuid": "m1", "timestamp": T1, "message": {"role": "user", "content": "go"}},
+        {"type": "user", "uuid": "s1", "parentUuid": None, "timestamp": T1, "message": {"content": "look"}, **side},
+        {"type": "assistant", "uuid": "s2", "parentUuid": "s1", "timestamp": None, **side,
+         "message": {"id": "ms2", "model": "m", "content": [], "usage": {"output_tokens": 1}}},
+        {"type": "user", "uuid": "s3", "parentUuid": "s2", "timestamp": T2, "message": {"content": "more"}, **side},
+        {"type": "assistant", "uuid": "s4", "parentUuid": "s3", "timestamp": "2026-13-01T00:00:00.000Z", **side,
+         "message": {"id": "ms4", "model": "m", "content": [], "usage": {"output_tokens": 1}}},
+    ]  # fmt: skip
+    return [
+        LogRow(i + 1, "jsonl", str(r["type"]), orjson.dumps({"sessionId": sid, **r}), READ, sid, origin, 0, i * 100)
+        for i, r in enumerate(records)
+    ]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_a_refold_retracts_the_provisional_sidechain_agents_folded_before_it(size: int) -> None:
+    # the shell's history is the session's whole log (a rebuild, the writer), so a refold asked for
+    # by a retimed record sees chains the batches so far had not completed: the provisional agents
+    # those batches named must go, as they go when a later batch completes the chain
+    from ingestd.core.projector import fold, given
+    from tests.core.projector_support import Model
+
+    rows = _legacy_chain_rows()
+    whole = Model()
+    whole.apply(fold_log(LEGACY_SID, rows, Ctx())[1])
+    m, state = Model(), None
+    backwards = rows[::-1]
+    for i in range(0, len(backwards), size):
+        state, ch = fold(state, LEGACY_SID, backwards[i : i + size], Ctx(), given(rows))
+        m.apply(ch)
+    assert m.tables == whole.tables
+    assert [a for _, a in whole.tables["agents"]] == [LEGACY_SID, "sidechain-s1"]

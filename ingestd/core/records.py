@@ -133,6 +133,13 @@ def path_info(origin: str) -> PathInfo:
     return PathInfo(slug, stem or None, None)
 
 
+def _session_of(sid: Any, path_session: str | None) -> str | None:
+    """The session of a record whose ``sessionId`` is ``sid`` (SPEC §4.1): ``sid`` when it is a
+    string that is not blank (empty or only white space: no session can be reached by it; a hook
+    body with one is refused), else ``path_session``."""
+    return sid if isinstance(sid, str) and sid and not sid.isspace() else path_session
+
+
 def line_row(
     line: Line,
     *,
@@ -166,15 +173,13 @@ def line_row(
             INVALID,
             data,
             received_at,
-            sid if isinstance(sid, str) and sid else path_session,
+            _session_of(sid, path_session),
             origin,
             gen,
             line.offset,
             reason=dec.reason,
         )
-    sid = obj.get("sessionId")
-    if not isinstance(sid, str) or not sid or sid.isspace():  # blank: no identity (a hook body's is refused)
-        sid = path_session
+    sid = _session_of(obj.get("sessionId"), path_session)
     etype = obj.get("type")
     if not isinstance(etype, str) or not etype:
         etype = "untyped"
@@ -199,8 +204,6 @@ def oversized_row(
     """
     payload = marker_payload(ov)
     rec = salvage(payload)
-    sid = rec.get("sessionId") if rec is not None else None
-    if not isinstance(sid, str) or not sid or sid.isspace():
-        sid = path_session
+    sid = _session_of(rec.get("sessionId") if rec is not None else None, path_session)
     key = jsonl_key_of_digest(origin_hash, gen, ov.offset, ov.digest)
     return NewLogRow(key, "jsonl", OVERSIZED, payload, received_at, sid, origin, gen, ov.offset, obj=rec)

@@ -163,8 +163,9 @@ def line_row(
     key = jsonl_key(origin_hash, gen, line.offset, data)
     obj = dec.obj
     if obj is None:
-        # too deep to decode: the projector salvages its head and tail (``projector.decode_row``),
-        # and the session is the one they name, as for an oversized line
+        # too deep to decode: what its head and tail tell is the record (``projector.decode_row``,
+        # carried as the row's object so the projector need not decode and salvage it again), and
+        # the session is the one they name, as for an oversized line
         rec = salvage_line(data) if dec.reason == TOO_DEEP else None
         sid = rec.get("sessionId") if rec is not None else None
         return NewLogRow(
@@ -177,6 +178,7 @@ def line_row(
             origin,
             gen,
             line.offset,
+            obj=rec,
             reason=dec.reason,
         )
     sid = _session_of(obj.get("sessionId"), path_session)

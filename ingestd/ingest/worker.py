@@ -45,7 +45,7 @@ from typing import Any, cast
 from ingestd.core import derive, projector
 from ingestd.core.decode import decode_line
 from ingestd.core.oversized import OVERSIZED
-from ingestd.core.records import LogRow, NewLogRow
+from ingestd.core.records import INVALID, LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.errors import IngestdError
@@ -70,10 +70,11 @@ class ReaderFailed(IngestdError):
 
 
 def _to_wire(r: NewLogRow) -> Wire:
-    """A row as sent: its columns, flags, and its object (True: decode the payload again)."""
+    """A row as sent: its columns, flags, and its object (True: decode the payload again; an
+    ``oversized`` or ``invalid`` row's object, salvaged from its bytes, is sent as it is)."""
     obj: Any = None
     if r.obj is not None:
-        obj = r.obj if r.event_type == OVERSIZED else True
+        obj = r.obj if r.event_type in (OVERSIZED, INVALID) else True
     return (*r.db_tuple(), r.recovered, r.reason, obj)
 
 

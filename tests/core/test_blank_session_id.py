@@ -8,12 +8,14 @@ and the API could not reach (they strip what they are given), and a transcript l
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from ingestd.core.decode import TOO_DEEP
 from ingestd.core.framing import Line, Oversized
 from ingestd.core.hookkeys import Rejected, parse_body
+from ingestd.core.projector import decode_row
 from ingestd.core.records import line_row, oversized_row
 
 
@@ -61,3 +63,10 @@ def test_an_oversized_lines_session_id_blank_or_not(sid: str, want: str) -> None
     ov = Oversized(offset=0, length=10 << 20, digest="d" * 16, head=head, tail=b'"}}')
     row = oversized_row(ov, origin="o", origin_hash="h", gen=0, received_at="t", path_session="p")
     assert row.session_id == want
+
+
+def test_a_too_deep_line_carries_its_salvaged_record() -> None:
+    # the projector takes it as it is (``projector.decode_row``) instead of decoding and salvaging again
+    row = line_row(Line(0, _too_deep("s1")), origin="o", origin_hash="h", gen=0, received_at="t", path_session="p")
+    assert row.obj == {"type": "user", "sessionId": "s1", "uuid": "u1"}
+    assert row.obj == decode_row(row.logged(1)) == decode_row(replace(row.logged(1), obj=None))

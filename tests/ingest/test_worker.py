@@ -349,3 +349,10 @@ def test_the_reader_dies_with_the_writing_process(tmp_path: Path) -> None:
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(pid)
+
+
+def test_a_too_deep_lines_salvaged_record_crosses_the_pipe() -> None:
+    data = b'{"type":"user","sessionId":"s1","uuid":"u1","message":{"content":' + b"[" * 1100 + b"]" * 1100 + b"}}"
+    row = line_row(Line(0, data), origin="o", origin_hash="h", gen=0, received_at=NOW, path_session="p")
+    assert row.reason == "too_deep" and row.obj is not None
+    assert _from_wire(_to_wire(row)).obj == row.obj

@@ -84,37 +84,46 @@ class Spawn:
     prompt: str | None
 
 
+def split_writes(agg: int, e5: int, e1: int) -> tuple[int, int]:
+    """(cache_write_5m, cache_write_1h), tokens, of the raw write fields (SPEC §4.4): the
+    breakdown, and in 5m what of the aggregate ``agg`` it leaves unexplained (5 minutes is the API's
+    default TTL)."""
+    rest = agg - e5 - e1
+    return e5 + (rest if rest > 0 else 0), e1
+
+
 @dataclass(slots=True)
 class MsgEv:
     """One message's usage evidence at one claim rank, each field a join over its streamed parts.
 
     Attributes:
-        input / output / cache_read / cache_write_5m / cache_write_1h: int, tokens, per-bucket max.
+        input / output / cache_read: int, tokens, per-bucket max.
         model: tuple (output tokens, model), max: the model of the part with the largest output.
         occurred: str, canonical UTC min, or ``validate.INFER`` while no part's time is valid.
         agent: str, min: the agent (or legacy placeholder) whose record holds it.
         speed: str, max ('' when absent); web_search_requests: int, max (streamed parts repeat it).
         write_agg / write_5m / write_1h: int, tokens, max of the raw ``cache_creation_input_tokens``
-            and its 5m / 1h breakdown over the parts: ``cache_write_5m`` / ``_1h`` are split from them.
+            and its 5m / 1h breakdown over the parts; the cache_write buckets are split from them
+            when counted (``counts``), never joined split: a part with only the aggregate (100 -> 5m
+            100) and one with the breakdown (60/40) would count 5m 100 + 1h 40 = 140 for 100 billed.
     """
 
     input: int
     output: int
     cache_read: int
-    cache_write_5m: int
-    cache_write_1h: int
     model: tuple[int, str]
     occurred: str
     agent: str
     speed: str
     web_search_requests: int
-    write_agg: int = 0
-    write_5m: int = 0
-    write_1h: int = 0
+    write_agg: int
+    write_5m: int
+    write_1h: int
 
     def counts(self) -> tuple[int, int, int, int, int]:
-        """The five bucket counts in ``derive.BUCKETS`` order."""
-        return (self.input, self.output, self.cache_read, self.cache_write_5m, self.cache_write_1h)
+        """The five bucket counts in ``derive.BUCKETS`` order, tokens."""
+        w5, w1 = split_writes(self.write_agg, self.write_5m, self.write_1h)
+        return (self.input, self.output, self.cache_read, w5, w1)
 
 
 @dataclass(slots=True)

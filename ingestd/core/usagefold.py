@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingestd.core.rows import QuarantineRow
-from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState
+from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState, split_writes
 from ingestd.core.touch import Touched
 from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, name_refused, usage_problems
 
@@ -30,13 +30,15 @@ def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
     the aggregate was once reported 0 while the breakdown was not). ``iterations[]`` repeats
     the same numbers and is never added.
     """
-    w5, w1 = split_writes(*raw_writes(usage))
+    return (*_plain(usage), *split_writes(*raw_writes(usage)))
+
+
+def _plain(usage: dict[str, Any]) -> tuple[int, int, int]:
+    """(input, output, cache_read) of one usage object, tokens."""
     return (
         count(usage.get("input_tokens")),
         count(usage.get("output_tokens")),
         count(usage.get("cache_read_input_tokens")),
-        w5,
-        w1,
     )
 
 
@@ -50,12 +52,6 @@ def raw_writes(usage: dict[str, Any]) -> tuple[int, int, int]:
     return count(usage.get("cache_creation_input_tokens")), e5, e1
 
 
-def split_writes(agg: int, e5: int, e1: int) -> tuple[int, int]:
-    """(cache_write_5m, cache_write_1h): the breakdown, and what of the aggregate it leaves unexplained in 5m."""
-    rest = agg - e5 - e1
-    return e5 + (rest if rest > 0 else 0), e1
-
-
 def _join(ev: MsgEv, part: MsgEv) -> None:
     """Merge one streamed part into the message's evidence: every field a join."""
     ev.speed = max(ev.speed, part.speed)
@@ -63,13 +59,10 @@ def _join(ev: MsgEv, part: MsgEv) -> None:
     ev.input = max(ev.input, part.input)
     ev.output = max(ev.output, part.output)
     ev.cache_read = max(ev.cache_read, part.cache_read)
-    # cache writes: the raw fields joined first, then split (SPEC §4.4). Joining the split buckets
-    # of a part with only the aggregate (100 -> 5m 100) and one with the breakdown (60/40) counted
-    # 5m 100 + 1h 40 = 140 for 100 billed.
+    # cache writes: the raw fields joined; split only when counted (``MsgEv.counts``, SPEC §4.4)
     ev.write_agg = max(ev.write_agg, part.write_agg)
     ev.write_5m = max(ev.write_5m, part.write_5m)
     ev.write_1h = max(ev.write_1h, part.write_1h)
-    ev.cache_write_5m, ev.cache_write_1h = split_writes(ev.write_agg, ev.write_5m, ev.write_1h)
     # the model is the one on the part with the largest output (ties: larger id)
     ev.model = max(ev.model, part.model)
     ev.occurred = min(ev.occurred, part.occurred)
@@ -98,8 +91,7 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
         og, off, received_at = t.bad_at
         state.inferred.setdefault(mid, {})[(og, off)] = received_at
         name_refused(state, og, off, mid)
-    raw = raw_writes(usage)
-    b = usage_buckets(usage)
+    inp, out, cread = _plain(usage)
     model = msg.get("model")
     model = model if isinstance(model, str) and model else "unknown"
     # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), and the web search server
@@ -107,7 +99,9 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     sp = usage.get("speed")
     stu = usage.get("server_tool_use")
     searches = count(stu.get("web_search_requests")) if isinstance(stu, dict) else 0
-    part = MsgEv(*b, (b[1], model), ts, agent, sp if isinstance(sp, str) else "", searches, *raw)
+    part = MsgEv(
+        inp, out, cread, (out, model), ts, agent, sp if isinstance(sp, str) else "", searches, *raw_writes(usage)
+    )
     by_rank = state.msgs.setdefault(mid, {})
     ev = by_rank.get(rank)
     if ev is None:

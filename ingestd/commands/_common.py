@@ -17,7 +17,7 @@ from ingestd import settings as settings_mod
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
 from ingestd.store.migrate import migrate, status
-from ingestd.store.projrev import stale_projection
+from ingestd.store.projrev import StaleProjection, stale_projection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -209,22 +209,31 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
 def open_read_db(db_path: Path | None) -> apsw.Connection:
     """Open an existing, fully migrated database for a command that only reads. Changes nothing.
 
+    ``open_read_db_stale`` without the staleness (its note is printed all the same).
+    """
+    return open_read_db_stale(db_path)[0]
+
+
+def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProjection | None]:
+    """Open an existing, fully migrated database for a command that only reads. Changes nothing.
+
     Projections computed under older projector rules are read as they are, with a note on stderr
     naming the command that re-projects (``ingestd.store.projrev``).
 
     On read-only media the database is opened read-only as it is (``connect``), not refused.
 
+    Returns:
+        ``(conn, stale)``: a read-only connection, and the staleness of its projections (None when
+        current), for a command that reports it too (``cost``, ``replay``) without computing it again.
+
     Raises:
-        ConfigError: no database at the path, the path is not a regular file, or migrations are
-            pending (run ``ingestd migrate``).
+        ConfigError: no database at the path, the path is not a regular file (``connect``), or
+            migrations are pending (run ``ingestd migrate``).
         MigrationError: the ledger refuses.
     """
     path = resolve_db(db_path)
     if not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
-    wrong = filecheck.not_regular(path, "database file")
-    if wrong:
-        raise ConfigError(wrong, path=str(path))
     conn = connect(path, readonly=True)
     st = status(conn)
     if st.problems:
@@ -235,7 +244,7 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
     stale = stale_projection(conn, path)
     if stale is not None:
         click.echo(f"ingestd: note: {stale.message()}", err=True)
-    return conn
+    return conn, stale
 
 
 def emit_json(doc: Any) -> None:

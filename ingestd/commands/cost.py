@@ -12,15 +12,13 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    open_read_db,
+    open_read_db_stale,
     open_store,
-    resolve_db,
     store_option,
 )
 from ingestd.commands.sessions import WINDOW_HELP
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.window import make_window, resolve_zone
-from ingestd.store.projrev import stale_projection
 
 
 def register(cli: click.Group) -> None:
@@ -55,9 +53,8 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        conn = open_store(store_url) if store_url else open_read_db(db_path)
+        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
         doc = cost_report(conn, by=by, window=window, zone=zone, host=host)
-        stale = None if store_url else stale_projection(conn, resolve_db(db_path))
         if stale is not None:
             # Figures of older rules are not the cost: say so where scripts look (cost_complete).
             doc["cost_complete"] = False

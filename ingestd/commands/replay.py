@@ -12,15 +12,15 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    open_read_db,
+    open_read_db_stale,
     resolve_db,
     store_connection,
     store_option,
 )
 from ingestd.errors import CheckFailed, ConfigError
 from ingestd.replay import ReplayResult, replay, total_rows
-from ingestd.store.connection import connect, on_read_only_media
-from ingestd.store.projrev import stale_projection
+from ingestd.store.connection import on_read_only_media
+from ingestd.store.projrev import StaleProjection
 
 
 def _print(result: ReplayResult) -> None:
@@ -82,7 +82,8 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
             raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
         return
     path = resolve_db(db_path)
-    open_read_db(path).close()  # there, and migrated: a log of an older schema is not replayed
+    conn, stale = open_read_db_stale(path)  # there, and migrated: a log of an older schema is not replayed
+    conn.close()
     if workdir is None and on_read_only_media(path):
         raise ConfigError(
             f"{path} is on a read-only file system, where the replay's copies cannot go: pass --workdir DIR"
@@ -93,25 +94,8 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
     # the default work directory, the database's, is checked with it; every finding in one refusal
     extra = filecheck.dir_problems(workdir) if workdir is not None else []
     filecheck.require_safe(filecheck.store_problems(path) + extra)
-    if sys.stderr.isatty() and not as_json:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            transient=True,
-        ) as bar:
-            task = bar.add_task("replay", total=total_rows(path) or None)
-            result = replay(
-                path,
-                workdir=workdir,
-                on_phase=lambda name: bar.update(task, description=name),
-                on_rows=lambda n: bar.advance(task, n),
-            )
-    else:
-        result = replay(path, workdir=workdir)
+    bar = sys.stderr.isatty() and not as_json
+    result = _replay_with_bar(path, workdir) if bar else replay(path, workdir=workdir)
     if as_json:
         emit_json(result.to_json())
     else:
@@ -121,17 +105,33 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
             "replay mismatch in "
             + ", ".join(sorted({k.split(":")[0] for k in result.comparison.differences}))
             + ": "
-            + _mismatch_hint(path)
+            + _mismatch_hint(stale)
         )
 
 
-def _mismatch_hint(path: Path) -> str:
-    """What a mismatch most likely means and what to run next (read-only)."""
-    conn = connect(path, readonly=True)
-    try:
-        stale = stale_projection(conn, path)
-    finally:
-        conn.close()
+def _replay_with_bar(path: Path, workdir: Path | None) -> ReplayResult:
+    """``replay`` with a progress bar on stderr (a terminal), its phases and rows as they go."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("replay", total=total_rows(path) or None)
+        return replay(
+            path,
+            workdir=workdir,
+            on_phase=lambda name: bar.update(task, description=name),
+            on_rows=lambda n: bar.advance(task, n),
+        )
+
+
+def _mismatch_hint(stale: StaleProjection | None) -> str:
+    """What a mismatch most likely means and what to run next, given the live projections'
+    staleness as the replay found it when it opened the database (``open_read_db_stale``)."""
     if stale is not None:
         return f"{stale.message()}, then replay again"
     return (

@@ -4,14 +4,17 @@ replay say so and name the command (breaker3: cost under-reported and marked com
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
 from ingestd.replay.dump import canonical_rows
+from ingestd.store import projrev
 from ingestd.store.connection import connect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
@@ -73,3 +76,24 @@ def test_verify_and_replay_name_a_stale_projection(tmp_path: Path) -> None:
     ok = CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"])
     assert "stale_projection" not in orjson.loads(ok.stdout) and "note" not in ok.stderr
     assert CliRunner().invoke(cli, ["verify", "--db", str(db)]).exit_code == 0
+
+
+def test_cost_and_replay_read_the_staleness_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # cost computed it in open_read_db and again itself; replay opened a second connection for its hint
+    db, _ = stale_db(tmp_path)
+    calls: list[object] = []
+    real = projrev.stored_revision
+
+    def counted(conn: Any) -> str | None:
+        calls.append(conn)
+        return real(conn)
+
+    monkeypatch.setattr(projrev, "stored_revision", counted)
+    res = CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"])
+    assert orjson.loads(res.stdout)["cost_complete"] is False
+    assert len(calls) == 1
+    calls.clear()
+    rep = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])
+    assert rep.exit_code == 1 and "ingestd migrate --db" in rep.stderr
+    assert rep.stderr.count("note: ") == 1
+    assert len(calls) == 1

@@ -14,6 +14,7 @@ import orjson
 
 from ingestd import deepjson, filecheck
 from ingestd import settings as settings_mod
+from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
 from ingestd.store.migrate import migrate, status
@@ -189,14 +190,7 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
     path = resolve_db(db_path)
     if not create and not path.exists():
         raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
-    require_safe_files(path)
-    conn = connect(path)
-    migrate(conn)
-    # Imported here: only writers pay for the projector's import.
-    from ingestd.ingest.reproject import ensure_current
-    from ingestd.store.identity import database_identity
-
-    folded = ensure_current(conn, path, ctx=database_identity(conn))
+    conn, _applied, folded = open_current(path)
     if folded:
         click.echo(
             f"ingestd: the projector's rules changed since this database was projected: "
@@ -204,6 +198,31 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
             err=True,
         )
     return conn
+
+
+def open_current(path: Path) -> tuple[apsw.Connection, list[Pin], int | None]:
+    """Open the database at ``path`` to write, created when missing, migrated, projections current.
+
+    Refuses unsafe files first (``require_safe_files``), applies every pending migration, and
+    re-projects from the log when the projector's rules changed since it was projected
+    (``ingest.reproject.ensure_current``): what every writing command needs before it writes.
+
+    Returns:
+        ``(conn, applied, folded)``: the connection; the migrations applied now (oldest first);
+        the log rows re-projected, or None when the projections were current.
+
+    Raises:
+        ConfigError: the database or a file beside it is not the user's own or is writable by others.
+        MigrationError: the ledger refuses (see ``ingestd migrate --status``).
+    """
+    require_safe_files(path)
+    conn = connect(path)
+    applied = migrate(conn)
+    # Imported here: only writers pay for the projector's import.
+    from ingestd.ingest.reproject import ensure_current
+    from ingestd.store.identity import database_identity
+
+    return conn, applied, ensure_current(conn, path, ctx=database_identity(conn))
 
 
 def open_read_db(db_path: Path | None) -> apsw.Connection:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, require_safe_files, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_current, resolve_db
 from ingestd.errors import MigrationError
 from ingestd.store import migrate as mig
 from ingestd.store.connection import connect
@@ -41,15 +41,9 @@ def register(cli: click.Group) -> None:
             if st.problems:
                 raise MigrationError("; ".join(st.problems))
             return
-        require_safe_files(path)
-        conn = connect(path)
-        done = mig.migrate(conn)
         # A database projected by older rules is re-projected here too, not only by the next
         # writer: until then cost, sessions and titles would come from the old rules.
-        from ingestd.ingest.reproject import ensure_current
-        from ingestd.store.identity import database_identity
-
-        folded = ensure_current(conn, path, ctx=database_identity(conn))
+        _conn, done, folded = open_current(path)
         if as_json:
             emit_json({"applied": [{"id": p.id, "name": p.name} for p in done], "reprojected_log_rows": folded})
             return

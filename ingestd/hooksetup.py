@@ -118,13 +118,13 @@ def check_env_name(name: str) -> str:
     return name
 
 
-def settings_path(project: Path | None, home: Path, config_dir: str | None = None) -> Path:
-    """``<project>/.claude/settings.json``, else the user's: ``<config_dir>/settings.json`` when
-    ``config_dir`` (``$CLAUDE_CONFIG_DIR``, which moves Claude Code's whole ``~/.claude``, its
-    user settings included) is set and not empty, else ``<home>/.claude/settings.json``."""
+def settings_path(project: Path | None, config_dir: Path) -> Path:
+    """``<project>/.claude/settings.json``, else the user's: ``<config_dir>/settings.json``
+    (``config_dir`` is Claude Code's config directory, ``claudedir.claude_config_dir``:
+    ``$CLAUDE_CONFIG_DIR`` moves its user settings too)."""
     if project is not None:
         return project / ".claude" / "settings.json"
-    return Path(config_dir) / "settings.json" if config_dir else home / ".claude" / "settings.json"
+    return config_dir / "settings.json"
 
 
 def forward_command(t: HookTarget) -> str:

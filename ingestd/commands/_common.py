@@ -14,6 +14,7 @@ import orjson
 
 from ingestd import deepjson, filecheck
 from ingestd import settings as settings_mod
+from ingestd.claudedir import claude_config_dir
 from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path
@@ -113,11 +114,9 @@ def json_option(f: F) -> F:
 
 
 def default_projects(env: dict[str, str]) -> list[Path]:
-    """``$CLAUDE_CONFIG_DIR/projects`` when set, else ``~/.claude/projects``."""
-    base = env.get("CLAUDE_CONFIG_DIR")
-    if base:
-        return [Path(base) / "projects"]
-    return [Path(env.get("HOME") or os.path.expanduser("~")) / ".claude" / "projects"]
+    """``projects`` in Claude Code's config directory (``claudedir.claude_config_dir``):
+    ``$CLAUDE_CONFIG_DIR/projects`` when set and not empty, else ``~/.claude/projects``."""
+    return [claude_config_dir(env) / "projects"]
 
 
 CONFIG_DIR_MARKS = ("projects", "history.jsonl", "settings.json")

@@ -12,6 +12,7 @@ import click
 
 from ingestd import hooksetup
 from ingestd import settings as settings_mod
+from ingestd.claudedir import claude_config_dir
 from ingestd.commands._common import IntRange, setting_option
 from ingestd.daemon.bind import DEFAULT_PORT, reach_host
 from ingestd.errors import ConfigError
@@ -70,8 +71,7 @@ def _say_which(legacy: bool, found: Installed) -> None:
 
 
 def _path(project: Path | None) -> Path:
-    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
-    return hooksetup.settings_path(project, home, os.environ.get("CLAUDE_CONFIG_DIR"))
+    return hooksetup.settings_path(project, claude_config_dir(os.environ))
 
 
 def _common(f: F) -> F:

@@ -62,8 +62,9 @@ async def schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: async
             await asyncio.wait_for(stop.wait(), schedule.CHECK_EVERY_S)
 
 
-# A store that stays unreachable is tried less and less often, up to this many seconds apart,
-# and said so at most this often (the first failure at once): each machine works offline (README).
+# A store that stays unreachable is tried less and less often, up to this many seconds apart (or
+# ship_interval_s when that is longer: a failure never brings the next try closer than a success
+# would), and said so at most this often (the first failure at once): each machine works offline (README).
 SHIP_MAX_WAIT_S = 300.0
 SHIP_REMIND_S = 600.0
 
@@ -73,7 +74,7 @@ class ShipFailures:
 
     Args:
         interval_s: float, seconds after the first failure (``ship_interval_s``), doubled per
-            failure in a row up to ``SHIP_MAX_WAIT_S``.
+            failure in a row up to ``SHIP_MAX_WAIT_S`` or ``interval_s``, whichever is longer.
         clock: monotonic seconds.
     """
 
@@ -87,7 +88,8 @@ class ShipFailures:
         """One more failure: the seconds to wait. Logs ``ship_failed`` (warning) the first time and
         then every ``SHIP_REMIND_S`` while the failures go on."""
         self.count += 1
-        wait_s: float = min(SHIP_MAX_WAIT_S, self._interval_s * 2.0 ** min(self.count - 1, 16))
+        cap_s = max(SHIP_MAX_WAIT_S, self._interval_s)
+        wait_s: float = min(cap_s, self._interval_s * 2.0 ** min(self.count - 1, 16))
         now = self._clock()
         if self._said_at is None or now - self._said_at >= SHIP_REMIND_S:
             self._said_at = now

@@ -29,3 +29,17 @@ def test_an_unreachable_store_is_tried_less_often_and_said_once_then_at_interval
     assert all(b - a >= SHIP_REMIND_S for a, b in itertools.pairwise(times))
     assert 2 <= len(said) - 2 <= 5
     assert said[-2:] == [("ship_resumed", "info", 12), ("ship_failed", "warning", 1)]
+
+
+def test_a_long_interval_is_never_shortened_by_a_failure() -> None:
+    # review: with ship_interval_s=3600 the first failure waited SHIP_MAX_WAIT_S (300 s), i.e. a
+    # store that is down was tried twelve times as often as one that answers
+    from structlog.testing import capture_logs
+
+    from ingestd.daemon.jobs import ShipFailures
+
+    failures = ShipFailures(3600)
+    with capture_logs():
+        waits = [failures.failed("db.example", "connection refused") for _ in range(40)]
+    assert waits[:3] == [3600, 3600, 3600]
+    assert set(waits) == {3600}

@@ -30,7 +30,6 @@ from ingestd.ingest.scan import discover, found_at, text_name
 from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect
-from ingestd.store.isolate import Backoff
 
 log = get_logger("ingestd.ingest")
 
@@ -38,9 +37,6 @@ BATCH_ROWS = 20000
 # pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
 # most three batches (read, waiting, written) are in memory
 PIPELINE_BATCH_ROWS = 4000
-# A one-shot ingest retries a transient refusal briefly (busy past the 5 s busy timeout, a full
-# disk, an I/O error), then stops with the error; the daemon retries until it clears.
-CLI_BACKOFF = Backoff(first_s=0.1, max_s=1.0, max_attempts=4)
 
 
 def ingest_roots(
@@ -76,7 +72,7 @@ def ingest_roots(
         pipeline: write batches on a second thread while the next is read (``ingestd.ingest.pipeline``:
             the same rows, transactions and order), in batches of ``PIPELINE_BATCH_ROWS``.
         tailing: the tailer's state kept across calls (``Tailing``); None: a one-shot ingest, which
-            retries a transient refusal briefly (``CLI_BACKOFF``) and fills the summary's totals.
+            retries a transient refusal briefly (``Tailing.one_shot``) and fills the summary's totals.
         reader_process: a one-shot ingest (``tailing`` None) reads, frames, decodes and keys the
             lines in a worker process (``ingestd.ingest.worker``) while this one writes, pipelined
             (same batches, rows, transactions and order); ignored for the tailer.
@@ -85,7 +81,7 @@ def ingest_roots(
     """
     t0 = time.perf_counter()
     summary = Summary()
-    tail = tailing or Tailing(framers=None, backoff=CLI_BACKOFF, component="ingest")
+    tail = tailing or Tailing.one_shot()
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
     plans, distrusted = _plan(b, conn, roots, paths, on_total)

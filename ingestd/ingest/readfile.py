@@ -121,7 +121,7 @@ def _head_hash(path: str, offset: int) -> str:
 @dataclass
 class Tailing:
     """What an ingest run reads and writes with beyond its batches; the daemon's tailer keeps one
-    across ``ingest_roots`` calls (SPEC §7), a one-shot run has its own (``Batcher``'s default).
+    across ``ingest_roots`` calls (SPEC §7), a one-shot run has its own (``Tailing.one_shot``).
 
     Attributes:
         cache: ``FoldCache``, fold states reused across calls (the tailer's worker thread only).
@@ -140,6 +140,12 @@ class Tailing:
     should_stop: Callable[[], bool] | None = None
     component: str = "tailer"
 
+    @classmethod
+    def one_shot(cls) -> Tailing:
+        """A one-shot run's (``ingestd ingest``, its reader process): no framer kept; a transient refusal
+        (busy past the busy timeout, a full disk, an I/O error) is retried briefly, then raised."""
+        return cls(framers=None, backoff=Backoff(first_s=0.1, max_s=1.0, max_attempts=4), component="ingest")
+
 
 class Batcher:
     """Log rows and checkpoints of one ingest run, applied in batches (``flush``); see ``ingest_roots``."""
@@ -150,12 +156,12 @@ class Batcher:
         ctx: Ctx,
         summary: Summary,
         batch_rows: int,
-        tail: Tailing | None = None,
+        tail: Tailing,
         watchdog_window_s: int = WATCHDOG_WINDOW_S,
     ) -> None:
         self.conn = conn
         # the fold cache, the kept framers, the retries, the stop flag, the stall's component
-        self.tail = tail if tail is not None else Tailing(framers=None, component="ingest")
+        self.tail = tail
         self.ctx = ctx
         self.summary = summary
         self.batch_rows = batch_rows

@@ -49,7 +49,7 @@ from ingestd.core.records import INVALID, LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.errors import IngestdError
-from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, read_plans
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, Tailing, read_plans
 from ingestd.logs import get_logger
 from ingestd.store.writer import Prefold, PrefoldGate
 
@@ -101,7 +101,7 @@ class _Reading(Batcher):
     applying it; it never touches a database."""
 
     def __init__(self, conn: Connection, summary: Summary, batch_rows: int, ctx: Ctx, first_id: int | None) -> None:
-        super().__init__(cast(Any, None), ctx, summary, batch_rows)
+        super().__init__(cast(Any, None), ctx, summary, batch_rows, Tailing.one_shot())
         self.out = conn
         self.next_id = first_id  # None: no fold ahead (the log was not empty, or a fold failed)
         self.states: dict[str, SessionState] = {}

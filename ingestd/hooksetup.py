@@ -308,8 +308,6 @@ def read_text(path: Path) -> str | None:
                 path=str(path),
             ) from None
         return None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a directory, not a settings file; nothing was changed", path=str(path)) from None
     except UnicodeDecodeError as e:
         raise InputError(
             f"{path} is not UTF-8 text (byte {e.start}); fix it and run again; nothing was changed", path=str(path)

@@ -296,7 +296,7 @@ def test_settings_that_are_a_directory_or_not_utf8_are_refused_cleanly(home: Pat
     path.mkdir()
     r = CliRunner().invoke(cli, ["hooks", action], env={"HOME": str(home)})
     assert r.exit_code == 2, r.output
-    assert "is a directory" in r.output and "nothing was changed" in r.output
+    assert f"{path} is a directory, not a regular file" in r.output and "nothing was read" in r.output
     path.rmdir()
     path.write_bytes(b'{"model": "\xff"}')
     r = CliRunner().invoke(cli, ["hooks", action], env={"HOME": str(home)})

@@ -279,16 +279,17 @@ def write(
     frames = pre.frames if _usable(pre, rows, new, codec) and pre is not None else None
     out: dict[int, bytes] = {}
     for k, chunk in enumerate(chunks):
+        kept = len(chunks) - k <= CACHE_BLOCKS  # the read cache keeps the last blocks only
+        data = b"".join(rows[i].payload for i in chunk) if frames is None or kept else b""
         if frames is not None:
             frame, crc = frames[k]
         else:
-            data = b"".join(rows[i].payload for i in chunk)
             codec, frame = compress(data)
             crc = zlib.crc32(data)
         conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (?, ?)", (codec, frame))
         block_id = int(conn.last_insert_rowid())
-        if len(chunks) - k <= CACHE_BLOCKS:  # the read cache keeps the last blocks only
-            _remember(conn, block_id, crc, b"".join(rows[i].payload for i in chunk))
+        if kept:
+            _remember(conn, block_id, crc, data)
         offset = 0
         for i in chunk:
             n = len(rows[i].payload)

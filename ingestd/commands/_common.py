@@ -163,6 +163,12 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path if db_path is not None else default_db_path(dict(os.environ))
 
 
+def require_db(path: Path) -> None:
+    """Refuse a database that does not exist (``ConfigError`` saying how to make one). Reads only."""
+    if not path.exists():
+        raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+
+
 def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
     """Refuse, before anything is written, what ``ingest`` and ``serve`` refuse (``ingestd.filecheck``).
 
@@ -187,8 +193,8 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
         MigrationError: the ledger refuses (see ``ingestd migrate --status``).
     """
     path = resolve_db(db_path)
-    if not create and not path.exists():
-        raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
+    if not create:
+        require_db(path)
     conn, _applied, folded = open_current(path)
     if folded:
         click.echo(

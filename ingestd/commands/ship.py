@@ -15,6 +15,8 @@ from ingestd.commands._common import (
     json_option,
     open_db,
     open_read_db,
+    require_db,
+    require_safe_files,
     resolve_db,
     store_connection,
 )
@@ -115,18 +117,29 @@ def register(cli: click.Group) -> None:
 
 
 def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
-    """``--set-host-id``: refused while a daemon serves the database (it keeps the id it started with)."""
+    """``--set-host-id``: refused while a daemon serves the database (it keeps the id it started with).
+
+    The lock is taken before the database is opened (opening migrates and may re-project), so a
+    refusal writes nothing; the connection is closed before the lock is released (``DaemonLock``).
+    """
     from ingestd.central.hostid import check_host_id, set_host_id
     from ingestd.daemon import lock
 
     check_host_id(name)
-    conn = open_db(db_path, create=False)
-    held = lock.acquire(resolve_db(db_path))  # DaemonError naming the daemon's pid when one runs
+    path = resolve_db(db_path)
+    require_db(path)
+    require_safe_files(path)
+    held = lock.acquire(path)  # DaemonError naming the daemon's pid when one runs
     try:
-        done = set_host_id(conn, name)
-    finally:
-        held.release()
-        conn.close()
+        conn = open_db(path, create=False)
+        try:
+            done = set_host_id(conn, name)
+        finally:
+            conn.close()
+    except BaseException:
+        held.discard()  # removed between the check and the lock: the empty file the lock made goes too
+        raise
+    held.release()
     if done.old == done.new:
         _say(as_json, done.to_json(), f"host id is already {done.new!r}: nothing was changed")
     else:

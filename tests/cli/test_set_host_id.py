@@ -62,14 +62,37 @@ def test_a_bad_host_id_is_refused(db: Path, name: str) -> None:
     assert hosts(db)[1] != name
 
 
+def files(db: Path) -> dict[str, bytes]:
+    """The database and what SQLite keeps beside it, byte for byte."""
+    return {p.name: p.read_bytes() for p in sorted(db.parent.glob(db.name + "*")) if not p.name.endswith(".lock")}
+
+
 def test_refused_while_a_daemon_serves_the_database(db: Path) -> None:
+    # review: the database was opened (migrated, re-projected) before the lock refused: it wrote, then
+    # said no. An older projection revision shows it: opening re-projects and stamps the current one.
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'projection_revision'")
+    conn.close()
+    before = files(db)
     held = lock.acquire(db)
     try:
         r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
     finally:
         held.release()
     assert r.exit_code == 2, r.output
+    assert "already running" in r.output
+    assert files(db) == before
+    conn = connect(db, readonly=True)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'projection_revision'").fetchall() == [("0",)]
+    conn.close()
     assert hosts(db)[1] != "box-2"
+
+
+def test_a_missing_database_is_refused_and_not_created(tmp_path: Path) -> None:
+    db = tmp_path / "none" / "x.db"
+    r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    assert r.exit_code == 2 and f"no database at {db}" in r.output
+    assert not db.parent.exists()
 
 
 def test_refused_once_rows_were_shipped(db: Path) -> None:

@@ -179,6 +179,7 @@ class Tailer:
         health: Health | None = None,
     ) -> None:
         self.roots = list(roots)
+        self._root_strs = frozenset(str(r) for r in self.roots)  # as the re-armed watcher names them
         self._ingest = ingest
         self._changes = changes
         self._rescan_interval_s = rescan_interval_s
@@ -231,35 +232,36 @@ class Tailer:
     async def handle(self, batch: ChangeBatch) -> list[Path]:
         """Ingest the files a change batch names; returns them (gone files are skipped).
 
-        A folder added names every transcript under it (``transcripts_under``); the ingest code
-        applies the usual rules to each (no symlink out of the root).
+        A folder added names every transcript under it (``transcripts_under``, walked off the
+        loop: a restored project of thousands of files held up every hook meanwhile); the ingest
+        code applies the usual rules to each (no symlink out of the root).
 
         A change naming a root itself (the watcher re-armed over a root that appeared or was
         replaced: ``watch_changes``) asks for a full scan, since nothing watched what landed there.
         """
-        if any(Path(raw) in self.roots for _kind, raw in batch):
+        if any(raw in self._root_strs for _kind, raw in batch):
             await self._run_ingest(None)
             self.batches_seen += 1
             return []
-        todo: list[Path] = []
+        todo: dict[Path, None] = {}  # in order, each once
         for kind, raw in sorted(batch, key=lambda c: c[1]):
             p = Path(raw)
             if int(kind) == ADDED and p.is_dir():
                 # a folder moved in whole (a project copied or restored): the watcher names the
                 # folder, never the transcripts it already held
-                todo += [f for f in transcripts_under(p) if f not in todo]
+                todo.update(dict.fromkeys(await asyncio.to_thread(transcripts_under, p)))
                 continue
             if not relevant(p):
                 continue
             if not p.is_file():
                 log.info("transcript_gone", path=raw)
                 continue
-            if p not in todo:
-                todo.append(p)
-        if todo:
-            await self._run_ingest(todo)
+            todo[p] = None
+        files = list(todo)
+        if files:
+            await self._run_ingest(files)
         self.batches_seen += 1
-        return todo
+        return files
 
     async def _rescan_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

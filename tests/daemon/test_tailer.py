@@ -121,3 +121,52 @@ async def test_a_failed_ingest_is_retried_soon_not_at_the_next_rescan(
     # catch-up, a change (busy), the next change (a bug: still followed), then the retry: a
     # full scan right away, not at the next rescan an hour later
     assert calls == [None, [f], [f], None]
+
+
+async def test_a_folder_added_is_walked_off_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # review: handle() walked an added folder (os.walk) on the event loop: a restored project of
+    # thousands of files held up every hook meanwhile. Here the walk waits for the loop to answer.
+    import threading
+
+    root = tmp_path / "projects"
+    folder = root / "-restored"
+    folder.mkdir(parents=True)
+    (folder / "a.jsonl").write_text("{}\n")
+    started, answered = threading.Event(), threading.Event()
+    walk = tailer_mod.transcripts_under
+
+    def slow_walk(p: Path) -> list[Path]:
+        started.set()
+        assert answered.wait(3), "the loop did not run while the folder was walked"
+        return walk(p)
+
+    monkeypatch.setattr(tailer_mod, "transcripts_under", slow_walk)
+    calls: list[list[Path] | None] = []
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(None if paths is None else list(paths))
+
+    tailer = Tailer([root], ingest, rescan_interval_s=3600)
+    handled = asyncio.create_task(tailer.handle({(ADDED, str(folder)), (MODIFIED, str(folder / "a.jsonl"))}))
+    for _ in range(300):  # the loop runs this while the walk waits
+        if started.is_set():
+            break
+        await asyncio.sleep(0.01)
+    answered.set()
+    assert await asyncio.wait_for(handled, 5) == [folder / "a.jsonl"]  # named twice, read once
+    assert calls == [[folder / "a.jsonl"]]
+
+
+async def test_only_a_root_itself_asks_for_a_full_scan(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "a.jsonl").write_text("{}\n")
+    calls: list[list[Path] | None] = []
+
+    async def ingest(paths: Sequence[Path] | None) -> None:
+        calls.append(None if paths is None else list(paths))
+
+    tailer = Tailer([root], ingest, rescan_interval_s=3600)
+    assert await tailer.handle({(ADDED, str(root / "p" / "a.jsonl"))}) == [root / "p" / "a.jsonl"]
+    assert await tailer.handle({(ADDED, str(root)), (ADDED, str(root / "p" / "a.jsonl"))}) == []
+    assert calls == [[root / "p" / "a.jsonl"], None]

@@ -132,6 +132,9 @@ class ProcCommitter:
         self._ids = itertools.count()
         self._stopping = False
         self._restart: asyncio.Task[None] | None = None
+        # a process that ended before its exit code was known, and the deliveries it left waiting:
+        # said by the restart once reaped, or by ``stop`` when the stop cancels that restart
+        self._unreaped: tuple[Any, int] | None = None
         self.committed_rows = 0
         self.committed_batches = 0  # transactions
         self.committed_deliveries = 0  # submissions they carried
@@ -190,6 +193,7 @@ class ProcCommitter:
         else:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._send_stop)
+        self._reap_now(timeout_s)
         proc = self._proc
         if proc is not None:
             proc.join(timeout_s)
@@ -306,7 +310,12 @@ class ProcCommitter:
         self._health.failed(WRITER, "the writer process exited; restarting")
         assert self._loop is not None
         self._note_exit(time.monotonic() - self._started_at)
-        self._restart = self._loop.create_task(self._respawn(proc, len(waiting)))
+        code = None if proc is None else proc.exitcode  # without waiting (waitpid WNOHANG)
+        if code is not None or proc is None:
+            self._said_exited(code, len(waiting))
+        else:
+            self._unreaped = (proc, len(waiting))
+        self._restart = self._loop.create_task(self._respawn())
 
     def _note_exit(self, lived_s: float) -> None:
         """A process that lived ``RESTART_MAX_DELAY_S`` or more was healthy: restarts begin anew at
@@ -320,18 +329,28 @@ class ProcCommitter:
         self._delay_s = min(delay * 2, RESTART_MAX_DELAY_S)
         return delay
 
-    async def _reap(self, proc: Any, waiting: int) -> None:
-        """Wait (off the loop: up to a second) for the ended process's exit code, and say it."""
-        assert self._loop is not None
-        code = None
-        if proc is not None:
-            await self._loop.run_in_executor(None, proc.join, 1.0)
-            code = proc.exitcode
+    def _said_exited(self, code: int | None, waiting: int) -> None:
+        """Say that the process ended unasked (``writer_process_exited``, error) and why in health."""
         log.error("writer_process_exited", exit_code=code, waiting=waiting)
         self._health.failed(WRITER, f"the writer process exited (exit code {code}); restarting")
 
-    async def _respawn(self, proc: Any, waiting: int) -> None:
-        await self._reap(proc, waiting)
+    async def _reap(self) -> None:
+        """Wait (off the loop: up to a second) for an ended process's exit code, and say it."""
+        assert self._loop is not None
+        if self._unreaped is not None:
+            await self._loop.run_in_executor(None, self._unreaped[0].join, 1.0)
+            self._reap_now(None)
+
+    def _reap_now(self, timeout_s: float | None) -> None:
+        """Say the exit of a process not yet reaped, once; joined first up to ``timeout_s`` (None: it was)."""
+        dead, self._unreaped = self._unreaped, None
+        if dead is not None:
+            if timeout_s is not None:
+                dead[0].join(timeout_s)
+            self._said_exited(dead[0].exitcode, dead[1])
+
+    async def _respawn(self) -> None:
+        await self._reap()
         while not self._stopping:
             await asyncio.sleep(self._next_delay())
             try:

@@ -4,6 +4,7 @@ commit, failure isolation, a dead process answered at once (503, health) and rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -286,12 +287,13 @@ async def test_the_end_of_a_process_is_reaped_off_the_loop(tmp_path: Path) -> No
     thread (``proc.join`` can take up to a second), then says it in health."""
 
     class SlowToReap:
-        exitcode = -9
+        exitcode: int | None = None  # not known until joined
         joined_on: int | None = None
 
         def join(self, timeout: float | None = None) -> None:
             time.sleep(0.3)
             self.joined_on = threading.get_ident()
+            self.exitcode = -9
 
     health = Health()
     w = ProcCommitter(tmp_path / "w.db", health=health, restart_delay_s=60)
@@ -313,3 +315,41 @@ async def test_the_end_of_a_process_is_reaped_off_the_loop(tmp_path: Path) -> No
     w._stopping = True
     assert w._restart is not None
     w._restart.cancel()
+
+
+class _Ended:
+    """A process that has ended; its exit code is known once ``join`` has reaped it (or at once)."""
+
+    def __init__(self, known: bool) -> None:
+        self.exitcode: int | None = -9 if known else None
+        self.joins = 0
+
+    def join(self, timeout: float | None = None) -> None:
+        self.joins += 1
+        self.exitcode = -9
+
+
+def _lost_one(w: ProcCommitter, proc: _Ended) -> None:
+    link = object()
+    w._loop, w._link, w._proc = asyncio.get_running_loop(), link, proc  # type: ignore[assignment]
+    w._lost(link)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["exit code known", "not yet reaped"])
+async def test_a_process_that_dies_just_before_a_stop_is_said_once(tmp_path: Path, known: bool) -> None:
+    # review: writer_process_exited was said only by the restart task's first step, which the
+    # stop cancels; stop() found no process: a writer that died just before a stop left no line
+    from structlog.testing import capture_logs
+
+    w = ProcCommitter(tmp_path / "w.db", restart_delay_s=60)
+    with capture_logs() as logs:
+        _lost_one(w, proc := _Ended(known))
+        said_at_once = [e["event"] for e in logs]
+        w.stop(timeout_s=1)
+        assert w._restart is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            await w._restart
+    exits = [e for e in logs if e["event"] == "writer_process_exited"]
+    assert [(e["log_level"], e["exit_code"]) for e in exits] == [("error", -9)]
+    assert said_at_once == (["writer_process_exited"] if known else [])
+    assert proc.joins == (0 if known else 1)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from pathlib import Path
 
 import pytest
+import structlog
 from aiohttp import web
 
-from ingestd.http.parseerrors import json_errors
+from ingestd.http import parseerrors
+from ingestd.http.parseerrors import RefusalLog, json_errors
 from tests.reliability.daemon import Daemon
 from tests.support import free_port
 
@@ -42,8 +45,12 @@ async def _ask(raw: bytes) -> tuple[str, dict[str, object]]:
     finally:
         server.close()
         await runner.cleanup()
+    _ASKED.append(answer)
     head, _, body = answer.partition(b"\r\n\r\n")
     return head.decode().split("\r\n")[0], json.loads(body)
+
+
+_ASKED: list[bytes] = []
 
 
 @pytest.mark.parametrize(
@@ -87,3 +94,48 @@ def test_the_daemon_serves_through_it(tmp_path: Path) -> None:
     assert b"application/json" in head.lower()
     doc = json.loads(body)
     assert doc["error"]["status"] == 400 and doc["error"]["code"] == "bad_request"
+
+
+TOKEN = "s3cr3t-t0ken-b4"
+HOSTILE = [
+    b"POST /hooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b" \x01\r\n\r\n",
+    b"POST /hooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"x" * 9000 + b"\r\n\r\n",
+    b"GET /" + TOKEN.encode() + b" \x01HTTP/1.1\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+async def test_a_refused_request_never_echoes_or_logs_its_bytes(
+    raw: bytes, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (breaker4): the token came back in the 400 body and in an error-level traceback."""
+    monkeypatch.setattr(parseerrors, "REFUSALS", RefusalLog())
+    caplog.set_level(logging.DEBUG)
+    with structlog.testing.capture_logs() as logs:
+        status, _doc = await _ask(raw)
+    assert " 400 " in status
+    assert TOKEN not in _ASKED[-1].decode("latin-1")
+    out, err = capsys.readouterr()
+    assert TOKEN not in out + err + caplog.text + repr(logs)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert [(e["event"], e["log_level"]) for e in logs] == [("http_request_refused", "info")]
+
+
+async def test_the_size_hint_is_given_only_for_a_line_too_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parseerrors, "REFUSALS", RefusalLog())
+    _, long_doc = await _ask(HOSTILE[1])
+    _, bad_doc = await _ask(HOSTILE[0])
+    assert "8190 bytes" in long_doc["error"]["message"]  # type: ignore[index]
+    assert "8190" not in bad_doc["error"]["message"]  # type: ignore[index]
+
+
+def test_refusals_are_rate_limited_and_counted() -> None:
+    now = [0.0]
+    refusals = RefusalLog(every_s=10.0, clock=lambda: now[0])
+    with structlog.testing.capture_logs() as logs:
+        for i in range(50):
+            now[0] = i * 0.5  # 25 s of a client sending garbage twice a second
+            refusals.note("invalid_header", "127.0.0.1")
+    assert refusals.total == 50
+    assert len(logs) == 3  # at 0 s, 10 s, 20 s
+    assert logs[1]["not_logged"] == 19 and logs[2]["refused_total"] == 41

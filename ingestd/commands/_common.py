@@ -272,9 +272,33 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
 
 
 def emit_json(doc: Any) -> None:
-    """Write one JSON document (and a newline) to stdout."""
-    sys.stdout.buffer.write(deepjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    """Write one JSON document (and a newline) to stdout, in pieces (``deepjson.chunks``), every byte.
+
+    Raises:
+        OSError: stdout took no bytes of a piece (never a document cut short with exit 0).
+    """
+    out = sys.stdout.buffer
+    for chunk in deepjson.chunks(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS):
+        write_all(out, chunk)
+    write_all(out, b"\n")
     sys.stdout.flush()
+
+
+def write_all(out: Any, data: bytes) -> None:
+    """Write all of ``data`` to the binary stream ``out``, again for what a short ``write`` left.
+
+    One ``write`` of more than 2 GiB wrote 2,147,479,552 bytes (Linux's per-call maximum) and the
+    rest was dropped silently (breaker4).
+
+    Raises:
+        OSError: ``out.write`` accepted nothing (returned 0 or None).
+    """
+    view = memoryview(data)
+    while view:
+        n = out.write(view)
+        if not n:
+            raise OSError(f"stdout accepted none of the last {len(view)} bytes of the answer")
+        view = view[n:]
 
 
 def store_option(f: F) -> F:

@@ -7,8 +7,10 @@ chain of 200 shrank every label to one character a line.
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 
 from ingestd import deepjson
 from ingestd.cli import cli
+from ingestd.commands._common import write_all
 from ingestd.http.api import add_api_routes
 from ingestd.report.tree import tree_report
 from ingestd.store.connection import connect
@@ -102,6 +105,9 @@ def test_tree_json_of_a_2000_deep_chain_is_the_whole_tree(chain_db: Path) -> Non
     assert (depth, node["agent_id"]) == (DEPTH, f"a{DEPTH - 1:06x}")
     want = tree_report(connect(chain_db, readonly=True), SID)
     assert r.output.encode() == deepjson.dumps(want, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
+    # Regression (breaker4): two spaces a level made this 491 MB (1.76 GB peak RSS); now ~10 MB
+    assert len(r.output) < 20_000_000
+    assert max(len(line) - len(line.lstrip(" ")) for line in r.output.splitlines()) == 2 * deepjson.MAX_INDENT_LEVELS
 
 
 def test_tree_render_of_a_2000_deep_chain_keeps_labels_readable(chain_db: Path) -> None:
@@ -134,3 +140,60 @@ def test_deep_json_writes_the_bytes_orjson_writes() -> None:
     with pytest.raises(orjson.JSONEncodeError):
         orjson.dumps(deep)
     assert deepjson.dumps(deep).count(b"children") == 301
+
+
+def _deep_doc(depth: int) -> dict[str, Any]:
+    doc: dict[str, Any] = {"children": []}
+    node = doc
+    for i in range(depth):
+        child: dict[str, Any] = {f"k{j}": j * i for j in range(20)} | {"children": []}
+        node["children"].append(child)
+        node = child
+    return doc
+
+
+def test_deep_json_memory_is_linear_in_the_output() -> None:
+    """Regression (breaker4): each scalar's orjson buffer (4 KiB) was kept until the join."""
+    doc = _deep_doc(2000)
+    tracemalloc.start()
+    try:
+        size = sum(len(chunk) for chunk in deepjson.chunks(doc, orjson.OPT_INDENT_2))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert size < 5_000_000
+    assert peak < 2 * deepjson.CHUNK_BYTES + 1_000_000  # main: ~170 MB
+
+
+def test_deep_json_chunks_join_to_dumps() -> None:
+    doc = _deep_doc(400)
+    pieces = list(deepjson.chunks(doc, orjson.OPT_INDENT_2))
+    assert len(pieces) > 1 and all(len(p) < 2 * deepjson.CHUNK_BYTES for p in pieces)
+    assert b"".join(pieces) == deepjson.dumps(doc, orjson.OPT_INDENT_2)
+    assert json.loads(b"".join(pieces)) == doc
+
+
+class _Short(io.RawIOBase):
+    """A stream taking at most ``most`` bytes a write (0: none at all)."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.got = most, bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        n = min(len(b), self.most)
+        self.got += bytes(b[:n])
+        return n
+
+
+def test_write_all_writes_what_a_short_write_left() -> None:
+    out = _Short(1000)
+    write_all(out, bytes(range(256)) * 40)
+    assert out.got == bytes(range(256)) * 40
+
+
+def test_write_all_refuses_a_stream_taking_nothing() -> None:
+    with pytest.raises(OSError, match="accepted none"):
+        write_all(_Short(0), b"{}")

@@ -6,7 +6,8 @@ written by the older rules would disagree with a replay. On first open by a writ
 a database whose ``meta.projection_revision`` differs is re-projected from its log:
 every projection table is cleared and rebuilt (prune receipts honoured, so nothing
 pruned comes back), then the revision is recorded. A crash part-way leaves the old
-revision recorded, so the next writer simply starts over.
+revision recorded, so the next writer simply starts over. A database projected by a newer
+ingestd (a higher revision) is refused, never re-projected with these older rules.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import apsw
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.errors import MigrationError
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect, write_txn
-from ingestd.store.projrev import stored_revision
+from ingestd.store.projrev import UPGRADE, is_newer, stored_revision
 
 __all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
 
@@ -56,12 +58,22 @@ def ensure_current(
     Returns:
         None when the projections were current; else the number of log rows re-projected.
 
+    Raises:
+        MigrationError: the database was projected by a newer ingestd (nothing is changed).
+
     Side effects:
         Clears and rebuilds every projection table (short transactions), then records
         ``meta.projection_revision``.
     """
-    if stored_revision(conn) == str(PROJECTION_REVISION):
+    stored = stored_revision(conn)
+    if stored == str(PROJECTION_REVISION):
         return None
+    if is_newer(stored):
+        raise MigrationError(
+            f"the database at {db_path} was projected by a newer ingestd (projection revision {stored} > "
+            f"{PROJECTION_REVISION}): {UPGRADE}; this one will not re-project it with older rules",
+            path=str(db_path),
+        )
     has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
     folded = 0
     if has_log:

@@ -32,8 +32,18 @@ class StaleProjection:
     current: str
     fix: str
 
+    @property
+    def newer(self) -> bool:
+        """The database was projected by a newer ingestd (a higher revision than this build's)."""
+        return is_newer(self.stored)
+
     def message(self) -> str:
         """One sentence for a person: what is stale and what to run."""
+        if self.newer:
+            return (
+                f"this database was projected by a newer ingestd (projection revision {self.stored} > "
+                f"{self.current}); {self.fix}: figures read by this one may be wrong"
+            )
         return (
             f"this database's projections were computed under the projector's rules revision "
             f"{self.stored} (this ingestd's is {self.current}): figures from them may be wrong "
@@ -48,6 +58,18 @@ class StaleProjection:
             "fix": self.fix,
             "message": self.message(),
         }
+
+
+def is_newer(stored: str | None) -> bool:
+    """``stored`` (a ``meta.projection_revision``) is a higher revision than this build's ``PROJECTION_REVISION``.
+
+    A newer ingestd's rules are unknown to this one: re-projecting with this build's would
+    downgrade the database (breaker4), so writers refuse it and readers say to upgrade.
+    """
+    return stored is not None and stored.isascii() and stored.isdigit() and int(stored) > PROJECTION_REVISION
+
+
+UPGRADE = "upgrade ingestd"
 
 
 def stored_revision(conn: apsw.Connection) -> str | None:
@@ -72,4 +94,5 @@ def stale_projection(conn: apsw.Connection, db_path: Path | str) -> StaleProject
     current = str(PROJECTION_REVISION)
     if stored is None or stored == current or not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
         return None
-    return StaleProjection(stored, current, f"ingestd migrate --db {db_path}")
+    fix = UPGRADE if is_newer(stored) else f"ingestd migrate --db {db_path}"
+    return StaleProjection(stored, current, fix)

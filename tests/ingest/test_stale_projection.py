@@ -97,3 +97,24 @@ def test_cost_and_replay_read_the_staleness_once(tmp_path: Path, monkeypatch: py
     assert rep.exit_code == 1 and "ingestd migrate --db" in rep.stderr
     assert rep.stderr.count("note: ") == 1
     assert len(calls) == 1
+
+
+def test_a_database_from_a_newer_ingestd_says_upgrade_and_migrate_does_not_downgrade_it(tmp_path: Path) -> None:
+    """Regression (breaker4): readers advised `ingestd migrate`, which re-projected with older rules."""
+    db, _ = stale_db(tmp_path)
+    newer = str(PROJECTION_REVISION + 1)
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'projection_revision'", (newer,))
+    conn.close()
+    before = dump(db)
+    for cmd in (["cost"], ["sessions"], ["status"]):
+        out = CliRunner().invoke(cli, [*cmd, "--db", str(db)])
+        assert f"newer ingestd (projection revision {newer} > {PROJECTION_REVISION}); upgrade ingestd" in out.stderr
+        assert "ingestd migrate" not in out.stderr, cmd
+    doc = orjson.loads(CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"]).stdout)
+    assert doc["stale_projection"]["fix"] == "upgrade ingestd"
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert res.exit_code != 0
+    assert "newer ingestd" in res.stderr and "upgrade ingestd" in res.stderr
+    assert stored_revision(connect(db)) == newer
+    assert dump(db) == before

@@ -218,16 +218,14 @@ def open_current(path: Path) -> tuple[apsw.Connection, list[Pin], int | None]:
 
     Raises:
         ConfigError: the database or a file beside it is not the user's own or is writable by others.
-        MigrationError: the ledger refuses (see ``ingestd migrate --status``).
+        MigrationError: the ledger refuses (see ``ingestd migrate --status``), or the database was
+            projected by a newer ingestd.
+        click.exceptions.Exit: 130 on Ctrl-C during the re-projection (``reproject_if_stale``).
     """
     require_safe_files(path)
     conn = connect(path)
     applied = migrate(conn)
-    # Imported here: only writers pay for the projector's import.
-    from ingestd.ingest.reproject import ensure_current
-    from ingestd.store.identity import database_identity
-
-    return conn, applied, ensure_current(conn, path, ctx=database_identity(conn))
+    return conn, applied, reproject_if_stale(conn, path)
 
 
 def open_read_db(db_path: Path | None) -> apsw.Connection:
@@ -269,6 +267,32 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
     if stale is not None:
         click.echo(f"ingestd: note: {stale.message()}", err=True)
     return conn, stale
+
+
+def reproject_if_stale(conn: apsw.Connection, path: Path) -> int | None:
+    """``ingestd.ingest.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
+
+    Returns:
+        None when the projections were current; else the number of log rows re-projected.
+
+    Raises:
+        click.exceptions.Exit: 130 after Ctrl-C, having said on stderr that the projections are
+            partial and to run ``ingestd migrate`` again.
+        MigrationError: the database was projected by a newer ingestd.
+    """
+    # Imported here: only writers pay for the projector's import.
+    from ingestd.ingest.reproject import ensure_current
+    from ingestd.store.identity import database_identity
+
+    try:
+        return ensure_current(conn, path, ctx=database_identity(conn))
+    except KeyboardInterrupt:
+        click.echo(
+            f"ingestd: interrupted while re-projecting: the projections hold only part of the log; "
+            f"run `ingestd migrate --db {path}` again",
+            err=True,
+        )
+        raise click.exceptions.Exit(130) from None
 
 
 def emit_json(doc: Any) -> None:

@@ -5,8 +5,9 @@ rules change (``ingestd.core.revision.PROJECTION_REVISION`` is bumped), projecti
 written by the older rules would disagree with a replay. On first open by a writer,
 a database whose ``meta.projection_revision`` differs is re-projected from its log:
 every projection table is cleared and rebuilt (prune receipts honoured, so nothing
-pruned comes back), then the revision is recorded. A crash part-way leaves the old
-revision recorded, so the next writer simply starts over. A database projected by a newer
+pruned comes back), then the revision is recorded. A crash or Ctrl-C part-way leaves the old
+revision recorded and ``meta.reprojecting`` set (readers say the projections are partial and to
+run ``migrate`` again), so the next writer simply starts over. A database projected by a newer
 ingestd (a higher revision) is refused, never re-projected with these older rules.
 """
 
@@ -23,7 +24,7 @@ from ingestd.errors import MigrationError
 from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect, write_txn
-from ingestd.store.projrev import UPGRADE, is_newer, stored_revision
+from ingestd.store.projrev import REPROJECTING, UPGRADE, is_newer, stored_revision
 
 __all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
 
@@ -79,6 +80,10 @@ def ensure_current(
     if has_log:
 
         def clear(c: apsw.Connection) -> None:
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (REPROJECTING, str(PROJECTION_REVISION)),
+            )
             for table in PROJECTION_TABLES:
                 c.execute(f"DELETE FROM {table}")
 
@@ -98,6 +103,7 @@ def ensure_current(
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (str(PROJECTION_REVISION),),
         )
+        c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTING,))
 
     write_txn(conn, record)
     return folded

@@ -26,11 +26,14 @@ class StaleProjection:
         stored: str, ``meta.projection_revision``.
         current: str, this build's ``PROJECTION_REVISION``.
         fix: str, the command that re-projects, e.g. ``ingestd migrate --db /path/to.db``.
+        interrupted: bool, a re-projection started and did not finish (``REPROJECTING``): the
+            projection tables hold part of the log.
     """
 
     stored: str
     current: str
     fix: str
+    interrupted: bool = False
 
     @property
     def newer(self) -> bool:
@@ -39,6 +42,11 @@ class StaleProjection:
 
     def message(self) -> str:
         """One sentence for a person: what is stale and what to run."""
+        if self.interrupted:
+            return (
+                f"a re-projection of this database was interrupted: its projections hold only part of "
+                f"its log until it is re-projected: run `{self.fix}` again"
+            )
         if self.newer:
             return (
                 f"this database was projected by a newer ingestd (projection revision {self.stored} > "
@@ -57,6 +65,7 @@ class StaleProjection:
             "current_revision": self.current,
             "fix": self.fix,
             "message": self.message(),
+            "interrupted": self.interrupted,
         }
 
 
@@ -70,6 +79,10 @@ def is_newer(stored: str | None) -> bool:
 
 
 UPGRADE = "upgrade ingestd"
+
+REPROJECTING = "reprojecting"
+"""``meta`` key set with the clearing of the projection tables and removed with the recording of
+the revision (``ingestd.ingest.reproject``): present, a re-projection was interrupted (Ctrl-C)."""
 
 
 def stored_revision(conn: apsw.Connection) -> str | None:
@@ -92,6 +105,8 @@ def stale_projection(conn: apsw.Connection, db_path: Path | str) -> StaleProject
     """
     stored = stored_revision(conn)
     current = str(PROJECTION_REVISION)
+    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (REPROJECTING,)).fetchall():
+        return StaleProjection(stored or "none", current, f"ingestd migrate --db {db_path}", interrupted=True)
     if stored is None or stored == current or not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
         return None
     fix = UPGRADE if is_newer(stored) else f"ingestd migrate --db {db_path}"

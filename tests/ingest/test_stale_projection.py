@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.ingest import reproject
 from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
 from ingestd.replay.dump import canonical_rows
 from ingestd.store import projrev
@@ -118,3 +119,31 @@ def test_a_database_from_a_newer_ingestd_says_upgrade_and_migrate_does_not_downg
     assert "newer ingestd" in res.stderr and "upgrade ingestd" in res.stderr
     assert stored_revision(connect(db)) == newer
     assert dump(db) == before
+
+
+def test_ctrl_c_during_migrates_reprojection_says_so_and_readers_say_run_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (breaker4): half-built projections, "Aborted!" and only the generic stale note."""
+    db, want = stale_db(tmp_path)
+
+    def interrupted(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproject, "rebuild_projections", interrupted)
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert res.exit_code == 130
+    assert "Aborted!" not in res.output
+    assert "interrupted while re-projecting" in res.stderr and f"run `ingestd migrate --db {db}` again" in res.stderr
+    monkeypatch.undo()
+    doc = orjson.loads(CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"]).stdout)
+    assert doc["stale_projection"]["interrupted"] is True and doc["cost_complete"] is False
+    for cmd in (["sessions"], ["status"]):
+        out = CliRunner().invoke(cli, [*cmd, "--db", str(db)])
+        assert "re-projection of this database was interrupted" in out.stderr, cmd
+        assert f"run `ingestd migrate --db {db}` again" in out.stderr, cmd
+    again = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert again.exit_code == 0, again.output
+    assert dump(db) == want
+    assert not connect(db).execute("SELECT 1 FROM meta WHERE key = 'reprojecting'").fetchall()
+    assert "note" not in CliRunner().invoke(cli, ["sessions", "--db", str(db)]).stderr

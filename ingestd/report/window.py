@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError
 
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.errors import ConfigError
@@ -67,21 +67,61 @@ def _warn_tz(value: str) -> None:
 
 
 def local_zone(env: Mapping[str, str], localtime: Path = Path("/etc/localtime")) -> Zone:
-    """The machine's zone: ``$TZ`` when it names an IANA zone, else ``/etc/localtime``, else UTC.
+    """The machine's zone: ``$TZ`` when it names a zone, else ``/etc/localtime``, else UTC.
 
-    A ``$TZ`` that is set but names no zone ``zoneinfo`` knows (a POSIX rule such as ``JST-9`` or
-    ``UTC+3``, a typo) is not used: a warning naming it goes to stderr, once a process.
+    ``$TZ`` is read as glibc reads it: an optional leading ``:``, then an IANA name (``Asia/Tokyo``)
+    or an absolute zoneinfo file (``/usr/share/zoneinfo/Asia/Tokyo``: named by its key under a
+    ``zoneinfo.TZPATH`` entry, else read as a file; ``:/etc/localtime``: the machine's zone).
+    A ``$TZ`` that is set but names no zone (a POSIX rule such as ``JST-9`` or ``UTC+3``, a typo,
+    a file that is not a zone) is not used: a warning naming it goes to stderr, once a process.
     """
-    name = env.get("TZ", "").lstrip(":")
+    value = env.get("TZ", "")
+    name = value[1:] if value.startswith(":") else value
     if name:
+        zone = _tz_zone(name, localtime)
+        if zone is not None:
+            return zone
+        _warn_tz(value)
+    return _machine_zone(localtime)
+
+
+def _zoneinfo_key(path: str) -> str | None:
+    """The IANA key of a zoneinfo file's path (under a ``TZPATH`` entry or a ``zoneinfo/`` folder), or None."""
+    for base in TZPATH:
+        prefix = base.rstrip("/") + "/"
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path.split("zoneinfo/", 1)[1] if "zoneinfo/" in path else None
+
+
+def _tz_zone(name: str, localtime: Path) -> Zone | None:
+    """The zone ``$TZ`` (its leading ``:`` removed) names, or None when it names none."""
+    if not name.startswith("/"):
         try:
             return Zone(name, ZoneInfo(name))
         except (ZoneInfoNotFoundError, ValueError):
-            _warn_tz(env["TZ"])
+            return None
+    if Path(name) == localtime:
+        return _machine_zone(localtime)
+    for path in (name, os.path.realpath(name)):
+        key = _zoneinfo_key(path)
+        if key:
+            try:
+                return Zone(key, ZoneInfo(key))
+            except (ZoneInfoNotFoundError, ValueError):
+                pass
     try:
-        target = os.readlink(localtime)
-        if "zoneinfo/" in target:
-            key = target.split("zoneinfo/", 1)[1]
+        with open(name, "rb") as f:
+            return Zone(name, ZoneInfo.from_file(f, key=name))
+    except (OSError, ValueError):
+        return None
+
+
+def _machine_zone(localtime: Path) -> Zone:
+    """``localtime`` (a link into zoneinfo: its key; else the file as ``"localtime"``), else UTC."""
+    try:
+        key = _zoneinfo_key(os.readlink(localtime))
+        if key:
             return Zone(key, ZoneInfo(key))
     except (OSError, ZoneInfoNotFoundError, ValueError):
         pass

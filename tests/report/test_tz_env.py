@@ -7,6 +7,7 @@ Regression (breaker3): ``TZ=JST-9 ingestd sessions`` showed UTC times without a 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,46 @@ def test_an_iana_tz_is_used_without_a_word(tmp_path: Path, capsys: pytest.Captur
 def test_an_explicit_posix_tz_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown time zone 'JST-9'"):
         window.resolve_zone("JST-9", {})
+
+
+TOKYO = Path("/usr/share/zoneinfo/Asia/Tokyo")
+needs_tokyo = pytest.mark.skipif(not TOKYO.is_file(), reason="no system zoneinfo file for Asia/Tokyo")
+
+
+@needs_tokyo
+@pytest.mark.parametrize("tz", [str(TOKYO), f":{TOKYO}"])
+def test_an_absolute_zoneinfo_path_is_its_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str], tz: str) -> None:
+    """Regression (breaker4): glibc's file forms of TZ showed UTC while `date` showed JST."""
+    assert window.local_zone({"TZ": tz}, tmp_path / "no-localtime").name == "Asia/Tokyo"
+    assert capsys.readouterr().err == ""
+
+
+@needs_tokyo
+def test_colon_localtime_is_the_machines_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (breaker4): TZ=:/etc/localtime warned on every command."""
+    localtime = tmp_path / "localtime"
+    localtime.symlink_to(TOKYO)
+    assert window.local_zone({"TZ": f":{localtime}"}, localtime).name == "Asia/Tokyo"
+    assert window.local_zone({"TZ": ":/etc/localtime"}).name == window.local_zone({}).name
+    assert capsys.readouterr().err == ""
+
+
+@needs_tokyo
+def test_a_zone_file_outside_zoneinfo_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "my-zone"
+    copy.write_bytes(TOKYO.read_bytes())
+    zone = window.local_zone({"TZ": f":{copy}"}, tmp_path / "no-localtime")
+    assert zone.name == str(copy)
+    assert zone.tz.utcoffset(datetime(2026, 12, 1, tzinfo=UTC)) == timedelta(hours=9)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("tz", ["/no/such/zone", ":/no/such/zone", "NOT-A-ZONE"])
+def test_an_absolute_path_that_is_no_zone_is_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tz: str
+) -> None:
+    if tz == "NOT-A-ZONE":
+        tz = str(tmp_path / "text")
+        Path(tz).write_text("not a TZif file\n")
+    assert window.local_zone({"TZ": tz}, tmp_path / "no-localtime").name == "UTC"
+    assert f"TZ={tz!r}" in capsys.readouterr().err

@@ -269,6 +269,14 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
     return conn, stale
 
 
+def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, Any]:
+    """``doc`` with ``stale_projection`` (``StaleProjection.to_json``) when ``stale`` (from
+    ``open_read_db_stale``), as ``cost --json`` has it; unchanged otherwise. Mutates ``doc``."""
+    if stale is not None:
+        doc["stale_projection"] = stale.to_json()
+    return doc
+
+
 def reproject_if_stale(conn: apsw.Connection, path: Path) -> int | None:
     """``ingestd.ingest.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
 

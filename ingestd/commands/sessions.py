@@ -8,7 +8,16 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import IntRange, db_option, emit_json, json_option, open_read_db, open_store, store_option
+from ingestd.commands._common import (
+    IntRange,
+    db_option,
+    emit_json,
+    json_option,
+    note_stale,
+    open_read_db_stale,
+    open_store,
+    store_option,
+)
 from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
@@ -54,11 +63,10 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        doc = sessions_report(
-            (open_store(store_url) if store_url else open_read_db(db_path)), window=window, project=project, limit=limit
-        )
+        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+        doc = sessions_report(conn, window=window, project=project, limit=limit)
         if as_json:
-            emit_json(doc)
+            emit_json(note_stale(doc, stale))
             return
         from rich.console import Console
 

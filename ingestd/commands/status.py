@@ -13,7 +13,8 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    open_read_db,
+    note_stale,
+    open_read_db_stale,
     resolve_db,
     store_connection,
     store_option,
@@ -63,7 +64,7 @@ def register(cli: click.Group) -> None:
             _print_central(cdoc)
             return
         path = resolve_db(db_path)
-        conn = open_read_db(db_path)
+        conn, stale = open_read_db_stale(db_path)
         now = datetime.now(UTC)
         daemon = presence.detect(path, now).to_json()
         served = Path(daemon["db"]) if daemon["db"] else path  # the daemon's name for it (a link's differs)
@@ -72,6 +73,7 @@ def register(cli: click.Group) -> None:
         )
         # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
         doc["stalls"] = stall.read_mirror(served, now.timestamp())
+        note_stale(doc, stale)
         if as_json:
             emit_json(doc)
             return

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_read_db, open_store, store_option
+from ingestd.commands._common import (
+    db_option,
+    emit_json,
+    json_option,
+    note_stale,
+    open_read_db_stale,
+    open_store,
+    store_option,
+)
 from ingestd.report.tree import tree_report
 from ingestd.report.window import resolve_zone
 
@@ -28,9 +36,10 @@ def register(cli: click.Group) -> None:
         """
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
-        doc = tree_report((open_store(store_url) if store_url else open_read_db(db_path)), session)
+        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+        doc = tree_report(conn, session)
         if as_json:
-            emit_json(doc)
+            emit_json(note_stale(doc, stale))
             return
         from rich.console import Console
 

@@ -166,9 +166,11 @@ def status_report(
 
     Returns:
         ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",
-        "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "counters",
+        "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "oversized", "counters",
         "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped`` is ``{"lines": int, "by_reason": {reason:
-        int}}`` (the reasons break the lines down); ``quarantine`` is ``quarantine_section``. ``live`` is true
+        int}}`` (the reasons break the lines down); ``oversized`` is ``{"lines": int}``, the transcript lines
+        longer than ``max_line_bytes`` logged as marker rows (``ingest --json``'s ``oversized``);
+        ``quarantine`` is ``quarantine_section``. ``live`` is true
         while a daemon answers; otherwise the statuses (``sessions``, ``agents``) are only as current as
         ``as_of`` (canonical UTC: the daemon's clean stop or the last commit, whichever is later), and
         nothing updates them.
@@ -184,6 +186,9 @@ def status_report(
         seen = _last_seen(conn)
         counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
         rows = {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
+        marked = _counts(
+            conn, "SELECT event_type, count(*) FROM events_raw WHERE event_type IN ('invalid', 'oversized') GROUP BY 1"
+        )
         return {
             "now": format_utc(now),
             "daemon": daemon,
@@ -198,7 +203,8 @@ def status_report(
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
             "watchdog": {"window_s": effective_window(conn)},
-            "skipped": _skipped(conn, counters),
+            "skipped": _skipped(marked.get("invalid", 0), counters),
+            "oversized": {"lines": marked.get("oversized", 0)},
             "counters": counters,
             "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
             "last_prune": _last_prune(conn),
@@ -222,10 +228,9 @@ def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:
     }
 
 
-def _skipped(conn: apsw.Connection, counters: dict[str, int]) -> dict[str, Any]:
+def _skipped(invalid_lines: int, counters: dict[str, int]) -> dict[str, Any]:
     """``{"lines", "by_reason"}``: each skipped line is one 'invalid' log row; the writer's
     ``skipped.<reason>`` counters break the same lines down by reason (they are not more lines)."""
-    invalid_lines = int(scalar(conn, "SELECT count(*) FROM events_raw WHERE event_type = 'invalid'") or 0)
     by_reason: dict[str, int] = {}
     for name, value in counters.items():
         if name.startswith("skipped") and value:

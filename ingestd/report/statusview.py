@@ -152,6 +152,7 @@ def _activity_rows(doc: dict[str, Any]) -> list[Row]:
         ("last hook", _ago(doc["last_hook_at"], now)),
         ("tail", _tail_line(doc["tail"])),
         ("skipped lines", skipped_line(doc["skipped"])),
+        ("oversized lines", _oversized_line(doc.get("oversized"))),
         ("unpriced models", Text(unpriced or "none")),
         ("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}"),
         ("last backup", _ago(doc["backup"]["last_backup_at"], now)),
@@ -160,6 +161,14 @@ def _activity_rows(doc: dict[str, Any]) -> list[Row]:
         text = f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"
         out.append(("stalled", Text(text)))
     return out
+
+
+def _oversized_line(oversized: dict[str, Any] | None) -> str:
+    """``none`` or ``2 lines (longer than max_line_bytes: ...)``: transcript lines logged as markers."""
+    n = (oversized or {}).get("lines", 0)
+    if not n:
+        return "none"
+    return f"{plural(n, 'line')} (longer than max_line_bytes: logged as marker rows)"
 
 
 def render_quarantine(console: Console, q: dict[str, Any] | None) -> None:

@@ -42,10 +42,19 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 )
 
 
+# (word in the parser's reason, kind): llhttp (the C parser) raises a plain BadHttpMessage
+# ("Invalid header value char:\n\n  b'Authorization: ...'"); only the reason before ':' is looked at
+_REASON_WORDS = (("header", "invalid_header"), ("method", "bad_method"), ("url", "invalid_url"))
+
+
 def refusal_kind(exc: BaseException | None) -> str:
     """The kind of a parse refusal (``"line_too_long"``, ``"invalid_header"``, ..., ``"malformed"``)."""
     for cls, kind in _KINDS:
         if isinstance(exc, cls):
+            return kind
+    reason = str(getattr(exc, "message", "") or "").split(":", 1)[0].lower()
+    for word, kind in _REASON_WORDS:
+        if word in reason:
             return kind
     return "malformed"
 

@@ -119,6 +119,7 @@ async def test_a_refused_request_never_echoes_or_logs_its_bytes(
     assert TOKEN not in out + err + caplog.text + repr(logs)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     assert [(e["event"], e["log_level"]) for e in logs] == [("http_request_refused", "info")]
+    assert logs[0]["kind"] == ("invalid_header", "line_too_long", "bad_request_line")[HOSTILE.index(raw)]
 
 
 async def test_the_size_hint_is_given_only_for_a_line_too_long(monkeypatch: pytest.MonkeyPatch) -> None:

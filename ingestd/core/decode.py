@@ -28,7 +28,8 @@ class Decoded:
         reason: str | None, why the line is invalid: ``not_json``, ``not_object``, ``too_deep``
             (nested deeper than the decoder takes apart: orjson's limit, 1024 levels, or the lenient
             path's, ``MAX_LENIENT_DEPTH``) or ``number_too_large`` (an integer of more than
-            ``MAX_INT_DIGITS`` digits).
+            ``MAX_INT_DIGITS`` digits) or ``too_wide`` (decoding it could take more memory than its
+            budget: ``too_wide`` counts its values; the lenient pass, ``LENIENT_BYTES_PER_BYTE`` per byte).
         nonfinite: bool, the lenient pass met ``NaN``, ``Infinity`` or ``-Infinity``: not JSON's
             grammar (RFC 8259 §6; orjson refuses them), taken for a transcript line (its sound
             parts count, SPEC §12), refused for a hook body (``core.hookkeys.parse_body``).
@@ -72,9 +73,19 @@ def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
     return structural * VALUE_BYTES > max_decoded_bytes
 
 
+# The lenient pass holds the line as text (up to 4 bytes a character: one astral character makes
+# CPython store all of it so), the decoded strings and their repaired copies at once: about 12 bytes
+# per byte of the line (breaker4: a 60 MiB line of one string peaked at 590 MB). A line whose lenient
+# pass could take more than its budget is not decoded (``TOO_WIDE``); its head and tail are salvaged.
+LENIENT_BYTES_PER_BYTE = 12
+
 # The reasons a line is refused, besides ``not_json`` and ``not_object``: what it is, said plainly.
 TOO_DEEP = "too_deep"
 NUMBER_TOO_LARGE = "number_too_large"
+TOO_WIDE = "too_wide"
+# Reasons of a line that is JSON but cannot be taken apart within the decoder's limits: what its head
+# and tail tell still counts (``ingestd.core.oversized.salvage_line``), as for an oversized line.
+UNDECODABLE = frozenset((TOO_DEEP, TOO_WIDE))
 # Longest integer the lenient path converts: CPython's default int/str limit, fixed here so that
 # PYTHONINTMAXSTRDIGITS cannot make two runs decide differently.
 MAX_INT_DIGITS = 4300
@@ -155,20 +166,28 @@ def repaired(value: Any) -> Any:
         return None
 
 
-def decode_line(data: bytes) -> Decoded:
-    """Decode one line (no terminator) into a JSON object, leniently.
+def decode_line(data: bytes, max_decoded_bytes: int = MAX_LINE_DECODED_BYTES) -> Decoded:
+    """Decode one line (no terminator) into a JSON object, leniently, within a memory budget.
+
+    Every decoding of a log row or a body goes through here, so the budget (SPEC §11) holds for a
+    row logged whole by an older ingestd too: a line whose values (``too_wide``) or whose lenient
+    pass (``LENIENT_BYTES_PER_BYTE``) could take more than ``max_decoded_bytes`` is not decoded
+    (reason ``too_wide``).
 
     A UTF-8 byte-order mark before the object is skipped (editors and sync tools write one at
     the start of a file; orjson refuses it); the log keeps the bytes, offsets stay exact.
 
     Args:
         data: bytes of the line.
+        max_decoded_bytes: int, bytes; the budget (a transcript line's by default).
 
     Returns:
         ``Decoded``; never raises.
     """
     if data[:3] == BOM:
         data = data[3:]
+    if too_wide(data, max_decoded_bytes):
+        return Decoded(None, reason=TOO_WIDE)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as e:

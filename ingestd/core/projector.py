@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ingestd.core import derive
-from ingestd.core.decode import TOO_DEEP, decode_line
+from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.hookfold import fold_hook
 from ingestd.core.oversized import OVERSIZED, salvage, salvage_line
 from ingestd.core.records import META, LogRow
@@ -27,17 +27,19 @@ from ingestd.core.validate import STORAGE_MARKER, refold_state, storage_quaranti
 
 def decode_row(row: LogRow) -> dict[str, Any] | None:
     """The row's object: the one already decoded, else the payload decoded leniently (hooks too);
-    for an ``oversized`` marker or a line nested too deep to decode, the record salvaged from its
-    kept bytes (``oversized.salvage``)."""
+    for an ``oversized`` marker or a line that is JSON but cannot be decoded within the decoder's limits
+    (``decode.UNDECODABLE``: too deep, a number too large, too wide for the memory budget; a line an
+    older ingestd logged whole), the record salvaged from its kept bytes (``oversized.salvage``)."""
     if row.obj is not None:
         return row.obj
     if row.event_type == OVERSIZED and row.source == "jsonl":
         return salvage(row.payload)
     # an `invalid` row is decoded again: the decoder may accept it now (a BOM before the object,
     # logged `invalid` before projection revision 5); still invalid, it stays skipped, except a line
-    # nested too deep to take apart: what its head and tail tell counts, as for an oversized line
+    # that cannot be taken apart (``UNDECODABLE``): what its head and tail tell counts, as for an
+    # oversized line
     dec = decode_line(row.payload)
-    if dec.reason == TOO_DEEP and row.source == "jsonl":
+    if dec.reason in UNDECODABLE and row.source == "jsonl":
         return salvage_line(row.payload)
     return dec.obj
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ingestd.core.decode import TOO_DEEP, decode_line
+from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.framing import Line, Oversized
 from ingestd.core.keys import jsonl_key, jsonl_key_of_digest
 from ingestd.core.oversized import OVERSIZED, marker_payload, salvage, salvage_line
@@ -163,10 +163,10 @@ def line_row(
     key = jsonl_key(origin_hash, gen, line.offset, data)
     obj = dec.obj
     if obj is None:
-        # too deep to decode: what its head and tail tell is the record (``projector.decode_row``,
-        # carried as the row's object so the projector need not decode and salvage it again), and
-        # the session is the one they name, as for an oversized line
-        rec = salvage_line(data) if dec.reason == TOO_DEEP else None
+        # JSON that cannot be decoded (``UNDECODABLE``): what its head and tail tell is the record
+        # (``projector.decode_row``, carried as the row's object so the projector need not decode and
+        # salvage it again), and the session is the one they name, as for an oversized line
+        rec = salvage_line(data) if dec.reason in UNDECODABLE else None
         sid = rec.get("sessionId") if rec is not None else None
         return NewLogRow(
             key,

@@ -48,9 +48,11 @@ History:
     15: a record whose timestamp is refused is dated at its inferred time everywhere (its
        session's and agent's activity, status evidence, tool and spawn times), no longer at the
        time its line was read (an old transcript's refused line made its session active "now").
+    16: a log row whose decoding could take more than the memory budget (a wide line an older
+       ingestd logged whole) is salvaged from its head and tail, not decoded (SPEC §11).
 """
 
-PROJECTION_REVISION = 15
+PROJECTION_REVISION = 16
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

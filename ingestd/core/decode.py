@@ -200,6 +200,8 @@ def decode_line(data: bytes, max_decoded_bytes: int = MAX_LINE_DECODED_BYTES) ->
         if isinstance(obj, dict):
             return Decoded(obj)
         return Decoded(None, reason="not_object")
+    if len(data) * LENIENT_BYTES_PER_BYTE > max_decoded_bytes:
+        return Decoded(None, reason=TOO_WIDE)
     try:
         text = data.decode("utf-8", "replace")
         constants: list[str] = []

@@ -49,7 +49,8 @@ History:
        session's and agent's activity, status evidence, tool and spawn times), no longer at the
        time its line was read (an old transcript's refused line made its session active "now").
     16: a log row whose decoding could take more than the memory budget (a wide line an older
-       ingestd logged whole) is salvaged from its head and tail, not decoded (SPEC §11).
+       ingestd logged whole; a long line only the lenient pass takes, ``decode.LENIENT_BYTES_PER_BYTE``)
+       is salvaged from its head and tail, not decoded (SPEC §11).
 """
 
 PROJECTION_REVISION = 16

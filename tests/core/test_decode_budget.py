@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ingestd.core.decode import MAX_LINE_DECODED_BYTES, VALUE_BYTES, decode_line
+from ingestd.core.decode import LENIENT_BYTES_PER_BYTE, MAX_LINE_DECODED_BYTES, VALUE_BYTES, decode_line
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 
@@ -43,3 +43,19 @@ def test_the_projector_salvages_a_wide_row_an_older_ingestd_logged_whole() -> No
     rec = decode_row(row)
     assert rec is not None and rec["uuid"] == "b1" and rec["sessionId"] == SID
     assert rec["message"]["usage"] == {"input_tokens": 9} and "content" not in rec["message"]
+
+
+def test_the_lenient_pass_runs_only_within_the_budget() -> None:
+    # orjson refuses a raw invalid byte and a lone surrogate escape; the lenient pass takes about
+    # LENIENT_BYTES_PER_BYTE per byte, so past budget / that the line is salvaged, not decoded
+    longest = MAX_LINE_DECODED_BYTES // LENIENT_BYTES_PER_BYTE
+    for bad in (b"\xff", b"\\ud800"):
+        line = _record('"' + "x" * (longest + 10) + '"').replace(b'xxx"', b"x" + bad + b'"')
+        assert decode_line(line).reason == "too_wide"
+        row = LogRow(1, "jsonl", "invalid", line, "2026-02-01T10:00:00.000Z", SID, "/p/x.jsonl", 0, 0)
+        rec = decode_row(row)
+        assert rec is not None and rec["message"]["usage"] == {"input_tokens": 9}
+        short = _record('"' + "x" * 1000 + '"').replace(b'xxx"', b"x" + bad + b'"')
+        assert decode_line(short).recovered
+        assert decode_line(short, max_decoded_bytes=len(short) * LENIENT_BYTES_PER_BYTE).recovered
+        assert decode_line(short, max_decoded_bytes=len(short) * LENIENT_BYTES_PER_BYTE - 1).reason == "too_wide"

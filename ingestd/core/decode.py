@@ -85,7 +85,7 @@ NUMBER_TOO_LARGE = "number_too_large"
 TOO_WIDE = "too_wide"
 # Reasons of a line that is JSON but cannot be taken apart within the decoder's limits: what its head
 # and tail tell still counts (``ingestd.core.oversized.salvage_line``), as for an oversized line.
-UNDECODABLE = frozenset((TOO_DEEP, TOO_WIDE))
+UNDECODABLE = frozenset((TOO_DEEP, NUMBER_TOO_LARGE, TOO_WIDE))
 # Longest integer the lenient path converts: CPython's default int/str limit, fixed here so that
 # PYTHONINTMAXSTRDIGITS cannot make two runs decide differently.
 MAX_INT_DIGITS = 4300

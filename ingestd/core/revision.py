@@ -50,7 +50,8 @@ History:
        time its line was read (an old transcript's refused line made its session active "now").
     16: a log row whose decoding could take more than the memory budget (a wide line an older
        ingestd logged whole; a long line only the lenient pass takes, ``decode.LENIENT_BYTES_PER_BYTE``)
-       is salvaged from its head and tail, not decoded (SPEC §11).
+       is salvaged from its head and tail, not decoded (SPEC §11); so is a line with an integer of
+       more than ``decode.MAX_INT_DIGITS`` digits (``number_too_large``: its billed message was lost).
 """
 
 PROJECTION_REVISION = 16

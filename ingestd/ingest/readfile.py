@@ -15,8 +15,8 @@ from typing import Any
 import apsw
 import orjson
 
-from ingestd.core.decode import decode_line
-from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line
+from ingestd.core.decode import UNDECODABLE, decode_line
+from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line, Oversized
 from ingestd.core.keys import jsonl_key, origin_hash, reset_key, short_hash
 from ingestd.core.oversized import usage_lost
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
@@ -350,26 +350,28 @@ def _read_lines(
             lines = framer.feed(chunk)
             b.summary.lines += len(lines)
             for ln in lines:
-                if isinstance(ln, Line):
-                    b.rows.append(
-                        line_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
-                    )
-                else:
-                    b.summary.oversized += 1
-                    row = oversized_row(ln, origin=f.origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
-                    log.warning(
-                        "line_oversized",
-                        origin=f.origin,
-                        offset=ln.offset,
-                        length=ln.length,
-                        reason=ln.reason,
-                        usage_lost=usage_lost(row.obj),
-                    )
-                    b.rows.append(row)
+                b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))
                 b.flush()
+
+
+def _row(b: Batcher, ln: Line | Oversized, origin: str, oh: str, gen: int, now: str, sid: str | None) -> NewLogRow:
+    """The log row of one framed line. An oversized line, and a line that is JSON but cannot be
+    decoded (``decode.UNDECODABLE``: salvaged from head and tail), is logged, saying whether its usage
+    is lost (an assistant message's usage in neither its head nor its tail)."""
+    if isinstance(ln, Line):
+        row = line_row(ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+        if row.reason in UNDECODABLE:
+            lost = usage_lost(row.obj)  # the record salvaged from its head and tail
+            log.warning("line_undecodable", origin=origin, offset=ln.offset, reason=row.reason, usage_lost=lost)
+        return row
+    b.summary.oversized += 1
+    row = oversized_row(ln, origin=origin, origin_hash=oh, gen=gen, received_at=now, path_session=sid)
+    lost = usage_lost(row.obj)
+    log.warning("line_oversized", origin=origin, offset=ln.offset, length=ln.length, reason=ln.reason, usage_lost=lost)
+    return row
 
 
 def _framer(b: Batcher, root: str, f: Found, gen: int, offset: int) -> Framer:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 from click.testing import CliRunner
+from structlog.testing import capture_logs
 
 from ingestd.cli import cli
 from ingestd.store.connection import connect
@@ -68,4 +69,38 @@ def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Pat
     conn = connect(db)
     got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_d'").fetchall())
     assert got["input"] == 7
+    assert CliRunner().invoke(cli, ["replay", "--db", str(db)]).exit_code == 0
+
+
+def _big_number_line(mid: str, usage_at_end: bool) -> str:
+    # breaker4: a 5000-digit integer in a tool_use input (past MAX_INT_DIGITS) made the line
+    # `number_too_large`; its message was lost without a word (cost_complete true, no usage_lost)
+    usage = {"input_tokens": 21, "output_tokens": 4}
+    msg = {"id": mid, "model": "claude-sonnet-4-5", "role": "assistant"}
+    if not usage_at_end:
+        msg["pad"] = "p" * 70_000  # the tail (64 KiB) holds neither the usage nor the number
+        msg["usage"] = usage
+        msg["pad2"] = "q" * 70_000
+    msg["content"] = [{"type": "tool_use", "id": "t1", "name": "X", "input": {"n": "BIG"}}]
+    if usage_at_end:
+        msg["usage"] = usage
+    rec = {"type": "assistant", "sessionId": SID, "message": msg, "uuid": mid, "timestamp": "2026-02-01T10:00:00.000Z"}
+    return json.dumps(rec).replace('"BIG"', "9" * 5000)
+
+
+def test_a_line_with_a_number_too_large_is_salvaged_and_its_usage_counts(tmp_path: Path) -> None:
+    d = tmp_path / "p" / "-tmp-w"
+    d.mkdir(parents=True)
+    lines = [_big_number_line("msg_n", True), _big_number_line("msg_m", False)]
+    (d / f"{SID}.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "x.db"
+    with capture_logs() as logs:
+        res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.stdout)["skipped"] == {"number_too_large": 2}
+    said = [(e["reason"], e["usage_lost"]) for e in logs if e["event"] == "line_undecodable"]
+    assert said == [("number_too_large", False), ("number_too_large", True)]
+    conn = connect(db)
+    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_n'").fetchall())
+    assert got["input"] == 21 and got["output"] == 4
     assert CliRunner().invoke(cli, ["replay", "--db", str(db)]).exit_code == 0

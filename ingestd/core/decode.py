@@ -55,6 +55,7 @@ MAX_LENIENT_DEPTH = 512  # containers, the outermost object counting 1
 VALUE_BYTES = 100
 MAX_LINE_DECODED_BYTES = 128 << 20  # a transcript line (one at a time per reader)
 MAX_BODY_DECODED_BYTES = 32 << 20  # a hook body (bodies in flight are held until their commit)
+MAX_BODIES_DECODED_BYTES = 64 << 20  # every hook body in flight together (``decoded_bytes`` each)
 
 
 def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
@@ -71,6 +72,14 @@ def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
         return False
     structural = data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
     return structural * VALUE_BYTES > max_decoded_bytes
+
+
+def decoded_bytes(data: bytes) -> int:
+    """An upper bound of the memory decoding ``data`` can take, bytes: ``VALUE_BYTES`` per ``{ [ , :``
+    (``too_wide``'s count) plus the bytes themselves (the text of its strings). What a body in flight
+    is charged against a shared budget (``ingestd.http.hooks``). Counts the bytes four times; pure."""
+    structural = data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
+    return structural * VALUE_BYTES + len(data)
 
 
 # The lenient pass holds the line as text (up to 4 bytes a character: one astral character makes

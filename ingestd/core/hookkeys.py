@@ -35,8 +35,8 @@ from ingestd.core.decode import (
     MAX_INT_DIGITS,
     NUMBER_TOO_LARGE,
     TOO_DEEP,
+    TOO_WIDE,
     decode_line,
-    too_wide,
 )
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
@@ -86,14 +86,15 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     """
     if not body.strip():
         return Rejected("empty_body", "the request body is empty; expected a hook input JSON object")
-    if too_wide(body, MAX_BODY_DECODED_BYTES):
+    # Lenient like transcript lines: real payloads carry lone surrogate escapes
+    # (corpus/hooks/ice-hockey-game/Stop.jsonl, truncated emoji); the log keeps the bytes. Within a
+    # body's memory budget: too many values, or too long for the lenient pass, is `body_too_wide`.
+    decoded = decode_line(body, MAX_BODY_DECODED_BYTES)
+    if decoded.reason == TOO_WIDE:
         return Rejected(
             "body_too_wide",
             f"the body holds too many JSON values: decoding it could take over {MAX_BODY_DECODED_BYTES >> 20} MiB",
         )
-    # Lenient like transcript lines: real payloads carry lone surrogate escapes
-    # (corpus/hooks/ice-hockey-game/Stop.jsonl, truncated emoji); the log keeps the bytes.
-    decoded = decode_line(body)
     if decoded.reason == TOO_DEEP:
         return Rejected(TOO_DEEP, "the body nests deeper than the decoder takes apart (1024 levels, orjson's limit)")
     if decoded.reason == NUMBER_TOO_LARGE:

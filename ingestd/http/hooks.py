@@ -16,7 +16,9 @@ Replies:
 - ``500`` fixed body when the database refuses (the transaction rolled back: nothing stored);
 - ``503`` when the writer does not commit within ``hook_timeout_ms`` or is overloaded:
   a slow database must never hold Claude Code (the row may still commit later; a
-  non-2xx promises nothing either way).
+  non-2xx promises nothing either way); ``503`` ``busy`` with ``Retry-After`` when the bodies
+  in flight (decoded, not yet committed) would take more than ``max_decoded_bytes_in_flight``
+  together (``InFlight``; SPEC §11: 64 clients' wide bodies took 885 MB).
 
 A rejected request writes nothing and logs one ``hook_rejected`` line with the reason.
 """
@@ -34,6 +36,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core import hookkeys
+from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes
 from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.daemon.committer import CommitterClosed, CommitterOverloaded, HookWriter
@@ -59,6 +62,32 @@ class HookConfig:
     max_body_bytes: int = DEFAULTS.get_int("max_body_bytes")
     hook_timeout_ms: int = DEFAULTS.get_int("hook_timeout_ms")
     body_timeout_ms: int = DEFAULTS.get_int("body_timeout_ms")
+    max_decoded_bytes_in_flight: int = MAX_BODIES_DECODED_BYTES
+
+
+@dataclass(slots=True)
+class InFlight:
+    """What the bodies being decoded or committed may take together (one per app; the event loop's
+    thread only, so no lock).
+
+    Attributes:
+        limit_bytes: int, the budget; a body is charged ``ingestd.core.decode.decoded_bytes``.
+        used_bytes: int, charged by the bodies in flight now.
+    """
+
+    limit_bytes: int
+    used_bytes: int = 0
+
+    def take(self, n_bytes: int) -> bool:
+        """Charge ``n_bytes`` if they fit (one body alone always does); False, charging nothing, if not."""
+        if self.used_bytes and self.used_bytes + n_bytes > self.limit_bytes:
+            return False
+        self.used_bytes += n_bytes
+        return True
+
+    def give(self, n_bytes: int) -> None:
+        """Return what ``take`` charged (the body is committed or refused)."""
+        self.used_bytes -= n_bytes
 
 
 @dataclass(slots=True)
@@ -98,11 +127,46 @@ def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int)
     )
 
 
+async def _store(
+    writer: HookWriter,
+    receipts: Receipts,
+    timeout_s: float,
+    request: web.Request,
+    body: bytes,
+    header_key: str | None,
+    received_ns: int,
+) -> web.Response:
+    """Decode one delivery's body, commit its row and answer (``post_hook``'s second half)."""
+    parsed = hookkeys.parse_body(body)
+    if isinstance(parsed, hookkeys.Rejected):
+        # too many values to decode within the memory budget is a size limit, like bytes
+        return _reject(request, 413 if parsed.reason == "body_too_wide" else 400, parsed.reason, parsed.detail)
+    key = hookkeys.idempotency_key(
+        parsed,
+        header_key=header_key,
+        received_ns=received_ns,
+        instance=receipts.instance,
+        counter=next(receipts.counter),
+    )
+    row = hook_row(parsed, body, key, received_ns)
+    try:
+        await writer.submit([row], timeout_s)
+    except TimeoutError:
+        return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
+    except (CommitterOverloaded, CommitterClosed) as e:
+        return _reject(request, 503, "unavailable", f"{e}; retry later")
+    except StorageError as e:
+        log.error("hook_storage_error", error=str(e))
+        return _reject(request, *STORAGE_FAILED)
+    return web.Response(status=200)
+
+
 def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits."""
     timeout_s = cfg.hook_timeout_ms / 1000
     body_timeout_s = cfg.body_timeout_ms / 1000
     too_large = (413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
+    in_flight = InFlight(cfg.max_decoded_bytes_in_flight)
 
     async def post_hook(request: web.Request) -> web.Response:
         received_ns = time.time_ns()
@@ -131,27 +195,14 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
         bad = hookkeys.check_header_key(header_key)
         if bad is not None:
             return _reject(request, 400, bad.reason, bad.detail)
-        parsed = hookkeys.parse_body(body)
-        if isinstance(parsed, hookkeys.Rejected):
-            # too many values to decode within the memory budget is a size limit, like bytes
-            return _reject(request, 413 if parsed.reason == "body_too_wide" else 400, parsed.reason, parsed.detail)
-        key = hookkeys.idempotency_key(
-            parsed,
-            header_key=header_key,
-            received_ns=received_ns,
-            instance=receipts.instance,
-            counter=next(receipts.counter),
-        )
-        row = hook_row(parsed, body, key, received_ns)
+        cost = decoded_bytes(body)
+        if not in_flight.take(cost):
+            resp = _reject(request, 503, "busy", "too many bodies in flight to decode; retry later")
+            resp.headers["Retry-After"] = "1"
+            return resp
         try:
-            await writer.submit([row], timeout_s)
-        except TimeoutError:
-            return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
-        except (CommitterOverloaded, CommitterClosed) as e:
-            return _reject(request, 503, "unavailable", f"{e}; retry later")
-        except StorageError as e:
-            log.error("hook_storage_error", error=str(e))
-            return _reject(request, *STORAGE_FAILED)
-        return web.Response(status=200)
+            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns)
+        finally:
+            in_flight.give(cost)
 
     return post_hook

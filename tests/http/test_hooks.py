@@ -18,6 +18,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from ingestd.core.decode import decoded_bytes
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
 from ingestd.daemon.config import ServeConfig
@@ -384,3 +385,27 @@ async def test_413_for_a_body_too_wide_to_decode_and_nothing_written(make_client
     assert rows(db) == []
     # as many bytes of text (no values) are a normal delivery
     assert (await client.post("/hooks", data=body(p="x" * len(wide)))).status == 200
+
+
+async def test_bodies_in_flight_share_one_decoding_budget(make_client: MakeClient, db: Path) -> None:
+    # breaker4: each body was checked alone (32 MiB of values), none against the others in flight:
+    # 64 concurrent ~480 KB bodies of `{}` took 885 MB until their commit
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        entered.set()
+        release.wait(10)
+        return apply_mod.store_rows(conn, batch)
+
+    wide = body(p=[{}] * 50_000)
+    cost = decoded_bytes(wide)
+    client = await make_client(apply=stuck, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
+    first = asyncio.ensure_future(client.post("/hooks", data=wide))
+    assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, 5)
+    busy = await client.post("/hooks", data=wide)  # the first is decoded and not committed yet
+    await assert_error(busy, 503, "busy")
+    assert busy.headers["Retry-After"] == "1"
+    release.set()
+    assert (await first).status == 200
+    assert (await client.post("/hooks", data=wide)).status == 200  # its charge was given back
+    assert len(rows(db)) == 2

@@ -269,6 +269,12 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
     return conn, stale
 
 
+def open_reader(db_path: Path | None, store_url: str | None) -> tuple[Any, StaleProjection | None]:
+    """The connection a report reads: the central store at ``store_url`` (``open_store``, never
+    stale) when given, else the local database (``open_read_db_stale``). Same errors as those."""
+    return (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+
+
 def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, Any]:
     """``doc`` with ``stale_projection`` (``StaleProjection.to_json``) when ``stale`` (from
     ``open_read_db_stale``), as ``cost --json`` has it; unchanged otherwise. Mutates ``doc``."""

@@ -12,8 +12,8 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    open_read_db_stale,
-    open_store,
+    note_stale,
+    open_reader,
     store_option,
 )
 from ingestd.commands.sessions import WINDOW_HELP
@@ -53,12 +53,12 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+        conn, stale = open_reader(db_path, store_url)
         doc = cost_report(conn, by=by, window=window, zone=zone, host=host)
         if stale is not None:
             # Figures of older rules are not the cost: say so where scripts look (cost_complete).
             doc["cost_complete"] = False
-            doc["stale_projection"] = stale.to_json()
+        note_stale(doc, stale)
         if as_json:
             emit_json(doc)
             return

@@ -14,8 +14,7 @@ from ingestd.commands._common import (
     emit_json,
     json_option,
     note_stale,
-    open_read_db_stale,
-    open_store,
+    open_reader,
     store_option,
 )
 from ingestd.report.sessions import sessions_report
@@ -63,7 +62,7 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+        conn, stale = open_reader(db_path, store_url)
         doc = sessions_report(conn, window=window, project=project, limit=limit)
         if as_json:
             emit_json(note_stale(doc, stale))

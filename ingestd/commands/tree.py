@@ -12,8 +12,7 @@ from ingestd.commands._common import (
     emit_json,
     json_option,
     note_stale,
-    open_read_db_stale,
-    open_store,
+    open_reader,
     store_option,
 )
 from ingestd.report.tree import tree_report
@@ -36,7 +35,7 @@ def register(cli: click.Group) -> None:
         """
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
-        conn, stale = (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+        conn, stale = open_reader(db_path, store_url)
         doc = tree_report(conn, session)
         if as_json:
             emit_json(note_stale(doc, stale))

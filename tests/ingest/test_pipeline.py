@@ -14,8 +14,8 @@ from ingestd.errors import StorageError
 from ingestd.ingest import readfile
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.store import isolate, payload
-from tests.ingest.support import dump, new_db
+from ingestd.store import payload
+from tests.ingest.support import dump, new_db, refuse_second_batch
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "projects"
@@ -133,16 +133,7 @@ def test_pipelined_ingest_equals_sequential_real_corpus(tmp_path: Path) -> None:
 
 
 def test_pipelined_ingest_storage_error_stops_and_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    real = isolate.apply_isolating
-
-    def refusing(conn: Any, rows: Any, **kw: Any) -> Any:
-        calls.append(len(rows))
-        if len(calls) == 2:
-            raise StorageError("disk full")
-        return real(conn, rows, **kw)
-
-    monkeypatch.setattr(readfile, "apply_isolating", refusing)
+    calls = refuse_second_batch(monkeypatch)
     conn = new_db(tmp_path / "x.db")
     with pytest.raises(StorageError, match="disk full"):
         ingest_roots(conn, [FIXTURES], now=NOW, ctx=CTX, batch_rows=5, pipeline=True)

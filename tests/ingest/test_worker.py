@@ -25,7 +25,7 @@ from ingestd.ingest import readfile, worker
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.worker import ReaderFailed, _from_wire, _to_wire
 from ingestd.store import isolate, writer
-from tests.ingest.support import dump, new_db
+from tests.ingest.support import dump, new_db, refuse_second_batch
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "projects"
@@ -184,16 +184,7 @@ def test_worker_that_dies_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: py
 
 
 def test_writer_error_stops_the_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = isolate.apply_isolating
-    calls: list[int] = []
-
-    def refusing(conn: Any, rows: Any, **kw: Any) -> Any:
-        calls.append(len(rows))
-        if len(calls) == 2:
-            raise StorageError("disk full")
-        return real(conn, rows, **kw)
-
-    monkeypatch.setattr(readfile, "apply_isolating", refusing)
+    calls = refuse_second_batch(monkeypatch)
     conn = new_db(tmp_path / "x.db")
     with pytest.raises(StorageError, match="disk full"):
         _ingest(conn, FIXTURES, reader_process=True, batch_rows=5)

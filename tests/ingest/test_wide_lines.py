@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 from click.testing import CliRunner
@@ -16,6 +17,17 @@ from ingestd.store.connection import connect
 from ingestd.store.payload import decode as decode_payload
 
 SID = "eeeeeeee-0000-4000-8000-000000000001"
+
+
+def _ingest(tmp_path: Path, *lines: str) -> tuple[Any, Path]:
+    """``ingestd ingest --json`` of one transcript holding ``lines``: (the CLI result, the database)."""
+    d = tmp_path / "p" / "-tmp-w"
+    d.mkdir(parents=True)
+    (d / f"{SID}.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "x.db"
+    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
+    assert res.exit_code == 0, res.output
+    return res, db
 
 
 def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path) -> None:
@@ -31,12 +43,7 @@ def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path)
         + ', "uuid": "u1", "timestamp": "2026-02-01T10:00:00.000Z"}'
     )
     assert json.loads(wide)["message"]["id"] == "msg_w"
-    d = tmp_path / "p" / "-tmp-w"
-    d.mkdir(parents=True)
-    (d / f"{SID}.jsonl").write_text(wide + "\n")
-    db = tmp_path / "x.db"
-    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
-    assert res.exit_code == 0, res.output
+    res, db = _ingest(tmp_path, wide)
     assert orjson.loads(res.stdout)["oversized"] == 1
     assert '"reason": "values"' in res.stderr or '"reason":"values"' in res.stderr
     conn = connect(db)
@@ -59,12 +66,7 @@ def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Pat
         "timestamp": "2026-02-01T10:00:00.000Z",
     }
     line = json.dumps(rec).replace('"DEEP"', deep)
-    d = tmp_path / "p" / "-tmp-w"
-    d.mkdir(parents=True)
-    (d / f"{SID}.jsonl").write_text(line + "\n")
-    db = tmp_path / "x.db"
-    res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
-    assert res.exit_code == 0, res.output
+    res, db = _ingest(tmp_path, line)
     assert orjson.loads(res.stdout)["skipped"] == {"too_deep": 1}
     conn = connect(db)
     got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_d'").fetchall())
@@ -89,14 +91,8 @@ def _big_number_line(mid: str, usage_at_end: bool) -> str:
 
 
 def test_a_line_with_a_number_too_large_is_salvaged_and_its_usage_counts(tmp_path: Path) -> None:
-    d = tmp_path / "p" / "-tmp-w"
-    d.mkdir(parents=True)
-    lines = [_big_number_line("msg_n", True), _big_number_line("msg_m", False)]
-    (d / f"{SID}.jsonl").write_text("\n".join(lines) + "\n")
-    db = tmp_path / "x.db"
     with capture_logs() as logs:
-        res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p"), "--json"])
-    assert res.exit_code == 0, res.output
+        res, db = _ingest(tmp_path, _big_number_line("msg_n", True), _big_number_line("msg_m", False))
     assert orjson.loads(res.stdout)["skipped"] == {"number_too_large": 2}
     said = [(e["reason"], e["usage_lost"]) for e in logs if e["event"] == "line_undecodable"]
     assert said == [("number_too_large", False), ("number_too_large", True)]

@@ -10,14 +10,11 @@ import orjson
 import pytest
 
 from tests.reliability.daemon import Daemon
-from tests.support import free_port
 
 
 @pytest.mark.timeout(60)
 def test_sighup_stops_the_daemon_cleanly(tmp_path: Path) -> None:
-    root = tmp_path / "projects"
-    root.mkdir()
-    d = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
+    d = Daemon.in_dir(tmp_path)
     d.start()
     assert d.proc is not None
     d.proc.send_signal(signal.SIGHUP)
@@ -39,9 +36,7 @@ def test_a_signal_to_the_whole_group_stops_the_writer_process_cleanly_through_it
     import os
     import subprocess
 
-    root = tmp_path / "projects"
-    root.mkdir()
-    d = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
+    d = Daemon.in_dir(tmp_path)
     real_popen = subprocess.Popen
 
     def own_group(*a: object, **kw: object) -> subprocess.Popen[bytes]:

@@ -20,7 +20,6 @@ from aiohttp import web
 from ingestd.http import parseerrors
 from ingestd.http.parseerrors import RefusalLog, json_errors
 from tests.reliability.daemon import Daemon
-from tests.support import free_port
 
 
 async def _ok(request: web.Request) -> web.Response:
@@ -76,9 +75,7 @@ async def test_a_good_request_is_served_as_before() -> None:
 def test_the_daemon_serves_through_it(tmp_path: Path) -> None:
     # review: this only grepped main._serve_on's source for the factory line; now the real serve
     # answers an Idempotency-Key over 8 KiB, through its connection guard, in the JSON shape
-    root = tmp_path / "projects"
-    root.mkdir()
-    d = Daemon(tmp_path / "d.db", root, free_port(), tmp_path / "serve.log")
+    d = Daemon.in_dir(tmp_path)
     d.start()
     try:
         raw = b"POST /hooks HTTP/1.1\r\nHost: x\r\nIdempotency-Key: " + b"k" * 9000 + b"\r\nContent-Length: 2\r\n\r\n{}"

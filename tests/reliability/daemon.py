@@ -75,6 +75,13 @@ class Daemon:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
 
+    @classmethod
+    def in_dir(cls, tmp: Path) -> Daemon:
+        """A daemon of its own in ``tmp``: ``d.db``, an empty ``projects`` root, ``serve.log``, a free port."""
+        root = tmp / "projects"
+        root.mkdir()
+        return cls(tmp / "d.db", root, free_port(), tmp / "serve.log")
+
     def start(self, timeout_s: float = 20.0) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "INGESTD_SCHEDULE_ENABLED": "false"}
         argv = [

@@ -60,3 +60,15 @@ def can_bind_mount(tmp: Path, *, read_only: bool = False) -> bool:
     opts = "-o ro " if read_only else ""
     r = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {opts}{src} {dst}"], capture_output=True)
     return r.returncode == 0
+
+
+def log_rows(db: Path) -> int:
+    """Rows in ``events_raw`` of the database at ``db``, read through a read-only connection of its own."""
+    from ingestd.store.connection import connect
+
+    conn = connect(db, readonly=True)
+    try:
+        n: Any = conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]
+        return int(n)
+    finally:
+        conn.close()

@@ -16,6 +16,7 @@ from ingestd.daemon.committer import Committer, CommitterClosed
 from ingestd.errors import StorageError
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.support import log_rows
 
 
 def _row(key: str, session: str = "s") -> NewLogRow:
@@ -26,14 +27,6 @@ def _open(db: Path) -> apsw.Connection:
     conn = connect(db)
     migrate(conn)
     return conn
-
-
-def _count(db: Path) -> int:
-    conn = connect(db, readonly=True)
-    try:
-        return int(conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0])
-    finally:
-        conn.close()
 
 
 async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None:
@@ -53,7 +46,7 @@ async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None
     gate.set()
     await asyncio.gather(*tasks)
     w.stop()
-    assert _count(db) == 200
+    assert log_rows(db) == 200
     assert sum(calls) == 200
     assert len(calls) < 20  # grouped: far fewer transactions than deliveries
 
@@ -79,7 +72,7 @@ async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, erro
     with pytest.raises(StorageError):
         await bad
     w.stop()
-    assert _count(db) == 5
+    assert log_rows(db) == 5
 
 
 async def test_stop_drains_queued_work_then_refuses(tmp_path: Path) -> None:
@@ -90,7 +83,7 @@ async def test_stop_drains_queued_work_then_refuses(tmp_path: Path) -> None:
     await asyncio.sleep(0)
     await asyncio.get_running_loop().run_in_executor(None, w.stop)
     await asyncio.gather(*tasks)
-    assert _count(db) == 50
+    assert log_rows(db) == 50
     with pytest.raises(CommitterClosed):
         await w.submit([_row("late")])
 
@@ -101,7 +94,7 @@ async def test_duplicate_keys_insert_once(tmp_path: Path) -> None:
     w.start(asyncio.get_running_loop())
     await asyncio.gather(*(w.submit([_row("same")]) for _ in range(10)))
     w.stop()
-    assert _count(db) == 1
+    assert log_rows(db) == 1
 
 
 async def test_open_lets_the_loop_run_while_the_connection_opens(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from ingestd.replay.dump import canonical_rows
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.hookclient import JSON_HEADERS
+from tests.support import log_rows
 
 PROJECTIONS = ("sessions", "agents", "tool_calls", "events", "orchestration_edges", "quarantine")
 
@@ -45,14 +46,6 @@ def _hook(n: int, event: str = "PreToolUse", session: str = "s-proc") -> NewLogR
     assert not isinstance(parsed, hookkeys.Rejected)
     key = hookkeys.idempotency_key(parsed, header_key=None, received_ns=n, instance="test", counter=n)
     return hook_row(parsed, body, key, 1_780_000_000_000_000_000 + n * 1_000_000)
-
-
-def _count(db: Path) -> int:
-    conn = connect(db, readonly=True)
-    try:
-        return int(conn.execute("SELECT count(*) FROM events_raw").fetchall()[0][0])
-    finally:
-        conn.close()
 
 
 def _tables(db: Path) -> dict[str, list[Any]]:
@@ -145,7 +138,7 @@ async def test_a_failing_delivery_does_not_sink_its_neighbours(tmp_path: Path) -
     await w.submit([_hook(99)])
     assert health.problems() == []  # the next good write clears it
     await _stop(w)
-    assert _count(tmp_path / "w.db") == 12
+    assert log_rows(tmp_path / "w.db") == 12
 
 
 async def test_a_killed_writer_process_is_503_then_replaced(tmp_path: Path) -> None:
@@ -182,7 +175,7 @@ async def test_stop_commits_what_was_sent_then_refuses(tmp_path: Path) -> None:
     await asyncio.sleep(0)  # sent in one frame
     await _stop(w)
     assert all(not isinstance(r, BaseException) for r in await asyncio.gather(*pending, return_exceptions=True))
-    assert _count(tmp_path / "w.db") == 30
+    assert log_rows(tmp_path / "w.db") == 30
     with pytest.raises(CommitterClosed):
         await w.submit([_hook(99)])
 

@@ -20,7 +20,7 @@ import apsw
 
 from ingestd.errors import ConfigError
 from ingestd.store.connection import write_txn
-from ingestd.store.identity import identity_in_txn
+from ingestd.store.identity import identity_in_txn, shipped_through
 
 MAX_HOST_ID = 200
 
@@ -77,10 +77,10 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
         old = identity_in_txn(c).host_id
         if old == name:
             return HostIdChange(old, name, 0)
-        shipped = c.execute("SELECT value FROM meta WHERE key = 'shipped_through'").fetchall()
-        if shipped and int(str(shipped[0][0])) > 0:
+        through = shipped_through(c)
+        if through > 0:
             raise ConfigError(
-                f"this database has shipped its log through local id {shipped[0][0]} as host {old!r}: those rows"
+                f"this database has shipped its log through local id {through} as host {old!r}: those rows"
                 " are in a central store under that id, and a new id would ship them again as another host's;"
                 " nothing was changed",
                 host_id=old,

@@ -32,7 +32,7 @@ import apsw
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, on_read_only_media, translate, write_txn
+from ingestd.store.connection import connect, on_read_only_media, scalar, translate, write_txn
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
@@ -240,8 +240,7 @@ def copy_database(src: apsw.Connection, dest_path: Path) -> None:
         StorageError: ``no space left on <dir>: N bytes needed``, or the copy failed otherwise
             (``dest_path`` and any journal beside it are removed).
     """
-    pages = int(str(src.execute("PRAGMA page_count").fetchall()[0][0]))
-    needed = pages * int(str(src.execute("PRAGMA page_size").fetchall()[0][0]))
+    needed = int(scalar(src, "PRAGMA page_count")) * int(scalar(src, "PRAGMA page_size"))
     if (short := _no_space(dest_path.parent, needed)) is not None:
         raise short
     _private_new_file(dest_path)

@@ -145,23 +145,23 @@ def _node(
     and a RecursionError at a few hundred levels was the result. Children are visited in
     first-seen order and an agent already ``seen`` (a parent cycle) is skipped, as before.
     """
+    Frame = tuple[dict[str, Any], Usage, list[dict[str, Any]], Iterator[str]]
+
+    def frame(x: str, d: int, why: str | None) -> Frame:
+        # (node fields, subtree usage so far, children done, the children still to visit)
+        usage = Usage()
+        usage.merge(agents[x].own)
+        kids = iter(sorted(agents[x].children, key=lambda c: (agents[c].row[5] or "", c)))
+        return (_fields(agents, x, d, why), usage, [], kids)
+
     seen.add(aid)
-    root = _fields(agents, aid, depth, orphan)
-    own = Usage()
-    own.merge(agents[aid].own)
-    # each frame: (node fields, subtree usage, children done, the children still to visit)
-    stack: list[tuple[dict[str, Any], Usage, list[dict[str, Any]], Iterator[str]]] = [
-        (root, own, [], iter(sorted(agents[aid].children, key=lambda c: (agents[c].row[5] or "", c))))
-    ]
+    stack: list[Frame] = [frame(aid, depth, orphan)]
     while True:
         node, subtree, done, todo = stack[-1]
         cid = next((c for c in todo if c not in seen), None)
         if cid is not None:
             seen.add(cid)
-            usage = Usage()
-            usage.merge(agents[cid].own)
-            kids = iter(sorted(agents[cid].children, key=lambda c: (agents[c].row[5] or "", c)))
-            stack.append((_fields(agents, cid, depth + len(stack), None), usage, [], kids))
+            stack.append(frame(cid, depth + len(stack), None))
             continue
         node["own"] = agents[node["agent_id"]].own.to_json()
         node["subtree"] = subtree.to_json()

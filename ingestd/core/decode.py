@@ -58,6 +58,11 @@ MAX_BODY_DECODED_BYTES = 32 << 20  # a hook body (bodies in flight are held unti
 MAX_BODIES_DECODED_BYTES = 64 << 20  # every hook body in flight together (``decoded_bytes`` each)
 
 
+def _structural(data: bytes) -> int:
+    """Bytes of ``{ [ , :`` in ``data`` (those inside strings too: an upper bound of its values)."""
+    return data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
+
+
 def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
     """Whether decoding ``data`` could take more than ``max_decoded_bytes`` of memory.
 
@@ -70,16 +75,14 @@ def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
     """
     if len(data) * VALUE_BYTES <= max_decoded_bytes:
         return False
-    structural = data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
-    return structural * VALUE_BYTES > max_decoded_bytes
+    return _structural(data) * VALUE_BYTES > max_decoded_bytes
 
 
 def decoded_bytes(data: bytes) -> int:
     """An upper bound of the memory decoding ``data`` can take, bytes: ``VALUE_BYTES`` per ``{ [ , :``
     (``too_wide``'s count) plus the bytes themselves (the text of its strings). What a body in flight
     is charged against a shared budget (``ingestd.http.hooks``). Counts the bytes four times; pure."""
-    structural = data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
-    return structural * VALUE_BYTES + len(data)
+    return _structural(data) * VALUE_BYTES + len(data)
 
 
 # The lenient pass holds the line as text (up to 4 bytes a character: one astral character makes

@@ -112,8 +112,9 @@ def salvage(payload: bytes) -> dict[str, Any] | None:
 
 
 def salvage_line(data: bytes) -> dict[str, Any] | None:
-    """``salvage`` of a whole line that cannot be decoded because it nests too deep (``decode.TOO_DEEP``):
-    its first ``HEAD_BYTES`` and last ``TAIL_BYTES`` read as an oversized line's would be."""
+    """``salvage`` of a whole line that cannot be decoded (any of ``decode.UNDECODABLE``: too deep, a
+    number too large, too wide): its first ``HEAD_BYTES`` and last ``TAIL_BYTES`` read as an oversized
+    line's would be."""
     return salvage_bytes(data[:HEAD_BYTES], data[-TAIL_BYTES:])
 
 

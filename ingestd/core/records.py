@@ -9,7 +9,7 @@ from typing import Any
 from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.framing import Line, Oversized
 from ingestd.core.keys import jsonl_key, jsonl_key_of_digest
-from ingestd.core.oversized import OVERSIZED, marker_payload, salvage, salvage_line
+from ingestd.core.oversized import OVERSIZED, marker_payload, salvage_bytes, salvage_line
 
 INVALID = "invalid"
 FILE_RESET = "file_reset"
@@ -205,7 +205,7 @@ def oversized_row(
     nothing; its session is the ``sessionId`` in the kept bytes, else the path's.
     """
     payload = marker_payload(ov)
-    rec = salvage(payload)
+    rec = salvage_bytes(ov.head, ov.tail)  # what salvage(payload) reads back, without the round trip
     sid = _session_of(rec.get("sessionId") if rec is not None else None, path_session)
     key = jsonl_key_of_digest(origin_hash, gen, ov.offset, ov.digest)
     return NewLogRow(key, "jsonl", OVERSIZED, payload, received_at, sid, origin, gen, ov.offset, obj=rec)

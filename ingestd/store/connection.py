@@ -174,7 +174,10 @@ def connect_for_check(path: Path) -> apsw.Connection:
         StorageError, PragmaError: as ``connect``.
     """
     wal = Path(os.path.realpath(path) + "-wal")  # SQLite names it after the file a link points to
-    pending = wal.exists() and wal.stat().st_size > 0
+    try:
+        pending = wal.stat().st_size > 0  # one look: a last connection may delete it meanwhile
+    except FileNotFoundError:
+        pending = False
     conn = connect(path)
     if pending:
         conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)

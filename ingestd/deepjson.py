@@ -61,10 +61,6 @@ def chunks(doc: Any, option: int = 0) -> Iterator[bytes]:
     yield from _deep_chunks(doc, option)
 
 
-def _deep(doc: Any, option: int) -> bytes:
-    return b"".join(_deep_chunks(doc, option))
-
-
 def _deep_chunks(doc: Any, option: int) -> Iterator[bytes]:
     indent = bool(option & orjson.OPT_INDENT_2)
     scalar_option = option & ~orjson.OPT_INDENT_2

@@ -107,6 +107,6 @@ class ServeConfig:
             stall_after_s=ms("stall_after_ms") / 1000,
             backup_dir=backup_dir_from(settings, db_path) if settings.get_opt_str("backup_dir") else None,
             settings=settings,
-            hook_writer=settings.get_str("hook_writer").lower(),
-            event_loop=settings.get_str("event_loop").lower(),
+            hook_writer=settings.get_str("hook_writer"),
+            event_loop=settings.get_str("event_loop"),
         )

@@ -95,14 +95,10 @@ class Health:
         prev = self._failing.get(part)
         self._failing[part] = _Failure(prev.since if prev else self._clock(), reason)
 
-    def failing(self, part: str) -> str | None:
-        """The reason ``part`` is failing (its last failure's), or None when it is not."""
-        f = self._failing.get(part)
-        return None if f is None else f.reason
-
-    def failure(self, part: str) -> object | None:
-        """``part``'s last failure as an opaque token, or None: every ``failed`` makes a new one, so
-        ``is`` tells whether another failure arrived meanwhile (the same reason text can recur)."""
+    def failure(self, part: str) -> _Failure | None:
+        """``part``'s last failure (``.reason``, ``.since``), or None when it is not failing. Every
+        ``failed`` makes a new record, so ``is`` tells whether another failure arrived meanwhile
+        (the same reason text can recur)."""
         return self._failing.get(part)
 
     def retrying(self, part: str, reason: str) -> None:

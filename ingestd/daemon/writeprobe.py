@@ -59,11 +59,10 @@ async def run(writer: HookWriter, health: Health, stop: asyncio.Event, interval_
         before = health.failure(WRITER)
         if before is None or stop.is_set():
             continue
-        reason = health.failing(WRITER)
         try:
             await writer.call(probe)
         except StorageError:
             continue  # still refused: the failure (and its age) stands
         if health.failure(WRITER) is before:  # no newer failure arrived while the probe ran
             health.ok(WRITER)
-            log.info("writer_recovered", was=reason)
+            log.info("writer_recovered", was=before.reason)

@@ -126,7 +126,8 @@ async def test_a_failure_during_the_probe_is_not_cleared_by_its_success() -> Non
     writer, stop = _FailingMeanwhile(health, reason), asyncio.Event()
     task = asyncio.create_task(writeprobe.run(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
     await until("three probes", lambda: writer.calls >= 3)
-    assert health.failing(WRITER) == reason
+    failure = health.failure(WRITER)
+    assert failure is not None and failure.reason == reason
     stop.set()
     await asyncio.wait_for(task, 5)
 

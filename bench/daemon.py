@@ -69,20 +69,29 @@ def running_daemon(workdir: Path, projects: Path | None, *, ready_timeout_s: flo
     with open(log, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, start_new_session=True)
     try:
-        deadline = time.monotonic() + ready_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"ingestd serve exited {proc.returncode}: {log.read_text()[-500:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"ingestd serve not listening after {ready_timeout_s} s") from None
-                time.sleep(0.05)
+        wait_listening(proc, port, log, ready_timeout_s)
         yield Daemon(f"http://127.0.0.1:{port}", db, proc.pid, log)
     finally:
         stop_daemon(proc, timeout_s=20)
+
+
+def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout_s: float) -> None:
+    """Wait until the daemon ``proc`` accepts connections on 127.0.0.1:``port``.
+
+    Raises:
+        RuntimeError: it exited (the tail of ``log`` says why) or did not listen within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ingestd serve exited {proc.returncode}: {log.read_text()[-500:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ingestd serve not listening after {timeout_s} s") from None
+            time.sleep(0.05)
 
 
 def stop_daemon(proc: subprocess.Popen[bytes], *, timeout_s: float) -> None:

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -32,7 +31,7 @@ from typing import Any
 import apsw
 import orjson
 
-from bench.daemon import daemon_cpu_s, free_port, stop_daemon
+from bench.daemon import daemon_cpu_s, free_port, stop_daemon, wait_listening
 from bench.hookload import run_load
 from bench.hookwrk import ensure_wrk, run_wrk
 
@@ -71,17 +70,12 @@ def _start(tree: Path, db: Path, port: int, log: Path, env: dict[str, str]) -> s
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True, env={**os.environ, **env}
         )
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{tree}: serve exited {proc.returncode}: {log.read_text()[-400:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError("not listening") from None
-            time.sleep(0.05)
+    try:
+        wait_listening(proc, port, log, 30.0)
+    except BaseException:  # not listening, or Ctrl-C: the daemon is in its own session, stop it here
+        stop_daemon(proc, timeout_s=5)
+        raise
+    return proc
 
 
 def _tree_cpu_s(pid: int) -> tuple[float, float]:

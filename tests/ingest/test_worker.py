@@ -300,17 +300,17 @@ def test_the_pipe_is_widened(tmp_path: Path) -> None:
         rp.close()
 
 
+# The forked reader is kept busy (a read that never ends) rather than blocked on a full pipe: a
+# blocked send ends with a broken pipe as soon as its parent dies, so only the parent-death signal
+# can end a busy one, and this test fails without it.
 _ORPHAN = """
-import os, sys
-from pathlib import Path
+import sys, time
 from ingestd.core.touch import Ctx
-from ingestd.ingest.scan import discover
-from ingestd.ingest.worker import ReaderProcess
-root = Path(sys.argv[1])
-plans = [(str(root), f, None) for f in discover(root)]
-rp = ReaderProcess(plans, "2026-03-01T00:00:00.000Z", 50, 1 << 20, Ctx(), None)
+from ingestd.ingest import worker
+worker.read_plans = lambda *a: time.sleep(120)
+rp = worker.ReaderProcess([], "2026-03-01T00:00:00.000Z", 50, 1 << 20, Ctx(), None)
 print(rp._proc.pid, flush=True)
-sys.stdin.readline()  # never reads the pipe; killed meanwhile
+sys.stdin.readline()  # killed meanwhile
 """
 
 
@@ -323,17 +323,13 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="Linux only")
 def test_the_reader_dies_with_the_writing_process(tmp_path: Path) -> None:
-    # a file of several MiB: the reader fills the pipe and waits; then its parent is SIGKILLed
-    d = tmp_path / "root" / "-home-u-big"
-    d.mkdir(parents=True)
-    line = b'{"type":"user","sessionId":"s1","message":{"role":"user","content":"' + b"x" * 4000 + b'"}}\n'
-    (d / "s1.jsonl").write_bytes(line * 2000)
-    argv = [sys.executable, "-c", _ORPHAN, str(tmp_path / "root")]
+    # the reader is busy; then its parent is SIGKILLed
+    argv = [sys.executable, "-c", _ORPHAN]
     with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as p:
         assert p.stdout is not None
         pid = int(p.stdout.readline())
         time.sleep(0.5)
-        assert not _gone(pid)  # blocked on the full pipe
+        assert not _gone(pid)  # still reading
         p.kill()
         p.wait()
     deadline = time.monotonic() + 10

@@ -176,19 +176,10 @@ def status_report(
         nothing updates them.
     """
     with storage_errors():
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        ]
         sessions_by_status = _counts(conn, "SELECT status, count(*) FROM sessions GROUP BY 1 ORDER BY 1")
         seen = _last_seen(conn)
         counters = _counts(conn, "SELECT name, value FROM ingest_stats ORDER BY name")
-        rows = {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
-        marked = _counts(
-            conn, "SELECT event_type, count(*) FROM events_raw WHERE event_type IN ('invalid', 'oversized') GROUP BY 1"
-        )
+        rows = _row_counts(conn)
         return {
             "now": format_utc(now),
             "daemon": daemon,
@@ -203,8 +194,7 @@ def status_report(
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
             "watchdog": {"window_s": effective_window(conn)},
-            "skipped": _skipped(marked.get("invalid", 0), counters),
-            "oversized": {"lines": marked.get("oversized", 0)},
+            **_marked_lines(conn, counters),
             "counters": counters,
             "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
             "last_prune": _last_prune(conn),
@@ -226,6 +216,21 @@ def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:
         "last_hook_at": scalar(conn, "SELECT max(occurred_at) FROM events"),
         "last_commit_at": scalar(conn, "SELECT received_at FROM events_raw ORDER BY id DESC LIMIT 1"),
     }
+
+
+def _row_counts(conn: apsw.Connection) -> dict[str, int]:
+    """Rows of every table, by name (``sqlite_%`` tables left out)."""
+    sql = "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    tables = [r[0] for r in conn.execute(sql)]
+    return {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
+
+
+def _marked_lines(conn: apsw.Connection, counters: dict[str, int]) -> dict[str, Any]:
+    """``{"skipped": _skipped(...), "oversized": {"lines"}}`` from one count of the log's marked rows."""
+    marked = _counts(
+        conn, "SELECT event_type, count(*) FROM events_raw WHERE event_type IN ('invalid', 'oversized') GROUP BY 1"
+    )
+    return {"skipped": _skipped(marked.get("invalid", 0), counters), "oversized": {"lines": marked.get("oversized", 0)}}
 
 
 def _skipped(invalid_lines: int, counters: dict[str, int]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,7 +15,8 @@ import click
 from ingestd import hooksetup
 from ingestd import settings as settings_mod
 from ingestd.claudedir import claude_config_dir
-from ingestd.commands._common import IntRange, setting_option
+from ingestd.commands._common import IntRange, db_option, resolve_db, setting_option
+from ingestd.daemon import presence
 from ingestd.daemon.bind import DEFAULT_PORT, reach_host
 from ingestd.errors import ConfigError
 from ingestd.http.auth import LOOPBACK_HOSTS
@@ -22,44 +25,127 @@ from ingestd.installpath import Installed, find_installed
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _address(given_host: str | None, given_port: int | None) -> tuple[str, int]:
-    """Where ``serve`` listens, as it resolves it: the ``host`` and ``port`` settings (flag,
-    ``INGESTD_*``, the config file, the default), as a client on this machine reaches it
-    (``bind.reach_host``): a wildcard bind on loopback, any other address as it is (a daemon bound
-    to ``10.1.2.3`` alone does not listen on 127.0.0.1).
+@dataclass(frozen=True, slots=True)
+class HookAddress:
+    """Where the hooks post, and why there.
+
+    Attributes:
+        host: str, the address a client on this machine sends to (``bind.reach_host`` applied).
+        port: int, the daemon's TCP port (1 to 65535).
+        source: str, in words, where ``host`` and ``port`` came from (for the user).
+    """
+
+    host: str
+    port: int
+    source: str
+
+
+def _running_daemon(db_path: Path) -> presence.Presence | None:
+    """The daemon serving ``db_path`` now (its pid is alive, ``presence.detect``), or None. Read-only.
+
+    A daemon whose probe did not answer (``not_responding``) still counts: its state file names the
+    address it bound, which a stalled daemon keeps.
+    """
+    found = presence.detect(db_path, datetime.now(UTC))
+    alive = found.state in ("running", "unhealthy", "not_responding")
+    return found if alive and found.address is not None else None
+
+
+def _setting_source(settings: settings_mod.Settings, name: str) -> str:
+    return {"env": settings_mod.env_name(name), "config": "the config file", "default": "the default"}.get(
+        settings.sources[name], "--" + name
+    )
+
+
+def resolve_address(
+    given_host: str | None, given_port: int | None, daemon: presence.Presence | None, settings: settings_mod.Settings
+) -> HookAddress:
+    """Where the hooks post: for the host and the port each, the ``--host`` / ``--port`` option, else
+    the running daemon's bound address (``daemon``: it may have been given ``serve --host/--port``,
+    which no setting records), else the ``host`` / ``port`` settings (``INGESTD_*``, the config file,
+    the default). A wildcard bind is reached on loopback, any other address as it is
+    (``bind.reach_host``: a daemon bound to ``10.1.2.3`` alone does not listen on 127.0.0.1). Pure.
+
+    Args:
+        daemon: the running daemon (``_running_daemon``), or None.
+        settings: resolved with the options as arguments.
 
     Raises:
-        ConfigError: a bad setting, or port 0 (``serve`` then picks any free port: no fixed URL).
+        ConfigError: a bad setting, or a port 0 from the settings (``serve`` then picks any free
+            port: no fixed URL) with no daemon running to say which.
+    """
+    bound = None if daemon is None or daemon.address is None else daemon.address.rsplit(":", 1)
+    running = f"the daemon running on this database (pid {daemon.pid})" if daemon is not None else ""
+    if given_host is not None:
+        host, host_from = given_host, "--host"
+    elif bound is not None:
+        host, host_from = bound[0], running
+    else:
+        host, host_from = settings.get_str("host"), _setting_source(settings, "host")
+    if given_port is not None:
+        port, port_from = given_port, "--port"
+    elif bound is not None:
+        port, port_from = int(bound[1]), running
+    else:
+        port, port_from = settings.get_int("port"), _setting_source(settings, "port")
+        if port == 0:
+            raise ConfigError(
+                "the port setting is 0 (serve picks any free port) and no daemon runs on this database: "
+                "start it, or pass its port with --port (or its database with --db)"
+            )
+    if (host_from, port_from) == ("--host", "--port"):
+        host_from = port_from = "the --host and --port options"
+    source = host_from if host_from == port_from else f"host from {host_from}, port from {port_from}"
+    return HookAddress(reach_host(host), port, source)
+
+
+def _address(given_host: str | None, given_port: int | None, db_path: Path | None) -> HookAddress:
+    """``resolve_address`` with the settings loaded and, unless both options are given, the daemon
+    serving ``db_path`` (default: the default database) looked for. Reads the config file, the
+    daemon's state file and probes its health (about a second at most).
+
+    Raises:
+        ConfigError: as ``resolve_address``.
     """
     settings = settings_mod.load({"host": given_host, "port": given_port}, dict(os.environ))
-    port = settings.get_int("port")
-    if port == 0:
-        raise ConfigError("the port setting is 0 (serve picks any free port): pass the daemon's port with --port")
-    return reach_host(settings.get_str("host")), port
+    both = given_host is not None and given_port is not None
+    daemon = None if both else _running_daemon(resolve_db(db_path))
+    return resolve_address(given_host, given_port, daemon, settings)
 
 
-def _warn_tokenless(address: tuple[str, int], token_env: str | None) -> None:
+def _say_where(address: HookAddress) -> None:
+    """Which address the hooks post to, and why (on stderr)."""
+    shown = f"[{address.host}]" if ":" in address.host else address.host
+    click.echo(f"hooks post to http://{shown}:{address.port}/hooks ({address.source})", err=True)
+
+
+def _warn_tokenless(address: HookAddress, token_env: str | None) -> None:
     """Warn (stderr) when the hooks go beyond loopback without a token: ``serve`` binds such an
     address only with one, and answers every hook without it 401."""
-    if token_env is None and address[0] not in LOOPBACK_HOSTS:
+    if token_env is None and address.host not in LOOPBACK_HOSTS:
         click.echo(
-            f"warning: a daemon on {address[0]} requires a token; without --token-env NAME every hook is refused (401)",
+            f"warning: a daemon on {address.host} requires a token; "
+            "without --token-env NAME every hook is refused (401)",
             err=True,
         )
 
 
-_PORT_HELP = "The daemon's port [default: the port setting, as serve reads it: INGESTD_PORT, the config file, 7391]."
+_PORT_HELP = (
+    "The daemon's port [default: the running daemon's (of --db), else the port setting as serve reads it: "
+    "INGESTD_PORT, the config file, 7391]."
+)
 _HOST_HELP = (
-    "The address serve listens on (its --host) [default: the host setting, as serve reads it: INGESTD_HOST, "
-    "the config file, 127.0.0.1; a wildcard bind is reached on loopback]."
+    "The address serve listens on (its --host) [default: the running daemon's (of --db), else the host setting "
+    "as serve reads it: INGESTD_HOST, the config file, 127.0.0.1; a wildcard bind is reached on loopback]."
 )
 
 
-def _target(address: tuple[str, int], token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
+def _target(address: HookAddress, token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
     """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``found``,
     ``installpath.find_installed``), so ``make clean`` or moving the clone does not break them."""
-    host, port = address
-    return hooksetup.HookTarget(port=port, token_env=token_env, legacy=legacy, python=found.python, host=host)
+    return hooksetup.HookTarget(
+        port=address.port, token_env=token_env, legacy=legacy, python=found.python, host=address.host
+    )
 
 
 def _say_which(legacy: bool, found: Installed) -> None:
@@ -98,19 +184,28 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("install")
     @_common
+    @db_option
     @setting_option("host", help=_HOST_HELP)
     @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
     def install_cmd(
-        project: Path | None, dry_run: bool, host: str | None, port: int | None, token_env: str | None, legacy: bool
+        project: Path | None,
+        dry_run: bool,
+        db_path: Path | None,
+        host: str | None,
+        port: int | None,
+        token_env: str | None,
+        legacy: bool,
     ) -> None:
-        """Add ingestd's hooks (keeps your own; backs up the old file; idempotent)."""
+        """Add ingestd's hooks (keeps your own; backs up the old file; idempotent). They post to the
+        daemon running on --db when there is one, else to where the settings say serve listens."""
         path = _path(project)
         found = find_installed(dict(os.environ))
-        address = _address(host, port)
+        address = _address(host, port, db_path)
         p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(address, token_env, legacy, found))
         _say_which(legacy, found)
+        _say_where(address)
         _warn_tokenless(address, token_env)
         _run(p, dry_run)
 
@@ -126,13 +221,17 @@ def register(cli: click.Group) -> None:
         )
 
     @hooks_group.command("print")
+    @db_option
     @setting_option("host", help=_HOST_HELP)
     @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
-    def print_cmd(host: str | None, port: int | None, token_env: str | None, legacy: bool) -> None:
-        """Print the hooks block ingestd installs (touches no file)."""
-        address = _address(host, port)
+    def print_cmd(
+        db_path: Path | None, host: str | None, port: int | None, token_env: str | None, legacy: bool
+    ) -> None:
+        """Print the hooks block ingestd installs (touches no file), to the address install would use."""
+        address = _address(host, port, db_path)
+        _say_where(address)
         _warn_tokenless(address, token_env)
         target = _target(address, token_env, legacy, find_installed(dict(os.environ)))
         click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)

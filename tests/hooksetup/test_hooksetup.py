@@ -128,20 +128,20 @@ def test_the_hooks_go_to_the_address_serve_listens_on(
     config = tmp_path / "config.toml"
     config.write_text("port = 9000\n")
     monkeypatch.setenv("INGESTD_CONFIG", str(config))
-    assert _ports(json.loads(run(home, "print").output)) == {"9000"}
+    assert _ports(json.loads(run(home, "print").stdout)) == {"9000"}
     run(home, "install")
     assert _ports(settings(home)) == {"9000"}
     monkeypatch.setenv("INGESTD_HOST", "::1")  # serve listens on [::1] only
-    assert _ports(json.loads(run(home, "print").output)) == {"[::1]:9000"}
+    assert _ports(json.loads(run(home, "print").stdout)) == {"[::1]:9000"}
     monkeypatch.setenv("INGESTD_HOST", "0.0.0.0")  # a wildcard bind is reached on 127.0.0.1
-    assert _ports(json.loads(run(home, "print").output)) == {"9000"}
+    assert _ports(json.loads(run(home, "print").stdout)) == {"9000"}
     monkeypatch.delenv("INGESTD_HOST")
     monkeypatch.setenv("INGESTD_PORT", "9100")
-    assert _ports(json.loads(run(home, "print").output)) == {"9100"}
-    assert _ports(json.loads(run(home, "print", "--port", "9200").output)) == {"9200"}
+    assert _ports(json.loads(run(home, "print").stdout)) == {"9100"}
+    assert _ports(json.loads(run(home, "print", "--port", "9200").stdout)) == {"9200"}
     monkeypatch.setenv("INGESTD_PORT", "0")  # serve picks any port: no URL to write
     r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(home)})
-    assert r.exit_code == 2 and "pass the daemon's port with --port" in r.output
+    assert r.exit_code == 2 and "pass its port with --port" in r.output
     assert _ports(settings(home)) == {"9000"}
 
 
@@ -193,7 +193,7 @@ def test_broken_settings_are_refused_and_left_untouched(home: Path, broken: str)
 
 def test_print_shows_the_block(home: Path) -> None:
     r = run(home, "print", "--port", "7391")
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert set(doc["hooks"]) == {*hooksetup.HTTP_EVENTS, *hooksetup.COMMAND_ONLY_EVENTS}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -19,9 +20,11 @@ from ingestd.commands._common import (
     open_db,
     projects_option,
     refuse_config_dir_roots,
+    resolve_db,
 )
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
+from ingestd.daemon import identitylock
 from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.readfile import Summary
@@ -48,25 +51,33 @@ def _human(s: Summary) -> None:
 
 
 def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progress: bool) -> Summary:
-    """Open the database, ingest the roots, return the summary (shared with the demo)."""
+    """Open the database, ingest the roots, return the summary (shared with the demo).
+
+    Holds the shared identity lock (``ingestd.daemon.identitylock``) throughout: the host id read
+    at the start stamps every edge, so ``ship --set-host-id`` is refused meanwhile.
+    """
     roots = list(projects) or default_projects(dict(os.environ))
     for r in roots:
         if not r.is_dir():
             raise ConfigError(f"projects root {r} is not a readable directory: pass --projects DIR")
     refuse_config_dir_roots(roots)
-    try:
-        conn = open_db(db_path)
-    except OSError as e:
-        raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
-    try:
-        ctx = database_identity(conn)
-        now = from_epoch_ns(time.time_ns())
-        return _ingest(conn, roots, now, ctx, show_progress)
-    except OSError as e:
-        raise ConfigError(f"cannot read the projects root: {e}") from e
-    finally:
-        # closed here, not when collected: the last close checkpoints and removes the -wal / -shm
-        conn.close()
+    path = resolve_db(db_path)
+    # held from before the database is opened (opening may re-project with the identity) to the end:
+    # `ship --set-host-id` refuses meanwhile. Taken again once opened: a database this run creates
+    # is locked as soon as it exists (a second shared hold of an existing one costs nothing).
+    with identitylock.shared(path):
+        try:
+            conn = open_db(path)
+        except OSError as e:
+            raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
+        with identitylock.shared(path), contextlib.closing(conn):
+            # closed here, not when collected: the last close checkpoints and removes the -wal / -shm
+            try:
+                ctx = database_identity(conn)
+                now = from_epoch_ns(time.time_ns())
+                return _ingest(conn, roots, now, ctx, show_progress)
+            except OSError as e:
+                raise ConfigError(f"cannot read the projects root: {e}") from e
 
 
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:

@@ -117,13 +117,14 @@ def register(cli: click.Group) -> None:
 
 
 def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
-    """``--set-host-id``: refused while a daemon serves the database (it keeps the id it started with).
+    """``--set-host-id``: refused while a daemon serves the database or an ``ingest`` writes to it (each
+    keeps the id it started with: ``ingestd.daemon.identitylock``).
 
     The lock is taken before the database is opened (opening migrates and may re-project), so a
     refusal writes nothing; the connection is closed before the lock is released (``DaemonLock``).
     """
     from ingestd.central.hostid import check_host_id, set_host_id
-    from ingestd.daemon import lock
+    from ingestd.daemon import identitylock, lock
 
     check_host_id(name)
     path = resolve_db(db_path)
@@ -131,11 +132,12 @@ def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
     require_safe_files(path)
     held = lock.acquire(path)  # DaemonError naming the daemon's pid when one runs
     try:
-        conn = open_db(path, create=False)
-        try:
-            done = set_host_id(conn, name)
-        finally:
-            conn.close()
+        with identitylock.exclusive(path):  # DaemonError while an `ingest` runs with the current id
+            conn = open_db(path, create=False)
+            try:
+                done = set_host_id(conn, name)
+            finally:
+                conn.close()
     except BaseException:
         held.discard()  # removed between the check and the lock: the empty file the lock made goes too
         raise

@@ -9,12 +9,14 @@ in orchestration_edges".
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
-from ingestd.daemon import lock
+from ingestd.daemon import identitylock, lock
+from ingestd.errors import DaemonError
 from ingestd.store.connection import connect
 from tests.report.test_deep_tree import make_chain
 
@@ -102,3 +104,39 @@ def test_refused_once_rows_were_shipped(db: Path) -> None:
     r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
     assert r.exit_code == 2 and "has shipped its log through local id 3" in r.output
     assert hosts(db)[1] != "box-2"
+
+
+def test_refused_while_an_ingest_writes_with_the_current_id(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # was: an `ingest` running at that moment (it takes no daemon lock: it may run beside the daemon)
+    # read the old id at its start and went on stamping its new edges with it
+    import ingestd.commands.ingest as ingest_cmd
+
+    answers = []
+    real = ingest_cmd.ingest_roots
+
+    def ingest_roots(*args: Any, **kwargs: Any) -> Any:
+        # in the middle of the run, with the identity already read
+        answers.append(CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_cmd, "ingest_roots", ingest_roots)
+    more = make_chain(tmp_path / "more", 3)
+    r = CliRunner().invoke(cli, ["ingest", "--projects", str(more), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    [refused] = answers
+    assert refused.exit_code == 2, refused.output
+    assert "an `ingestd ingest` is writing to" in refused.output
+    edges, meta = hosts(db)
+    assert meta != "box-2" and [h for h, _ in edges] == [meta]
+    # once it has finished, the change goes through
+    done = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
+    assert done.exit_code == 0, done.output
+
+
+def test_two_ingests_share_the_lock(db: Path) -> None:
+    with identitylock.shared(db), identitylock.shared(db), pytest.raises(DaemonError, match="ingest"):
+        identitylock.exclusive(db).__enter__()
+    with identitylock.exclusive(db):
+        pass

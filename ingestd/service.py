@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestd import atomicfile
+from ingestd.configfile import default_config_path
 from ingestd.errors import ConfigError
-from ingestd.settings import SETTINGS, default_config_path, env_name
+from ingestd.settings import SETTINGS, env_name
 
 UNIT_NAME = "ingestd.service"
 AGENT_LABEL = "io.github.ingestd"

@@ -7,7 +7,7 @@ found wins::
     explicit argument (a CLI flag) → environment INGESTD_<NAME> → config file → default
 
 The resolver is pure: the environment and the parsed config file are passed in.
-The shell reads the file with ``load_config_file`` (TOML, keys are the setting
+The shell reads the file with ``ingestd.configfile`` (TOML, keys are the setting
 names, e.g. ``retention_events_days = 120`` or ``port = 9000``) and resolves once per command
 (``ingestd serve`` once at start; the daemon hands the result to whoever needs a value).
 A command's flags for its settings are generated from this table
@@ -18,23 +18,17 @@ config key always name the same thing. Adding a setting is adding a row.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from ingestd import filecheck
 from ingestd.errors import ConfigError
-from ingestd.readcap import read_capped
 
 Value = int | float | bool | str | None
 
 # Every int setting is a count, a size or a duration: a billion of any unit is past any sane value and
 # keeps days, seconds and bytes inside what timedelta and C ints take (no OverflowError downstream).
 MAX_INT = 999_999_999
-CONFIG_MAX_BYTES = 1 << 20  # a config file is a few lines: a larger one is the wrong file
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,56 +355,3 @@ def resolve(
 
 DEFAULTS: Settings = resolve({}, {}, {})
 """Every setting at its default: the defaults the daemon's configuration records are built from."""
-
-
-def default_config_path(env: Mapping[str, str]) -> Path:
-    """``$INGESTD_CONFIG``, else ``$XDG_CONFIG_HOME/ingestd/config.toml``, else ``~/.config/ingestd/config.toml``."""
-    if env.get("INGESTD_CONFIG"):
-        return Path(env["INGESTD_CONFIG"])
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
-    return Path(base) / "ingestd" / "config.toml"
-
-
-def load_config_file(path: Path, *, required: bool = False) -> dict[str, object]:
-    """Read the TOML config file; a missing file is an empty config unless ``required``. Reads the filesystem.
-
-    The file is checked as the database is (``ingestd.filecheck``): it decides where the daemon
-    listens, which web origins may write to it and where the log is shipped, so a file (or a
-    directory holding it) that others can change is refused; one owned by root is accepted.
-
-    Args:
-        required: the user named the file (``INGESTD_CONFIG``): its absence is an error, not a
-            silent fall-back to the defaults.
-
-    Raises:
-        ConfigError: the file is missing and ``required``, exists but is not valid TOML, is larger
-            than ``CONFIG_MAX_BYTES``, or others can change it.
-    """
-    try:
-        try:
-            root_owned = path.stat().st_uid == 0
-        except FileNotFoundError:
-            raise
-        except OSError:
-            root_owned = False  # reported below, by the check or the read
-        filecheck.require_safe(filecheck.problems([path], uid=0 if root_owned else None))
-        data = read_capped(path, CONFIG_MAX_BYTES, "config file")
-    except FileNotFoundError:  # missing, or removed between the check and the read: one answer
-        if not required:
-            return {}
-        raise ConfigError(
-            f"config file {path} (named by INGESTD_CONFIG) does not exist: create it or unset INGESTD_CONFIG",
-            path=str(path),
-        ) from None
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {path}: {e}", path=str(path)) from e
-    try:
-        return dict(tomllib.loads(data.decode("utf-8")))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"config file {path} is not valid TOML: {e}", path=str(path)) from e
-
-
-def load(args: Mapping[str, object | None], env: Mapping[str, str]) -> Settings:
-    """Shell convenience: read the config file named by ``env`` and resolve. Reads the filesystem."""
-    named = bool(env.get("INGESTD_CONFIG"))
-    return resolve(args, env, load_config_file(default_config_path(env), required=named))

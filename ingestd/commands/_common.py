@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,7 +12,7 @@ import apsw
 import click
 import orjson
 
-from ingestd import deepjson, filecheck
+from ingestd import configfile, deepjson, filecheck
 from ingestd import settings as settings_mod
 from ingestd.claudedir import claude_config_dir
 from ingestd.core.ledger import Pin
@@ -106,6 +106,20 @@ def setting_options(*names: str) -> Callable[[F], F]:
         return f
 
     return decorate
+
+
+def load_settings(args: Mapping[str, object | None], env: Mapping[str, str] | None = None) -> settings_mod.Settings:
+    """Every setting resolved with ``args`` (the command's options; None: not given), the
+    environment (default: ``os.environ``) and the config file as ``ingestd.cli`` read it before the
+    command ran (read here when there is no such reading: outside the CLI, or ``status`` with a
+    broken file). Reads the config file at most once per command.
+
+    Raises:
+        ConfigError: as ``configfile.load``.
+    """
+    ctx = click.get_current_context(silent=True)
+    config = None if ctx is None else ctx.meta.get(configfile.CONFIG_META)
+    return configfile.load(args, dict(os.environ) if env is None else env, config)
 
 
 def json_option(f: F) -> F:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, require_safe_files, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, load_settings, require_safe_files, resolve_db
 from ingestd.errors import ConfigError
 from ingestd.report.words import plural
 from ingestd.retention import backup as bk
-from ingestd.settings import load
 from ingestd.store.connection import on_read_only_media
 
 
@@ -29,7 +27,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def backup_cmd(db_path: Path | None, directory: Path | None, as_json: bool) -> None:
         """Copy the live database safely (the daemon may keep running), check it, apply backup retention."""
-        settings = load({"backup_dir": str(directory) if directory else None}, dict(os.environ))
+        settings = load_settings({"backup_dir": str(directory) if directory else None})
         path = resolve_db(db_path)
         if not path.exists():
             raise ConfigError(f"no database at {path}: pass --db")

@@ -15,7 +15,7 @@ import click
 from ingestd import hooksetup
 from ingestd import settings as settings_mod
 from ingestd.claudedir import claude_config_dir
-from ingestd.commands._common import IntRange, db_option, resolve_db, setting_option
+from ingestd.commands._common import IntRange, db_option, load_settings, resolve_db, setting_option
 from ingestd.daemon import presence
 from ingestd.daemon.bind import DEFAULT_PORT, reach_host
 from ingestd.errors import ConfigError
@@ -107,7 +107,7 @@ def _address(given_host: str | None, given_port: int | None, db_path: Path | Non
     Raises:
         ConfigError: as ``resolve_address``.
     """
-    settings = settings_mod.load({"host": given_host, "port": given_port}, dict(os.environ))
+    settings = load_settings({"host": given_host, "port": given_port})
     both = given_host is not None and given_port is not None
     daemon = None if both else _running_daemon(resolve_db(db_path))
     return resolve_address(given_host, given_port, daemon, settings)

@@ -11,12 +11,12 @@ from pathlib import Path
 import apsw
 import click
 
-from ingestd import settings
 from ingestd.commands._common import (
     db_option,
     default_projects,
     emit_json,
     json_option,
+    load_settings,
     open_db,
     projects_option,
     refuse_config_dir_roots,
@@ -81,7 +81,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 
 
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
-    conf = settings.load({}, dict(os.environ))
+    conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
     # read (and fold ahead) in a worker process: the ``reader_process`` setting (INGESTD_READER_PROCESS)
     proc = conf.get_bool("reader_process")

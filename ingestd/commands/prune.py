@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
+    load_settings,
     open_db,
     open_read_db,
     require_safe_files,
@@ -23,7 +23,6 @@ from ingestd.commands._common import (
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.retention.schedule import policy_from, prune_and_retain
-from ingestd.settings import load
 
 
 @click.command("prune")
@@ -62,7 +61,7 @@ def prune_cmd(
     """
     if given.get("backup_dir") is not None:
         given["backup_dir"] = str(given["backup_dir"])
-    settings = load({**given, "retention_token_usage_acknowledged": True if ack else None}, dict(os.environ))
+    settings = load_settings({**given, "retention_token_usage_acknowledged": True if ack else None})
     policy = dataclasses.replace(policy_from(settings), only=only)
     pr.targets(policy)  # refuse protected / unacknowledged before opening anything
     path = resolve_db(db_path)

@@ -18,6 +18,7 @@ from ingestd import settings as settings_mod
 from ingestd.commands._common import (
     db_option,
     default_projects,
+    load_settings,
     projects_option,
     refuse_config_dir_roots,
     resolve_db,
@@ -65,7 +66,7 @@ def serve_cmd(
     Binds 127.0.0.1:7391 by default. SIGINT/SIGTERM drain, commit and exit.
     """
     env = dict(os.environ)
-    settings = settings_mod.load({**given, "tail": False if no_tail else None}, env)
+    settings = load_settings({**given, "tail": False if no_tail else None}, env)
     start(settings, env, db_path=db_path, projects=projects, token_env=token_env, token_file=token_file)
 
 

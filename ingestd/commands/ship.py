@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
+    load_settings,
     open_db,
     open_read_db,
     require_db,
@@ -21,7 +21,6 @@ from ingestd.commands._common import (
     store_connection,
 )
 from ingestd.errors import ConfigError
-from ingestd.settings import load
 
 
 @click.command("ship")
@@ -61,7 +60,7 @@ def ship_cmd(
     from ingestd.central.pg import describe
     from ingestd.central.ship import pending, ship
 
-    settings = load({"ship_to": to_url, "ship_batch_rows": batch_rows}, dict(os.environ))
+    settings = load_settings({"ship_to": to_url, "ship_batch_rows": batch_rows})
     url = settings.get_opt_str("ship_to")
     if not url:
         raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")

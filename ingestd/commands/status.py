@@ -13,6 +13,7 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
+    load_settings,
     note_stale,
     open_read_db_stale,
     resolve_db,
@@ -31,10 +32,8 @@ def _ship_to(env: dict[str, str]) -> str | None:
     ``status`` is what one runs when something is wrong: a settings problem does not stop it (the
     commands that use the settings report it); shipping is then mentioned only if rows were shipped.
     """
-    from ingestd.settings import load
-
     try:
-        return load({}, env).get_opt_str("ship_to")
+        return load_settings({}, env).get_opt_str("ship_to")
     except ConfigError:
         return None
 

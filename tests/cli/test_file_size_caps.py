@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from ingestd import hooksetup, readcap
 from ingestd.cli import cli
+from ingestd.configfile import load_config_file
 from ingestd.errors import ConfigError, InputError
 from ingestd.http import auth
-from ingestd.settings import load_config_file
 
 
 def test_pricing_load_of_dev_zero_is_one_line_exit_2_under_a_memory_limit(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ingestd import filecheck, readcap
+from ingestd.configfile import load_config_file
 from ingestd.errors import ConfigError, InputError
-from ingestd.settings import load_config_file
 from ingestd.store.connection import connect
 
 

@@ -203,9 +203,9 @@ def test_interrupt_in_the_writing_process_stops_the_worker(tmp_path: Path) -> No
 
 
 def test_reader_process_setting() -> None:
-    assert settings.load({}, {"INGESTD_READER_PROCESS": "1"}).get_bool("reader_process") is True
-    assert settings.load({}, {"INGESTD_READER_PROCESS": "false"}).get_bool("reader_process") is False
-    assert settings.load({}, {}).get_bool("reader_process") is False
+    assert settings.resolve({}, {"INGESTD_READER_PROCESS": "1"}, {}).get_bool("reader_process") is True
+    assert settings.resolve({}, {"INGESTD_READER_PROCESS": "false"}, {}).get_bool("reader_process") is False
+    assert settings.resolve({}, {}, {}).get_bool("reader_process") is False
 
 
 def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:

@@ -296,8 +296,15 @@ def test_fuzz_hook_endpoint_long(hooks: HookHarness) -> None:
 # -- the transcript parser -------------------------------------------------------------------
 
 
-def test_fold_never_raises_on_arbitrary_records() -> None:
-    @QUICK
+# drawing these nested records costs far more than folding them: the quick run folds 40 lists,
+# the long one (make reliability) 2000
+FOLD_QUICK = settings(QUICK, max_examples=40)
+
+
+def fold_arbitrary_records(profile: settings) -> None:
+    """Fold lists of arbitrary (mostly malformed) records: the projector never raises."""
+
+    @profile
     @given(st.lists(records | values, max_size=8))
     def fold(objs: list[Any]) -> None:
         rows = [
@@ -317,6 +324,16 @@ def test_fold_never_raises_on_arbitrary_records() -> None:
         projector.fold_log("s-1", rows, Ctx())
 
     fold()
+
+
+def test_fold_never_raises_on_arbitrary_records() -> None:
+    fold_arbitrary_records(FOLD_QUICK)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_fold_never_raises_on_arbitrary_records_long() -> None:
+    fold_arbitrary_records(LONG)
 
 
 class StoreHarness:

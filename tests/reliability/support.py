@@ -61,6 +61,9 @@ def assert_kept(before: dict[str, list[Any]], after: dict[str, list[Any]], *, se
 
 
 def assert_replay_ok(db: Path, workdir: Path) -> None:
-    """``ingestd replay``: two rebuilds from the log equal each other and the live projections."""
-    result = replay(db, workdir=workdir)
+    """``ingestd replay``: two rebuilds from the log equal each other and the live projections.
+
+    The rebuilds run in this process (``parallel=False``: the same rebuild, without starting two
+    Python processes, which cost far more than these small logs; the CLI's tests run them parallel)."""
+    result = replay(db, workdir=workdir, parallel=False)
     assert result.comparison.ok, result.comparison.differences

@@ -448,7 +448,7 @@ TRANSCRIPT_CASES = given(
 )
 
 
-@QUICK
+@settings(QUICK, max_examples=60)  # each example ingests into a store; the long twin runs 2000
 @TRANSCRIPT_CASES
 def test_fuzz_transcript_parser_and_store(store: StoreHarness, data: bytes, cuts: list[int], session: str) -> None:
     check_transcript(store, data, cuts, session)

@@ -1,4 +1,4 @@
-"""The real corpus copied three times with its agent ids unchanged (issue 12, SPEC §4.2).
+"""The real corpus copied twice (``COPIES``) with its agent ids unchanged (issue 12, SPEC §4.2).
 
 Each copy gets its own session ids (every UUID of the copy is rewritten the same way, so the copies
 are new sessions of one long archive) and its own message ids (otherwise the copies would be resumed
@@ -35,7 +35,7 @@ pytestmark = [
     pytest.mark.timeout(900),
 ]
 
-COPIES = 3
+COPIES = 2  # the first copy and one more: the second lost every agent before (issue 13)
 NOW = "2026-12-01T00:00:00.000Z"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 UTC = resolve_zone("UTC", {})

@@ -123,3 +123,25 @@ def test_replay_keeps_the_price_dimensions_long_context_usage_is_tiered_alike(tm
     assert conn.execute("SELECT DISTINCT tier FROM token_usage_rollup ORDER BY 1").fetchall() == [(0,), (1,)]
     conn.close()
     _replay_ok(db)
+
+
+@pytest.mark.parametrize("min_rows", [0, 10**9], ids=["processes", "here"])
+def test_both_ways_of_rebuilding_agree_and_a_small_log_starts_no_process(
+    tmp_path: Path, projects: Path, min_rows: int
+) -> None:
+    # a small log is rebuilt here (two processes cost ~0.7 s, more than its rebuilds); a large one in
+    # two processes: the same rebuilds either way, both equal to the live projections
+    from ingestd.replay.run import PARALLEL_MIN_ROWS, replay
+
+    db = tmp_path / "f.db"
+    conn = connect(db)
+    migrate(conn)
+    ingest_roots(conn, [projects], now="2026-01-01T00:00:00.000Z", ctx=CTX)
+    conn.close()
+    phases: list[str] = []
+    result = replay(db, on_phase=phases.append, parallel_min_rows=min_rows)
+    assert result.comparison.ok, result.comparison.differences
+    assert 0 < result.log_rows < PARALLEL_MIN_ROWS
+    in_processes = any("two processes" in p for p in phases)
+    assert in_processes == (min_rows == 0), phases
+    assert ("rebuild_wall" in result.elapsed_s) == in_processes

@@ -24,6 +24,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,18 +50,21 @@ def shared(db_path: Path) -> Iterator[None]:
     transaction). Opens (never creates) the file; a missing file holds nothing.
 
     Raises:
-        OSError: the file exists but cannot be opened for reading.
+        OSError: the file exists but cannot be opened for reading. Anything but a regular file is
+            opened (without waiting, a FIFO included) and not locked: opening the database refuses it.
     """
     if _SETLKW is None:
         yield
         return
     try:
-        fd = os.open(db_path, os.O_RDONLY | os.O_CLOEXEC)
+        # non-blocking: a FIFO at the path must not hang the open (``open_db`` then refuses it)
+        fd = os.open(db_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         yield
         return
     try:
-        fcntl.fcntl(fd, _SETLKW, _flock_struct(fcntl.F_RDLCK))
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # anything else is refused as a database anyway
+            fcntl.fcntl(fd, _SETLKW, _flock_struct(fcntl.F_RDLCK))
         yield
     finally:
         os.close(fd)  # drops the lock (its only descriptor)

@@ -131,3 +131,11 @@ def test_a_refused_file_leaves_no_descriptor_open_and_names_the_path(tmp_path: P
             readcap.read_capped(path, 10, "price file", InputError)
         assert str(path) in str(e.value) and "nothing was read" in str(e.value)
     assert _open_fds() == before
+
+
+def test_a_fifo_as_the_database_does_not_hang_ingest(tmp_path: Path, fifo: Path) -> None:
+    # the lock ingest holds against `ship --set-host-id` opens the file first: without waiting
+    (tmp_path / "p").mkdir()
+    r = run("ingest", "--projects", str(tmp_path / "p"), "--db", str(fifo), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "is a FIFO (named pipe), not a regular file" in r.stderr

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
+import threading
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from ingestd.daemon import presence
 from ingestd.errors import ConfigError
 from ingestd.settings import resolve
 from tests.hooksetup.test_hook_address import addresses
-from tests.support import free_port, wait_for
 
 
 def _daemon(address: str, pid: int = 4242) -> presence.Presence:
@@ -71,22 +69,34 @@ def _install(home: Path, *args: str) -> Any:
     return CliRunner().invoke(cli, ["hooks", *args], env={"HOME": str(home)}, catch_exceptions=False)
 
 
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200 if self.path == "/api/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
 def test_install_follows_serve_port_given_on_the_command_line(tmp_path: Path) -> None:
-    # was: `serve --port P` then `hooks install` wrote 7391 (the setting's default): hooks to nowhere
-    home, root, db = tmp_path / "home", tmp_path / "projects", tmp_path / "h.db"
+    # was: `serve --port P` then `hooks install` wrote 7391 (the setting's default): hooks to nowhere.
+    # The daemon is faked at its edge: the state file a running `serve` writes (with its bound port,
+    # tests/daemon/test_status_daemon.py) naming this live process, and a health answer on that port.
+    home, db = tmp_path / "home", tmp_path / "h.db"
     (home / ".claude").mkdir(parents=True)
-    root.mkdir()
-    port = free_port()
-    env = {**os.environ, "INGESTD_SCHEDULE_ENABLED": "false"}
-    argv = [sys.executable, "-m", "ingestd", "serve", "--db", str(db), "--projects", str(root), "--no-tail"]
-    with (tmp_path / "serve.log").open("wb") as log:
-        proc = subprocess.Popen([*argv, "--host", "127.0.0.1", "--port", str(port)], env=env, stderr=log)
+    db.touch()
+    server = HTTPServer(("127.0.0.1", 0), _Health)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        wait_for("the daemon", lambda: presence.detect(db, datetime.now(UTC)).running or proc.poll() is not None)
-        assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+        presence.write_started(db, host="127.0.0.1", port=port, now=datetime.now(UTC))
+        assert presence.detect(db, datetime.now(UTC)).running
         r = _install(home, "install", "--db", str(db))
         assert r.exit_code == 0, r.output
-        assert f"hooks post to http://127.0.0.1:{port}/hooks (the daemon running on this database (pid" in r.stderr
+        pid = os.getpid()
+        assert (
+            f"hooks post to http://127.0.0.1:{port}/hooks (the daemon running on this database (pid {pid}))" in r.stderr
+        )
         assert addresses(json.loads((home / ".claude" / "settings.json").read_text())) == {f"127.0.0.1:{port}"}
         printed = _install(home, "print", "--db", str(db))
         assert addresses(json.loads(printed.stdout)) == {f"127.0.0.1:{port}"}
@@ -95,8 +105,9 @@ def test_install_follows_serve_port_given_on_the_command_line(tmp_path: Path) ->
             "127.0.0.1:9999"
         }
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        server.shutdown()
+        server.server_close()
+    presence.write_stopped(db, now=datetime.now(UTC))
     # stopped: back to the settings
     r = _install(home, "print", "--db", str(db))
     assert addresses(json.loads(r.stdout)) == {"127.0.0.1:7391"}

@@ -179,20 +179,19 @@ class ProcCommitter:
     def stop(self, timeout_s: float = 30.0) -> None:
         """Refuse new work, let the process commit what it was sent, wait for it to exit.
 
-        Safe from any thread; from a thread other than the loop's, the loop must be running.
+        Blocks up to ``timeout_s`` (twice): call it from a thread other than the loop's (the daemon:
+        ``run_in_executor``), while the loop runs, so the loop can send the STOP and read the last replies.
+
+        Raises:
+            RuntimeError: called on the loop's own thread (it would block the loop it waits for).
         """
         if self._loop is None or self._stopping:
             return
+        if _running_loop() is self._loop:
+            raise RuntimeError("ProcCommitter.stop blocks: call it off the event loop (run_in_executor)")
         self._stopping = True
-        try:
-            on_loop = asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
-            self._send_stop()
-        else:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._send_stop)
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
+            self._loop.call_soon_threadsafe(self._send_stop)
         self._reap_now(timeout_s)
         proc = self._proc
         if proc is not None:
@@ -202,9 +201,9 @@ class ProcCommitter:
                 proc.kill()
                 proc.join()
             _said_stopped(proc.exitcode)
-        if not on_loop:  # let the loop read the last replies and the end of the stream, then close
-            with contextlib.suppress(RuntimeError, TimeoutError):
-                asyncio.run_coroutine_threadsafe(self._closed(), self._loop).result(timeout_s)
+        # let the loop read the last replies and the end of the stream, then close
+        with contextlib.suppress(RuntimeError, TimeoutError):
+            asyncio.run_coroutine_threadsafe(self._closed(), self._loop).result(timeout_s)
 
     async def _closed(self) -> None:
         with contextlib.suppress(TimeoutError):
@@ -363,6 +362,14 @@ class ProcCommitter:
             self._health.ok(WRITER)
             log.warning("writer_process_restarted", restarts=self.restarts)
             return
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop running on this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _said_stopped(code: int | None) -> None:

@@ -63,7 +63,14 @@ def _structural(data: bytes) -> int:
     return data.count(b"{") + data.count(b"[") + data.count(b",") + data.count(b":")
 
 
-def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
+def value_marks(data: bytes) -> int:
+    """Bytes of ``{ [ , :`` in ``data``: ``too_wide``'s count, for a caller that needs it too
+    (``decoded_bytes``) and passes it on (``marks``) so a large body is counted once. Counts the bytes
+    four times; pure."""
+    return _structural(data)
+
+
+def too_wide(data: bytes, max_decoded_bytes: int, marks: int | None = None) -> bool:
     """Whether decoding ``data`` could take more than ``max_decoded_bytes`` of memory.
 
     Cheap: nothing is counted for a line too short to reach the budget (``len(data) x VALUE_BYTES``);
@@ -72,17 +79,19 @@ def too_wide(data: bytes, max_decoded_bytes: int) -> bool:
     Args:
         data: bytes of one JSON document.
         max_decoded_bytes: int, bytes; the budget.
+        marks: ``value_marks(data)`` when the caller has it already (not counted again).
     """
     if len(data) * VALUE_BYTES <= max_decoded_bytes:
         return False
-    return _structural(data) * VALUE_BYTES > max_decoded_bytes
+    return (_structural(data) if marks is None else marks) * VALUE_BYTES > max_decoded_bytes
 
 
-def decoded_bytes(data: bytes) -> int:
+def decoded_bytes(data: bytes, marks: int | None = None) -> int:
     """An upper bound of the memory decoding ``data`` can take, bytes: ``VALUE_BYTES`` per ``{ [ , :``
-    (``too_wide``'s count) plus the bytes themselves (the text of its strings). What a body in flight
-    is charged against a shared budget (``ingestd.http.hooks``). Counts the bytes four times; pure."""
-    return _structural(data) * VALUE_BYTES + len(data)
+    (``too_wide``'s count; ``marks`` when the caller has it, else counted here) plus the bytes
+    themselves (the text of its strings). What a body in flight is charged against a shared budget
+    (``ingestd.http.hooks``). Pure."""
+    return (_structural(data) if marks is None else marks) * VALUE_BYTES + len(data)
 
 
 # The lenient pass holds the line as text (up to 4 bytes a character: one astral character makes
@@ -178,7 +187,7 @@ def repaired(value: Any) -> Any:
         return None
 
 
-def decode_line(data: bytes, max_decoded_bytes: int = MAX_LINE_DECODED_BYTES) -> Decoded:
+def decode_line(data: bytes, max_decoded_bytes: int = MAX_LINE_DECODED_BYTES, marks: int | None = None) -> Decoded:
     """Decode one line (no terminator) into a JSON object, leniently, within a memory budget.
 
     Every decoding of a log row or a body goes through here, so the budget (SPEC §11) holds for a
@@ -192,13 +201,14 @@ def decode_line(data: bytes, max_decoded_bytes: int = MAX_LINE_DECODED_BYTES) ->
     Args:
         data: bytes of the line.
         max_decoded_bytes: int, bytes; the budget (a transcript line's by default).
+        marks: ``value_marks(data)`` when the caller counted it already (``too_wide``).
 
     Returns:
         ``Decoded``; never raises.
     """
     if data[:3] == BOM:
         data = data[3:]
-    if too_wide(data, max_decoded_bytes):
+    if too_wide(data, max_decoded_bytes, marks):
         return Decoded(None, reason=TOO_WIDE)
     try:
         obj = orjson.loads(data)

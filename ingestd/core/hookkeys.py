@@ -78,8 +78,10 @@ class Rejected:
     detail: str
 
 
-def parse_body(body: bytes) -> HookEvent | Rejected:
+def parse_body(body: bytes, marks: int | None = None) -> HookEvent | Rejected:
     """Decide whether ``body`` (the request bytes) is a hook event.
+
+    ``marks``: ``decode.value_marks(body)`` when the caller counted it already (its budget charge).
 
     Returns:
         ``HookEvent`` or ``Rejected`` with the reason; never raises.
@@ -89,7 +91,7 @@ def parse_body(body: bytes) -> HookEvent | Rejected:
     # Lenient like transcript lines: real payloads carry lone surrogate escapes
     # (corpus/hooks/ice-hockey-game/Stop.jsonl, truncated emoji); the log keeps the bytes. Within a
     # body's memory budget: too many values, or too long for the lenient pass, is `body_too_wide`.
-    decoded = decode_line(body, MAX_BODY_DECODED_BYTES)
+    decoded = decode_line(body, MAX_BODY_DECODED_BYTES, marks)
     if decoded.reason == TOO_WIDE:
         return Rejected(
             "body_too_wide",

@@ -36,7 +36,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core import hookkeys
-from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes
+from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes, value_marks
 from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.daemon.committer import CommitterClosed, CommitterOverloaded, HookWriter
@@ -135,9 +135,11 @@ async def _store(
     body: bytes,
     header_key: str | None,
     received_ns: int,
+    marks: int,
 ) -> web.Response:
-    """Decode one delivery's body, commit its row and answer (``post_hook``'s second half)."""
-    parsed = hookkeys.parse_body(body)
+    """Decode one delivery's body (``marks``: its ``value_marks``, counted once for its charge and
+    its decoding), commit its row and answer (``post_hook``'s second half)."""
+    parsed = hookkeys.parse_body(body, marks)
     if isinstance(parsed, hookkeys.Rejected):
         # too many values to decode within the memory budget is a size limit, like bytes
         return _reject(request, 413 if parsed.reason == "body_too_wide" else 400, parsed.reason, parsed.detail)
@@ -195,13 +197,14 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
         bad = hookkeys.check_header_key(header_key)
         if bad is not None:
             return _reject(request, 400, bad.reason, bad.detail)
-        cost = decoded_bytes(body)
+        marks = value_marks(body)
+        cost = decoded_bytes(body, marks)
         if not in_flight.take(cost):
             resp = _reject(request, 503, "busy", "too many bodies in flight to decode; retry later")
             resp.headers["Retry-After"] = "1"
             return resp
         try:
-            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns)
+            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns, marks)
         finally:
             in_flight.give(cost)
 

@@ -409,3 +409,24 @@ async def test_bodies_in_flight_share_one_decoding_budget(make_client: MakeClien
     assert (await first).status == 200
     assert (await client.post("/hooks", data=wide)).status == 200  # its charge was given back
     assert len(rows(db)) == 2
+
+
+async def test_a_large_body_is_counted_once(make_client: MakeClient, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a body over MAX_BODY_DECODED_BYTES / VALUE_BYTES (335 KB) was counted for its budget charge,
+    # then again by decode_line's too_wide: four passes over its bytes each time
+    from ingestd.core import decode
+
+    counted: list[int] = []
+    real = decode._structural
+
+    def counting(data: bytes) -> int:
+        counted.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(decode, "_structural", counting)
+    client = await make_client()
+    large = body(p="x" * 400_000)
+    assert len(large) * decode.VALUE_BYTES > decode.MAX_BODY_DECODED_BYTES  # too_wide has to look
+    assert (await client.post("/hooks", data=large)).status == 200
+    assert counted == [len(large)]
+    assert len(rows(db)) == 1

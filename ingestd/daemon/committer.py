@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import threading
 import time
@@ -56,8 +57,10 @@ class HookWriter(Protocol):
             StorageError: the database could not be opened or migrated (or the process did not start).
         """
 
-    async def submit(self, rows: Sequence[NewLogRow], timeout_s: float | None = None) -> int:
-        """Commit ``rows``; the number inserted (see ``Committer.submit``)."""
+    async def submit(
+        self, rows: Sequence[NewLogRow], timeout_s: float | None = None, released: Released | None = None
+    ) -> int:
+        """Commit ``rows``; the number inserted (see ``Committer.submit``; ``released``: ``wait_committed``)."""
 
     async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
         """Run ``fn(conn)`` where the write connection lives."""
@@ -89,9 +92,57 @@ class _Call:
 _STOP = object()
 
 
+# Told, once, on the loop, that rows a writer was handed are no longer held by it (``wait_committed``).
+Released = Callable[[], None]
+
+
 def _expire(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_exception(TimeoutError("not committed in time"))
+
+
+def _relay(waiter: asyncio.Future[Any], fut: asyncio.Future[Any]) -> None:
+    if fut.cancelled():
+        if not waiter.done():
+            waiter.cancel()
+        return
+    err = fut.exception()  # retrieved here, whether or not a waiter still listens
+    if waiter.done():
+        return
+    if err is not None:
+        waiter.set_exception(err)
+    else:
+        waiter.set_result(fut.result())
+
+
+async def wait_committed(
+    loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], timeout_s: float | None, released: Released | None
+) -> Any:
+    """Await a writer's ``fut`` (resolved by the writer alone: committed, refused, or dropped with it).
+
+    Args:
+        loop: the event loop.
+        fut: the writer's future for one submission.
+        timeout_s: give up waiting after this many seconds (``TimeoutError``); ``fut`` is left to
+            the writer (the rows may still commit). Cheaper than ``asyncio.wait_for`` (no extra task).
+        released: called once, on the loop, when ``fut`` resolves: the rows have left the writer's
+            queue, however long after a timeout or a cancelled wait (what they were charged, e.g. the
+            hook receiver's in-flight budget, is given back then).
+
+    Raises:
+        whatever ``fut`` raises; TimeoutError after ``timeout_s``.
+    """
+    if released is not None:
+        fut.add_done_callback(lambda _f: released())
+    if timeout_s is None:
+        return await asyncio.shield(fut) if released is not None else await fut
+    waiter: asyncio.Future[Any] = loop.create_future()
+    fut.add_done_callback(functools.partial(_relay, waiter))
+    timer = loop.call_later(timeout_s, _expire, waiter)
+    try:
+        return await waiter
+    finally:
+        timer.cancel()
 
 
 class Committer:
@@ -168,13 +219,17 @@ class Committer:
         self._pending += 1
         self._q.put(item)
 
-    async def submit(self, rows: Sequence[NewLogRow], timeout_s: float | None = None) -> int:
+    async def submit(
+        self, rows: Sequence[NewLogRow], timeout_s: float | None = None, released: Released | None = None
+    ) -> int:
         """Commit ``rows`` (grouped with concurrent submissions); the number inserted.
 
         Args:
             rows: the log rows.
             timeout_s: give up waiting after this many seconds (``TimeoutError``); the rows
-                may still commit later. Cheaper than ``asyncio.wait_for`` (no extra task).
+                may still commit later.
+            released: called once, on the loop, when the rows leave the queue (``wait_committed``);
+                at once when they are refused without trying.
 
         Raises:
             StorageError: the transaction failed (nothing of these rows was written).
@@ -183,14 +238,13 @@ class Committer:
         """
         assert self._loop is not None
         fut: asyncio.Future[int] = self._loop.create_future()
-        self._enqueue(_Rows(rows, fut))
-        if timeout_s is None:
-            return await fut
-        timer = self._loop.call_later(timeout_s, _expire, fut)
         try:
-            return await fut
-        finally:
-            timer.cancel()
+            self._enqueue(_Rows(rows, fut))
+        except StorageError:
+            if released is not None:
+                released()
+            raise
+        return int(await wait_committed(self._loop, fut, timeout_s, released))
 
     async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
         """Run ``fn(conn)`` on the writer thread (it manages its own transactions)."""

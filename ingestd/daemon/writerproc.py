@@ -32,7 +32,7 @@ from typing import Any
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import writerchild as child
-from ingestd.daemon.committer import ApplyFn, CommitterClosed, CommitterOverloaded
+from ingestd.daemon.committer import ApplyFn, CommitterClosed, CommitterOverloaded, Released, wait_committed
 from ingestd.daemon.health import WRITER, Health
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
@@ -45,11 +45,6 @@ START_TIMEOUT_S = 120.0
 # A writer that dies or fails to start again and again is retried less and less often: the delay
 # doubles up to this cap, and falls back to ``restart_delay_s`` once a process has lived this long.
 RESTART_MAX_DELAY_S = 30.0
-
-
-def _expire(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError("not committed in time"))
 
 
 def _handshake(sock: socket.socket, timeout_s: float) -> None:
@@ -232,8 +227,13 @@ class ProcCommitter:
         self._outbox.append(item)
         return fut
 
-    async def submit(self, rows: Sequence[NewLogRow], timeout_s: float | None = None) -> int:
+    async def submit(
+        self, rows: Sequence[NewLogRow], timeout_s: float | None = None, released: Released | None = None
+    ) -> int:
         """Commit ``rows`` (grouped with concurrent submissions); the number inserted.
+
+        ``released`` is called once, on the loop, when the rows leave the queue: the process answered
+        for them or ended (``committer.wait_committed``); at once when they are refused without trying.
 
         Raises:
             StorageError: the transaction failed (nothing of these rows was written).
@@ -241,15 +241,14 @@ class ProcCommitter:
             CommitterOverloaded: too much is waiting.
             TimeoutError: not committed within ``timeout_s`` (the rows may still commit).
         """
-        fut = self._enqueue((child.ROWS, next(self._ids), [child.wire_row(r) for r in rows]))
-        if timeout_s is None:
-            return int(await fut)
-        assert self._loop is not None
-        timer = self._loop.call_later(timeout_s, _expire, fut)
         try:
-            return int(await fut)
-        finally:
-            timer.cancel()
+            fut = self._enqueue((child.ROWS, next(self._ids), [child.wire_row(r) for r in rows]))
+        except StorageError:
+            if released is not None:
+                released()
+            raise
+        assert self._loop is not None
+        return int(await wait_committed(self._loop, fut, timeout_s, released))
 
     async def call(self, fn: Callable[[Any], Any]) -> Any:
         """Run ``fn(conn)`` in the writer process (``fn`` and its result are pickled).

@@ -18,7 +18,8 @@ Replies:
   a slow database must never hold Claude Code (the row may still commit later; a
   non-2xx promises nothing either way); ``503`` ``busy`` with ``Retry-After`` when the bodies
   in flight (decoded, not yet committed) would take more than ``max_decoded_bytes_in_flight``
-  together (``InFlight``; SPEC §11: 64 clients' wide bodies took 885 MB).
+  together (``InFlight``; SPEC §11: 64 clients' wide bodies took 885 MB); a body stays charged until
+  its row leaves the writer's queue, even after a 503 timeout (``Charge``).
 
 A rejected request writes nothing and logs one ``hook_rejected`` line with the reason.
 """
@@ -91,6 +92,31 @@ class InFlight:
 
 
 @dataclass(slots=True)
+class Charge:
+    """One body's charge on ``InFlight``, given back once: when its row leaves the writer's queue
+    once the row was handed to the writer (``handed``: after a 503 timeout the row may still wait
+    there, decoded), else when the request ends.
+
+    Attributes:
+        budget: the ``InFlight`` charged.
+        n_bytes: int, what was charged.
+        handed: bool, the row went to ``submit``, whose ``released`` gives the charge back.
+        given: bool, given back already.
+    """
+
+    budget: InFlight
+    n_bytes: int
+    handed: bool = False
+    given: bool = False
+
+    def give(self) -> None:
+        """Give the charge back (the second call does nothing)."""
+        if not self.given:
+            self.given = True
+            self.budget.give(self.n_bytes)
+
+
+@dataclass(slots=True)
 class Receipts:
     """Per daemon run: the instance id and counter of receipt-unique keys (hookkeys rule 4)."""
 
@@ -135,6 +161,7 @@ async def _store(
     body: bytes,
     header_key: str | None,
     received_ns: int,
+    charge: Charge,
     marks: int,
 ) -> web.Response:
     """Decode one delivery's body (``marks``: its ``value_marks``, counted once for its charge and
@@ -151,8 +178,9 @@ async def _store(
         counter=next(receipts.counter),
     )
     row = hook_row(parsed, body, key, received_ns)
+    charge.handed = True  # from here the writer says when the row has left its queue
     try:
-        await writer.submit([row], timeout_s)
+        await writer.submit([row], timeout_s, charge.give)
     except TimeoutError:
         return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
     except (CommitterOverloaded, CommitterClosed) as e:
@@ -203,9 +231,11 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
             resp = _reject(request, 503, "busy", "too many bodies in flight to decode; retry later")
             resp.headers["Retry-After"] = "1"
             return resp
+        charge = Charge(in_flight, cost)
         try:
-            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns, marks)
+            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns, charge, marks)
         finally:
-            in_flight.give(cost)
+            if not charge.handed:
+                charge.give()
 
     return post_hook

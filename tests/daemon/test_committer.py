@@ -12,7 +12,7 @@ import pytest
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import apply as apply_mod
-from ingestd.daemon.committer import Committer, CommitterClosed
+from ingestd.daemon.committer import Committer, CommitterClosed, wait_committed
 from ingestd.errors import StorageError
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
@@ -127,3 +127,39 @@ async def test_open_lets_the_loop_run_while_the_connection_opens(tmp_path: Path)
 
     with pytest.raises(StorageError, match="cannot open for the test"):
         await Committer(refuse, apply_mod.store_rows).open(loop)
+
+
+@pytest.mark.parametrize("outcome", ["committed", "refused", "cancelled wait"])
+async def test_wait_committed_releases_when_the_writer_answers_not_at_the_timeout(outcome: str) -> None:
+    # the hook receiver gives a body's in-flight charge back on ``released``: a 503 timeout (or a
+    # client gone) leaves the row in the writer's queue, so the charge must outlive the wait
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[int] = loop.create_future()
+    released: list[bool] = []
+    waiting = asyncio.ensure_future(wait_committed(loop, fut, 0.05, lambda: released.append(True)))
+    if outcome == "cancelled wait":
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    else:
+        with pytest.raises(TimeoutError):
+            await waiting
+    assert not fut.done() and released == []  # the writer still holds the row
+    if outcome == "refused":
+        fut.set_exception(StorageError("refused"))  # retrieved by wait_committed: no warning
+    else:
+        fut.set_result(1)
+    await asyncio.sleep(0)
+    assert released == [True]
+
+
+async def test_wait_committed_passes_the_answer_on() -> None:
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[int] = loop.create_future()
+    loop.call_soon(fut.set_result, 7)
+    assert await wait_committed(loop, fut, 5.0, None) == 7
+    fut2: asyncio.Future[int] = loop.create_future()
+    loop.call_soon(fut2.set_exception, StorageError("no"))
+    with pytest.raises(StorageError, match="no"):
+        await wait_committed(loop, fut2, None, lambda: None)

@@ -430,3 +430,34 @@ async def test_a_large_body_is_counted_once(make_client: MakeClient, db: Path, m
     assert (await client.post("/hooks", data=large)).status == 200
     assert counted == [len(large)]
     assert len(rows(db)) == 1
+
+
+async def test_a_timed_out_body_keeps_its_charge_until_its_row_leaves_the_queue(
+    make_client: MakeClient, db: Path
+) -> None:
+    # after a 503 timeout the row still waits in the writer's queue, decoded: its charge on the
+    # in-flight budget was given back at the 503, so more wide bodies could pile up behind it
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        entered.set()
+        release.wait(10)
+        return apply_mod.store_rows(conn, batch)
+
+    wide = body(p=[{}] * 50_000)
+    cost = decoded_bytes(wide)
+    hooks = HookConfig(max_decoded_bytes_in_flight=cost + cost // 2, hook_timeout_ms=200)
+    client = await make_client(apply=stuck, hooks=hooks)
+    loop = asyncio.get_running_loop()
+    await assert_error(await client.post("/hooks", data=wide), 503, "timeout")
+    assert await loop.run_in_executor(None, entered.wait, 5)
+    await assert_error(await client.post("/hooks", data=wide), 503, "busy")  # still charged
+    release.set()
+    deadline = loop.time() + 10
+    while len(rows(db)) < 1 and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    assert len(rows(db)) == 1  # the timed-out row committed after all
+    while (resp := await client.post("/hooks", data=wide)).status == 503 and loop.time() < deadline:
+        await asyncio.sleep(0.01)  # the writer tells the loop just after its commit
+    assert resp.status == 200  # its charge came back when its row left the queue
+    assert len(rows(db)) == 2

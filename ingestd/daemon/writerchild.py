@@ -11,7 +11,7 @@ Wire format, both ways over one ``AF_UNIX`` stream socket: frames of a 4-byte bi
 and a pickle. Parent to child: a list of items ``(ROWS, id, [row tuple, ...])``, ``(CALL, id, pickled fn)``
 or ``(STOP,)``; a row tuple is ``wire_row`` (no decoded ``obj``: this process parses the payload
 again, off the loop). Child to parent: ``(results, groups)`` where ``results`` is a list of
-``(id, ok, value)`` (``value``: the rows inserted or ``fn``'s result when ``ok``, else
+``(id, ok, value)`` (``value``: the rows inserted or ``fn``'s result pickled when ``ok``, else
 ``(error class name, message, whether it is a StorageError)``) and ``groups`` a list of
 ``(rows inserted, submissions)`` per committed transaction. The first frame the child sends is
 ``READY`` or ``(FAILED, message)``.
@@ -158,8 +158,9 @@ def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[li
         if it[0] == CALL:
             try:
                 value = pickle.loads(it[2])(conn)
-                pickle.dumps(value)  # a result that cannot travel is the caller's error, not this process's end
-                results.append((it[1], True, value))
+                # pickled here, once: a result that cannot travel is the caller's error, not this
+                # process's end, and the reply frame carries these bytes (the parent unpickles them)
+                results.append((it[1], True, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
             except Exception as e:
                 results.append((it[1], False, _error(e)))
     return results, groups

@@ -123,6 +123,7 @@ class ProcCommitter:
         self._transport: asyncio.Transport | None = None
         self._link: _Link | None = None
         self._futs: dict[int, asyncio.Future[Any]] = {}
+        self._calls: set[int] = set()  # ids of ``call``s waiting: their results come back pickled
         self._outbox: list[Any] = []
         self._ids = itertools.count()
         self._stopping = False
@@ -262,7 +263,10 @@ class ProcCommitter:
             blob = pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)  # once: the frame carries these bytes
         except (pickle.PicklingError, AttributeError, TypeError) as e:
             raise TypeError(f"the writer process cannot run {fn!r}: {e}") from e
-        return await self._enqueue((child.CALL, next(self._ids), blob))
+        i = next(self._ids)
+        fut = self._enqueue((child.CALL, i, blob))
+        self._calls.add(i)
+        return await fut
 
     def _flush(self) -> None:
         if not self._outbox or self._transport is None:
@@ -278,9 +282,13 @@ class ProcCommitter:
         for i, ok, value in results:
             fut = self._futs.pop(i, None)
             if ok:
+                if i in self._calls:
+                    self._calls.discard(i)
+                    value = pickle.loads(value)
                 if fut is not None and not fut.done():
                     fut.set_result(value)
                 continue
+            self._calls.discard(i)
             cause, failure, storage = value
             if fut is not None and not fut.done():  # the words of the thread Committer
                 fut.set_exception(StorageError(failure if storage else f"projection failed: {failure}", cause=cause))
@@ -300,6 +308,7 @@ class ProcCommitter:
         proc, self._proc = self._proc, None
         waiting = [f for f in self._futs.values() if not f.done()]
         self._futs.clear()
+        self._calls.clear()
         self._outbox.clear()
         for f in waiting:
             f.set_exception(CommitterClosed("the writer process exited; retry later"))

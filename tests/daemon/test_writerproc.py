@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pickle
 import signal
 import threading
 import time
@@ -23,7 +24,7 @@ from ingestd.daemon import apply as apply_mod
 from ingestd.daemon.committer import ApplyFn, Committer, CommitterClosed
 from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.health import WRITER, Health
-from ingestd.daemon.writerchild import FrameReader, frame, from_wire, wire_row
+from ingestd.daemon.writerchild import CALL, FrameReader, frame, from_wire, process, wire_row
 from ingestd.daemon.writerproc import ProcCommitter
 from ingestd.errors import StorageError
 from ingestd.http.app import WRITER as WRITER_KEY
@@ -359,3 +360,30 @@ async def test_stop_refuses_to_block_the_event_loop(tmp_path: Path) -> None:
     assert await w.submit([_hook(1)]) == 1
     await _stop(w)
     assert w.pid is None
+
+
+class Travels:
+    """A call's result that counts how often it is pickled."""
+
+    reduced = 0
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        Travels.reduced += 1
+        return (Travels, ())
+
+
+def _travels(conn: apsw.Connection) -> Travels:
+    return Travels()
+
+
+def test_a_call_result_is_pickled_once_in_the_process(tmp_path: Path) -> None:
+    # the process pickled a call's result to check it can travel, then again in the reply frame
+    conn = connect(tmp_path / "w.db")
+    migrate(conn)
+    Travels.reduced = 0
+    results, groups = process(conn, apply_mod.store_rows, [(CALL, 7, pickle.dumps(_travels))])
+    reply = frame((results, groups))
+    conn.close()
+    assert Travels.reduced == 1
+    ((i, ok, value),) = FrameReader().feed(reply)[0][0]
+    assert (i, ok) == (7, True) and isinstance(pickle.loads(value), Travels)

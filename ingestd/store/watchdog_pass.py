@@ -38,6 +38,15 @@ _BACK_FROM_UNKNOWN = (
 )
 
 
+# Cheap probes (index ranges, ``agents_status``) that say whether the pass's two recursive statements
+# can change anything: without a candidate row each would change nothing, so they are skipped (most
+# commits of a live daemon: every agent active inside the window, none moved to ``unknown`` yet).
+_ANY_IDLE_AGENT = "SELECT 1 FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1 LIMIT 1"
+_ANY_UNKNOWN_AGENT = (
+    "SELECT 1 FROM agents WHERE status = 'unknown' AND evidence_status IN ('working', 'waiting') LIMIT 1"
+)
+
+
 def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) -> int:
     """The watchdog window in force: the one the newest ``watchdog`` log row records, else ``default_s``.
 
@@ -81,8 +90,11 @@ def watchdog_pass(conn: apsw.Connection, as_of: str, window_s: int) -> int:
     cutoff = watchdog_cutoff(as_of, window_s)
     if cutoff is None:
         return 0
-    conn.execute(_ALIVE + "UPDATE agents SET status = 'unknown' WHERE " + _IDLE_AGENTS, (cutoff,))
-    n = conn.changes()
-    conn.execute(_ALIVE + _BACK_FROM_UNKNOWN, (cutoff,))
+    n = 0
+    if conn.execute(_ANY_IDLE_AGENT, (cutoff,)).fetchall():
+        conn.execute(_ALIVE + "UPDATE agents SET status = 'unknown' WHERE " + _IDLE_AGENTS, (cutoff,))
+        n = conn.changes()
+    if conn.execute(_ANY_UNKNOWN_AGENT).fetchall():
+        conn.execute(_ALIVE + _BACK_FROM_UNKNOWN, (cutoff,))
     conn.execute("UPDATE sessions SET status = 'unknown' WHERE " + _IDLE_SESSIONS, (cutoff,))
     return n

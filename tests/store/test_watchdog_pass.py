@@ -69,3 +69,32 @@ def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> No
     agent(fresh, "d", "s", "2026-01-01T00:05:00.000Z")
     watchdog_pass(fresh, "2026-01-01T00:41:00.000Z", 600)
     assert statuses(fresh) == live
+
+
+def _recursive(db: apsw.Connection, as_of: str) -> int:
+    """One pass at ``as_of``; how many of its statements were recursive (the costly ones)."""
+    seen: list[str] = []
+
+    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
+        seen.append(sql)
+        return True
+
+    db.exec_trace = trace
+    try:
+        watchdog_pass(db, as_of, 600)
+    finally:
+        db.exec_trace = None
+    return sum("WITH RECURSIVE" in s for s in seen)
+
+
+def test_the_recursive_statements_run_only_when_a_row_could_change(db: apsw.Connection) -> None:
+    # a pass runs in every hook transaction: with every agent active inside the window and none
+    # moved to unknown, its two recursive statements (over every live agent) could change nothing
+    setup(db)
+    assert _recursive(db, "2026-01-01T00:09:00.000Z") == 0
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
+    assert _recursive(db, "2026-01-01T00:31:00.000Z") == 2  # idle ones, then unknown ones
+    assert statuses(db) == {"s": "unknown", "c": "unknown", "g": "unknown"}
+    agent(db, "g", "c", "2026-01-01T00:40:00.000Z")
+    assert _recursive(db, "2026-01-01T00:41:00.000Z") == 1  # none idle; the unknown ones come back
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}

@@ -84,8 +84,12 @@ def append(
     batch's blocks compressed ahead (``ingestd.store.payload.encode_rows``).
     """
     before = _max_log_id(conn)
-    conn.executemany(INSERT_LOG, encode_rows(conn, rows, pre))
-    after = _max_log_id(conn)
+    params = encode_rows(conn, rows, pre)
+    changed = conn.total_changes()
+    conn.executemany(INSERT_LOG, params)
+    # events_raw has no insert trigger: the statement's changes are its rows inserted, each new
+    # row taking the next id (max + 1), so the new maximum is known without reading it back
+    after = before + conn.total_changes() - changed
     if after - before == len(rows):
         return {r.idempotency_key: before + 1 + i for i, r in enumerate(rows)}, len(rows)
     got: dict[str, int] = {

@@ -7,8 +7,9 @@ FORMATS.md §7.1). Anything else is a ``Rejected`` value with a reason, never an
 The idempotency key decides which deliveries are "the same event" (a redelivery inserts
 nothing). The rules, first match wins:
 
-1. ``Idempotency-Key`` header present: ``h:k:<blake2b-16(header)>``. The client says so;
-   the same key is the same event whatever the body.
+1. ``Idempotency-Key`` header present: ``h:k:<blake2b-16(header)>``. The client says so:
+   the same key is the same event, so a retry inserts nothing. A different event under a used
+   key is not a retry (``same_event``): the receiver answers 409 rather than drop it silently.
 2. A tool event (``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure``, ``PermissionDenied``)
    with a string ``tool_use_id``: ``h:t:<blake2b-16(session_id, tool_use_id, event)>``. Claude
    Code fires each of these at most once per tool use, so a second copy is a redelivery.
@@ -158,3 +159,18 @@ def idempotency_key(event: HookEvent, *, header_key: str | None, received_ns: in
     if event.agent_id is not None and event.event_name in SUBAGENT_EVENTS:
         return f"h:a:{_h(event.session_id, event.agent_id, event.event_name)}"
     return receipt_key(received_ns, instance, counter)
+
+
+def same_event(stored: bytes, body: bytes, event: HookEvent) -> bool:
+    """Whether ``body`` (parsed as ``event``) is the event ``stored`` under its client key (rule 1):
+    the same bytes, or the same JSON object written otherwise (spacing, key order) by a client that
+    serialises again on retry.
+
+    Args:
+        stored: bytes, the payload logged under the key.
+        body: bytes, the new delivery's body; event: its ``parse_body`` result.
+    """
+    if stored == body:
+        return True
+    again = decode_line(stored, MAX_BODY_DECODED_BYTES)
+    return again.obj is not None and again.obj == event.body

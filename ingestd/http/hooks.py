@@ -7,6 +7,8 @@ Replies:
 - ``400`` ``{"error": {"status": 400, "code": <reason>, "message": ...}}`` for a body
   that cannot be an event (reasons in ``ingestd.core.hookkeys.Rejected``);
 - ``401`` missing or wrong token (only when one is configured; see ``auth``);
+- ``409`` ``idempotency_key_reused``: the ``Idempotency-Key`` is already the key of another event
+  (``hookkeys.same_event``; the first is kept, this one is not stored);
 - ``408`` the body did not arrive within ``body_timeout_ms``;
 - ``413`` body over ``max_body_bytes``, or holding so many JSON values that decoding it could take
   more than ``ingestd.core.decode.MAX_BODY_DECODED_BYTES`` (``body_too_wide``);
@@ -27,6 +29,7 @@ A rejected request writes nothing and logs one ``hook_rejected`` line with the r
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import time
@@ -44,6 +47,7 @@ from ingestd.daemon.committer import CommitterClosed, CommitterOverloaded, HookW
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
+from ingestd.store.keyed import payload_under_key
 
 log = get_logger("ingestd.http")
 
@@ -188,7 +192,36 @@ async def _store(
     except StorageError as e:
         log.error("hook_storage_error", error=str(e))
         return _reject(request, *STORAGE_FAILED)
+    if header_key is not None:  # client-keyed only: hooks from Claude Code never take this read
+        return await _check_reuse(writer, timeout_s, request, parsed, body, header_key, key)
     return web.Response(status=200)
+
+
+async def _check_reuse(
+    writer: HookWriter,
+    timeout_s: float,
+    request: web.Request,
+    event: hookkeys.HookEvent,
+    body: bytes,
+    header_key: str,
+    key: str,
+) -> web.Response:
+    """200 when the row under a client's key (committed: this delivery's or an earlier one) is this
+    event, 409 when it is another (SPEC §3: same key, same event); one read on the write connection."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            stored = await writer.call(functools.partial(payload_under_key, key=key))
+    except TimeoutError:
+        return _reject(request, 503, "timeout", "the database did not answer in time; retry later")
+    except (CommitterOverloaded, CommitterClosed) as e:
+        return _reject(request, 503, "unavailable", f"{e}; retry later")
+    except StorageError as e:
+        log.error("hook_storage_error", error=str(e))
+        return _reject(request, *STORAGE_FAILED)
+    if stored is None or hookkeys.same_event(stored, body, event):
+        return web.Response(status=200)
+    msg = f"Idempotency-Key {header_key!r} was already used for another event; this one was not stored (use a new key)"
+    return _reject(request, 409, "idempotency_key_reused", msg)
 
 
 def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any:

@@ -259,7 +259,7 @@ async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(
         (sub, {}),
         (sub, {}),
         (body(n=1), {"Idempotency-Key": "retry-1"}),
-        (body(n=2), {"Idempotency-Key": "retry-1"}),
+        (body(n=1), {"Idempotency-Key": "retry-1"}),  # a retry of the same event
         (body(), {}),  # two byte-identical Stops: two firings
         (body(), {}),
     ]:
@@ -267,6 +267,30 @@ async def test_redeliveries_converge_and_genuine_firings_do_not_collapse(
     types = sorted(r[0] for r in rows(db, "SELECT event_type FROM events_raw"))
     assert types == ["PreToolUse", "Stop", "Stop", "Stop", "SubagentStop"]
     assert len(rows(db, "SELECT * FROM events")) == 5
+
+
+@WRITERS
+async def test_a_client_key_reused_for_another_event_is_409_and_the_first_kept(
+    make_client: MakeClient, db: Path, hook_writer: str
+) -> None:
+    # SPEC §3 "same key, same event": a different body under a used key is provably not a
+    # redelivery; answering 200 lost it silently
+    client = await make_client(hook_writer)
+    first = body(session_id="s2")
+    other = body(hook_event_name="Notification", session_id="s3", message="x")
+    key = {"Idempotency-Key": "same1"}
+    assert (await client.post("/hooks", data=first, headers=key)).status == 200
+    resp = await client.post("/hooks", data=other, headers=key)
+    await assert_error(resp, 409, "idempotency_key_reused")
+    assert "same1" in (await resp.json())["error"]["message"]
+    # the same event re-serialised (other spacing, other key order) is still a retry
+    respaced = b'{ "session_id": "s2",  "hook_event_name": "Stop" }'
+    for again in (first, respaced):
+        assert (await client.post("/hooks", data=again, headers=key)).status == 200
+    assert [(r[2], bytes(r[3])) for r in rows(db)] == [("Stop", first)]
+    # without the header the other body is an event of its own
+    assert (await client.post("/hooks", data=other)).status == 200
+    assert sorted(r[2] for r in rows(db)) == ["Notification", "Stop"]
 
 
 async def test_unknown_event_is_stored(make_client: MakeClient, db: Path) -> None:

@@ -61,13 +61,18 @@ class ServiceSpec:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def serve_argv(ingestd: list[str], db: Path, projects: Sequence[Path], port: int | None) -> list[str]:
-    """``<ingestd> serve --db DB --projects P ... [--port N]`` with absolute paths."""
+def serve_argv(
+    ingestd: list[str], db: Path, projects: Sequence[Path], port: int | None, token_file: Path | None = None
+) -> list[str]:
+    """``<ingestd> serve --db DB --projects P ... [--port N] [--token-file F]`` with absolute paths
+    (the token file's path, never the token: the service file is readable by others)."""
     argv = [*ingestd, "serve", "--db", os.path.abspath(db)]
     for p in projects:
         argv += ["--projects", os.path.abspath(p)]
     if port is not None:
         argv += ["--port", str(port)]
+    if token_file is not None:
+        argv += ["--token-file", os.path.abspath(token_file)]
     return argv
 
 

@@ -13,10 +13,13 @@ from ingestd.commands._common import (
     IntRange,
     db_option,
     default_projects,
+    load_settings,
     projects_option,
     refuse_config_dir_roots,
     resolve_db,
 )
+from ingestd.errors import ConfigError
+from ingestd.http import auth
 from ingestd.installpath import find_installed
 
 
@@ -43,6 +46,13 @@ def service_group() -> None:
 @click.option("--port", type=IntRange(1, 65535), default=None, help="The daemon's port [default: 7391].")
 @click.option("--dry-run", is_flag=True, help="Print the service file and where it would go; change nothing.")
 @click.option("--no-start", is_flag=True, help="Write the file only; do not load or start the service.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The daemon reads its bearer token from this file (`serve --token-file`; needed to bind "
+    "anything but 127.0.0.1). The service file names the file, never the token.",
+)
 @platform_opt
 def install_cmd(
     db_path: Path | None,
@@ -50,6 +60,7 @@ def install_cmd(
     port: int | None,
     dry_run: bool,
     no_start: bool,
+    token_file: Path | None,
     platform: str | None,
 ) -> None:
     """Install and start the service: `ingestd serve` from a stable path, at login, restarted on failure."""
@@ -61,11 +72,13 @@ def install_cmd(
     refuse_config_dir_roots(roots)  # a service tailing ~/.claude would file phantom sessions for good
     found = find_installed(env)
     spec = service.ServiceSpec(
-        argv=service.serve_argv(found.argv, db, roots, port),
+        argv=service.serve_argv(found.argv, db, roots, port, token_file),
         log_file=db.parent / "ingestd.log",
         platform=plat,
         env=service.service_env(env),
     )
+    service.render(spec)  # a value the file cannot hold is refused first, by name
+    _check_token(env, token_file)
     if found.warning:
         click.echo(f"warning: {found.warning}", err=True)
     if dry_run:
@@ -78,6 +91,25 @@ def install_cmd(
     click.echo(f"{path}: written")
     logs = "journalctl --user -u ingestd -f" if plat != "darwin" else f"tail -f {spec.log_file}"
     click.echo(f"logs: `{logs}`; health: `ingestd status`")
+
+
+def _check_token(env: dict[str, str], token_file: Path | None) -> None:
+    """Refuse what ``serve`` would refuse at every start: a token file it cannot use, or a bind
+    beyond loopback (``host`` as the service resolves it) without one.
+
+    Raises:
+        ConfigError: either, with the option that fixes it.
+    """
+    token = auth.load_token(env_name=None, file=token_file, env=env)
+    host = load_settings({}, env).get_str("host")
+    try:
+        auth.check_bind(host, token)
+    except ConfigError:
+        raise ConfigError(
+            f"refusing to install a service that cannot start: it would bind {host} (setting host), which "
+            "needs a token: give --token-file PATH (a file only you can read; the service file names it, "
+            "never the token), or bind 127.0.0.1"
+        ) from None
 
 
 @service_group.command("uninstall")

@@ -160,6 +160,38 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
     assert bad.exit_code == 2 and "INGESTD_HOST holds a line break" in bad.output
 
 
+def test_a_non_loopback_host_needs_a_token_file_which_the_unit_names(tmp_path: Path) -> None:
+    # was: INGESTD_HOST=0.0.0.0 wrote a unit whose `serve` refuses to start (no token), with no warning
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": "", "INGESTD_HOST": "0.0.0.0"}
+    bare = CliRunner().invoke(cli, ["service", "install", "--dry-run"], env=env)
+    assert bare.exit_code == 2 and bare.stdout == ""
+    assert "0.0.0.0" in bare.output and "--token-file PATH" in bare.output
+    token = tmp_path / "token 1"
+    token.write_text("s3cret-token\n")
+    token.chmod(0o600)
+    for plat in ("linux", "darwin"):
+        res = CliRunner().invoke(
+            cli, ["service", "install", "--dry-run", "--platform", plat, "--token-file", str(token)], env=env
+        )
+        assert res.exit_code == 0, res.output
+        assert "s3cret" not in res.output  # the unit names the file, never the token
+        if plat == "linux":
+            assert f"serve --db {tmp_path}/.local/share/ingestd/ingestd.db --projects" in res.output
+            assert f'--token-file "{token}"' in res.output
+        else:
+            plist = plistlib.loads(res.stdout[res.stdout.index("<?xml") :].encode())
+            assert plist["ProgramArguments"][-2:] == ["--token-file", str(token)]
+    token.chmod(0o644)  # a token others can read is refused as `serve` refuses it
+    loose = CliRunner().invoke(cli, ["service", "install", "--dry-run", "--token-file", str(token)], env=env)
+    assert loose.exit_code == 2 and str(token) in loose.output
+    # on loopback no token is needed, and one given is still passed on
+    token.chmod(0o600)
+    local = {**env, "INGESTD_HOST": "127.0.0.1"}
+    assert CliRunner().invoke(cli, ["service", "install", "--dry-run"], env=local).exit_code == 0
+    res = CliRunner().invoke(cli, ["service", "install", "--dry-run", "--token-file", str(token)], env=local)
+    assert res.exit_code == 0 and "--token-file" in res.output
+
+
 def test_uninstall_reports_each_command_and_removes_the_file_whatever_the_manager_says(tmp_path: Path) -> None:
     calls: list[list[str]] = []
 

@@ -66,4 +66,4 @@ def register(cli: click.Group) -> None:
 
         from ingestd.report.render import render_cost
 
-        render_cost(Console(), doc, env.get("HOME"))
+        render_cost(Console(), doc, env.get("HOME"), store=store_url is not None)

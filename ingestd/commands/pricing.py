@@ -1,4 +1,4 @@
-"""``ingestd pricing list | set | load FILE``."""
+"""``ingestd pricing list | set | load FILE``, on the local database or (``--store URL``) the central store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 import orjson
 
-from ingestd.commands._common import IntRange, db_option, emit_json, json_option, open_db, open_read_db
+from ingestd.commands._common import (
+    IntRange,
+    db_option,
+    emit_json,
+    json_option,
+    open_db,
+    open_read_db,
+    open_store,
+    store_option,
+)
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
 from ingestd.readcap import MIB, read_capped
@@ -16,6 +25,26 @@ from ingestd.report.words import plural
 from ingestd.store import pricing
 
 PRICE_FILE_MAX_BYTES = 16 * MIB  # a price list is kilobytes: anything this large is the wrong file
+
+store_write_option = click.option(
+    "--store",
+    "store_url",
+    default=None,
+    envvar="INGESTD_STORE",
+    metavar="URL",
+    help="Write to the central PostgreSQL store (team mode; what `cost --store` prices with) instead of the "
+    "local database; the URL holds no password [env INGESTD_STORE].",
+)
+
+
+def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.PriceRow]) -> int:
+    """Add ``rows`` to the central store at ``store_url`` when given, else to the local database."""
+    verified_at = from_epoch_ns(time.time_ns())
+    if store_url is None:
+        return pricing.add_prices(open_db(db_path), rows, verified_at=verified_at)
+    from ingestd.central import pricing as central_pricing
+
+    return central_pricing.add_prices(open_store(store_url).conn, rows, verified_at=verified_at)
 
 
 @click.group("pricing")
@@ -25,11 +54,12 @@ def pricing_group() -> None:
 
 @pricing_group.command("list")
 @db_option
+@store_option
 @click.option("--model", default=None, help="Only this exact model id.")
 @json_option
-def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
+def list_cmd(db_path: Path | None, store_url: str | None, model: str | None, as_json: bool) -> None:
     """List price rows."""
-    rows = pricing.list_prices(open_read_db(db_path), model)
+    rows = pricing.list_prices(open_store(store_url) if store_url else open_read_db(db_path), model)
     if as_json:
         emit_json({"rows": [r.to_json() for r in rows]})
         return
@@ -42,6 +72,7 @@ def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
 
 @pricing_group.command("set")
 @db_option
+@store_write_option
 @click.argument("model")
 @click.option("--effective-from", required=True, help="Date or zoned ISO-8601 instant the rates apply from.")
 @click.option("--source", default="operator", show_default=True, help="Where the rates come from.")
@@ -68,6 +99,7 @@ def list_cmd(db_path: Path | None, model: str | None, as_json: bool) -> None:
 @json_option
 def set_cmd(
     db_path: Path | None,
+    store_url: str | None,
     model: str,
     effective_from: str,
     source: str,
@@ -104,7 +136,7 @@ def set_cmd(
     if web_search_fee is not None:
         item["server_tool_fees"] = {"web_search_requests": web_search_fee}
     rows = pricing.parse_rows([item], default_source=source)
-    n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
+    n = _write(db_path, store_url, rows)
     if as_json:
         emit_json({"written": n, "rows": [r.to_json() for r in rows]})
     else:
@@ -113,16 +145,17 @@ def set_cmd(
 
 @pricing_group.command("load")
 @db_option
+@store_write_option
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @json_option
-def load_cmd(db_path: Path | None, file: Path, as_json: bool) -> None:
+def load_cmd(db_path: Path | None, store_url: str | None, file: Path, as_json: bool) -> None:
     """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}]."""
     try:
         doc = orjson.loads(read_capped(file, PRICE_FILE_MAX_BYTES, "price file", InputError))
     except orjson.JSONDecodeError as e:
         raise InputError(f"{file} is not valid JSON: {e}") from e
     rows = pricing.parse_rows(doc, default_source=f"file:{file.name}")
-    n = pricing.add_prices(open_db(db_path), rows, verified_at=from_epoch_ns(time.time_ns()))
+    n = _write(db_path, store_url, rows)
     if as_json:
         emit_json({"written": n})
     else:

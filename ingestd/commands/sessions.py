@@ -71,4 +71,4 @@ def register(cli: click.Group) -> None:
 
         from ingestd.report.render import render_sessions
 
-        render_sessions(Console(), doc, zone, env.get("HOME"))
+        render_sessions(Console(), doc, zone, env.get("HOME"), store=store_url is not None)

@@ -44,4 +44,4 @@ def register(cli: click.Group) -> None:
 
         from ingestd.report.treeview import render_tree
 
-        render_tree(Console(), doc, zone, env.get("HOME"))
+        render_tree(Console(), doc, zone, env.get("HOME"), store=store_url is not None)

@@ -104,14 +104,16 @@ def _status(status: str | None) -> Text:
     return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
 
 
-def unpriced_note(console: Console, doc: dict[str, Any]) -> None:
-    """One line per unpriced model of a usage document (``+? unpriced: model: N tokens in M messages``)."""
+def unpriced_note(console: Console, doc: dict[str, Any], *, store: bool = False) -> None:
+    """One line per unpriced model of a usage document (``+? unpriced: model: N tokens in M messages``),
+    naming the command that adds a price where the report was read (``store``: the central store)."""
+    fix = "ingestd pricing set --store URL" if store else "ingestd pricing set"
     for model, u in doc["unpriced"].items():
         console.print(
             Text(
                 f"+? unpriced: {model}: {tokens(u['tokens'])} {'token' if u['tokens'] == 1 else 'tokens'}"
                 f" in {plural(u['messages'], 'message')}"
-                " (no price row; add one with `ingestd pricing set`)",
+                f" (no price row; add one with `{fix}`)",
                 style="yellow",
             )
         )
@@ -162,7 +164,9 @@ def _project_col(head: str, paths: list[str | None], footer: Cell = "", min_widt
     return Col(head, cells, footer=footer, elide=cut_start, min_width=min_width)
 
 
-def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
+def render_sessions(
+    console: Console, doc: dict[str, Any], zone: Zone, home: str | None, *, store: bool = False
+) -> None:
     """One line per session at 80 columns: project (shortest unique suffix), id prefix, title (elided
     to the room left), last activity, status, agents, tokens, cost. Narrower, the times go to one-line
     compact forms, then started, agents and status give way (named in a note); never the id prefix,
@@ -195,7 +199,7 @@ def render_sessions(console: Console, doc: dict[str, Any], zone: Zone, home: str
     what = plural(count, "session") if n == count else f"newest {n} of {plural(count, 'session')}"
     more = "" if n == count else "; --all shows all"
     _print_table(console, f"{what} (times in {zone.name}{', ' + year if year else ''}{more})", cols, steps)
-    unpriced_note(console, {"unpriced": unpriced})
+    unpriced_note(console, {"unpriced": unpriced}, store=store)
 
 
 # (JSON key, name in steps and notes, header as shown: two lines keep the columns narrow)
@@ -233,7 +237,7 @@ def _cost_label_cols(by: str | None, rows: list[dict[str, Any]]) -> list[Col]:
     return [Col(by or "", [r["key"] for r in rows], footer="total", key=True)]
 
 
-def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None:
+def render_cost(console: Console, doc: dict[str, Any], home: str | None, *, store: bool = False) -> None:
     """Grouped rows (when any) and the total, bucket by bucket, with unpriced usage beside it.
 
     Every bucket with tokens is a column that never gives way (a bucket with none in the whole
@@ -281,7 +285,7 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None) -> None
         console.print(Text(f"(no tokens in: {', '.join(empty)})", style="dim"))
     if doc["source"] != "token_usage_rollup":
         console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))
-    unpriced_note(console, doc)
+    unpriced_note(console, doc, store=store)
 
 
 def _from_utc(instant: str) -> str:

@@ -124,7 +124,7 @@ def _grow(branch: Tree, top: dict[str, Any], zone: Zone, ids: dict[str, str], wi
             stack.append((sub, child, w - 4, None) if nested else (at, child, w, node["agent_id"]))
 
 
-def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None) -> None:
+def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | None, *, store: bool = False) -> None:
     """The agent tree, then orphans and compaction sidechains under the session. Agent ids are
     shortened unambiguously (full in ``--json``); each label is whole phrases packed to the width
     left at its depth, so no phrase is split across lines."""
@@ -157,4 +157,4 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
         u.append_text(usd(doc["unattributed"]))
         root.add(u)
     console.print(root)
-    unpriced_note(console, s)
+    unpriced_note(console, s, store=store)

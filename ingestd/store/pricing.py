@@ -238,6 +238,34 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     return out
 
 
+# Insert or replace one price row (SQLite and PostgreSQL alike; ``price_params`` binds it).
+UPSERT_SQL = (
+    f"INSERT INTO model_pricing ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (model, bucket, effective_from) DO UPDATE SET"
+    " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at,"
+    " long_context_threshold = excluded.long_context_threshold,"
+    " long_context_usd_per_mtok = excluded.long_context_usd_per_mtok,"
+    " speed_multipliers = excluded.speed_multipliers,"
+    " web_search_usd_per_request = excluded.web_search_usd_per_request"
+)
+
+
+def price_params(r: PriceRow, verified_at: str) -> tuple[Any, ...]:
+    """``UPSERT_SQL``'s parameters for ``r`` (``verified_at``: canonical UTC, when the row has none). Pure."""
+    return (
+        r.model,
+        r.bucket,
+        float(r.usd_per_mtok),
+        r.effective_from,
+        r.source,
+        r.verified_at or verified_at,
+        r.long_context_threshold,
+        float(r.long_context_usd_per_mtok) if r.long_context_usd_per_mtok is not None else None,
+        orjson.dumps({k: float(v) for k, v in r.speed_multipliers.items()}).decode() if r.speed_multipliers else None,
+        float(r.web_search_usd_per_request) if r.web_search_usd_per_request is not None else None,
+    )
+
+
 def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str) -> int:
     """Insert or replace price rows in one transaction; the rollup re-prices through its triggers.
 
@@ -247,29 +275,7 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
 
     def run(c: apsw.Connection) -> int:
         for r in rows:
-            c.execute(
-                f"INSERT INTO model_pricing ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (model, bucket, effective_from) DO UPDATE SET"
-                " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at,"
-                " long_context_threshold = excluded.long_context_threshold,"
-                " long_context_usd_per_mtok = excluded.long_context_usd_per_mtok,"
-                " speed_multipliers = excluded.speed_multipliers,"
-                " web_search_usd_per_request = excluded.web_search_usd_per_request",
-                (
-                    r.model,
-                    r.bucket,
-                    float(r.usd_per_mtok),
-                    r.effective_from,
-                    r.source,
-                    r.verified_at or verified_at,
-                    r.long_context_threshold,
-                    float(r.long_context_usd_per_mtok) if r.long_context_usd_per_mtok is not None else None,
-                    orjson.dumps({k: float(v) for k, v in r.speed_multipliers.items()}).decode()
-                    if r.speed_multipliers
-                    else None,
-                    float(r.web_search_usd_per_request) if r.web_search_usd_per_request is not None else None,
-                ),
-            )
+            c.execute(UPSERT_SQL, price_params(r, verified_at))
         return len(rows)
 
     return write_txn(conn, run)

@@ -22,6 +22,7 @@ from ingestd.commands._common import (
 )
 from ingestd.daemon import presence
 from ingestd.errors import ConfigError
+from ingestd.http import auth
 from ingestd.report.status import status_report
 from ingestd.store import stall
 
@@ -43,8 +44,22 @@ def register(cli: click.Group) -> None:
     @db_option
     @store_option
     @click.option("--no-stat", "no_stat", is_flag=True, help="Do not compare tail checkpoints with the files on disk.")
+    @click.option("--token-env", default=None, metavar="NAME", help="The daemon's token is in this env variable.")
+    @click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="The daemon's token is in this file (as `serve --token-file`): sent with the health probe.",
+    )
     @json_option
-    def status_cmd(db_path: Path | None, store_url: str | None, no_stat: bool, as_json: bool) -> None:
+    def status_cmd(
+        db_path: Path | None,
+        store_url: str | None,
+        no_stat: bool,
+        token_env: str | None,
+        token_file: Path | None,
+        as_json: bool,
+    ) -> None:
         """Whether the daemon runs (pid, address, uptime, version), schema version, database size, host
         id and shipping, rows per table, activity, last ingest, hook and commit, tail lag, watchdog
         window, skipped lines, unpriced models, last prune and backup. With the daemon down, statuses
@@ -52,6 +67,9 @@ def register(cli: click.Group) -> None:
 
         With --store: the central store's ledger, hosts and their high-water marks, projector lag,
         rows and statuses.
+
+        A daemon with a token answers its health probe only with that token (--token-file or
+        --token-env, as given to `serve`); without it, status says it runs but not how it is.
         """
         if store_url:
             from ingestd.central.check import status_report as central_status
@@ -65,7 +83,8 @@ def register(cli: click.Group) -> None:
         path = resolve_db(db_path)
         conn, stale = open_read_db_stale(db_path)
         now = datetime.now(UTC)
-        daemon = presence.detect(path, now).to_json()
+        token = auth.load_token(env_name=token_env, file=token_file, env=dict(os.environ))
+        daemon = presence.detect(path, now, token=token).to_json()
         served = Path(daemon["db"]) if daemon["db"] else path  # the daemon's name for it (a link's differs)
         doc = status_report(
             conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon, ship_to=_ship_to(dict(os.environ))

@@ -6,7 +6,9 @@
 file, checks the pid, and probes ``GET /api/health`` (a short timeout), so it answers from
 evidence rather than guessing:
 
-- ``running``: the pid is alive and ``/api/health`` answered 200 (or 401: a token is required);
+- ``running``: the pid is alive and ``/api/health`` answered 200; or 401: a token is required and
+  ``status`` has none (or the wrong one), so the daemon answers but its health is not known (said in
+  ``problem``, with the option that gives the token);
 - ``unhealthy``: it answered with another status (503: the database or the writer is in trouble);
 - ``not_responding``: the pid is alive but the probe failed or timed out (a stalled daemon);
 - ``stopped``: the file says it stopped, or its pid is gone (then ``stale`` is true);
@@ -138,11 +140,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def probe_health(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int | None, str]:
-    """``GET /api/health`` on the daemon: ``(HTTP status, body or error text)``; status None: no answer."""
+def probe_health(
+    host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S, token: str | None = None
+) -> tuple[int | None, str]:
+    """``GET /api/health`` on the daemon (with ``token`` as a bearer token when given): ``(HTTP status,
+    body or error text)``; status None: no answer."""
     conn = http.client.HTTPConnection(reach_host(host), port, timeout=timeout_s)
     try:
-        conn.request("GET", "/api/health")
+        conn.request("GET", "/api/health", headers={"Authorization": f"Bearer {token}"} if token else {})
         resp = conn.getresponse()
         return resp.status, resp.read(4096).decode(errors="replace")
     except (OSError, http.client.HTTPException) as e:
@@ -205,13 +210,15 @@ class Presence:
         }
 
 
-def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) -> Presence:
+def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S, token: str | None = None) -> Presence:
     """Whether a daemon serves ``db_path`` now: the state file, the pid, and a health probe. Read-only.
 
     Args:
         db_path: the database the daemon would serve.
         now: aware datetime, for the uptime.
         timeout_s: float, seconds the health probe may take.
+        token: str | None, the daemon's bearer token, sent with the probe (a daemon with a token
+            answers 401 without it: running, health unknown).
     """
     path, doc = _state_of(db_path)
     if doc is None:
@@ -240,13 +247,17 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S) 
         return make("stopped", None, f"process {pid} is gone (killed, or the machine restarted)")
     if host is None or port is None:
         return make("not_responding", None, "the state file names no address")
-    status, body = probe_health(host, port, timeout_s)
+    status, body = probe_health(host, port, timeout_s, token)
     if status is None:
         return make("not_responding", None, f"process {pid} is alive but {address} did not answer: {body}")
     begun = parse(started) if isinstance(started, str) else None
     uptime = None if begun is None else round((now - begun).total_seconds(), 1)
-    if status in (200, 401):  # 401: a token is required, but the daemon answered
+    if status == 200:
         return make("running", status, None, uptime)
+    if status == 401:  # the daemon answered, so it runs; whether it is healthy needs its token
+        why = "the daemon refused the token given" if token else "the daemon requires a token"
+        fix = "give status the daemon's token (--token-file PATH or --token-env NAME) to check its health"
+        return make("running", status, f"health not checked: {why}; {fix}", uptime)
     return make("unhealthy", status, f"/api/health answered {status}: {body[:200]}", uptime)
 
 

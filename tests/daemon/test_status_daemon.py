@@ -159,3 +159,58 @@ def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tm
     # no daemon holds it any more: the link's own (absent) state file says so, as before
     assert presence.detect(link, datetime(2026, 1, 1, tzinfo=UTC)).state == "never_started"
     assert presence.served_as(link) is None
+
+
+def _health_server(token: str, healthy: bool) -> Any:
+    """A stand-in daemon: ``/api/health`` is 401 without ``token``, then 200 or 503."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            ok = self.headers.get("Authorization") == f"Bearer {token}"
+            code = (200 if healthy else 503) if ok else 401
+            body = b'{"error": {"status": %d}}' % code
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+@pytest.mark.parametrize("healthy", [True, False])
+def test_status_with_a_token_sends_it_and_a_401_is_not_taken_for_health(tmp_path: Path, healthy: bool) -> None:
+    # was: a 401 from /api/health counted as `running`, so with a token configured status could never
+    # say `unhealthy` (it sent no token)
+    db = tmp_path / "t.db"
+    assert CliRunner().invoke(cli, ["migrate", "--db", str(db)]).exit_code == 0
+    token_file = tmp_path / "token"
+    token_file.write_text("tok-1\n")
+    token_file.chmod(0o600)
+    srv = _health_server("tok-1", healthy)
+    try:
+        presence.write_started(db, host="127.0.0.1", port=srv.server_address[1], now=datetime.now(UTC))
+        runner = CliRunner()
+        base = ["status", "--json", "--no-stat", "--db", str(db)]
+        blind = orjson.loads(runner.invoke(cli, base, env={}).stdout)["daemon"]
+        assert blind["state"] == "running" and blind["health_status"] == 401
+        assert "token" in blind["problem"] and "--token-file" in blind["problem"]
+        res = runner.invoke(cli, [*base, "--token-file", str(token_file)])
+        seen = orjson.loads(res.stdout)["daemon"]
+        assert seen["state"] == ("running" if healthy else "unhealthy"), seen
+        assert seen["health_status"] == (200 if healthy else 503)
+        assert (seen["problem"] is None) == healthy
+        wrong = tmp_path / "wrong"
+        wrong.write_text("nope\n")
+        wrong.chmod(0o600)
+        refused = orjson.loads(runner.invoke(cli, [*base, "--token-file", str(wrong)]).stdout)["daemon"]
+        assert refused["health_status"] == 401 and "refused the token" in refused["problem"]
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -167,7 +167,7 @@ def _health_server(token: str, healthy: bool) -> Any:
     import threading
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             ok = self.headers.get("Authorization") == f"Bearer {token}"
             code = (200 if healthy else 503) if ok else 401
             body = b'{"error": {"status": %d}}' % code

@@ -82,8 +82,10 @@ def rollup_differences(pg: psycopg.Connection[Any], limit: int = MAX_DETAILS) ->
     return out[:limit]
 
 
-def _hosts(pg: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """The hosts that shipped here, with their marks."""
+def _hosts(pg: psycopg.Connection[Any], copies: bool) -> list[dict[str, Any]]:
+    """The hosts that shipped here, with their marks, when their log last diverged and when a second
+    copy of their database was refused (``copies``: the store has pg migration 0004; else None)."""
+    extra = ", diverged_at, refused_at" if copies else ", NULL, NULL"
     return [
         {
             "host_id": r[0],
@@ -92,12 +94,25 @@ def _hosts(pg: psycopg.Connection[Any]) -> list[dict[str, Any]]:
             "rows_shipped": int(r[3]),
             "log_as_of": r[4],
             "last_shipped_at": format_utc(r[5]),
+            "diverged_at": format_utc(r[6]) if r[6] else None,
+            "refused_at": format_utc(r[7]) if r[7] else None,
+            "warning": _copy_warning(r[0], r[7]),
         }
         for r in pg.execute(
-            "SELECT host_id, instance, shipped_through, rows_shipped, log_as_of, last_shipped_at FROM hosts"
-            " ORDER BY host_id"
+            "SELECT host_id, instance, shipped_through, rows_shipped, log_as_of, last_shipped_at"
+            f"{extra} FROM hosts ORDER BY host_id"
         )
     ]
+
+
+def _copy_warning(host_id: str, refused_at: Any) -> str | None:
+    if not refused_at:
+        return None
+    return (
+        f"host {host_id}: two databases ship as this host (one database copied to two machines?): the one"
+        f" left behind was refused, last at {format_utc(refused_at)}, and its new rows are not here; on that copy run"
+        " `ingestd ship --set-host-id NAME`"
+    )
 
 
 def _count(pg: psycopg.Connection[Any], sql: str, params: tuple[Any, ...] = ()) -> int:
@@ -138,7 +153,7 @@ def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, An
                 "pending": [p.stem for p in plan.pending],
                 "problems": list(plan.problems),
             },
-            "hosts": _hosts(pg) if applied else [],
+            "hosts": _hosts(pg, any(a.id >= 4 for a in applied)) if applied else [],
         }
         if not applied:
             return doc

@@ -8,11 +8,15 @@ in orchestration_edges"): the edges are re-stamped here in the same transaction.
 
 Refused while a daemon serves the database (it keeps the identity it started with) and once the
 database has shipped rows (they are in a central store under the old id; a new one would ship them
-again as another host's).
+again as another host's), unless the store refused it as a copy of another database shipping as
+that host (``meta.ship_refused``, ``ingestd.central.copies``): then the copy also gets a new
+instance, and ships its whole log again under the new id (nothing of it is lost; what the two
+copies share is then in the store under both ids).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +73,9 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
         ``HostIdChange``; ``edges`` is 0 and nothing is written when ``name`` is already the id.
 
     Raises:
-        ConfigError: ``name`` cannot be a host id, or the database has shipped rows (``meta.shipped_through``).
+        ConfigError: ``name`` cannot be a host id, or the database has shipped rows (``meta.shipped_through``)
+            and the store has not refused it as a copy (``meta.ship_refused``: then it gets a new
+            instance too, and nothing counts as shipped under ``name``).
     """
     check_host_id(name)
 
@@ -78,6 +84,8 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
         if old == name:
             return HostIdChange(old, name, 0)
         through = shipped_through(c)
+        if _refused_copy(c, old):
+            return _new_identity(c, old, name)
         if through > 0:
             raise ConfigError(
                 f"this database has shipped its log through local id {through} as host {old!r}: those rows"
@@ -90,3 +98,20 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
         return HostIdChange(old, name, c.changes())
 
     return write_txn(conn, change)
+
+
+def _refused_copy(c: apsw.Connection, host_id: str) -> bool:
+    """Whether the store refused this database as a second copy shipping as ``host_id``. Read-only."""
+    return bool(c.execute("SELECT 1 FROM meta WHERE key = 'ship_refused' AND value = ?", (host_id,)).fetchall())
+
+
+def _new_identity(c: apsw.Connection, old: str, name: str) -> HostIdChange:
+    """A refused copy becomes a host of its own: ``name`` and a new instance, its edges re-stamped with
+    both (``replay`` stamps them from ``meta``), nothing shipped under ``name`` yet (so ``prune``
+    keeps every row until it has travelled again). In the caller's transaction."""
+    instance = uuid.uuid4().hex
+    c.execute("UPDATE meta SET value = ? WHERE key = 'host_id'", (name,))
+    c.execute("UPDATE meta SET value = ? WHERE key = 'instance'", (instance,))
+    c.execute("DELETE FROM meta WHERE key IN ('shipped_through', 'ship_refused')")
+    c.execute("UPDATE orchestration_edges SET host_id = ?, instance = ? WHERE host_id = ?", (name, instance, old))
+    return HostIdChange(old, name, c.changes())

@@ -12,7 +12,8 @@ central mark, never lead it).
 
 A machine is known by ``meta.host_id`` (``ingestd.store.identity``, created once) and its
 ``meta.instance``: a second database claiming a host id the store already has for another
-instance is refused (two machines with the same host name), rather than mixing two logs.
+instance is refused (two machines with the same host name), rather than mixing two logs; one
+database copied to two machines is told apart by its log (``ingestd.central.copies``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import apsw
 import psycopg
 from psycopg import errors as pgerr
 
+from ingestd.central import copies
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core.touch import Ctx
@@ -220,13 +222,17 @@ def ship_batch(
     """
     with pg_errors(), pg.transaction():
         row = pg.execute(
-            "SELECT shipped_through, shipped_key FROM hosts WHERE host_id = %s FOR NO KEY UPDATE", (host_id,)
+            "SELECT shipped_through, shipped_key, abandoned_through, abandoned_key FROM hosts"
+            " WHERE host_id = %s FOR NO KEY UPDATE",
+            (host_id,),
         ).fetchone()
         mark = int(row[0]) if row else 0
         if mark and row is not None and _key_at(local, mark) != row[1]:
             # The local log no longer has the shipped row at the mark: the database was restored
-            # from a backup (or replaced) and reuses ids. Ship it all again; keys the store has
-            # are skipped (staging and ON CONFLICT), rows it lacks go in.
+            # from a backup (or replaced, or copied) and reuses ids. Ship it all again; keys the
+            # store has are skipped (staging and ON CONFLICT), rows it lacks go in. Unless it is
+            # the copy the store left behind (``copies.diverged`` raises).
+            copies.diverged(pg, host_id, row, _key_at(local, int(row[2])) if row[2] else None, local.filename)
             log.warning("ship_log_diverged", host_id=host_id, mark=mark)
             mark = 0
         with storage_errors():
@@ -307,6 +313,7 @@ def ship(
 
     Raises:
         ConfigError: the host id belongs to another database in the store.
+        copies.SecondCopy: another copy of this database ships as its host (recorded in both databases).
         MigrationError: the central ledger refuses.
         StorageError: either database refused; committed batches stay, with their mark.
     """
@@ -317,7 +324,11 @@ def ship(
     mark = _central_mark(pg, ident.host_id)
     pg.rollback()
     while max_batches is None or batches < max_batches:
-        n, k, mark = ship_batch(local, pg, ident.host_id, batch_rows)
+        try:
+            n, k, mark = ship_batch(local, pg, ident.host_id, batch_rows)
+        except copies.SecondCopy:
+            copies.refused(local, pg, ident.host_id)
+            raise
         if n == 0:
             break
         sent += n

@@ -146,3 +146,6 @@ def _print_central(doc: dict[str, Any]) -> None:
             h["last_shipped_at"],
         )
     console.print(hosts)
+    for h in doc["hosts"]:
+        if h["warning"]:
+            console.print(f"warning: {h['warning']}", style="yellow")

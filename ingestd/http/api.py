@@ -7,7 +7,10 @@ Routes (``add_api_routes``):
   file, directory or file system; the last write refused), ``PRAGMA quick_check`` failed at start,
   the writer or the tailer stalled (a unit of work running too long, or retrying a transient
   refusal) or failing (503 ``unhealthy``)
-- ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``
+- ``GET /api/sessions?since&until&project&limit&tz``: as ``ingestd sessions --json``; the live view
+  narrows it over every session with ``search`` (id prefix or title), ``project_is`` (one project
+  exactly, as ``/api/projects`` names it) and ``status`` (``ingestd.report.sessions.Narrow``)
+- ``GET /api/projects``: every project with sessions (the live view's project menu)
 - ``GET /api/sessions/{id}/tree``: as ``ingestd tree ID --json`` (a unique prefix is enough)
 - ``GET /api/sessions/{id}/timeline``: the session's tool calls and compactions
   (``ingestd.report.timeline``; the live view's timeline)
@@ -41,7 +44,7 @@ from ingestd.daemon.health import Health
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
 from ingestd.http.hooks import error_response
 from ingestd.report.cost import GROUPINGS, cost_report
-from ingestd.report.sessions import sessions_report
+from ingestd.report.sessions import Narrow, projects_report, sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
@@ -151,7 +154,17 @@ async def sessions(request: web.Request) -> web.Response:
     except IngestdError as e:
         return _error(e)
     project = q.get("project") or None
-    return await _run(request, lambda c: sessions_report(c, window=window, project=project, limit=limit))
+    narrow = Narrow(
+        search=q.get("search", "").strip() or None,
+        project_is=q.get("project_is") or None,
+        status=q.get("status") or None,
+    )
+    return await _run(request, lambda c: sessions_report(c, window=window, project=project, limit=limit, narrow=narrow))
+
+
+async def projects(request: web.Request) -> web.Response:
+    """``GET /api/projects``."""
+    return await _run(request, projects_report)
 
 
 async def tree(request: web.Request) -> web.Response:
@@ -214,6 +227,7 @@ def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> Non
     app[OPENAPI] = OPENAPI_PATH.read_bytes()
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/sessions", sessions)
+    app.router.add_get("/api/projects", projects)
     app.router.add_get("/api/sessions/{id}/tree", tree)
     app.router.add_get("/api/sessions/{id}/timeline", timeline)
     app.router.add_get("/api/cost", cost)

@@ -6,6 +6,7 @@ Tokens and cost per session come from ``token_usage_rollup`` (its primary key st
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -62,8 +63,61 @@ def session_row(conn: apsw.Connection, r: tuple[Any, ...], rates: RateTable) -> 
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Narrow:
+    """Filters of the live view's list, applied over every session (``GET /api/sessions``).
+
+    Attributes:
+        search: str | None, keep sessions whose id starts with it or whose title contains it, both
+            ignoring case (ASCII case in SQLite; the text as given also matches).
+        project_is: str | None, keep the sessions of exactly this project: its real path, or the
+            folder name of a session with none (what ``projects_report`` lists).
+        status: str | None, keep sessions with exactly this status.
+    """
+
+    search: str | None = None
+    project_is: str | None = None
+    status: str | None = None
+
+    def clauses(self) -> tuple[list[str], list[Any]]:
+        """SQL conditions on ``sessions s`` and their parameters. Pure."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.search:
+            low = self.search.lower()
+            prefix = low.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append(
+                "(lower(s.id) LIKE ? ESCAPE '\\' OR instr(lower(COALESCE(s.title, '')), ?) > 0"
+                " OR instr(COALESCE(s.title, ''), ?) > 0)"
+            )
+            params += [prefix, low, self.search]
+        if self.project_is:
+            where.append("COALESCE(s.project_path, s.project_slug) = ?")
+            params.append(self.project_is)
+        if self.status:
+            where.append("s.status = ?")
+            params.append(self.status)
+        return where, params
+
+
+def projects_report(conn: apsw.Connection) -> dict[str, Any]:
+    """Every project with sessions, by name: ``{"projects": [{"project", "sessions"}]}``; ``project`` is
+    the real path, or the folder name of sessions with none (``Narrow.project_is`` takes it). Read-only."""
+    with storage_errors():
+        rows: list[Any] = conn.execute(
+            "SELECT COALESCE(project_path, project_slug) AS p, count(*) FROM sessions"
+            " WHERE COALESCE(project_path, project_slug) IS NOT NULL GROUP BY p ORDER BY p"
+        ).fetchall()
+    return {"projects": [{"project": str(p), "sessions": int(n)} for p, n in rows]}
+
+
 def sessions_report(
-    conn: apsw.Connection, *, window: Window, project: str | None = None, limit: int | None = None
+    conn: apsw.Connection,
+    *,
+    window: Window,
+    project: str | None = None,
+    limit: int | None = None,
+    narrow: Narrow | None = None,
 ) -> dict[str, Any]:
     """Sessions active within ``window``, most recently active first. Read-only.
 
@@ -72,6 +126,7 @@ def sessions_report(
         window: keeps sessions whose activity overlaps ``[since, until)``.
         project: keep sessions whose real project path contains this text (or whose folder name equals it).
         limit: at most this many rows.
+        narrow: the live view's filters (``Narrow``), over every session before ``limit``.
 
     Returns:
         ``{"window", "count", "matched", "rows"}``: ``count`` rows shown of ``matched`` sessions in the
@@ -90,6 +145,10 @@ def sessions_report(
     if project:
         where.append("(instr(s.project_path, ?) > 0 OR s.project_slug = ?)")
         params += [project, project]
+    if narrow is not None:
+        more, more_params = narrow.clauses()
+        where += more
+        params += more_params
     sql = (
         f"SELECT {_COLUMNS} FROM sessions s"
         + (f" WHERE {' AND '.join(where)}" if where else "")

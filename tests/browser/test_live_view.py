@@ -155,8 +155,7 @@ def test_sessions_list_shows_the_cli_rows(browser: Any, site: Site) -> None:
         assert el["tokens"] == fmt_tokens(row["tokens"])
         assert el["status"] == row["status"]
         assert el["agents"] == str(row["agents"])
-        first_prompt = row.get("first_prompt")
-        assert el["title"] == (row["title"] or ("prompt" + first_prompt if first_prompt else "untitled"))
+        assert el["title"] == (row["title"] or "untitled")  # the API sends no prompt to fall back on
         assert_cost_shown(el, row)
 
 
@@ -175,6 +174,17 @@ def _set(browser: Any, element_id: str, value: str, event: str) -> None:
     )
 
 
+def _filter(browser: Any, element_id: str, value: str, want: list[str] | None) -> None:
+    """Set a filter and wait for the list the daemon answers with (``want``: those ids, in order;
+    None: any fresh list)."""
+    before = js(browser, "return Number(document.getElementById('main').dataset.refreshedAt)")
+    _set(browser, element_id, value, "input")
+    fresh = "return Number(document.getElementById('main').dataset.refreshedAt) > arguments[0]"
+    wait_for(f"{element_id} = {value!r} answered", lambda: js(browser, fresh, before))
+    if want is not None:
+        wait_for(f"{element_id} = {value!r} shown", lambda: _shown_ids(browser) == want)
+
+
 def test_sessions_filter_by_project_status_dates_and_search(browser: Any, site: Site) -> None:
     sid = str(uuid.uuid4())
     post_hook(site, {"hook_event_name": "UserPromptSubmit", "session_id": sid, "session_title": "Find The Needle"})
@@ -183,25 +193,21 @@ def test_sessions_filter_by_project_status_dates_and_search(browser: Any, site: 
     wait_for("the titled session", lambda: sid in _shown_ids(browser))
     # search: an id prefix, then a title (case-insensitive)
     target = rows[-1]["session_id"]
-    _set(browser, "f-search", target[:6], "input")
-    assert _shown_ids(browser) == [r["session_id"] for r in rows if r["session_id"].startswith(target[:6])]
-    _set(browser, "f-search", "the needle", "input")
-    assert _shown_ids(browser) == [sid]
-    _set(browser, "f-search", "", "input")
-    # project: the select lists every project of the list; choosing one keeps exactly its sessions
+    _filter(browser, "f-search", target[:6], [r["session_id"] for r in rows if r["session_id"].startswith(target[:6])])
+    _filter(browser, "f-search", "the needle", [sid])
+    _filter(browser, "f-search", "", None)
+    # project: the select lists every project; choosing one keeps exactly its sessions
     path = next(r["project_path"] for r in rows if r["project_path"])
     options = js(browser, "return [...document.getElementById('f-project').options].map(o => o.value)")
     projects = {r["project_path"] or r["project_slug"] for r in site.cli("sessions", "--all")["rows"]}
     assert options[0] == "" and set(options[1:]) == projects - {None}
-    _set(browser, "f-project", path, "input")
-    assert _shown_ids(browser) == [r["session_id"] for r in rows if r["project_path"] == path]
-    _set(browser, "f-project", "", "input")
+    _filter(browser, "f-project", path, [r["session_id"] for r in rows if r["project_path"] == path])
+    _filter(browser, "f-project", "", None)
     # status
     status = rows[-1]["status"]
-    _set(browser, "f-status", status, "input")
     now = site.cli("sessions", "--all")["rows"]
-    assert _shown_ids(browser) == [r["session_id"] for r in now if r["status"] == status]
-    _set(browser, "f-status", "", "input")
+    _filter(browser, "f-status", status, [r["session_id"] for r in now if r["status"] == status])
+    _filter(browser, "f-status", "", None)
     # dates: the read API's window in the browser's zone, as the CLI with the same --tz
     zone = js(browser, "return Intl.DateTimeFormat().resolvedOptions().timeZone")
     last = rows[-1]["last_activity_at"] or rows[-1]["started_at"]

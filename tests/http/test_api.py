@@ -217,3 +217,39 @@ async def test_timeline_marks_compactions(client: Any, db: Path) -> None:
 async def test_timeline_resolves_sessions_like_the_tree(client: Any, url: str, status: int) -> None:
     resp = await client.get(url)
     assert resp.status == status
+
+
+async def _ids(client: Any, query: str) -> tuple[list[str], int]:
+    resp = await client.get(f"/api/sessions?{query}")
+    assert resp.status == 200, await resp.text()
+    doc = await resp.json()
+    return [r["session_id"] for r in doc["rows"]], doc["matched"]
+
+
+async def test_the_live_views_filters_run_over_every_session_before_the_limit(client: Any) -> None:
+    # was: the page filtered the 200 newest rows it had fetched; the oldest session was never found
+    oldest = "a1111111-1111-4111-8111-111111111111"  # the least recently active of the fixture's three
+    assert await _ids(client, "limit=1") == (["b2299999-9999-4999-8999-999999999999"], 3)
+    assert await _ids(client, "limit=1&search=A111") == ([oldest], 1)  # an id prefix, any case
+    assert await _ids(client, "limit=1&search=the%20PARSER") == ([oldest], 1)  # a title's words, any case
+    assert await _ids(client, "search=%25") == ([], 0)  # LIKE's wildcards are text
+    assert await _ids(client, "search=b22_") == ([], 0)
+    assert await _ids(client, "limit=1&status=completed") == ([oldest], 1)
+    ids, n = await _ids(client, "project_is=/home/dev/code/alpha")
+    assert n == 2 and oldest in ids
+    assert await _ids(client, "project_is=/home/dev/code") == ([], 0)  # exactly the project, not a part of it
+    assert await _ids(client, "project_is=/home/dev/code/alpha&status=working&search=b22") == (
+        ["b2299999-9999-4999-8999-999999999999"],
+        1,
+    )
+
+
+async def test_api_projects_lists_every_project(client: Any) -> None:
+    resp = await client.get("/api/projects")
+    assert resp.status == 200
+    assert await resp.json() == {
+        "projects": [
+            {"project": "/home/dev/code/alpha", "sessions": 2},
+            {"project": "/home/dev/code/beta", "sessions": 1},
+        ]
+    }

@@ -158,7 +158,7 @@ export function sessionView(id) {
       for (const n of [...tree.orphans, ...tree.compaction_agents]) walk(n, nodes);
       const old = document.getElementById("tool-calls");
       if (old) openTools = old.open;
-      const title = s.title ? s.title : s.first_prompt ? [h("span", { class: "prompt-mark" }, "prompt"), s.first_prompt] : h("span", { class: "muted" }, "Untitled session");
+      const title = s.title ? s.title : h("span", { class: "muted" }, "Untitled session");
       const meta = h(
         "dl",
         { class: "meta" },

@@ -1,10 +1,12 @@
 // ingestd live view: the sessions list (newest activity first, filters, search).
+// Search, project and status are the read API's (over every session, then a page of PAGE rows more
+// at a time); the project menu lists every project (/api/projects), not those of the rows shown.
 
 import { BROWSER_TZ, STATUSES, api, append, costEl, fmtTime, fmtTokens, h, labelled, sessionHref, statusEl } from "./dom.js";
 
 export function sessionsView(refresh) {
   const PAGE = 200;
-  const state = { rows: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
+  const state = { rows: [], matched: 0, projects: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
   const search = h("input", { type: "search", id: "f-search", placeholder: "id prefix or title", autocomplete: "off" });
   const project = h("select", { id: "f-project" });
   const status = h("select", { id: "f-status" }, h("option", { value: "" }, "any"), STATUSES.map((s) => h("option", { value: s }, s)));
@@ -19,37 +21,23 @@ export function sessionsView(refresh) {
   });
   let flash = new Set();
 
-  function projectsOf(rows) {
-    return [...new Set(rows.map((r) => r.project_path || r.project_slug || ""))].filter((p) => p).sort();
-  }
-
-  function matches(r) {
-    const q = state.q.trim().toLowerCase();
-    if (state.project && (r.project_path || r.project_slug || "") !== state.project) return false;
-    if (state.status && r.status !== state.status) return false;
-    if (!q) return true;
-    const title = (r.title || r.first_prompt || "").toLowerCase();
-    return r.session_id.toLowerCase().startsWith(q) || title.includes(q);
-  }
-
   function titleCell(r) {
     const link = h("a", { href: sessionHref(r.session_id), class: "title" });
     if (r.title) append(link, [r.title]);
-    else if (r.first_prompt) append(link, [h("span", { class: "prompt-mark" }, "prompt"), r.first_prompt]);
     else append(link, [h("span", { class: "muted" }, "untitled")]);
     return [link, h("span", { class: "sid" }, r.session_id)];
   }
 
   function draw() {
-    const keep = project.value;
-    project.replaceChildren(h("option", { value: "" }, "all projects"), ...projectsOf(state.rows).map((p) => h("option", { value: p }, p)));
-    project.value = projectsOf(state.rows).includes(keep) ? keep : "";
-    state.project = project.value;
-    const rows = state.rows.filter(matches);
-    const capped = state.rows.length >= state.limit;
-    more.hidden = !capped;
+    const names = state.projects.map((p) => p.project);
+    if (state.project && !names.includes(state.project)) names.push(state.project); // chosen, now without sessions
+    project.replaceChildren(h("option", { value: "" }, "all projects"), ...names.map((p) => h("option", { value: p }, p)));
+    project.value = state.project;
+    const rows = state.rows;
+    more.hidden = rows.length >= state.matched;
+    const narrowed = state.q.trim() || state.project || state.status;
     count.textContent =
-      `${rows.length} of ${capped ? "the " + state.rows.length + " most recent" : state.rows.length} sessions` +
+      `${rows.length} of ${state.matched} sessions${narrowed ? " matching" : ""}` +
       (state.since || state.until ? ` active in the chosen dates (${BROWSER_TZ})` : "");
     const cell = (label, kids, c) => h("td", { "data-label": label, class: c }, kids);
     const table = h(
@@ -78,10 +66,14 @@ export function sessionsView(refresh) {
     body.replaceChildren(rows.length || state.rows.length ? table : h("p", { class: "banner" }, "No sessions yet. Start Claude Code with the hooks installed, or run ingestd ingest."));
   }
 
+  let typing = null;
   for (const [el, key] of [[search, "q"], [project, "project"], [status, "status"]]) {
     el.addEventListener("input", () => {
       state[key] = el.value;
-      draw();
+      state.limit = PAGE;
+      clearTimeout(typing);
+      if (el === search) typing = setTimeout(() => refresh(null), 150); // one request per pause in typing
+      else refresh(null);
     });
   }
   for (const [el, key] of [[since, "since"], [until, "until"]]) {
@@ -103,8 +95,21 @@ export function sessionsView(refresh) {
       );
     },
     async refresh(change) {
-      const doc = await api("/api/sessions", { since: state.since, until: state.until, tz: BROWSER_TZ, limit: state.limit });
+      const [doc, projects] = await Promise.all([
+        api("/api/sessions", {
+          since: state.since,
+          until: state.until,
+          tz: BROWSER_TZ,
+          limit: state.limit,
+          search: state.q.trim(),
+          project_is: state.project,
+          status: state.status,
+        }),
+        api("/api/projects"),
+      ]);
       state.rows = doc.rows;
+      state.matched = doc.matched;
+      state.projects = projects.projects;
       flash = new Set(change && change.sessions ? change.sessions : []);
       draw();
     },

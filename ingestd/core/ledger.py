@@ -54,6 +54,7 @@ PINS: tuple[Pin, ...] = (
     Pin(15, "rollup_deferred", "b51453a57647876be909937511b236b1577ee1219946f329436844cda290c3d9"),
     Pin(16, "payload_blocks", "64dd12eb89be1e0e2e5a354355453ea3cfc99994c3f97c8024aa7db04de470df"),
     Pin(17, "drop_origin_index", "22ac2c356349f44a8dd96453bffece1315f176fb449d297369a2b985b3ed44f4"),
+    Pin(18, "token_usage_time_trigger", "c440c2aa4911f98730e54f9e31587af69af91a328d1bdb09dc6dbaa1db8ef105"),
 )
 
 # The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same

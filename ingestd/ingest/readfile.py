@@ -24,13 +24,13 @@ from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.ingest.ahead import Ahead
 from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.scan import Found
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.isolate import Backoff, apply_isolating
-from ingestd.store.payload import Codecs, ahead_codecs
-from ingestd.store.payload_blocks import PreBlocks, precompress
+from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.writer import Prefold
 
 log = get_logger("ingestd.ingest")
@@ -174,8 +174,8 @@ class Batcher:
         self.pipe: WriterPipe[Batch] | None = None
         # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
         self.prefold: Prefold | None = None
-        # the compressor ``prepare`` uses on the reading thread, a copy of the writer's current codec
-        self._ahead: Codecs | None = None
+        # the work ``prepare`` does for the writer on this thread (blocks, a first dictionary)
+        self.ahead = Ahead(conn)
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
@@ -196,15 +196,10 @@ class Batcher:
             pipe.close()
 
     def prepare(self, batch: Batch) -> Batch:
-        """The batch with its blocks of lines compressed ahead (``payload_blocks.precompress``), with
-        the codec the writer last wrote with; unchanged while there is none (the first batch of a
-        new database trains it). Runs on the reading thread once the writer has taken the batch
-        before (``WriterPipe.put``): zstd and CRC-32 release the GIL, so this overlaps the write."""
-        got = ahead_codecs(self.conn, self._ahead)
-        if got is None:
-            return batch
-        self._ahead = got
-        return (batch[0], batch[1], batch[2], precompress(batch[0], got.compress))
+        """The batch with its blocks of lines planned and compressed ahead (``ingestd.ingest.ahead``).
+        Runs on the reading thread once the writer has taken the batch before (``WriterPipe.put``):
+        zstd and CRC-32 release the GIL, so this overlaps the write."""
+        return (batch[0], batch[1], batch[2], self.ahead.prepare(batch[0]))
 
     def _apply(self, batch: Batch) -> None:
         rows, cps, prefold, pre_blocks = batch
@@ -351,6 +346,8 @@ def _read_lines(
             b.summary.lines += len(lines)
             for ln in lines:
                 b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
+            if b.pipe is not None:
+                b.ahead.watch(b.rows)
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))

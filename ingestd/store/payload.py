@@ -30,9 +30,9 @@ codecs up to date, trains the dictionary when due, and returns the rows ready to
 from __future__ import annotations
 
 import hashlib
-import itertools
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import apsw
@@ -244,50 +244,121 @@ def _writer_codecs(conn: Any) -> Codecs:
     return got
 
 
+def dictionary_id(dictionary: bytes) -> int:
+    """The codec id a new dictionary gets unless a database already holds it (``_dictionary_id``):
+    derived from its bytes, >= 2, 31 bits. Pure."""
+    return 2 + int.from_bytes(hashlib.blake2b(dictionary, digest_size=4).digest(), "big") % (2**31 - 2)
+
+
 def _dictionary_id(conn: Any, dictionary: bytes) -> int:
-    """The codec id of a new dictionary: derived from its bytes (>= 2, 31 bits), so one id never
+    """The codec id of a new dictionary: derived from its bytes (``dictionary_id``), so one id never
     names two dictionaries, even across a rolled-back transaction and another writer's training;
     the next free id on the (unlikely) collision."""
-    n = 2 + int.from_bytes(hashlib.blake2b(dictionary, digest_size=4).digest(), "big") % (2**31 - 2)
+    n = dictionary_id(dictionary)
     while conn.execute("SELECT 1 FROM payload_codecs WHERE id = ?", (n,)).fetchall():
         n += 1
     return n
 
 
-def _samples(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs) -> list[bytes]:
-    """The first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's."""
+def sample_rows(rows: Sequence[NewLogRow], count: int = 0, size: int = 0) -> list[NewLogRow]:
+    """The batch's rows a dictionary is trained on after ``count`` stored lines of ``size`` bytes:
+    its lines (not ``ingestd`` rows) in order, while fewer than ``TRAIN_ROWS`` in all and under
+    ``TRAIN_MAX_BYTES``. Pure."""
+    out: list[NewLogRow] = []
+    for r in rows:
+        if r.source == "ingestd":
+            continue
+        if count + len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
+            break
+        out.append(r)
+        size += len(r.payload)
+    return out
+
+
+def settled(samples: Sequence[NewLogRow]) -> bool:
+    """Whether ``sample_rows`` of a batch's first rows can no longer change as rows are added. Pure."""
+    return len(samples) >= TRAIN_ROWS or sum(len(r.payload) for r in samples) >= TRAIN_MAX_BYTES
+
+
+def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[NewLogRow], int]:
+    """The first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's:
+    ``(the lines' bytes, the batch's rows among them, how many were stored)``."""
     out: list[bytes] = []
     size = 0
     stored = conn.execute(
         "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (TRAIN_ROWS,)
     )
-    batch = (r.payload for r in rows if r.source != "ingestd")
-    for data in itertools.chain((decode(conn, int(c), p) for c, p in stored), batch):
+    for c, p in stored:
         if len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
             break
+        data = decode(conn, int(c), p)
         out.append(data)
         size += len(data)
-    return out
+    n_stored = len(out)
+    batch = sample_rows(rows, n_stored, size)
+    return out + [r.payload for r in batch], batch, n_stored
 
 
-def _train(conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str) -> Codecs:
-    """Train the dictionary when the log is first big enough; store it (in the caller's transaction)."""
+@dataclass(frozen=True, slots=True)
+class Pretrained:
+    """A dictionary trained ahead of the write transaction from a batch's own lines (``pretrain``).
+
+    Attributes:
+        samples: the rows trained on (``sample_rows`` of the batch), checked by identity.
+        dictionary: bytes, or None when training failed (the writer then tries itself).
+    """
+
+    samples: tuple[NewLogRow, ...]
+    dictionary: bytes | None
+
+
+def pretrain(samples: Sequence[NewLogRow], level: int = LEVEL) -> Pretrained:
+    """Train the dictionary on ``samples`` (``sample_rows`` of a first batch) as ``_train`` would
+    over a log that holds no line yet. Any thread (zstd releases the GIL while it trains); touches
+    no database. ``_train`` stores it only when its own samples are exactly these rows."""
+    try:
+        trained = zstandard.train_dictionary(
+            DICT_BYTES, cast(Any, [r.payload for r in samples]), k=TRAIN_K, d=TRAIN_D, level=level
+        )
+    except zstandard.ZstdError:
+        return Pretrained(tuple(samples), None)
+    return Pretrained(tuple(samples), trained.as_bytes())
+
+
+def _ahead_dictionary(ahead: Pretrained | None, batch: list[NewLogRow], n_stored: int) -> bytes | None:
+    """``ahead``'s dictionary when it was trained on exactly the samples ``_train`` has (the same
+    row objects, no stored line among them), else None. Training is deterministic for the same
+    samples and parameters, so the bytes are those training here would give."""
+    if ahead is None or ahead.dictionary is None or n_stored or len(ahead.samples) != len(batch):
+        return None
+    return ahead.dictionary if all(a is b for a, b in zip(ahead.samples, batch, strict=True)) else None
+
+
+def _train(
+    conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str, ahead: Pretrained | None = None
+) -> Codecs:
+    """Train the dictionary when the log is first big enough; store it (in the caller's transaction).
+    ``ahead``: trained ahead from this batch (``pretrain``), used when its samples are these."""
     top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     logged = (int(top) if top is not None else 0) + len(rows)
     if logged < max(TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
         return codecs
-    samples = _samples(conn, rows, codecs)
+    samples, batch, n_stored = _samples(conn, rows)
     if len(samples) < TRAIN_MIN_ROWS:
         return codecs
-    try:
-        trained = zstandard.train_dictionary(DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level)
-    except zstandard.ZstdError as e:
-        # Too little variety to train on: the rows stay plain zstd; tried again once the log
-        # has doubled (not at every commit of a daemon receiving hooks).
-        log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
-        _FAILED[conn] = logged
-        return codecs
-    dictionary = trained.as_bytes()
+    dictionary = _ahead_dictionary(ahead if ahead is not None and codecs.level == LEVEL else None, batch, n_stored)
+    if dictionary is None:
+        try:
+            trained = zstandard.train_dictionary(
+                DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level
+            )
+        except zstandard.ZstdError as e:
+            # Too little variety to train on: the rows stay plain zstd; tried again once the log
+            # has doubled (not at every commit of a daemon receiving hooks).
+            log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
+            _FAILED[conn] = logged
+            return codecs
+        dictionary = trained.as_bytes()
     new_id = _dictionary_id(conn, dictionary)
     conn.execute(
         "INSERT INTO payload_codecs (id, kind, dictionary, created_at) VALUES (?, 'zstd', ?, ?)",
@@ -333,7 +404,7 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
     """
     codecs = _writer_codecs(conn)
     if codecs.current == PLAIN and rows:
-        codecs = _train(conn, rows, codecs, max(r.received_at for r in rows))
+        codecs = _train(conn, rows, codecs, max(r.received_at for r in rows), pre.trained if pre is not None else None)
     refs = blocks.write(conn, rows, codecs.compress, codecs.current, pre) if codecs.current != RAW else {}
     out: list[tuple[Any, ...]] = []
     for i, r in enumerate(rows):

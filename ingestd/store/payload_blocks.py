@@ -31,11 +31,14 @@ import weakref
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingestd.core.keys import line_key_prefix
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
+
+if TYPE_CHECKING:
+    from ingestd.store.payload import Pretrained
 
 # ``events_raw.codec`` of a row whose payload is a reference into ``payload_blocks``.
 BLOCK = -1
@@ -207,42 +210,55 @@ class PreBlocks:
     Attributes:
         rows: the batch's rows (the same objects ``write`` is then given, checked by identity).
         among: ``first_lines(rows)``: the rows assumed new; used only when ``_new_rows`` agrees.
+        chunks: ``plan(rows, among)``: the blocks, as row indices (``write`` does not plan again).
         codec: int, the codec the frames were written with; used only when it is still current.
-        frames: per block of ``plan(rows, among)``, in order: ``(zstd frame, CRC-32 of its lines)``.
+        frames: per block of ``chunks``, in order: ``(zstd frame, CRC-32 of its lines)``.
+        trained: the dictionary trained ahead from this batch (``payload.pretrain``), or None.
     """
 
     rows: tuple[NewLogRow, ...]
     among: list[int]
+    chunks: list[list[int]]
     codec: int
     frames: list[tuple[bytes, int]]
+    trained: Pretrained | None = None
 
 
-def precompress(rows: Sequence[NewLogRow], compress: Callable[[bytes], tuple[int, bytes]]) -> PreBlocks | None:
-    """Compress a batch's blocks ahead of ``write``, assuming none of its lines is logged yet.
+def precompress(
+    rows: Sequence[NewLogRow],
+    compress: Callable[[bytes], tuple[int, bytes]] | None,
+    trained: Pretrained | None = None,
+) -> PreBlocks | None:
+    """Plan a batch's blocks and compress them ahead of ``write``, assuming none of its lines is logged yet.
 
     Runs on any thread (zstd and CRC-32 release the GIL), with a compressor of its own; ``write``
     uses the frames only when the batch, the new rows and the codec are what was assumed, so the
-    stored bytes are the same as compressing in the transaction. None when the batch has no block.
+    stored bytes are the same as compressing in the transaction. None when the batch has no block
+    and nothing was trained.
 
     Args:
-        rows: the batch. compress: bytes -> ``(codec, zstd frame)`` (``payload.Codecs.compress``).
+        rows: the batch. compress: bytes -> ``(codec, zstd frame)`` (``payload.Codecs.compress``),
+            or None: plan only (no codec to compress with yet).
+        trained: a dictionary trained ahead from the batch, handed on to the writer.
     """
     among = first_lines(rows)
     chunks = plan(rows, among)
-    if not chunks:
+    if not chunks and trained is None:
         return None
     frames: list[tuple[bytes, int]] = []
     codec = 0
     for chunk in chunks:
+        if compress is None:
+            break
         data = b"".join(rows[i].payload for i in chunk)
         codec, frame = compress(data)
         frames.append((frame, zlib.crc32(data)))
-    return PreBlocks(tuple(rows), among, codec, frames)
+    return PreBlocks(tuple(rows), among, chunks, codec, frames, trained)
 
 
-def _usable(pre: PreBlocks | None, rows: Sequence[NewLogRow], new: list[int], codec: int) -> bool:
-    """Whether ``pre`` was made for exactly these rows, new rows and codec."""
-    if pre is None or pre.codec != codec or pre.among != new or len(pre.rows) != len(rows):
+def _made_for(pre: PreBlocks | None, rows: Sequence[NewLogRow]) -> bool:
+    """Whether ``pre`` was made for exactly these rows (the same objects, in order)."""
+    if pre is None or len(pre.rows) != len(rows):
         return False
     return all(a is b for a, b in zip(pre.rows, rows, strict=True))
 
@@ -263,20 +279,24 @@ def write(
         rows: the batch.
         compress: bytes -> ``(codec, zstd frame)``, the database's current codec
             (``payload.Codecs.compress``); codec: int, that codec's id.
-        pre: the batch's blocks compressed ahead (``precompress``): stored instead of compressing
-            here when made for these rows, these new rows and this codec (else ignored).
+        pre: the batch's blocks planned and compressed ahead (``precompress``): its plan is used
+            when made for these rows, its frames stored instead of compressing here when also made
+            for these new rows and this codec (else ignored).
 
     Returns:
         dict row index -> stored payload (``ref``); rows not in it are stored per row.
     """
-    among = first_lines(rows)
-    chunks = plan(rows, among)
+    ours = pre if _made_for(pre, rows) else None
+    among, chunks = (ours.among, ours.chunks) if ours is not None else (first_lines(rows), [])
+    if ours is None:
+        chunks = plan(rows, among)
     if not chunks or not has_table(conn):
         return {}
     new = _new_rows(conn, rows, among)
     if new != among:  # some lines are logged already (a file read again): fewer rows, other blocks
         chunks = plan(rows, new)
-    frames = pre.frames if _usable(pre, rows, new, codec) and pre is not None else None
+    usable = ours is not None and ours.codec == codec and new == among and len(ours.frames) == len(chunks)
+    frames = ours.frames if usable and ours is not None else None
     out: dict[int, bytes] = {}
     for k, chunk in enumerate(chunks):
         kept = len(chunks) - k <= CACHE_BLOCKS  # the read cache keeps the last blocks only

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from ingestd.core.touch import Ctx
 from ingestd.errors import StorageError
@@ -23,6 +24,8 @@ CORPUS = REPO.parent / "shared" / "corpus" / "claude-projects"
 NOW = "2026-03-01T00:00:00.000Z"
 CTX = Ctx(instance="i", host_id="h")
 LOG = "SELECT id, idempotency_key, source, event_type, payload, session_id, origin, origin_offset FROM events_raw"
+CODECS = "SELECT id, kind, dictionary, created_at FROM payload_codecs ORDER BY id"
+BLOCKS = "SELECT id, codec, data FROM payload_blocks ORDER BY id"
 CHECKPOINTS = "SELECT root, origin, committed_offset, size, head_hash FROM ingest_checkpoints ORDER BY 1, 2"
 
 
@@ -97,10 +100,11 @@ def test_pipe_prepares_an_item_once_the_writer_took_the_one_before() -> None:
     ]
 
 
-def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], readfile.Summary]:
+def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], readfile.Summary, Any]:
     conn = new_db(db)
     s = ingest_roots(conn, [root], now=NOW, ctx=CTX, **kw)
-    out = dump(conn), conn.execute(LOG).fetchall(), conn.execute(CHECKPOINTS).fetchall(), s
+    stored = conn.execute(CODECS).fetchall(), conn.execute(BLOCKS).fetchall()
+    out = dump(conn), conn.execute(LOG).fetchall(), conn.execute(CHECKPOINTS).fetchall(), s, stored
     conn.close()
     return out
 
@@ -111,6 +115,7 @@ def _same(tmp_path: Path, root: Path, batch_rows: int) -> None:
     assert pip[0] == seq[0]  # every projection row
     assert pip[1] == seq[1]  # the log: ids, keys, exact bytes
     assert pip[2] == seq[2]  # checkpoints
+    assert pip[4] == seq[4]  # the dictionary (trained ahead when pipelined) and the blocks, byte for byte
     a, b = seq[3], pip[3]
     assert (a.rows_inserted, a.lines, a.skipped, a.recovered, a.sessions, a.messages) == (
         b.rows_inserted,
@@ -164,15 +169,17 @@ def test_a_broken_hand_off_is_raised_not_counted_as_unreadable_files(
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
-def test_pipelined_ingest_compresses_blocks_on_the_reading_thread(
+def test_pipelined_ingest_trains_and_compresses_off_the_writer_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # once a batch has trained the dictionary (the second here: 1,000 lines), each later batch's
-    # blocks are compressed when it is handed over (zstd releases the GIL: it overlaps the
-    # writer), not in its transaction
+    # a new database: the first batch's dictionary is trained on a helper thread while the batch is
+    # read, its blocks and every later batch's are compressed on the reading thread when handed
+    # over (zstd releases the GIL: it overlaps the writer); the writer neither trains nor compresses
     calls: list[tuple[str, int]] = []  # (thread, batches applied when called)
+    trained: list[str] = []
     applied = [0]
     real_compress, real_apply = payload.Codecs.compress, readfile.Batcher._apply
+    real_train = zstandard.train_dictionary
 
     def compress(self: payload.Codecs, data: bytes) -> tuple[int, bytes]:
         calls.append((threading.current_thread().name, applied[0]))
@@ -182,12 +189,37 @@ def test_pipelined_ingest_compresses_blocks_on_the_reading_thread(
         applied[0] += 1
         real_apply(self, batch)
 
+    def train(*args: Any, **kw: Any) -> Any:
+        trained.append(threading.current_thread().name)
+        return real_train(*args, **kw)
+
     monkeypatch.setattr(payload.Codecs, "compress", compress)
     monkeypatch.setattr(readfile.Batcher, "_apply", apply)
-    _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=500, pipeline=True)
-    assert applied[0] >= 5
-    # the first batch, and the second when it was read before the first was written
-    on_writer = {n for t, n in calls if t == "ingest-writer"}
-    assert 1 in on_writer and on_writer <= {1, 2}
-    assert {n for t, n in calls if t == "MainThread"} >= set(range(3, applied[0])), calls
-    assert {t for t, _ in calls} <= {"ingest-writer", "MainThread"}
+    monkeypatch.setattr(zstandard, "train_dictionary", train)
+    _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=2500, pipeline=True)
+    assert applied[0] >= 3
+    assert trained == ["ingest-train"]
+    assert {t for t, _ in calls} == {"MainThread"}, sorted(set(calls))
+    assert {n for _, n in calls} >= set(range(applied[0])), sorted(set(calls))
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
+def test_a_first_batch_too_small_to_train_early_is_trained_when_handed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fewer than TRAIN_ROWS lines in the first batch: trained on the reading thread at the hand-off
+    # (not on the writer), the same dictionary as the sequential path's
+    trained: list[str] = []
+    real_train = zstandard.train_dictionary
+
+    def train(*args: Any, **kw: Any) -> Any:
+        trained.append(threading.current_thread().name)
+        return real_train(*args, **kw)
+
+    monkeypatch.setattr(payload, "TRAIN_ROWS", 10**6)
+    monkeypatch.setattr(zstandard, "train_dictionary", train)
+    pip = _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=500, pipeline=True)
+    assert trained == ["MainThread"]
+    seq = _ingest(CORPUS, tmp_path / "seq.db", batch_rows=500)
+    assert trained == ["MainThread", "MainThread"]  # the sequential path: in its transaction
+    assert pip[4] == seq[4] and pip[1] == seq[1]

@@ -187,3 +187,42 @@ def test_a_failed_training_is_retried_once_the_log_has_doubled(
     assert len(calls) == 2
     assert {c for _, c, _ in stored(conn)} == {payload.PLAIN}
     assert check_payloads(conn).ok
+
+
+def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_was_trained_on(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pretrain: the writer skips its own training only when its samples are the same row objects
+    # and the log holds none of them yet; the dictionary is then the one it would have trained
+    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 300)
+    monkeypatch.setattr(payload, "TRAIN_ROWS", 400)
+    monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)
+    rows = _rows(500)
+    copies = _rows(500)  # equal rows, other objects
+    other = payload.pretrain(_rows(400, start=5000)).dictionary  # a real dictionary, not this batch's
+    fake = payload.Pretrained(tuple(payload.sample_rows(rows)), other)
+    calls = []
+    real = zstandard.train_dictionary
+
+    def train(*args: object, **kw: object) -> object:
+        calls.append(1)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zstandard, "train_dictionary", train)
+
+    def dictionary(name: str, batches: list[tuple[list[NewLogRow], payload.Pretrained | None]]) -> bytes:
+        conn = connect(f"{tmp_path}/{name}.db")
+        from ingestd.store.migrate import migrate
+
+        migrate(conn)
+        for batch, trained in batches:
+            pre = blocks.PreBlocks(tuple(batch), [], [], 0, [], trained) if trained is not None else None
+            apply_batch(conn, batch, pre_blocks=pre)
+        return bytes(conn.execute("SELECT dictionary FROM payload_codecs WHERE id > 1").fetchall()[0][0])
+
+    assert dictionary("same", [(rows, fake)]) == fake.dictionary and calls == []
+    truth = dictionary("writer", [(rows, None)])
+    assert len(calls) == 1 and truth != fake.dictionary
+    assert payload.pretrain(payload.sample_rows(rows), payload.LEVEL).dictionary == truth  # deterministic
+    assert dictionary("copies", [(copies, fake)]) == truth  # other objects: trained by the writer
+    assert dictionary("logged", [(rows[:200], None), (rows[200:], fake)]) != fake.dictionary  # lines stored already

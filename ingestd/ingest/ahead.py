@@ -1,0 +1,101 @@
+"""Work for the writer done ahead of its transaction, on the reading thread or a helper (issue 14).
+
+A pipelined ingest (``ingestd.ingest.pipeline``) has one writer thread, busy from its first batch
+to the end: what it does not have to do shortens the run. Two things are done for it here, each
+handed over inside the batch's ``payload_blocks.PreBlocks`` and used by the writer only when it is
+exactly what the writer would have made itself, so the stored bytes are the same either way:
+
+- A batch's blocks of lines are planned and compressed with the writer's current codec
+  (``payload_blocks.precompress``) once the writer has taken the batch before it.
+- On a database with no dictionary yet (a first backfill), the first batch's dictionary is
+  trained (``payload.pretrain``) on a helper thread as soon as that batch's sample lines are read
+  (zstd releases the GIL while it trains, so it overlaps the reading of the rest of the batch);
+  the first batch is then compressed with it before it is handed over, and later batches with the
+  same codec until the writer's own copy of it (``payload.ahead_codecs``) is there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import apsw
+
+from ingestd.core.records import NewLogRow
+from ingestd.store import payload
+from ingestd.store.payload import PLAIN, Codecs, Pretrained, ahead_codecs
+from ingestd.store.payload_blocks import PreBlocks, precompress
+
+
+class _Trainer:
+    """``payload.pretrain`` of fixed samples on a thread of its own; ``result`` waits for it."""
+
+    def __init__(self, samples: Sequence[NewLogRow]) -> None:
+        self.samples = tuple(samples)
+        self._got: Pretrained | None = None
+        self._thread = threading.Thread(target=self._run, name="ingest-train", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._got = payload.pretrain(self.samples)
+
+    def result(self) -> Pretrained | None:
+        self._thread.join()
+        return self._got
+
+
+class Ahead:
+    """What the reading thread prepares for the writer: see the module docstring.
+
+    Used by one reading thread (``readfile.Batcher``); ``conn`` is the writer's connection, read
+    here only before the first batch is handed over (the writer is idle then).
+    """
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        # the compressor used on this thread: a copy of the writer's current codec, or of the
+        # dictionary trained here for the first batch
+        self._codecs: Codecs | None = None
+        self._first = True  # no batch handed over yet
+        self._fresh: bool | None = None  # the database has no dictionary (known before the first batch)
+        self._trainer: _Trainer | None = None
+
+    def _trains(self) -> bool:
+        """Whether the first batch trains the dictionary (the database has none); read once, before
+        the first batch is handed over."""
+        if self._fresh is None:
+            self._fresh = payload.codecs_of(self.conn).current == PLAIN
+        return self._fresh
+
+    def watch(self, rows: Sequence[NewLogRow]) -> None:
+        """Called as the first batch grows: starts training once its samples can no longer change."""
+        if not self._first or self._trainer is not None or len(rows) < payload.TRAIN_ROWS or not self._trains():
+            return
+        samples = payload.sample_rows(rows)
+        if payload.settled(samples):
+            self._trainer = _Trainer(samples)
+
+    def prepare(self, rows: list[NewLogRow]) -> PreBlocks | None:
+        """The batch's blocks planned and compressed ahead (``payload_blocks.precompress``), with the
+        dictionary trained ahead for a first batch. Called once the writer has taken the batch before."""
+        trained = self._pretrained(rows) if self._first else None
+        self._first = False
+        if trained is not None and trained.dictionary is not None:
+            plain = payload.codecs_of(self.conn)
+            new_id = payload.dictionary_id(trained.dictionary)
+            self._codecs = Codecs({**plain.dictionaries, new_id: trained.dictionary}, plain.level)
+        else:
+            self._codecs = ahead_codecs(self.conn, self._codecs) or self._codecs
+        compress: Any = self._codecs.compress if self._codecs is not None else None
+        return precompress(rows, compress, trained)
+
+    def _pretrained(self, rows: list[NewLogRow]) -> Pretrained | None:
+        """The first batch's dictionary: the helper's, or trained here when the batch was too small
+        to start one early; None when the database has one or the batch is too small to train."""
+        if not self._trains():
+            return None
+        if self._trainer is not None:
+            return self._trainer.result()
+        samples = payload.sample_rows(rows)
+        return payload.pretrain(samples) if len(samples) >= payload.TRAIN_MIN_ROWS else None

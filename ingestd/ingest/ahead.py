@@ -8,8 +8,10 @@ exactly what the writer would have made itself, so the stored bytes are the same
 - A batch's blocks of lines are planned and compressed with the writer's current codec
   (``payload_blocks.precompress``) once the writer has taken the batch before it.
 - On a database with no dictionary yet (a first backfill), the first batch's dictionary is
-  trained (``payload.pretrain``) on a helper thread as soon as that batch's sample lines are read
-  (zstd releases the GIL while it trains, so it overlaps the reading of the rest of the batch);
+  trained (``payload.pretrain``) as soon as that batch's sample lines are read, on the writer
+  thread, which has nothing else to do before its first batch (zstd releases the GIL while it
+  trains, so it overlaps the reading of the rest of the batch; a thread of its own would keep a
+  malloc arena of the training's memory: +20-27 MiB of peak at c100);
   the first batch is then compressed with it before it is handed over, and later batches with the
   same codec until the writer's own copy of it (``payload.ahead_codecs``) is there.
 """
@@ -17,31 +19,41 @@ exactly what the writer would have made itself, so the stored bytes are the same
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
 from ingestd.core.records import NewLogRow
+from ingestd.logs import get_logger
 from ingestd.store import payload
 from ingestd.store.payload import PLAIN, Codecs, Pretrained, ahead_codecs
 from ingestd.store.payload_blocks import PreBlocks, precompress
 
+log = get_logger("ingestd.ingest")
+
 
 class _Trainer:
-    """``payload.pretrain`` of fixed samples on a thread of its own; ``result`` waits for it."""
+    """``payload.pretrain`` of fixed samples, run by ``spawn`` (the writer thread while it waits for
+    its first batch: ``WriterPipe.run_ahead``); ``result`` waits for it."""
 
-    def __init__(self, samples: Sequence[NewLogRow]) -> None:
+    def __init__(self, samples: Sequence[NewLogRow], spawn: Callable[[Callable[[], None]], None]) -> None:
         self.samples = tuple(samples)
         self._got: Pretrained | None = None
-        self._thread = threading.Thread(target=self._run, name="ingest-train", daemon=True)
-        self._thread.start()
+        self._done = threading.Event()
+        spawn(self._run)
 
     def _run(self) -> None:
-        self._got = payload.pretrain(self.samples)
+        try:
+            self._got = payload.pretrain(self.samples)
+        except Exception as e:  # on the writer's thread, outside any batch: it must not end it
+            log.warning("payload_dictionary_not_trained_ahead", error=repr(e))  # the writer trains itself
+            self._got = None
+        finally:
+            self._done.set()
 
     def result(self) -> Pretrained | None:
-        self._thread.join()
+        self._done.wait()
         return self._got
 
 
@@ -68,13 +80,14 @@ class Ahead:
             self._fresh = payload.codecs_of(self.conn).current == PLAIN
         return self._fresh
 
-    def watch(self, rows: Sequence[NewLogRow]) -> None:
-        """Called as the first batch grows: starts training once its samples can no longer change."""
+    def watch(self, rows: Sequence[NewLogRow], spawn: Callable[[Callable[[], None]], None]) -> None:
+        """Called as the first batch grows: has ``spawn`` (``WriterPipe.run_ahead``) train once the
+        batch's samples can no longer change."""
         if not self._first or self._trainer is not None or len(rows) < payload.TRAIN_ROWS or not self._trains():
             return
         samples = payload.sample_rows(rows)
         if payload.settled(samples):
-            self._trainer = _Trainer(samples)
+            self._trainer = _Trainer(samples, spawn)
 
     def prepare(self, rows: list[NewLogRow]) -> PreBlocks | None:
         """The batch's blocks planned and compressed ahead (``payload_blocks.precompress``), with the

@@ -26,6 +26,13 @@ T = TypeVar("T")
 _DONE = object()
 
 
+class _Task:
+    """A callable run on the writer thread between items (``WriterPipe.run_ahead``)."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+
+
 class WriterPipe(Generic[T]):
     """Applies items with ``apply`` on one background thread, in order, at most one waiting.
 
@@ -50,6 +57,9 @@ class WriterPipe(Generic[T]):
                 self._taken.notify()
             if item is _DONE:
                 return
+            if isinstance(item, _Task):
+                item.fn()  # never raises (run_ahead's contract)
+                continue
             if self._failed:
                 continue  # a batch failed: drop the rest, never commit past it
             try:
@@ -85,6 +95,16 @@ class WriterPipe(Generic[T]):
                 self._taken.wait_for(lambda: self._q.empty())
             item = prepare(item)
         self._q.put(item)
+
+    def run_ahead(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the writer thread before the next item (blocks while the slot is taken):
+        work for the writer done while it would otherwise wait, on its own thread (a first
+        dictionary's training, ``ingestd.ingest.ahead``: no thread started for it, no malloc arena
+        of its own holding the training's memory). ``fn`` must not raise; it is not an item (no
+        ``apply``, skipped by nothing)."""
+        if self._closed:
+            raise RuntimeError("run_ahead on a closed WriterPipe")
+        self._q.put(_Task(fn))
 
     def close(self) -> None:
         """Wait until every item handed over is applied (or dropped after a failure), stop the thread.

@@ -347,7 +347,7 @@ def _read_lines(
             for ln in lines:
                 b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
             if b.pipe is not None:
-                b.ahead.watch(b.rows)
+                b.ahead.watch(b.rows, b.pipe.run_ahead)
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))

@@ -100,6 +100,15 @@ def test_pipe_prepares_an_item_once_the_writer_took_the_one_before() -> None:
     ]
 
 
+def test_pipe_runs_a_task_ahead_on_the_writer_thread_before_the_next_item() -> None:
+    seen: list[tuple[object, str]] = []
+    pipe: WriterPipe[int] = WriterPipe(lambda i: seen.append((i, threading.current_thread().name)))
+    pipe.run_ahead(lambda: seen.append(("task", threading.current_thread().name)))
+    pipe.put(1)
+    pipe.close()
+    assert seen == [("task", "ingest-writer"), (1, "ingest-writer")]
+
+
 def _ingest(root: Path, db: Path, **kw: Any) -> tuple[dict[str, Any], list[Any], list[Any], readfile.Summary, Any]:
     conn = new_db(db)
     s = ingest_roots(conn, [root], now=NOW, ctx=CTX, **kw)
@@ -169,14 +178,15 @@ def test_a_broken_hand_off_is_raised_not_counted_as_unreadable_files(
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus absent: {CORPUS}")
-def test_pipelined_ingest_trains_and_compresses_off_the_writer_thread(
+def test_pipelined_ingest_trains_before_the_first_transaction_and_compresses_on_the_reading_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a new database: the first batch's dictionary is trained on a helper thread while the batch is
-    # read, its blocks and every later batch's are compressed on the reading thread when handed
-    # over (zstd releases the GIL: it overlaps the writer); the writer neither trains nor compresses
+    # a new database: the first batch's dictionary is trained while the batch is read, on the
+    # writer thread before its first transaction (it waits for that batch anyway); that batch's
+    # blocks and every later batch's are compressed on the reading thread when handed over (zstd
+    # releases the GIL: it overlaps the writer); no transaction trains or compresses
     calls: list[tuple[str, int]] = []  # (thread, batches applied when called)
-    trained: list[str] = []
+    trained: list[tuple[str, int]] = []
     applied = [0]
     real_compress, real_apply = payload.Codecs.compress, readfile.Batcher._apply
     real_train = zstandard.train_dictionary
@@ -190,7 +200,7 @@ def test_pipelined_ingest_trains_and_compresses_off_the_writer_thread(
         real_apply(self, batch)
 
     def train(*args: Any, **kw: Any) -> Any:
-        trained.append(threading.current_thread().name)
+        trained.append((threading.current_thread().name, applied[0]))
         return real_train(*args, **kw)
 
     monkeypatch.setattr(payload.Codecs, "compress", compress)
@@ -198,7 +208,7 @@ def test_pipelined_ingest_trains_and_compresses_off_the_writer_thread(
     monkeypatch.setattr(zstandard, "train_dictionary", train)
     _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=2500, pipeline=True)
     assert applied[0] >= 3
-    assert trained == ["ingest-train"]
+    assert trained == [("ingest-writer", 0)]  # before its first batch, while the batch is read
     assert {t for t, _ in calls} == {"MainThread"}, sorted(set(calls))
     assert {n for _, n in calls} >= set(range(applied[0])), sorted(set(calls))
 

@@ -10,7 +10,7 @@ projection rows, writes the tail checkpoints and runs the watchdog pass. The par
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,8 +149,8 @@ def apply_batch(
             ``quarantine_marker`` row, appended and folded in the same transaction.
         prefold: the batch folded ahead (``Prefold``): its rows are written instead of folding
             here when the ids are as predicted (``_prefold_holds``), else the batch is folded here.
-        pre_blocks: the batch's blocks of lines compressed ahead (``payload_blocks.precompress``),
-            stored when they are exactly what this transaction would compress, else ignored.
+        pre_blocks: the batch's blocks planned and compressed ahead, with a dictionary trained
+            ahead (``payload_blocks.PreBlocks``): used where exactly what this transaction would make.
 
     Returns:
         ``BatchResult``.
@@ -169,30 +169,30 @@ def apply_batch(
         rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
         if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
-            # the states behind it are the folder's: ours for these sessions are stale from now on
-            cache.seen = None
-            for sid in batch.by_session:
-                touched.append(sid)
-                cache.take(sid)
-            write_changes(c, prefold.changes)
+            _write_prefold(c, prefold, cache, batch, touched)
         else:
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
-        # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
-        titles.refresh(c, titles.resolve_leaves(c, [r for rows in batch.by_session.values() for r in rows]))
         result.sessions = set(batch.by_session)
-        write_checkpoints(c, checkpoints)
-        _finish(c, batch, watchdog_window_s)
+        _finish(c, batch, checkpoints, watchdog_window_s)
         return result
 
+    out = _write_forgetting(conn, run, cache, touched)
+    if seen:
+        cache.seen = (conn, seen[0])
+    return out
+
+
+def _write_forgetting(
+    conn: apsw.Connection, run: Callable[[apsw.Connection], BatchResult], cache: FoldCache, touched: list[str]
+) -> BatchResult:
+    """``write_txn(conn, run)``; when it fails, ``cache`` forgets the sessions ``run`` named in
+    ``touched`` (their states hold what rolled back)."""
     try:
-        out = write_txn(conn, run)
+        return write_txn(conn, run)
     except BaseException:
         for sid in touched:
             cache.take(sid)
         raise
-    if seen:
-        cache.seen = (conn, seen[0])
-    return out
 
 
 def _append_batch(
@@ -307,9 +307,23 @@ def _fold_batch(
     return version
 
 
-def _finish(c: apsw.Connection, batch: _Sorted, default_window_s: int) -> None:
-    """Count the batch's lines, keep the logged window and the log's newest time, and run the
-    watchdog pass at that time (inside the batch's transaction)."""
+def _write_prefold(c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, touched: list[str]) -> None:
+    """Write the fold made ahead: the states behind it are the folder's, so ``cache``'s for the
+    batch's sessions are stale from now on (taken out, named in ``touched``)."""
+    cache.seen = None
+    for sid in batch.by_session:
+        touched.append(sid)
+        cache.take(sid)
+    write_changes(c, prefold.changes)
+
+
+def _finish(c: apsw.Connection, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int) -> None:
+    """After the fold, inside the batch's transaction: resolve the titles of summaries whose leaf is
+    among the batch's rows, commit the checkpoints, count the batch's lines, keep the logged window
+    and the log's newest time, and run the watchdog pass at that time."""
+    # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
+    titles.refresh(c, titles.resolve_leaves(c, [r for rows in batch.by_session.values() for r in rows]))
+    write_checkpoints(c, checkpoints)
     if batch.stats:
         c.executemany(BUMP_STAT, list(batch.stats.items()))
     if batch.window is not None:

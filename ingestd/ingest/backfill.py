@@ -89,6 +89,28 @@ def ingest_roots(
     reader = None
     if reader_process and tailing is None and plans:
         reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
+    _read_all(b, conn, plans, now, progress, reader, pipeline)
+    if distrusted:
+        _restore_sessions(conn, distrusted, b)
+    summary.skipped = dict(b.skipped)
+    if tailing is None:
+        _totals(conn, summary)
+    summary.elapsed_s = time.perf_counter() - t0
+    return summary
+
+
+def _read_all(
+    b: Batcher,
+    conn: apsw.Connection,
+    plans: Sequence[Plan],
+    now: str,
+    progress: Progress | None,
+    reader: ReaderProcess | None,
+    pipeline: bool,
+) -> None:
+    """Read ``plans`` into ``b``: from the reader process when there is one, else on this thread,
+    the writes on a writer thread (with the WAL checkpointer's) when pipelined or with a reader.
+    Returns once every batch is written and the threads are stopped; raises what a write raised."""
     ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
     try:
         if reader is not None:
@@ -105,13 +127,6 @@ def ingest_roots(
             conn.wal_autocheckpoint(WAL_PAGES)
     if reader is not None:
         log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
-    if distrusted:
-        _restore_sessions(conn, distrusted, b)
-    summary.skipped = dict(b.skipped)
-    if tailing is None:
-        _totals(conn, summary)
-    summary.elapsed_s = time.perf_counter() - t0
-    return summary
 
 
 def _first_id(conn: apsw.Connection) -> int | None:

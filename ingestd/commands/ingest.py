@@ -27,7 +27,7 @@ from ingestd.core.touch import Ctx
 from ingestd.daemon import identitylock
 from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.readfile import Summary
+from ingestd.ingest.summary import Summary
 from ingestd.store.identity import database_identity
 
 

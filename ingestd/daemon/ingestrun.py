@@ -30,7 +30,8 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
 from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.readfile import Summary, Tailing
+from ingestd.ingest.readfile import Tailing
+from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity

@@ -24,9 +24,10 @@ from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, Tailing, read_plans
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, read_plans
 from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import discover, found_at, text_name
+from ingestd.ingest.summary import Summary
 from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
 from ingestd.store.connection import connect

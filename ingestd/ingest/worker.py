@@ -49,7 +49,8 @@ from ingestd.core.records import INVALID, LogRow, NewLogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.errors import IngestdError
-from ingestd.ingest.readfile import Batcher, Plan, Progress, Summary, Tailing, read_plans
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, read_plans
+from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
 from ingestd.store.writer import Prefold, PrefoldGate
 

@@ -24,7 +24,7 @@ import pytest
 from ingestd.core.framing import split_lines
 from ingestd.core.validate import MAX_TOKENS
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.readfile import Summary
+from ingestd.ingest.summary import Summary
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.reliability.support import SID, assert_kept, assert_replay_ok, q, snapshot

@@ -55,6 +55,11 @@ CACHE_BYTES = 4 * 1024 * 1024
 
 # Per connection: block id -> (CRC-32, bytes), the most recently used last.
 _CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, bytes]]] = weakref.WeakKeyDictionary()
+# Per connection: the blocks its last ``write`` stored, block id -> (CRC-32, offset -> the row's
+# bytes): a row of the batch being written (a summary's leaf, ``ingestd.store.titles``) is read
+# back from the rows themselves, with no block decompressed; ``forget_batch`` drops it once the
+# batch's transaction is over.
+_WRITTEN: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, dict[int, bytes]]]] = weakref.WeakKeyDictionary()
 # Connections whose database has ``payload_blocks`` (a table is never dropped).
 _HAS_TABLE: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
@@ -298,6 +303,7 @@ def write(
     usable = ours is not None and ours.codec == codec and new == among and len(ours.frames) == len(chunks)
     frames = ours.frames if usable and ours is not None else None
     out: dict[int, bytes] = {}
+    written: dict[int, tuple[int, dict[int, bytes]]] = {}
     for k, chunk in enumerate(chunks):
         kept = len(chunks) - k <= CACHE_BLOCKS  # the read cache keeps the last blocks only
         data = b"".join(rows[i].payload for i in chunk) if frames is None or kept else b""
@@ -311,11 +317,35 @@ def write(
         if kept:
             _remember(conn, block_id, crc, data)
         offset = 0
+        lines: dict[int, bytes] = {}
         for i in chunk:
-            n = len(rows[i].payload)
-            out[i] = ref(block_id, offset, n, crc)
-            offset += n
+            line = rows[i].payload
+            out[i] = ref(block_id, offset, len(line), crc)
+            lines[offset] = line
+            offset += len(line)
+        written[block_id] = (crc, lines)
+    with contextlib.suppress(TypeError):
+        _WRITTEN[conn] = written
     return out
+
+
+def forget_batch(conn: Any) -> None:
+    """Drop what ``write`` kept of the batch's rows (at the end of its transaction, either way)."""
+    with contextlib.suppress(TypeError):
+        _WRITTEN.pop(conn, None)
+
+
+def _in_batch(conn: Any, block_id: int, offset: int, length: int, crc: int) -> bytes | None:
+    """A row of the batch being written, from its bytes as given to ``write`` (None: not one)."""
+    try:
+        got = _WRITTEN.get(conn)
+    except TypeError:
+        return None
+    block = got.get(block_id) if got is not None else None
+    if block is None or block[0] != crc:
+        return None
+    line = block[1].get(offset)
+    return line if line is not None and len(line) == length else None
 
 
 def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]) -> bytes:
@@ -330,6 +360,9 @@ def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]
         StorageError: the reference, the block or its bytes are damaged or missing.
     """
     block_id, offset, length, crc = parse_ref(blob)
+    line = _in_batch(conn, block_id, offset, length, crc)
+    if line is not None:
+        return line
     data = _cached(conn, block_id, crc)
     if data is None:
         try:

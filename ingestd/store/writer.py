@@ -22,7 +22,7 @@ from ingestd.core.rows import Checkpoint
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
-from ingestd.store import titles
+from ingestd.store import payload_blocks, titles
 from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import append, quarantine_marker, session_rows
@@ -186,13 +186,16 @@ def _write_forgetting(
     conn: apsw.Connection, run: Callable[[apsw.Connection], BatchResult], cache: FoldCache, touched: list[str]
 ) -> BatchResult:
     """``write_txn(conn, run)``; when it fails, ``cache`` forgets the sessions ``run`` named in
-    ``touched`` (their states hold what rolled back)."""
+    ``touched`` (their states hold what rolled back). Either way the batch's rows kept for reading
+    back (``payload_blocks.forget_batch``) are dropped."""
     try:
         return write_txn(conn, run)
     except BaseException:
         for sid in touched:
             cache.take(sid)
         raise
+    finally:
+        payload_blocks.forget_batch(conn)
 
 
 def _append_batch(

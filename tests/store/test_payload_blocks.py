@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
-from ingestd.store import payload
+from ingestd.store import payload, writer
 from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.writer import apply_batch
@@ -144,6 +144,41 @@ def test_a_block_cached_by_a_rolled_back_batch_is_never_served_for_its_successor
     assert conn.execute("SELECT min(id) FROM payload_blocks").fetchall() == [(1,)]
     for (key, codec, blob), r in zip(stored(conn), rows, strict=True):
         assert (key, payload.decode(conn, codec, blob)) == (r.idempotency_key, r.payload)
+
+
+def test_a_row_of_the_batch_being_written_reads_back_from_its_own_bytes(
+    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a summary's leaf is looked up in its file's lines in the batch's own transaction (titles):
+    # those of the batch come from the rows given to write, no block decompressed; once the
+    # transaction is over, from the blocks again (and nothing of the batch is kept)
+    rows = _rows(3000)
+    calls: list[int] = []
+    real = payload.Codecs.decode
+
+    def counting(self: payload.Codecs, codec: int, blob: bytes | str) -> bytes:
+        calls.append(codec)
+        return real(self, codec, blob)
+
+    monkeypatch.setattr(payload.Codecs, "decode", counting)
+    seen: list[bool] = []
+    real_finish = writer._finish
+
+    def finish(c: apsw.Connection, *args: object) -> None:
+        blocks._CACHE.pop(c, None)  # not the read cache either
+        for (key, codec, blob), r in zip(stored(c), rows, strict=True):
+            seen.append(
+                codec == blocks.BLOCK and payload.decode(c, codec, blob) == r.payload and key == r.idempotency_key
+            )
+        real_finish(c, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_finish", finish)
+    apply_batch(conn, rows)
+    assert seen == [True] * len(rows) and calls == []
+    assert conn not in blocks._WRITTEN
+    for (_, codec, blob), r in zip(stored(conn), rows, strict=True):
+        assert payload.decode(conn, codec, blob) == r.payload
+    assert calls  # read from the blocks now
 
 
 def test_rows_already_logged_put_nothing_in_a_block(conn: apsw.Connection) -> None:

@@ -76,34 +76,41 @@ def ensure_current(
             path=str(db_path),
         )
     has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
-    folded = 0
-    if has_log:
-
-        def clear(c: apsw.Connection) -> None:
-            c.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (REPROJECTING, str(PROJECTION_REVISION)),
-            )
-            for table in PROJECTION_TABLES:
-                c.execute(f"DELETE FROM {table}")
-
-        write_txn(conn, clear)
-        src = connect(db_path, readonly=True)
-        try:
-            folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=watchdog_window_s)
-            recs = pr.receipts(src)
-        finally:
-            src.close()
-        if recs:
-            write_txn(conn, lambda c: pr.apply_receipts(c, recs))
-
-    def record(c: apsw.Connection) -> None:
-        c.execute(
-            "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (str(PROJECTION_REVISION),),
-        )
-        c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTING,))
-
-    write_txn(conn, record)
+    folded = _reproject(conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s) if has_log else 0
+    write_txn(conn, _record_current)
     return folded
+
+
+def _reproject(conn: apsw.Connection, db_path: Path, *, ctx: Ctx, watchdog_window_s: int) -> int:
+    """Mark the re-projection, clear every projection table, rebuild them from the log of
+    ``db_path`` (read through a second, read-only connection) and re-apply the prune receipts;
+    the number of log rows folded."""
+
+    def clear(c: apsw.Connection) -> None:
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (REPROJECTING, str(PROJECTION_REVISION)),
+        )
+        for table in PROJECTION_TABLES:
+            c.execute(f"DELETE FROM {table}")
+
+    write_txn(conn, clear)
+    src = connect(db_path, readonly=True)
+    try:
+        folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=watchdog_window_s)
+        recs = pr.receipts(src)
+    finally:
+        src.close()
+    if recs:
+        write_txn(conn, lambda c: pr.apply_receipts(c, recs))
+    return folded
+
+
+def _record_current(c: apsw.Connection) -> None:
+    """Record this ingestd's projection revision and drop the re-projection marker."""
+    c.execute(
+        "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(PROJECTION_REVISION),),
+    )
+    c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTING,))

@@ -104,40 +104,43 @@ def migrate(
     if p.problems:
         raise MigrationError("; ".join(p.problems), problems=p.problems)
     if p.fill_checksums:
+        write_txn(conn, lambda c: _fill_checksums(c, p.fill_checksums))
+    return [pin for pin in p.pending if _apply_one(conn, directory, pin, stamp)]
 
-        def fill(c: apsw.Connection) -> None:
-            _ensure_ledger(c)
-            for pin in p.fill_checksums:
-                c.execute(
-                    "UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL",
-                    (pin.sha256, pin.id),
-                )
 
-        write_txn(conn, fill)
-    done: list[ledger.Pin] = []
-    for pin in p.pending:
-        sql = (directory / f"{pin.stem}.sql").read_text(encoding="utf-8")
+def _fill_checksums(c: apsw.Connection, pins: tuple[ledger.Pin, ...]) -> None:
+    """Record the pinned checksum of ledger rows written before checksums existed (NULL ones)."""
+    _ensure_ledger(c)
+    for pin in pins:
+        c.execute("UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL", (pin.sha256, pin.id))
 
-        def step(c: apsw.Connection, pin: ledger.Pin = pin, sql: str = sql) -> bool:
-            _ensure_ledger(c)
-            if _applied_meanwhile(c, pin):
-                return False
-            c.execute(sql)
-            c.execute(
-                "INSERT INTO schema_version (id, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
-                (pin.id, pin.name, stamp, pin.sha256),
-            )
-            return True
 
-        try:
-            ran = write_txn(conn, step)
-        except MigrationError:
-            raise
-        except Exception as e:
-            raise MigrationError(f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id) from e
-        if ran:
-            done.append(pin)
-    return done
+def _apply_one(conn: apsw.Connection, directory: Path, pin: ledger.Pin, stamp: str) -> bool:
+    """Run migration ``pin`` and its ledger row in one transaction; False when another process
+    applied it meanwhile.
+
+    Raises:
+        MigrationError: it failed (rolled back, no ledger row), or was recorded meanwhile otherwise.
+    """
+    sql = (directory / f"{pin.stem}.sql").read_text(encoding="utf-8")
+
+    def step(c: apsw.Connection) -> bool:
+        _ensure_ledger(c)
+        if _applied_meanwhile(c, pin):
+            return False
+        c.execute(sql)
+        c.execute(
+            "INSERT INTO schema_version (id, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
+            (pin.id, pin.name, stamp, pin.sha256),
+        )
+        return True
+
+    try:
+        return write_txn(conn, step)
+    except MigrationError:
+        raise
+    except Exception as e:
+        raise MigrationError(f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id) from e
 
 
 def _applied_meanwhile(c: apsw.Connection, pin: ledger.Pin) -> bool:

@@ -8,7 +8,7 @@ exactly what the writer would have made itself, so the stored bytes are the same
 - A batch's blocks of lines are planned and compressed with the writer's current codec
   (``payload_blocks.precompress``) once the writer has taken the batch before it.
 - On a database with no dictionary yet (a first backfill), the first batch's dictionary is
-  trained (``payload.pretrain``) as soon as that batch's sample lines are read, on the writer
+  trained (``dictionary.pretrain``) as soon as that batch's sample lines are read, on the writer
   thread, which has nothing else to do before its first batch (zstd releases the GIL while it
   trains, so it overlaps the reading of the rest of the batch; a thread of its own would keep a
   malloc arena of the training's memory: +20-27 MiB of peak at c100);
@@ -26,15 +26,16 @@ import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.logs import get_logger
-from ingestd.store import payload
-from ingestd.store.payload import PLAIN, Codecs, Pretrained, ahead_codecs
+from ingestd.store import dictionary, payload
+from ingestd.store.dictionary import Pretrained
+from ingestd.store.payload import PLAIN, Codecs, ahead_codecs
 from ingestd.store.payload_blocks import PreBlocks, precompress
 
 log = get_logger("ingestd.ingest")
 
 
 class _Trainer:
-    """``payload.pretrain`` of fixed samples, run by ``spawn`` (the writer thread while it waits for
+    """``dictionary.pretrain`` of fixed samples, run by ``spawn`` (the writer thread while it waits for
     its first batch: ``WriterPipe.run_ahead``); ``result`` waits for it."""
 
     def __init__(self, samples: Sequence[NewLogRow], spawn: Callable[[Callable[[], None]], None]) -> None:
@@ -45,7 +46,7 @@ class _Trainer:
 
     def _run(self) -> None:
         try:
-            self._got = payload.pretrain(self.samples)
+            self._got = dictionary.pretrain(self.samples)
         except Exception as e:  # on the writer's thread, outside any batch: it must not end it
             log.warning("payload_dictionary_not_trained_ahead", error=repr(e))  # the writer trains itself
             self._got = None
@@ -83,10 +84,10 @@ class Ahead:
     def watch(self, rows: Sequence[NewLogRow], spawn: Callable[[Callable[[], None]], None]) -> None:
         """Called as the first batch grows: has ``spawn`` (``WriterPipe.run_ahead``) train once the
         batch's samples can no longer change."""
-        if not self._first or self._trainer is not None or len(rows) < payload.TRAIN_ROWS or not self._trains():
+        if not self._first or self._trainer is not None or len(rows) < dictionary.TRAIN_ROWS or not self._trains():
             return
-        samples = payload.sample_rows(rows)
-        if payload.settled(samples):
+        samples = dictionary.sample_rows(rows)
+        if dictionary.settled(samples):
             self._trainer = _Trainer(samples, spawn)
 
     def prepare(self, rows: list[NewLogRow]) -> PreBlocks | None:
@@ -96,7 +97,7 @@ class Ahead:
         self._first = False
         if trained is not None and trained.dictionary is not None:
             plain = payload.codecs_of(self.conn)
-            new_id = payload.dictionary_id(trained.dictionary)
+            new_id = dictionary.dictionary_id(trained.dictionary)
             self._codecs = Codecs({**plain.dictionaries, new_id: trained.dictionary}, plain.level)
         else:
             self._codecs = ahead_codecs(self.conn, self._codecs) or self._codecs
@@ -110,5 +111,5 @@ class Ahead:
             return None
         if self._trainer is not None:
             return self._trainer.result()
-        samples = payload.sample_rows(rows)
-        return payload.pretrain(samples) if len(samples) >= payload.TRAIN_MIN_ROWS else None
+        samples = dictionary.sample_rows(rows)
+        return dictionary.pretrain(samples) if len(samples) >= dictionary.TRAIN_MIN_ROWS else None

@@ -29,10 +29,8 @@ codecs up to date, trains the dictionary when due, and returns the rows ready to
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import apsw
@@ -43,24 +41,24 @@ from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store import payload_blocks as blocks
+from ingestd.store.dictionary import (
+    DICT_BYTES,
+    LEVEL,
+    TRAIN_D,
+    TRAIN_K,
+    TRAIN_MAX_BYTES,
+    TRAIN_MIN_ROWS,
+    TRAIN_ROWS,
+    Pretrained,
+    ahead_dictionary,
+    dictionary_id,
+    sample_rows,
+)
 
 log = get_logger("ingestd.store.payload")
 
 RAW = 0
 PLAIN = 1
-# zstd level 3 (zstd's default): with the dictionary, level 1 gives 3.5x and level 6 4.0x at
-# 3x the CPU (measured on the corpus, BENCHMARKS.md).
-LEVEL = 3
-# The dictionary: zstd's recommended size, trained on the first lines (more lines or a bigger
-# dictionary did not help on the corpus, and training time grows with both). Fixed cover
-# parameters (segment k, d-mers d) instead of zstd's search over them: 0.1-0.25 s of CPU
-# instead of 0.5-1.1 s for the same ratio within 1% (BENCHMARKS.md, "Database size").
-DICT_BYTES = 112_640
-TRAIN_K = 1024
-TRAIN_D = 8
-TRAIN_ROWS = 2000
-TRAIN_MIN_ROWS = 1000
-TRAIN_MAX_BYTES = 16 * 1024 * 1024
 
 
 class Codecs:
@@ -244,12 +242,6 @@ def _writer_codecs(conn: Any) -> Codecs:
     return got
 
 
-def dictionary_id(dictionary: bytes) -> int:
-    """The codec id a new dictionary gets unless a database already holds it (``_dictionary_id``):
-    derived from its bytes, >= 2, 31 bits. Pure."""
-    return 2 + int.from_bytes(hashlib.blake2b(dictionary, digest_size=4).digest(), "big") % (2**31 - 2)
-
-
 def _dictionary_id(conn: Any, dictionary: bytes) -> int:
     """The codec id of a new dictionary: derived from its bytes (``dictionary_id``), so one id never
     names two dictionaries, even across a rolled-back transaction and another writer's training;
@@ -258,26 +250,6 @@ def _dictionary_id(conn: Any, dictionary: bytes) -> int:
     while conn.execute("SELECT 1 FROM payload_codecs WHERE id = ?", (n,)).fetchall():
         n += 1
     return n
-
-
-def sample_rows(rows: Sequence[NewLogRow], count: int = 0, size: int = 0) -> list[NewLogRow]:
-    """The batch's rows a dictionary is trained on after ``count`` stored lines of ``size`` bytes:
-    its lines (not ``ingestd`` rows) in order, while fewer than ``TRAIN_ROWS`` in all and under
-    ``TRAIN_MAX_BYTES``. Pure."""
-    out: list[NewLogRow] = []
-    for r in rows:
-        if r.source == "ingestd":
-            continue
-        if count + len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
-            break
-        out.append(r)
-        size += len(r.payload)
-    return out
-
-
-def settled(samples: Sequence[NewLogRow]) -> bool:
-    """Whether ``sample_rows`` of a batch's first rows can no longer change as rows are added. Pure."""
-    return len(samples) >= TRAIN_ROWS or sum(len(r.payload) for r in samples) >= TRAIN_MAX_BYTES
 
 
 def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[NewLogRow], int]:
@@ -299,41 +271,6 @@ def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[Ne
     return out + [r.payload for r in batch], batch, n_stored
 
 
-@dataclass(frozen=True, slots=True)
-class Pretrained:
-    """A dictionary trained ahead of the write transaction from a batch's own lines (``pretrain``).
-
-    Attributes:
-        samples: the rows trained on (``sample_rows`` of the batch), checked by identity.
-        dictionary: bytes, or None when training failed (the writer then tries itself).
-    """
-
-    samples: tuple[NewLogRow, ...]
-    dictionary: bytes | None
-
-
-def pretrain(samples: Sequence[NewLogRow], level: int = LEVEL) -> Pretrained:
-    """Train the dictionary on ``samples`` (``sample_rows`` of a first batch) as ``_train`` would
-    over a log that holds no line yet. Any thread (zstd releases the GIL while it trains); touches
-    no database. ``_train`` stores it only when its own samples are exactly these rows."""
-    try:
-        trained = zstandard.train_dictionary(
-            DICT_BYTES, cast(Any, [r.payload for r in samples]), k=TRAIN_K, d=TRAIN_D, level=level
-        )
-    except zstandard.ZstdError:
-        return Pretrained(tuple(samples), None)
-    return Pretrained(tuple(samples), trained.as_bytes())
-
-
-def _ahead_dictionary(ahead: Pretrained | None, batch: list[NewLogRow], n_stored: int) -> bytes | None:
-    """``ahead``'s dictionary when it was trained on exactly the samples ``_train`` has (the same
-    row objects, no stored line among them), else None. Training is deterministic for the same
-    samples and parameters, so the bytes are those training here would give."""
-    if ahead is None or ahead.dictionary is None or n_stored or len(ahead.samples) != len(batch):
-        return None
-    return ahead.dictionary if all(a is b for a, b in zip(ahead.samples, batch, strict=True)) else None
-
-
 def _train(
     conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str, ahead: Pretrained | None = None
 ) -> Codecs:
@@ -346,7 +283,7 @@ def _train(
     samples, batch, n_stored = _samples(conn, rows)
     if len(samples) < TRAIN_MIN_ROWS:
         return codecs
-    dictionary = _ahead_dictionary(ahead if ahead is not None and codecs.level == LEVEL else None, batch, n_stored)
+    dictionary = ahead_dictionary(ahead if ahead is not None and codecs.level == LEVEL else None, batch, n_stored)
     if dictionary is None:
         try:
             trained = zstandard.train_dictionary(

@@ -38,7 +38,7 @@ from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 
 if TYPE_CHECKING:
-    from ingestd.store.payload import Pretrained
+    from ingestd.store.dictionary import Pretrained
 
 # ``events_raw.codec`` of a row whose payload is a reference into ``payload_blocks``.
 BLOCK = -1

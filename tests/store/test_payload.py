@@ -12,6 +12,7 @@ import zstandard
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
+from ingestd.store import dictionary as zdict
 from ingestd.store import payload
 from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
@@ -44,7 +45,7 @@ def _rows(n: int, start: int = 0, origin: str = "p/a.jsonl") -> list[NewLogRow]:
 
 def test_codecs_round_trip_every_kind_of_payload() -> None:
     samples = [_line(i) for i in range(400)]
-    dictionary = zstandard.train_dictionary(payload.DICT_BYTES, samples).as_bytes()
+    dictionary = zstandard.train_dictionary(zdict.DICT_BYTES, samples).as_bytes()
     odd = [
         b"",
         b"\n",
@@ -69,7 +70,7 @@ def test_codecs_round_trip_every_kind_of_payload() -> None:
 
 
 def test_codecs_pickle_for_a_worker_process() -> None:
-    dictionary = zstandard.train_dictionary(payload.DICT_BYTES, [_line(i) for i in range(400)]).as_bytes()
+    dictionary = zstandard.train_dictionary(zdict.DICT_BYTES, [_line(i) for i in range(400)]).as_bytes()
     here = payload.Codecs({1: None, 2: dictionary})
     here.encode(b"warm the compressor up")
     there = pickle.loads(pickle.dumps(here))
@@ -199,8 +200,8 @@ def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_wa
     monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)
     rows = _rows(500)
     copies = _rows(500)  # equal rows, other objects
-    other = payload.pretrain(_rows(400, start=5000)).dictionary  # a real dictionary, not this batch's
-    fake = payload.Pretrained(tuple(payload.sample_rows(rows)), other)
+    other = zdict.pretrain(_rows(400, start=5000)).dictionary  # a real dictionary, not this batch's
+    fake = zdict.Pretrained(tuple(zdict.sample_rows(rows)), other)
     calls = []
     real = zstandard.train_dictionary
 
@@ -210,7 +211,7 @@ def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_wa
 
     monkeypatch.setattr(zstandard, "train_dictionary", train)
 
-    def dictionary(name: str, batches: list[tuple[list[NewLogRow], payload.Pretrained | None]]) -> bytes:
+    def dictionary(name: str, batches: list[tuple[list[NewLogRow], zdict.Pretrained | None]]) -> bytes:
         conn = connect(f"{tmp_path}/{name}.db")
         from ingestd.store.migrate import migrate
 
@@ -223,6 +224,6 @@ def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_wa
     assert dictionary("same", [(rows, fake)]) == fake.dictionary and calls == []
     truth = dictionary("writer", [(rows, None)])
     assert len(calls) == 1 and truth != fake.dictionary
-    assert payload.pretrain(payload.sample_rows(rows), payload.LEVEL).dictionary == truth  # deterministic
+    assert zdict.pretrain(zdict.sample_rows(rows), zdict.LEVEL).dictionary == truth  # deterministic
     assert dictionary("copies", [(copies, fake)]) == truth  # other objects: trained by the writer
     assert dictionary("logged", [(rows[:200], None), (rows[200:], fake)]) != fake.dictionary  # lines stored already

@@ -20,7 +20,7 @@ from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
 from ingestd.store import payload_blocks as blocks
-from ingestd.store import rollup
+from ingestd.store import pruned, rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK
@@ -202,6 +202,14 @@ def check_usage_in_log(conn: apsw.Connection) -> Check:
     return Check("usage_in_log", not missing, details or [f"{total} messages found in the log"])
 
 
+def check_pruned(conn: apsw.Connection) -> Check:
+    """No projection row is one a prune receipt covers (``ingestd.store.pruned``): what prune
+    removed did not come back. Indexed range reads; read-only."""
+    found = pruned.covered(conn, MAX_DETAILS)
+    n = conn.execute("SELECT count(*) FROM prune_receipts WHERE dry_run = 0").fetchall()[0][0]
+    return Check("pruned", not found, found or [f"no row older than the cutoffs of {n} prune receipts"])
+
+
 def check_payloads(conn: apsw.Connection) -> Check:
     """Every log payload decodes with a codec its database holds (migration 0013). Read-only.
 
@@ -256,6 +264,7 @@ CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
     ("integrity", check_integrity),
     ("usage_in_log", check_usage_in_log),
     ("payloads", check_payloads),
+    ("pruned", check_pruned),
     ("prices", check_prices),
     ("projection", check_projection),
 )

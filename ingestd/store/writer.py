@@ -3,7 +3,8 @@
 ``apply_batch`` is used by ``ingestd ingest`` and by the daemon (hook receiver, tailer): inside
 one ``BEGIN IMMEDIATE`` transaction it appends the log rows (skipping keys already present),
 folds the newly inserted rows per session (``fold_into``, which the rebuilds use too), upserts the
-projection rows, writes the tail checkpoints and runs the watchdog pass. The parts live by role:
+projection rows, drops what prune receipts cover (``pruned``), writes the tail checkpoints and
+runs the watchdog pass. The parts live by role:
 ``logrows`` (the log), ``upsert`` (projection rows), ``watchdog_pass``, ``foldcache``.
 """
 
@@ -22,7 +23,7 @@ from ingestd.core.rows import Checkpoint
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
-from ingestd.store import payload_blocks, titles
+from ingestd.store import payload_blocks, pruned, titles
 from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import append, quarantine_marker, session_rows
@@ -172,6 +173,7 @@ def apply_batch(
             _write_prefold(c, prefold, cache, batch, touched)
         else:
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
+        pruned.enforce(c)  # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
         result.sessions = set(batch.by_session)
         _finish(c, batch, checkpoints, watchdog_window_s)
         return result

@@ -1,0 +1,80 @@
+"""What prune removed stays removed on the live write path too (SPEC §8).
+
+``replay`` and the re-projection of ``migrate`` rebuild the projections from the log and then
+apply the prune receipts (``ingestd.retention.prune.apply_receipts``). A writer that re-reads
+pruned history (a resumed session's copy of it, a synced copy of a file, a file reset) folds the
+same log evidence again; without the receipts, the rows prune deleted came back and the live
+database no longer equalled its rebuild. ``enforce`` applies the same receipts inside each write
+transaction (``ingestd.store.writer.apply_batch``), so no row a receipt covers survives a commit.
+``covered`` counts such rows for ``ingestd verify``.
+
+One limitation is known and documented (README "Retention"): a message claimed by two sessions
+whose times fall on both sides of a cutoff. Replay keeps the row when the later claim wins and
+drops it when the pruned one wins; live, the pruned claim is gone, so the later claim's row comes
+back either way. Claims of one message normally share their time (a copy of the same line).
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from ingestd.retention.prune import Receipt, apply_receipts, receipts
+
+
+def covering(recs: list[Receipt]) -> list[Receipt]:
+    """The receipts that cover what all of ``recs`` cover, without the redundant ones. Pure.
+
+    ``token_usage``: only the latest cutoff matters (a row older than an earlier cutoff is older
+    than the latest). ``events``: a receipt whose cutoff and watermark are both within another's
+    is dropped. Other targets (``backups``) remove no rows and are dropped.
+    """
+    usage = [r for r in recs if r.target == "token_usage"]
+    out = [max(usage, key=lambda r: r.cutoff)] if usage else []
+    marks = {(r.cutoff, r.watermark if r.watermark is not None else -1): r for r in recs if r.target == "events"}
+    for k, r in sorted(marks.items()):
+        if not any(o != k and o[0] >= k[0] and o[1] >= k[1] for o in marks):
+            out.append(r)
+    return out
+
+
+_RECEIPTS = "SELECT target, cutoff, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
+
+
+def enforce(conn: apsw.Connection) -> int:
+    """Delete the projection rows the prune receipts cover; call inside the writer's transaction.
+
+    One read of ``prune_receipts`` (empty unless prune ran: then nothing else happens), then one
+    indexed delete per covering receipt, which finds nothing unless this transaction wrote a row
+    of pruned history. The rollup follows through its delete trigger.
+
+    Returns:
+        int, rows removed.
+    """
+    # read bare, not through ``receipts`` (its error wrapper costs more than the read, in every
+    # write transaction); the caller's transaction translates a refusal
+    rows = conn.execute(_RECEIPTS).fetchall()
+    if not rows:
+        return 0
+    return apply_receipts(
+        conn, covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
+    )
+
+
+def covered(conn: apsw.Connection, limit: int) -> list[str]:
+    """Up to ``limit`` lines naming projection rows a prune receipt covers (there should be none). Read-only."""
+    found: list[str] = []
+    for r in covering(receipts(conn)):
+        if r.target == "token_usage":
+            sql = "SELECT id, occurred_at FROM token_usage WHERE occurred_at < ? ORDER BY occurred_at, id LIMIT ?"
+            params: tuple[object, ...] = (r.cutoff, limit)
+        else:
+            sql = (
+                "SELECT raw_event_id, occurred_at FROM events WHERE occurred_at < ? AND raw_event_id <= ?"
+                " ORDER BY occurred_at, raw_event_id LIMIT ?"
+            )
+            params = (r.cutoff, r.watermark if r.watermark is not None else -1, limit)
+        found += [
+            f"{r.target} row {rid} at {at} is older than the prune cutoff {r.cutoff}: pruned history came back"
+            for rid, at in conn.execute(sql, params)
+        ]
+    return found[:limit]

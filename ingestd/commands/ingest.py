@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -50,6 +51,14 @@ def _human(s: Summary) -> None:
     click.echo(f"elapsed {d['elapsed_s']} s  {d['mb_per_s'] or 0} MB/s")
 
 
+def _warn_clock(conn: apsw.Connection) -> None:
+    """Say on stderr, loudly, what suggests a wrong clock (``status``'s ``clock`` rows)."""
+    from ingestd.report.status import clock_section, clock_warnings  # only ingest's end needs it
+
+    for text in clock_warnings(clock_section(conn, datetime.now(UTC))):
+        click.secho(f"warning: {text}", err=True, fg="red", bold=True)
+
+
 def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progress: bool) -> Summary:
     """Open the database, ingest the roots, return the summary (shared with the demo).
 
@@ -75,7 +84,9 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
             try:
                 ctx = database_identity(conn)
                 now = from_epoch_ns(time.time_ns())
-                return _ingest(conn, roots, now, ctx, show_progress)
+                summary = _ingest(conn, roots, now, ctx, show_progress)
+                _warn_clock(conn)
+                return summary
             except OSError as e:
                 raise ConfigError(f"cannot read the projects root: {e}") from e
 

@@ -77,3 +77,20 @@ def watchdog_row(now_ns: int, window_s: float) -> NewLogRow:
         session_id=None,
         origin="ingestd",
     )
+
+
+def reference_time(newest: str, past: str, held: str, now: str) -> str:
+    """The watchdog's ``as_of``: the log's newest receipt time, capped at the clock. Pure.
+
+    A row read while the clock was ahead leaves a receipt time in the future; taken as ``as_of``
+    it would pin the reference there and every new session would be idle at once. So when
+    ``newest`` is after ``now``, the reference is the newest time not after ``now`` known:
+    ``past`` (this batch's) or ``held`` (the reference kept before). Every argument is canonical
+    UTC ('' for none); ``now`` is the caller's clock reading.
+
+    Returns:
+        str, canonical UTC, or '' when no time is known.
+    """
+    if newest <= now:
+        return newest
+    return max(past if past <= now else "", held if held <= now else "")

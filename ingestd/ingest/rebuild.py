@@ -8,6 +8,7 @@ order independence makes their projection tables byte-identical.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable
 
 import apsw
@@ -22,7 +23,7 @@ from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
 from ingestd.store.payload import decode as decode_payload
-from ingestd.store.watchdog_pass import effective_window, watchdog_pass
+from ingestd.store.watchdog_pass import clock_bound, effective_window, reference, watchdog_pass
 from ingestd.store.writer import SessionWork, fold_into
 
 ORDERS = ("log", "origin", "reverse")
@@ -88,7 +89,7 @@ def rebuild_projections(
             sessions are visited in the opposite order for ``reverse``.
         ctx: instance / host ids stamped on edges (must match the live ingester's to compare).
         watchdog_window_s: int, seconds, when the log records no window (``logged_window``).
-        as_of: canonical UTC for the watchdog; default the newest ``received_at`` in the log.
+        as_of: canonical UTC for the watchdog; default the newest ``received_at`` in the log not after the clock.
 
     Returns:
         int, log rows folded.
@@ -122,12 +123,20 @@ def rebuild_projections(
                     del states[done]  # folded and written: only the current session's state is needed
     _flush(src, dst, states, pending, ctx)
     if as_of is None:
-        v = src.execute("SELECT max(received_at) FROM events_raw").fetchall()[0][0]
-        as_of = v if isinstance(v, str) else None
+        as_of = _log_as_of(src)
     if as_of is not None:
         a = as_of
         write_txn(dst, lambda c: watchdog_pass(c, a, watchdog_window_s))
     return total
+
+
+def _log_as_of(src: apsw.Connection) -> str | None:
+    """The newest ``received_at`` of the log not after the clock (None: none): capped as live
+    (``watchdog_pass.reference``), a time read while the clock was ahead is not the log's now."""
+    v = src.execute(
+        "SELECT max(received_at) FROM events_raw WHERE received_at <= ?", (clock_bound(time.time_ns()),)
+    ).fetchall()[0][0]
+    return v if isinstance(v, str) else None
 
 
 def _batches(src: apsw.Connection, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
@@ -202,7 +211,9 @@ def reproject_sessions(
                 cache.put(sid, states[sid], folded_rows[-1].id)
         got = c.execute("SELECT value FROM meta WHERE key = 'log_as_of'").fetchall()
         if got and isinstance(got[0][0], str):
-            watchdog_pass(c, got[0][0], effective_window(c, watchdog_window_s))
+            as_of = reference(c, got[0][0], clock_bound(time.time_ns()))
+            if as_of:
+                watchdog_pass(c, as_of, effective_window(c, watchdog_window_s))
 
     write_txn(conn, run)
     return folded

@@ -193,7 +193,7 @@ def status_report(
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
-            "watchdog": {"window_s": effective_window(conn)},
+            "watchdog": {"window_s": effective_window(conn), **clock_section(conn, now)},
             **_marked_lines(conn, counters),
             "counters": counters,
             "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
@@ -201,6 +201,41 @@ def status_report(
             "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
         }
+
+
+# The detail ``core.validate.note_time`` writes for a record time after its line's read time.
+_FUTURE_DETAIL = "%is after the line was read%"
+
+
+def clock_section(conn: apsw.Connection, now: datetime) -> dict[str, Any]:
+    """Signs that a clock was wrong: ``future_receipts_until`` (the log's newest receipt time when
+    it is after ``now``: read while the clock was ahead; the watchdog caps its reference at the
+    clock) and ``refused_future_timestamps`` (records dated more than a day after their read time,
+    quarantined: many of them suggest this machine's clock was behind)."""
+    newest = scalar(conn, "SELECT value FROM meta WHERE key = 'log_as_of'")
+    refused = scalar(
+        conn, "SELECT count(*) FROM quarantine WHERE reason = 'timestamp' AND detail LIKE ?", (_FUTURE_DETAIL,)
+    )
+    ahead = isinstance(newest, str) and newest > format_utc(now)
+    return {"future_receipts_until": newest if ahead else None, "refused_future_timestamps": int(refused or 0)}
+
+
+def clock_warnings(wd: dict[str, Any]) -> list[str]:
+    """The warnings of a ``clock_section`` (``status``'s ``watchdog``) as sentences; none when clear. Pure."""
+    out = []
+    if wd.get("future_receipts_until"):
+        out.append(
+            f"the log holds receipt times up to {wd['future_receipts_until']}, after now: they were read "
+            "while the clock was ahead (the watchdog uses the clock, not them, until then)"
+        )
+    n = wd.get("refused_future_timestamps") or 0
+    if n:
+        out.append(
+            f"{n} record time{'' if n == 1 else 's'} refused as more than a day after the line was read "
+            "(usage counted, dated by the nearest valid time): if many, this machine's clock "
+            "may be behind; fix it (those dates stay inferred)"
+        )
+    return out
 
 
 def _active(by_status: dict[str, int]) -> int:

@@ -16,6 +16,7 @@ from rich.text import Text
 from ingestd.core.timefmt import parse
 from ingestd.report.printable import printable
 from ingestd.report.render import skipped_line, tokens
+from ingestd.report.status import clock_warnings
 from ingestd.report.words import plural
 
 
@@ -142,6 +143,7 @@ def _activity_rows(doc: dict[str, Any]) -> list[Row]:
     out: list[Row] = []
     if "watchdog" in doc:
         out.append(("watchdog", f"an agent idle {doc['watchdog']['window_s']} s becomes unknown"))
+        out += clock_rows(doc["watchdog"])
     unpriced = ", ".join(
         f"{m} ({tokens(u['tokens'])} tok, {plural(u['messages'], 'message')})" for m, u in doc["unpriced"].items()
     )
@@ -161,6 +163,11 @@ def _activity_rows(doc: dict[str, Any]) -> list[Row]:
         text = f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"
         out.append(("stalled", Text(text)))
     return out
+
+
+def clock_rows(wd: dict[str, Any]) -> list[Row]:
+    """Warnings that a clock was wrong (``status.clock_warnings``), one row each, in red."""
+    return [("clock", Text(w, style="bold red")) for w in clock_warnings(wd)]
 
 
 def _oversized_line(oversized: dict[str, Any] | None) -> str:

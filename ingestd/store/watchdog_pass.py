@@ -12,7 +12,8 @@ from typing import Any
 
 import apsw
 
-from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S, reference_time, watchdog_cutoff
 
 # An agent is not idle while any agent below it is working: a main agent blocked on a long
 # Task is busy (found live: the parent showed `unknown` while its Explore subagent worked).
@@ -58,6 +59,62 @@ def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) 
     if rows and isinstance(rows[0][0], str) and rows[0][0].isdigit():
         return int(rows[0][0])
     return default_s
+
+
+_CLOCK: list[tuple[int, str]] = [(-1, "")]
+
+
+def clock_bound(now_ns: int) -> str:
+    """The clock reading ``now_ns`` (ns since the epoch) rounded up to the next whole second,
+    canonical UTC: a bound no receipt time stamped before it exceeds. Formatted once per second
+    (it is read in every write transaction)."""
+    sec = now_ns // 1_000_000_000 + 1
+    last = _CLOCK[0]
+    if last[0] != sec:
+        last = (sec, from_epoch_ns(sec * 1_000_000_000))
+        _CLOCK[0] = last
+    return last[1]
+
+
+def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None = None) -> str:
+    """The ``as_of`` to run the pass at: the log's newest time ``newest``, capped at the clock ``now``.
+
+    ``newest`` not after ``now`` (the normal case) is returned without a read. Otherwise (the log
+    holds a receipt time in the future: a read or hook taken while the clock was ahead) the
+    reference is the newest log time not after ``now`` (``core.watchdog.reference_time``): the
+    one kept in ``meta.watchdog_as_of`` (the log is scanned once when none is kept) or that of the
+    rows from log id ``first_id`` on (this batch's), and it is kept for the next batch.
+
+    Args:
+        conn: inside the caller's write transaction.
+        newest, now: canonical UTC.
+        first_id: the batch's first log id, or None (no batch).
+
+    Returns:
+        str, canonical UTC ('' when the log has no time at or before ``now``).
+    """
+    if newest <= now:
+        return newest
+    got = conn.execute("SELECT value FROM meta WHERE key = 'watchdog_as_of'").fetchall()
+    held = got[0][0] if got and isinstance(got[0][0], str) else None
+    if held is None:
+        held = _newest_before(conn, now, 0)
+    past = _newest_before(conn, now, first_id) if first_id is not None else ""
+    ref = reference_time(newest, past, held, now)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('watchdog_as_of', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (ref,),
+    )
+    return ref
+
+
+def _newest_before(conn: apsw.Connection, now: str, first_id: int) -> str:
+    """The newest ``received_at`` not after ``now`` of the log rows from id ``first_id`` on ('' for none)."""
+    v: Any = conn.execute(
+        "SELECT max(received_at) FROM events_raw WHERE id >= ? AND received_at <= ?", (first_id, now)
+    ).fetchall()[0][0]
+    return v if isinstance(v, str) else ""
 
 
 def stale_count(conn: apsw.Connection, cutoff: str) -> int:

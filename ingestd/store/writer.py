@@ -11,6 +11,7 @@ runs the watchdog pass. The parts live by role:
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,7 @@ from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import append, quarantine_marker, session_rows
 from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.upsert import BUMP_STAT, write_changes, write_checkpoints
-from ingestd.store.watchdog_pass import effective_window, watchdog_pass
+from ingestd.store.watchdog_pass import clock_bound, effective_window, reference, watchdog_pass
 
 # One session's share of a fold: its id, the log rows to fold, and its whole log so far (read
 # only when the fold must refold, ``projector.History``).
@@ -175,7 +176,7 @@ def apply_batch(
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         pruned.enforce(c)  # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
         result.sessions = set(batch.by_session)
-        _finish(c, batch, checkpoints, watchdog_window_s)
+        _finish(c, batch, checkpoints, watchdog_window_s, first_id)
         return result
 
     out = _write_forgetting(conn, run, cache, touched)
@@ -322,10 +323,13 @@ def _write_prefold(c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch
     write_changes(c, prefold.changes)
 
 
-def _finish(c: apsw.Connection, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int) -> None:
+def _finish(
+    c: apsw.Connection, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int, first_id: int
+) -> None:
     """After the fold, inside the batch's transaction: resolve the titles of summaries whose leaf is
     among the batch's rows, commit the checkpoints, count the batch's lines, keep the logged window
-    and the log's newest time, and run the watchdog pass at that time."""
+    and the log's newest time, and run the watchdog pass at that time, capped at the clock
+    (``watchdog_pass.reference``; ``first_id``: the batch's first log id)."""
     # a summary stored earlier whose leaf record is among this batch's rows (ingestd.store.titles)
     titles.refresh(c, titles.resolve_leaves(c, [r for rows in batch.by_session.values() for r in rows]))
     write_checkpoints(c, checkpoints)
@@ -344,4 +348,6 @@ def _finish(c: apsw.Connection, batch: _Sorted, checkpoints: Iterable[Checkpoint
             " ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value) RETURNING value",
             (batch.as_of,),
         ).fetchall()[0][0]
-        watchdog_pass(c, str(kept), effective_window(c, default_window_s))
+        as_of = reference(c, str(kept), clock_bound(time.time_ns()), first_id)
+        if as_of:
+            watchdog_pass(c, as_of, effective_window(c, default_window_s))

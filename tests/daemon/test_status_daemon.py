@@ -119,7 +119,7 @@ async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_cl
     daemon = doc["daemon"]
     assert daemon["running"] and daemon["pid"] == os.getpid() and daemon["address"] == "127.0.0.1:7391"
     assert daemon["started_at"] == "2026-01-01T00:00:00.000Z" and daemon["uptime_s"] > 0
-    assert doc["watchdog"] == {"window_s": 600}
+    assert doc["watchdog"] == {"window_s": 600, "future_receipts_until": None, "refused_future_timestamps": 0}
 
 
 def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tmp_path: Path) -> None:

@@ -104,19 +104,40 @@ def _status(status: str | None) -> Text:
     return Text(status or "-", style=STATUS_STYLE.get(status or "", ""))
 
 
+# What each reason an amount is unpriced needs (``Usage.reasons``), as a fix the operator can type
+# (``{cmd}``: the ``pricing set`` that reaches where the report was read).
+_FIXES = {
+    "no_rate": "no price row; add one with `{cmd}` ({m} --effective-from DATE --input USD ...)",
+    "long_context": "prompts over the long-context threshold, no tier rate: `{cmd} {m} ... --long-context BUCKET=USD`",
+    "web_search": "web searches with no per-search fee: `{cmd} {m} ... --web-search-fee USD`",
+}
+
+
+def unpriced_fix(model: str, reason: str, *, store: bool = False) -> str:
+    """The fix for one reason ``model``'s usage is unpriced (``no_rate``, ``long_context``,
+    ``speed:<s>``, ``web_search``), naming ``pricing set --store URL`` for a report read from the
+    central store (``store``); an unknown reason is named as it is. Pure."""
+    cmd = "ingestd pricing set --store URL" if store else "ingestd pricing set"
+    if reason.startswith("speed:"):
+        speed = reason.split(":", 1)[1]
+        return f"speed {speed!r} has no multiplier: `{cmd} {model} ... --speed {speed}=X`"
+    fix = _FIXES.get(reason)
+    return reason if fix is None else fix.format(cmd=cmd, m=model)
+
+
 def unpriced_note(console: Console, doc: dict[str, Any], *, store: bool = False) -> None:
-    """One line per unpriced model of a usage document (``+? unpriced: model: N tokens in M messages``),
-    naming the command that adds a price where the report was read (``store``: the central store)."""
-    fix = "ingestd pricing set --store URL" if store else "ingestd pricing set"
+    """One line per unpriced model of a usage document: what is unpriced (``N tokens in M messages``,
+    ``K web searches``) and, per reason (``unpriced.reasons``), why and the ``pricing set`` that fixes
+    it where the report was read (``store``: the central store)."""
     for model, u in doc["unpriced"].items():
-        console.print(
-            Text(
-                f"+? unpriced: {model}: {tokens(u['tokens'])} {'token' if u['tokens'] == 1 else 'tokens'}"
-                f" in {plural(u['messages'], 'message')}"
-                f" (no price row; add one with `{fix}`)",
-                style="yellow",
-            )
-        )
+        what = []
+        if u["tokens"] or not u.get("web_search_requests"):
+            n = f"{tokens(u['tokens'])} {'token' if u['tokens'] == 1 else 'tokens'}"
+            what.append(f"{n} in {plural(u['messages'], 'message')}")
+        if u.get("web_search_requests"):
+            what.append(plural(u["web_search_requests"], "web search", "web searches"))
+        why = "; ".join(unpriced_fix(model, r, store=store) for r in u.get("reasons") or ["no_rate"])
+        console.print(Text(f"+? unpriced: {model}: {' and '.join(what)} ({why})", style="yellow"))
 
 
 def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
@@ -173,12 +194,14 @@ def render_sessions(
     the title, tokens or cost. Below what those need, one block per session."""
     doc = printable(doc)  # text from transcripts never drives the terminal
     rows = doc["rows"]
-    unpriced: dict[str, dict[str, int]] = {}
+    unpriced: dict[str, dict[str, Any]] = {}
     for r in rows:
         for m, u in r["unpriced"].items():
-            acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0})
+            acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0, "web_search_requests": 0, "reasons": []})
             acc["tokens"] += u["tokens"]
             acc["messages"] += u["messages"]
+            acc["web_search_requests"] += u.get("web_search_requests", 0)
+            acc["reasons"] = sorted({*acc["reasons"], *u.get("reasons", ())})
     started, started_c, y1 = _times([r["started_at"] for r in rows], zone)
     last, last_c, y2 = _times([r["last_activity_at"] for r in rows], zone)
     titles: list[Cell] = [_title(r) for r in rows]

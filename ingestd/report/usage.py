@@ -113,7 +113,8 @@ class Usage:
         Price per token: the tier rate when ``tier`` (else the standard rate) times the speed's
         multiplier; plus ``searches`` times the row's fee. A rate key with no matching price row (only
         possible if a price row vanished without the rollup following), a tier with no tier rate, a
-        speed with no multiplier or searches with no fee count as unpriced, never as standard or $0.
+        speed with no multiplier or searches with no fee count as unpriced, never as standard or $0;
+        zero tokens with no rate are not unpriced (they cost nothing at any rate).
         """
         self.totals[bucket] = self.totals.get(bucket, 0) + tokens
         if bucket == "output":
@@ -134,10 +135,11 @@ class Usage:
             else:
                 rate *= mult
         if rate is None:
-            slot = self.unpriced.setdefault(model, {}).setdefault(bucket, [0, 0])
-            slot[0] += tokens
-            slot[1] += rows
-            self.reasons.setdefault(model, set()).add(reason or "no_rate")
+            if tokens:  # zero tokens need no rate: nothing is missing from the cost
+                slot = self.unpriced.setdefault(model, {}).setdefault(bucket, [0, 0])
+                slot[0] += tokens
+                slot[1] += rows
+                self.reasons.setdefault(model, set()).add(reason or "no_rate")
         else:
             self.cost_usd += (rate * tokens).scaleb(-6)
         if searches:

@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from ingestd.errors import InputError
 from ingestd.report.usage import Usage, load_rates
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import storage_errors
@@ -43,6 +44,25 @@ def host_expr(conn: Any, alias: str) -> str:
     if getattr(conn, "central", False):
         return f"{alias}.host_id"
     return "COALESCE((SELECT value FROM meta WHERE key = 'host_id'), '')"
+
+
+def check_host(conn: Any, host: str) -> None:
+    """Refuse a ``--host`` no usage can have: the central store's ``hosts`` (team mode), else this
+    database's own ``meta.host_id``. Read-only.
+
+    Raises:
+        InputError: ``reason="not_found"``, naming the known hosts (an unknown id is an input error,
+            as an unknown session is for ``tree``, not a $0.00 answer).
+    """
+    central = getattr(conn, "central", False)
+    sql = "SELECT host_id FROM hosts ORDER BY 1" if central else "SELECT value FROM meta WHERE key = 'host_id'"
+    known = [str(r[0]) for r in conn.execute(sql) if r[0]]
+    if host not in known:
+        where = "the central store" if central else "this database"
+        raise InputError(
+            f"no host {host!r} in {where}; known: {', '.join(known) or 'none yet'} (see `ingestd status`)",
+            reason="not_found",
+        )
 
 
 def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
@@ -119,11 +139,14 @@ def cost_report(
         ``{"tokens", "messages"}`` and is never folded into the cost.
 
     Raises:
+        InputError: ``host`` is not a known host (``check_host``).
         StorageError: the database refused the read.
     """
     if by is not None and by not in GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}")
     with storage_errors():
+        if host is not None:
+            check_host(conn, host)
         rates = load_rates(conn)
         raw = _agent_rows(conn, window, host) if by == "agent" else _rollup_rows(conn, by, window, host)
         day_cache: dict[str, str] = {}

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from ingestd.central.pg import PgReadConn
 from ingestd.central.pg import connect as pg_connect
 from ingestd.cli import cli
+from ingestd.errors import InputError
 from ingestd.report.cost import cost_report
 from ingestd.report.sessions import sessions_report
 from ingestd.report.tree import tree_report
@@ -105,7 +106,11 @@ def test_central_totals_equal_the_sum_of_the_hosts(team: dict[str, Any]) -> None
     # a local database is one host: its own host id, and nothing for another
     assert [r["host_id"] for r in _cost(team["a"], "host")["rows"]] == ["host-a"]
     assert _cost(team["a"], host="host-a")["totals"] == ca["totals"]
-    assert _cost(team["a"], host="host-b")["tokens"] == 0
+    # an unknown host is refused, naming the known ones: a local database knows only its own
+    with pytest.raises(InputError, match="no host 'host-b' in this database; known: host-a"):
+        _cost(team["a"], host="host-b")
+    with pytest.raises(InputError, match="no host 'typo' in the central store; known: host-a, host-b"):
+        _cost(central, host="typo")
 
 
 def test_central_per_session_totals_equal_the_sum_of_the_hosts(team: dict[str, Any]) -> None:

@@ -3,9 +3,18 @@ loaded exactly, a new price row that drops a dimension is warned about."""
 
 from __future__ import annotations
 
+import shutil
 from decimal import Decimal
+from pathlib import Path
 
+import orjson
+from click.testing import CliRunner
+
+from ingestd.cli import cli
 from ingestd.report.usage import Price, Usage
+from ingestd.store.connection import connect
+
+PROJ = Path(__file__).resolve().parents[2] / "fixtures/projects/-home-u-proj"
 
 
 def test_a_bucket_with_zero_tokens_needs_no_rate() -> None:
@@ -18,3 +27,24 @@ def test_a_bucket_with_zero_tokens_needs_no_rate() -> None:
     assert doc["cost_usd"] == "7"
     u.add("m", "output", "", 3, 1, rates)  # tokens with no rate stay unpriced
     assert u.to_json()["cost_complete"] is False
+
+
+def _ingested(tmp_path: Path, db_path: Path) -> str:
+    proj = tmp_path / "p" / "-proj"
+    proj.mkdir(parents=True)
+    shutil.copy(PROJ / "44444444-4444-4444-8444-444444444444.jsonl", proj)
+    res = CliRunner().invoke(cli, ["ingest", "--projects", str(tmp_path / "p"), "--db", str(db_path)])
+    assert res.exit_code == 0, res.output
+    return str(connect(db_path).execute("SELECT value FROM meta WHERE key = 'host_id'").fetchall()[0][0])
+
+
+def test_cost_for_an_unknown_host_is_refused_naming_the_known_ones(tmp_path: Path, db_path: Path) -> None:
+    host = _ingested(tmp_path, db_path)
+    res = CliRunner().invoke(cli, ["cost", "--db", str(db_path), "--host", "nosuch"])
+    assert res.exit_code == 2  # as `tree` with an unknown session
+    assert "no host 'nosuch'" in res.stderr and host in res.stderr
+    ok = CliRunner().invoke(cli, ["cost", "--db", str(db_path), "--host", host, "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert orjson.loads(ok.stdout)["tokens"] > 0
+    tree = CliRunner().invoke(cli, ["tree", "--db", str(db_path), "nosuch"])
+    assert tree.exit_code == res.exit_code

@@ -312,9 +312,14 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None, *, stor
 
 
 def _from_utc(instant: str) -> str:
-    """``2025-11-01`` for midnight UTC (how rates are usually dated), else ``2025-11-01 09:30``."""
+    """``2025-11-01`` for midnight UTC (how rates are usually dated), else the instant in full
+    (``2025-11-01 09:30:00``, ``2025-11-01 09:30:15.250``): two rows a minute apart, or a second,
+    must not look the same."""
     day, _, rest = instant.partition("T")
-    return day if rest.startswith("00:00:00.000") else f"{day} {rest[:5]}"
+    if rest.startswith("00:00:00.000"):
+        return day
+    rest = rest.rstrip("Z")
+    return f"{day} {rest[:-4] if rest.endswith('.000') else rest}"
 
 
 def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import orjson
 from click.testing import CliRunner
@@ -48,3 +49,16 @@ def test_cost_for_an_unknown_host_is_refused_naming_the_known_ones(tmp_path: Pat
     assert orjson.loads(ok.stdout)["tokens"] > 0
     tree = CliRunner().invoke(cli, ["tree", "--db", str(db_path), "nosuch"])
     assert tree.exit_code == res.exit_code
+
+
+def _cli(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_pricing_list_shows_effective_times_in_full(db_path: Path) -> None:
+    for at in ("2026-03-01T09:30:15Z", "2026-03-01T09:30:45.250Z"):
+        assert (
+            _cli("pricing", "set", "m-x", "--db", str(db_path), "--effective-from", at, "--input", "1").exit_code == 0
+        )
+    out = _cli("pricing", "list", "--db", str(db_path), "--model", "m-x").output
+    assert "2026-03-01 09:30:15" in out and "2026-03-01 09:30:45.250" in out

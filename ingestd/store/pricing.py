@@ -190,6 +190,10 @@ def _row_list(doc: Any) -> list[Any]:
     return doc
 
 
+# (model, bucket, effective_from) -> (JSON item index, row): the rows parsed so far.
+_Seen = dict[tuple[str, str, str], tuple[int, PriceRow]]
+
+
 def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     """Validate price rows given as JSON.
 
@@ -197,9 +201,11 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     "source"?}`` or of flat objects ``{"model", "bucket", "usd_per_mtok", "effective_from"}``.
 
     Raises:
-        InputError: naming the first bad entry and what is wrong with it.
+        InputError: naming the first bad entry and what is wrong with it, or two entries that price
+            one (model, bucket, effective_from) differently (``_add_once``).
     """
     out: list[PriceRow] = []
+    seen: _Seen = {}
     for i, item in enumerate(_row_list(doc)):
         if not isinstance(item, dict):
             raise InputError(f"price row {i}: not an object")
@@ -221,7 +227,10 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
         threshold, tier, speeds, fee = _dimensions(i, item, list(rates))
         for bucket, rate in rates.items():
             value = _usd(i, f"rate for {bucket} (USD per MTok)", rate)
-            out.append(
+            _add_once(
+                out,
+                seen,
+                i,
                 PriceRow(
                     model,
                     bucket,
@@ -233,7 +242,7 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
                     tier.get(bucket),
                     speeds,
                     fee if bucket == "output" else None,
-                )
+                ),
             )
     return out
 
@@ -264,6 +273,30 @@ def price_params(r: PriceRow, verified_at: str) -> tuple[Any, ...]:
         orjson.dumps({k: float(v) for k, v in r.speed_multipliers.items()}).decode() if r.speed_multipliers else None,
         float(r.web_search_usd_per_request) if r.web_search_usd_per_request is not None else None,
     )
+
+
+def _add_once(out: list[PriceRow], seen: _Seen, i: int, row: PriceRow) -> None:
+    """Append ``row`` (of JSON item ``i``) unless an equal row of its (model, bucket, effective_from)
+    came before; refuse one that differs: only one can be stored, and the last must not win silently.
+
+    Raises:
+        InputError: naming both items and the two rows.
+    """
+    key = (row.model, row.bucket, row.effective_from)
+    first = seen.get(key)
+    if first is None:
+        seen[key] = (i, row)
+        out.append(row)
+        return
+    if first[1] != row:
+        a, b = first[1].to_json(), row.to_json()
+        differ = ", ".join(f"{k} {a[k]!r} vs {b[k]!r}" for k in a if a[k] != b[k])
+        raise InputError(
+            f"price rows {first[0]} and {i} conflict: both price {row.model} {row.bucket} from {row.effective_from}"
+            f" ({differ}); keep one",
+            model=row.model,
+            bucket=row.bucket,
+        )
 
 
 def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str) -> int:

@@ -62,3 +62,16 @@ def test_pricing_list_shows_effective_times_in_full(db_path: Path) -> None:
         )
     out = _cli("pricing", "list", "--db", str(db_path), "--model", "m-x").output
     assert "2026-03-01 09:30:15" in out and "2026-03-01 09:30:45.250" in out
+
+
+def test_pricing_load_refuses_two_rows_that_price_one_key_differently(db_path: Path, tmp_path: Path) -> None:
+    row = {"model": "m-y", "effective_from": "2026-03-01", "rates": {"input": 1}}
+    f = tmp_path / "prices.json"
+    f.write_bytes(orjson.dumps([row, {**row, "rates": {"input": 2}}]))
+    res = _cli("pricing", "load", "--db", str(db_path), str(f))
+    assert res.exit_code == 2
+    assert "price rows 0 and 1 conflict" in res.stderr and "m-y input" in res.stderr
+    assert connect(db_path).execute("SELECT count(*) FROM model_pricing WHERE model = 'm-y'").fetchall() == [(0,)]
+    f.write_bytes(orjson.dumps([row, row]))  # the same row twice is one row
+    same = _cli("pricing", "load", "--db", str(db_path), str(f))
+    assert same.exit_code == 0 and "wrote 1 price row" in same.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -41,10 +42,21 @@ def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.Price
     """Add ``rows`` to the central store at ``store_url`` when given, else to the local database."""
     verified_at = from_epoch_ns(time.time_ns())
     if store_url is None:
-        return pricing.add_prices(open_db(db_path), rows, verified_at=verified_at)
+        conn = open_db(db_path)
+        _warn_dropped(conn, rows)
+        return pricing.add_prices(conn, rows, verified_at=verified_at)
     from ingestd.central import pricing as central_pricing
 
-    return central_pricing.add_prices(open_store(store_url).conn, rows, verified_at=verified_at)
+    store = open_store(store_url)
+    _warn_dropped(store, rows)
+    return central_pricing.add_prices(store.conn, rows, verified_at=verified_at)
+
+
+def _warn_dropped(conn: Any, rows: list[pricing.PriceRow]) -> None:
+    """Warn on stderr of every price dimension a row drops from the row in force before it
+    (``pricing.dropped_dimensions``): that usage goes unpriced from the new row on."""
+    for line in pricing.dropped_dimensions(conn, rows):
+        click.secho(f"warning: {line}", err=True, fg="yellow")
 
 
 @click.group("pricing")

@@ -312,3 +312,43 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
         return len(rows)
 
     return write_txn(conn, run)
+
+
+def dropped_dimensions(conn: Any, rows: list[PriceRow]) -> list[str]:
+    """Warnings for new rows that drop a price dimension the row in force before them had. Read-only.
+
+    ``conn``: a SQLite connection or the central store's (both take this query).
+
+    The row compared is the newest of the same model and bucket from at or before the new row's
+    ``effective_from`` (the row it replaces, else the one it follows). A long-context tier, speed
+    multiplier or web-search fee it had and the new row lacks leaves that usage unpriced from the
+    new row on, while the same request is priced before it.
+
+    Returns:
+        One line per (row, dimension) dropped, in ``rows`` order.
+    """
+    out: list[str] = []
+    for r in rows:
+        prev = conn.execute(
+            "SELECT effective_from, long_context_threshold, speed_multipliers, web_search_usd_per_request"
+            " FROM model_pricing WHERE model = ? AND bucket = ? AND effective_from <= ?"
+            " ORDER BY effective_from DESC LIMIT 1",
+            (r.model, r.bucket, r.effective_from),
+        ).fetchall()
+        if not prev:
+            continue
+        since, threshold, speeds, fee = prev[0]
+        lost = []
+        if threshold is not None and r.long_context_threshold is None:
+            lost.append(f"its long-context tier (over {threshold} tokens)")
+        gone = sorted(set(speed_multipliers(speeds)) - set(r.speed_multipliers))
+        if gone:
+            lost.append(f"its speed multipliers for {', '.join(gone)}")
+        if fee is not None and r.web_search_usd_per_request is None:
+            lost.append("its web-search fee")
+        out += [
+            f"{r.model} {r.bucket} from {r.effective_from} drops {what} that the row from {since} had:"
+            " that usage is unpriced from then on (give it again to keep it priced)"
+            for what in lost
+        ]
+    return out

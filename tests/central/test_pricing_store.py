@@ -60,3 +60,8 @@ def test_prices_are_listed_set_and_loaded_in_the_store_and_reprice_its_usage(tmp
     local_cost = orjson.loads(_run("cost", "--db", str(db), "--json").stdout)
     assert NEW in local_cost["unpriced"]
     assert "`ingestd pricing set`" in _run("cost", "--db", str(db)).output
+    # a new store row that drops the fee the store's row before it had is warned about, as locally
+    fee = ("--output", "2", "--web-search-fee", "0.01")
+    _run("pricing", "set", NEW, "--store", pg_url, "--effective-from", "2020-06-01", *fee)
+    dropped = _run("pricing", "set", NEW, "--store", pg_url, "--effective-from", "2021-01-01", "--output", "2")
+    assert "drops its web-search fee that the row from 2020-06-01T00:00:00.000Z had" in " ".join(dropped.stderr.split())

@@ -75,3 +75,23 @@ def test_pricing_load_refuses_two_rows_that_price_one_key_differently(db_path: P
     f.write_bytes(orjson.dumps([row, row]))  # the same row twice is one row
     same = _cli("pricing", "load", "--db", str(db_path), str(f))
     assert same.exit_code == 0 and "wrote 1 price row" in same.output
+
+
+def test_pricing_set_warns_when_a_new_row_drops_a_dimension(db_path: Path) -> None:
+    first = _cli(
+        "pricing", "set", "m-z", "--db", str(db_path), "--effective-from", "2026-01-01",
+        "--input", "3", "--output", "15", "--web-search-fee", "0.01", "--speed", "turbo=2",
+        "--long-context-threshold", "200000", "--long-context", "input=6", "--long-context", "output=22.5",
+    )  # fmt: skip
+    assert first.exit_code == 0 and "warning" not in first.stderr
+    res = _cli("pricing", "set", "m-z", "--db", str(db_path), "--effective-from", "2026-06-01", "--output", "16")
+    assert res.exit_code == 0
+    err = " ".join(res.stderr.split())
+    assert "m-z output from 2026-06-01T00:00:00.000Z drops its long-context tier (over 200000 tokens)" in err
+    assert "drops its speed multipliers for turbo" in err and "drops its web-search fee" in err
+    assert "m-z input" not in err  # no input row given: nothing dropped there
+    kept = _cli(
+        "pricing", "set", "m-z", "--db", str(db_path), "--effective-from", "2026-07-01", "--output", "16",
+        "--web-search-fee", "0.01", "--speed", "turbo=2", "--long-context-threshold", "1", "--long-context", "output=1",
+    )  # fmt: skip
+    assert kept.exit_code == 0 and "warning" not in kept.stderr

@@ -2,7 +2,8 @@
 
 Every figure of a corpus is taken in the same interleaved rounds (round 1: floor, ccusage, each
 ingester's cold ingest, restart, replay and ``cost --json``; round 2: the same again; ...), and
-each is shown as the median of the rounds and as a ratio to the median orjson floor of the same
+the ingesters take turns going first (every second round reverses their order: ``turn``),
+and each is shown as the median of the rounds and as a ratio to the median orjson floor of the same
 run: the machine is shared, so only ratios measured back to back compare.
 
 Columns are "ingesters": this checkout's ``ingestd`` and, with ``--baseline-src DIR``, another
@@ -159,6 +160,13 @@ def _one_round(corpus: Corpus, ing: Ingester, fig: Figures, timeout_s: float) ->
     fig.cost.append(_run(ing, ["cost", "--db", str(db), "--json"], 120).wall_s)
 
 
+def turn(ingesters: Sequence[Ingester], n: int) -> list[Ingester]:
+    """The order the ingesters run in round ``n`` (0-based): as given, reversed every second round.
+    Whichever ran second in a round was measured slower (the other's leftovers in the page cache
+    and the allocator, the CPU's clock), which biased every pair against the second column."""
+    return list(ingesters) if n % 2 == 0 else list(reversed(ingesters))
+
+
 def measure(
     corpus: Corpus, ingesters: Sequence[Ingester], rounds: int, ccusage: list[str] | None, note: str
 ) -> SideBySide:
@@ -182,7 +190,7 @@ def measure(
             else:
                 ccusage = None
                 res.ccusage_note = f"failed: exit {r.returncode} {r.stderr.decode(errors='replace')[-200:]}"
-        for ing in ingesters:
+        for ing in turn(ingesters, n):
             fig = res.figures[ing.label]
             if fig.error:
                 continue

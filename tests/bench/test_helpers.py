@@ -116,3 +116,10 @@ def test_sidebyside_table_ratios_and_splice(tmp_path: Path) -> None:
     once = splice(doc, text)
     assert once.index(BEGIN) < once.index("<!-- framing:") and section_of(once) == text
     assert splice(once, text.replace("main", "base")).count(BEGIN) == 1
+
+
+def test_sidebyside_ingesters_take_turns_going_first() -> None:
+    from bench.sidebyside import Ingester, turn
+
+    a, b, c = (Ingester(label, (label,)) for label in "abc")
+    assert [turn([a, b, c], n) for n in range(3)] == [[a, b, c], [c, b, a], [a, b, c]]

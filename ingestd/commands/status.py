@@ -80,18 +80,7 @@ def register(cli: click.Group) -> None:
                 return
             _print_central(cdoc)
             return
-        path = resolve_db(db_path)
-        conn, stale = open_read_db_stale(db_path)
-        now = datetime.now(UTC)
-        token = auth.load_token(env_name=token_env, file=token_file, env=dict(os.environ))
-        daemon = presence.detect(path, now, token=token).to_json()
-        served = Path(daemon["db"]) if daemon["db"] else path  # the daemon's name for it (a link's differs)
-        doc = status_report(
-            conn, now=now, db_path=path, stat_files=not no_stat, daemon=daemon, ship_to=_ship_to(dict(os.environ))
-        )
-        # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
-        doc["stalls"] = stall.read_mirror(served, now.timestamp())
-        note_stale(doc, stale)
+        doc = _local_status(db_path, stat_files=not no_stat, token_env=token_env, token_file=token_file)
         if as_json:
             emit_json(doc)
             return
@@ -100,6 +89,26 @@ def register(cli: click.Group) -> None:
         from ingestd.report.statusview import render_status
 
         render_status(Console(), doc)
+
+
+def _local_status(
+    db_path: Path | None, *, stat_files: bool, token_env: str | None, token_file: Path | None
+) -> dict[str, Any]:
+    """The local database's status document, with the daemon's presence and health (probed with
+    its token when one is given), its writers' stalls and the staleness of the projection."""
+    path = resolve_db(db_path)
+    conn, stale = open_read_db_stale(db_path)
+    now = datetime.now(UTC)
+    token = auth.load_token(env_name=token_env, file=token_file, env=dict(os.environ))
+    daemon = presence.detect(path, now, token=token).to_json()
+    served = Path(daemon["db"]) if daemon["db"] else path  # the daemon's name for it (a link's differs)
+    doc = status_report(
+        conn, now=now, db_path=path, stat_files=stat_files, daemon=daemon, ship_to=_ship_to(dict(os.environ))
+    )
+    # the daemon's writers retrying a transient refusal (busy, full, I/O), from its mirror file
+    doc["stalls"] = stall.read_mirror(served, now.timestamp())
+    note_stale(doc, stale)
+    return doc
 
 
 def _print_central(doc: dict[str, Any]) -> None:

@@ -58,50 +58,52 @@ def _open_write_conn(db_path: Path) -> apsw.Connection:
     return conn
 
 
-def _auth_middleware(token: str) -> Any:
-    @web.middleware
-    async def check(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
-        if not auth.token_ok(token, auth.presented_token(request.headers)):
-            log.warning("request_rejected", status=401, reason="unauthorized", path=request.path)
-            return error_response(401, "unauthorized", "missing or wrong token")
-        resp: web.StreamResponse = await handler(request)
-        return resp
-
-    return check
-
-
-@web.middleware
-async def _error_shape(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
-    """Every aiohttp error (404, 405, ...) in the one JSON error shape."""
-    try:
-        resp: web.StreamResponse = await handler(request)
-    except web.HTTPException as e:
-        if e.status < 400:
-            raise
-        code = (e.reason or "error").lower().replace(" ", "_")
-        resp = error_response(e.status, code, e.reason or "error")
-        if "Allow" in e.headers:  # a 405 says which methods the path takes (RFC 9110 §15.5.6)
-            resp.headers["Allow"] = e.headers["Allow"]
-        return resp
+def _shaped(e: web.HTTPException) -> web.Response:
+    """An aiohttp error (404, 405, ...) in the one JSON error shape."""
+    code = (e.reason or "error").lower().replace(" ", "_")
+    resp = error_response(e.status, code, e.reason or "error")
+    if "Allow" in e.headers:  # a 405 says which methods the path takes (RFC 9110 §15.5.6)
+        resp.headers["Allow"] = e.headers["Allow"]
     return resp
 
 
-def _middlewares(cfg: ServeConfig, conns: ConnectionGuard | None) -> list[Any]:
-    """Outermost first: the one error shape; the connection guard's request tracking (when
-    ``conns`` is given: ``serve``); the Host and Origin rules (``ingestd.http.guard``, every
-    route); the token (when one is configured).
+def _front(cfg: ServeConfig, conns: ConnectionGuard | None) -> Any:
+    """The app's one middleware (one layer around every route, the hooks' included), in this order:
+    the connection guard's request tracking (when ``conns`` is given: ``serve``); the Host and
+    Origin rules (``ingestd.http.guard``: 421, 403); the token (when one is configured: 401); every
+    aiohttp error the handler raises (404, 405, ...) in the one JSON error shape.
 
     Raises:
         ConfigError: an ``allowed_origins`` item is not an origin.
     """
-    policy = guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins)
-    middlewares: list[Any] = [_error_shape]
-    if conns is not None:
-        middlewares.append(conns.middleware())
-    middlewares.append(guard.middleware(policy))
-    if cfg.token is not None:
-        middlewares.append(_auth_middleware(cfg.token))
-    return middlewares
+    refusal = guard.checker(guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins))
+    token = cfg.token
+    started = conns.started if conns is not None else None
+    finished = conns.finished if conns is not None else None
+
+    @web.middleware
+    async def front(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+        transport = request.transport
+        if started is not None:
+            started(transport)
+        try:
+            refused = refusal(request)
+            if refused is not None:
+                return refused
+            if token is not None and not auth.token_ok(token, auth.presented_token(request.headers)):
+                log.warning("request_rejected", status=401, reason="unauthorized", path=request.path)
+                return error_response(401, "unauthorized", "missing or wrong token")
+            resp: web.StreamResponse = await handler(request)
+            return resp
+        except web.HTTPException as e:
+            if e.status < 400:
+                raise
+            return _shaped(e)
+        finally:
+            if finished is not None:
+                finished(transport)
+
+    return front
 
 
 def make_app(
@@ -127,7 +129,7 @@ def make_app(
         ConfigError: an ``allowed_origins`` item is not an origin.
     """
     # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
-    app = web.Application(middlewares=_middlewares(cfg, conns), client_max_size=cfg.hooks.max_body_bytes + 1)
+    app = web.Application(middlewares=[_front(cfg, conns)], client_max_size=cfg.hooks.max_body_bytes + 1)
     app[CONFIG] = cfg
     app[STOP] = asyncio.Event()
     health = app[HEALTH] = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))

@@ -9,8 +9,8 @@ each one is doing:
 - ``idle``: connected, no byte of a next request yet. Closed after ``keepalive_timeout_s``.
 - ``head``: bytes of a request arrived but its headers are not complete (the app has not seen
   it). Closed after ``header_timeout_s``: a slowloris client lives here.
-- ``busy``: the app is handling a request (the middleware marks it). Never closed by the guard;
-  the body has its own timeout in the receiver (408).
+- ``busy``: the app is handling a request (the app's middleware marks it: ``started``,
+  ``finished``). Never closed by the guard; the body has its own timeout in the receiver (408).
 
 Past ``max_connections`` open connections, the ones that made progress (a finished request, or
 the connection itself) least recently and are not ``busy`` are closed; connections younger than
@@ -30,8 +30,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from aiohttp import web
 
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
@@ -236,21 +234,6 @@ class ConnectionGuard:
             self.sweep()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), tick)
-
-    def middleware(self) -> Any:
-        """Marks a connection ``busy`` while the app handles one of its requests."""
-
-        @web.middleware
-        async def track(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
-            transport = request.transport
-            self.started(transport)
-            try:
-                resp: web.StreamResponse = await handler(request)
-                return resp
-            finally:
-                self.finished(transport)
-
-        return track
 
     def exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """The loop's exception handler: a refused ``accept`` (no descriptors left) is counted, not traced.

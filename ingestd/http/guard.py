@@ -1,10 +1,10 @@
-"""Who may talk to the daemon: the ``Host`` and ``Origin`` rules (SPEC §10), one middleware.
+"""Who may talk to the daemon: the ``Host`` and ``Origin`` rules (SPEC §10), checked by the app's middleware.
 
 A web page the user visits can reach a loopback port. A "simple" cross-origin ``POST``
 (``text/plain``, form or multipart bodies) is sent without a CORS preflight, and a
 DNS-rebinding page reaches the port under its own host name (``Host: rebind.evil.example``),
 after which the browser treats the daemon as same-origin and reads the answers. So, on
-every route (routes added later included, since this is an app middleware):
+every route (routes added later included: ``checker`` runs in the app's one middleware):
 
 - a ``Host`` that is not a name the daemon answers to (``127.0.0.1``, ``localhost``,
   ``[::1]``, the bound address, the ``allowed_hosts`` setting) is refused with 421;
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -152,15 +151,18 @@ def _local_port(request: web.Request, fallback: int) -> int:
     return fallback
 
 
-def middleware(policy: WebPolicy) -> Any:
-    """The aiohttp middleware applying ``policy`` to every request (before the token check)."""
+def checker(policy: WebPolicy) -> Callable[[web.Request], web.Response | None]:
+    """A function applying ``policy`` to one request: its refusal (421 foreign ``Host``, then 403
+    foreign ``Origin``, each logged once as ``request_rejected``), or None when it may go on.
+
+    The app's front middleware (``ingestd.http.app``) calls it on every request, before the token check.
+    """
 
     # ``host_ok`` of the Host headers seen (a daemon hears one or two spellings; the cache stops
     # growing at HOST_CACHE entries, so a client sending endless names only costs the check).
     known: dict[str, bool] = {}
 
-    @web.middleware
-    async def guard(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    def refusal(request: web.Request) -> web.Response | None:
         host = request.headers.get("Host")
         ok = known.get(host) if host is not None else False
         if ok is None and host is not None:
@@ -184,7 +186,6 @@ def middleware(policy: WebPolicy) -> Any:
                 "forbidden_origin",
                 "requests from web pages of another origin are refused (add it to the allowed_origins setting)",
             )
-        resp: web.StreamResponse = await handler(request)
-        return resp
+        return None
 
-    return guard
+    return refusal

@@ -125,8 +125,6 @@ class ProcCommitter:
         self._futs: dict[int, asyncio.Future[Any]] = {}
         self._calls: set[int] = set()  # ids of ``call``s waiting: their results come back pickled
         self._outbox: list[Any] = []
-        self._flush_due = False  # a ``_flush`` is scheduled on the loop
-        self._unanswered = 0  # ROWS items sent to the process and not yet answered
         self._ids = itertools.count()
         self._stopping = False
         self._restart: asyncio.Task[None] | None = None
@@ -137,7 +135,6 @@ class ProcCommitter:
         self.committed_batches = 0  # transactions
         self.committed_deliveries = 0  # submissions they carried
         self.restarts = 0
-        self.writes = 0  # frames sent to the process
 
     @property
     def pid(self) -> int | None:
@@ -226,12 +223,9 @@ class ProcCommitter:
             raise CommitterOverloaded("the writer queue is full", pending=len(self._futs))
         fut: asyncio.Future[Any] = self._loop.create_future()
         self._futs[item[1]] = fut
-        self._outbox.append(item)
-        # Rows wait while the process commits (it reads nothing meanwhile): its reply sends them,
-        # all of them in one frame, instead of a write (and a read there) per turn of the loop.
-        if not self._flush_due and (item[0] != child.ROWS or not self._unanswered):
-            self._flush_due = True
+        if not self._outbox:
             self._loop.call_soon(self._flush)
+        self._outbox.append(item)
         return fut
 
     async def submit(
@@ -275,16 +269,11 @@ class ProcCommitter:
         return await fut
 
     def _flush(self) -> None:
-        """Send everything queued in one frame (``writes`` counts the frames)."""
-        self._flush_due = False
         if not self._outbox or self._transport is None:
             return
         items, self._outbox = self._outbox, []
-        rows = sum(1 for it in items if it[0] == child.ROWS)
-        if rows:
-            self._unanswered += rows
+        if any(it[0] == child.ROWS for it in items):
             self._health.busy(WRITER)
-        self.writes += 1
         self._transport.write(child.frame(items))
 
     # -- replies and the end of a process (loop side) -----------------------------------
@@ -292,8 +281,6 @@ class ProcCommitter:
         failure = None
         for i, ok, value in results:
             fut = self._futs.pop(i, None)
-            if i not in self._calls:
-                self._unanswered -= 1
             if ok:
                 if i in self._calls:
                     self._calls.discard(i)
@@ -313,8 +300,6 @@ class ProcCommitter:
             self._health.failed(WRITER, f"the last write failed: {failure}")
         elif groups:
             self._health.ok(WRITER)
-        if self._outbox and not self._flush_due:  # what waited while the process committed
-            self._flush()
 
     def _lost(self, link: _Link) -> None:
         if link is not self._link:
@@ -325,7 +310,6 @@ class ProcCommitter:
         self._futs.clear()
         self._calls.clear()
         self._outbox.clear()
-        self._unanswered = 0
         for f in waiting:
             f.set_exception(CommitterClosed("the writer process exited; retry later"))
         if self._stopping:

@@ -88,9 +88,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "reader_process",
-        False,
-        "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes "
-        "(issue 14; off until it measures faster: BENCHMARKS.md).",
+        True,
+        "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes, "
+        "when it has 16 MiB or more to read (issue 14: 0.71x the wall of c100, BENCHMARKS.md).",
         "bool",
     ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -30,6 +31,11 @@ from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
 from ingestd.store.identity import database_identity
+
+# A one-shot ingest reads in a second process from this many new bytes on: on an idle 2-core
+# machine c100 (100 MB) took 0.71x the wall with the same CPU and 0.7x the peak memory, the real
+# corpus (15 MB) the same wall, and a few files 0.1 s more (BENCHMARKS.md, issue 14, seventh round).
+READER_MIN_BYTES = 16 * 1024 * 1024
 
 
 def _human(s: Summary) -> None:
@@ -94,27 +100,28 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
     conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
-    # read (and fold ahead) in a worker process: the ``reader_process`` setting (INGESTD_READER_PROCESS)
-    proc = conf.get_bool("reader_process")
+    # read (and fold ahead) in a worker process when there is enough to read: the ``reader_process``
+    # setting (INGESTD_READER_PROCESS), on by default
+    read = functools.partial(
+        ingest_roots,
+        conn,
+        roots,
+        now=now,
+        ctx=ctx,
+        max_line_bytes=cap,
+        pipeline=True,
+        reader_process=conf.get_bool("reader_process"),
+        reader_min_bytes=READER_MIN_BYTES,
+    )
     if not show_progress:
-        return ingest_roots(conn, roots, now=now, ctx=ctx, max_line_bytes=cap, pipeline=True, reader_process=proc)
+        return read()
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
         "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn()
     ) as bar:
         task = bar.add_task("ingest", total=None)
-        return ingest_roots(
-            conn,
-            roots,
-            now=now,
-            ctx=ctx,
-            on_total=lambda n: bar.update(task, total=n),
-            progress=lambda n: bar.advance(task, n),
-            max_line_bytes=cap,
-            pipeline=True,
-            reader_process=proc,
-        )
+        return read(on_total=lambda n: bar.update(task, total=n), progress=lambda n: bar.advance(task, n))
 
 
 def register(cli: click.Group) -> None:

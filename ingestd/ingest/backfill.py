@@ -55,6 +55,7 @@ def ingest_roots(
     pipeline: bool = False,
     tailing: Tailing | None = None,
     reader_process: bool = False,
+    reader_min_bytes: int = 0,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
@@ -77,6 +78,8 @@ def ingest_roots(
         reader_process: a one-shot ingest (``tailing`` None) reads, frames, decodes and keys the
             lines in a worker process (``ingestd.ingest.worker``) while this one writes, pipelined
             (same batches, rows, transactions and order); ignored for the tailer.
+        reader_min_bytes: int, bytes; with ``reader_process``, the process is started only when
+            the files to read hold at least this many new bytes (starting it costs ~0.1 s).
 
     Returns ``Summary``; raises ``OSError`` (a root cannot be listed) or ``StorageError`` (refused).
     """
@@ -85,10 +88,10 @@ def ingest_roots(
     tail = tailing or Tailing.one_shot()
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
-    plans, distrusted = _plan(b, conn, roots, paths, on_total)
+    plans, distrusted, to_read = _plan(b, conn, roots, paths, on_total)
     # the reader process is forked before this process starts its threads (the writer, the WAL's)
     reader = None
-    if reader_process and tailing is None and plans:
+    if reader_process and tailing is None and plans and to_read >= reader_min_bytes:
         reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
     _read_all(b, conn, plans, now, progress, reader, pipeline)
     if distrusted:
@@ -182,9 +185,9 @@ def _plan(
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
     on_total: Callable[[int], None] | None,
-) -> tuple[list[Plan], list[str]]:
-    """Plan the files to read (fingerprints, checkpoints): the plans in reading order, and the
-    origins whose unchanged checkpoint was distrusted (re-read from byte 0)."""
+) -> tuple[list[Plan], list[str], int]:
+    """Plan the files to read (fingerprints, checkpoints): the plans in reading order, the
+    origins whose unchanged checkpoint was distrusted (re-read from byte 0), and the bytes to read."""
     summary = b.summary
     plans: list[Plan] = []
     distrusted: list[str] = []
@@ -216,7 +219,7 @@ def _plan(
             total += max(0, f.size - (int(cp[1]) if cp is not None else 0))
     if on_total is not None:
         on_total(total)
-    return plans, distrusted
+    return plans, distrusted, total
 
 
 _CHECKPOINT_COLUMNS = (

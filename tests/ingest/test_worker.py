@@ -21,7 +21,7 @@ from ingestd.core.framing import Framer, Line, Oversized
 from ingestd.core.records import NewLogRow, line_row, oversized_row
 from ingestd.core.touch import Ctx
 from ingestd.errors import StorageError
-from ingestd.ingest import readfile, worker
+from ingestd.ingest import backfill, readfile, worker
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.worker import ReaderFailed, _from_wire, _to_wire
 from ingestd.store import isolate, writer
@@ -205,7 +205,53 @@ def test_interrupt_in_the_writing_process_stops_the_worker(tmp_path: Path) -> No
 def test_reader_process_setting() -> None:
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "1"}, {}).get_bool("reader_process") is True
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "false"}, {}).get_bool("reader_process") is False
-    assert settings.resolve({}, {}, {}).get_bool("reader_process") is False
+    assert settings.resolve({}, {}, {}).get_bool("reader_process") is True  # on by default (issue 14)
+
+
+def test_the_reader_process_starts_only_from_reader_min_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-shot ingest of a few files stays in one process (a process costs ~0.1 s); from
+    ``reader_min_bytes`` of new bytes on it reads in the second one, with the same result."""
+    started: list[int] = []
+    real = worker.ReaderProcess
+
+    def spy(plans: Any, *a: Any) -> Any:
+        started.append(len(plans))
+        return real(plans, *a)
+
+    monkeypatch.setattr(backfill, "ReaderProcess", spy)
+    totals: list[int] = []
+    small = new_db(tmp_path / "small.db")
+    _ingest(small, FIXTURES, reader_process=True, reader_min_bytes=1 << 40, pipeline=True, on_total=totals.append)
+    size = totals[0]
+    small = new_db(tmp_path / "smaller.db")
+    _ingest(small, FIXTURES, reader_process=True, reader_min_bytes=size + 1, pipeline=True)
+    assert started == []
+    big = new_db(tmp_path / "big.db")
+    _ingest(big, FIXTURES, reader_process=True, reader_min_bytes=size, pipeline=True)
+    assert len(started) == 1 and started[0] > 0
+    assert dump(small) == dump(big)
+    _no_children()
+
+
+def test_the_ingest_command_reads_in_a_process_from_16_mib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from ingestd.cli import cli
+    from ingestd.commands import ingest as ingest_cmd
+
+    seen: list[dict[str, Any]] = []
+    real = ingest_cmd.ingest_roots
+
+    def spy(*a: Any, **kw: Any) -> Any:
+        seen.append(kw)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(ingest_cmd, "ingest_roots", spy)
+    monkeypatch.delenv("INGESTD_READER_PROCESS", raising=False)
+    args = ["ingest", "--db", str(tmp_path / "x.db"), "--projects", str(FIXTURES), "--json"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert seen[0]["reader_process"] is True and seen[0]["reader_min_bytes"] == 16 * 1024 * 1024
 
 
 def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:

@@ -88,9 +88,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "reader_process",
-        True,
+        False,
         "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes, "
-        "when it has 16 MiB or more to read (issue 14: 0.71x the wall of c100, BENCHMARKS.md).",
+        "when it has 16 MiB or more to read (issue 14: 0.8x the wall of c100 and c1000, but the two "
+        "processes together peak at 383 MiB on c1000, over SPEC's 300 MB: off; BENCHMARKS.md).",
         "bool",
     ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),

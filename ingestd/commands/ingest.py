@@ -32,9 +32,10 @@ from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
 from ingestd.store.identity import database_identity
 
-# A one-shot ingest reads in a second process from this many new bytes on: on an idle 2-core
-# machine c100 (100 MB) took 0.71x the wall with the same CPU and 0.7x the peak memory, the real
-# corpus (15 MB) the same wall, and a few files 0.1 s more (BENCHMARKS.md, issue 14, seventh round).
+# With the ``reader_process`` setting, a one-shot ingest reads in a second process from this many
+# new bytes on: on an idle 2-core machine c100 (100 MB) took 0.71-0.80x the wall with the same
+# CPU, the real corpus (15 MB) the same wall, and a few files 0.1 s more (BENCHMARKS.md, issue 14,
+# seventh round).
 READER_MIN_BYTES = 16 * 1024 * 1024
 
 
@@ -101,7 +102,7 @@ def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_p
     conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
     # read (and fold ahead) in a worker process when there is enough to read: the ``reader_process``
-    # setting (INGESTD_READER_PROCESS), on by default
+    # setting (INGESTD_READER_PROCESS), off by default
     read = functools.partial(
         ingest_roots,
         conn,

@@ -12,7 +12,10 @@ predicted ids (the ids past the earlier batches', in row order) and sends the pr
 those ids; then it writes those rows instead of folding, else it folds itself and refuses every
 later prefold of the run (``PrefoldGate``: the worker's states assumed the refused ids). A
 concurrent writer (the daemon) moves the ids and is caught there. A fold the worker cannot make
-(a refold needs the session's log, a projector error) ends folding ahead for the run.
+(a refold needs the session's log, a projector error) ends folding ahead for the run, and so does
+a session coming back after its state was evicted: the worker keeps at most ``PREFOLD_STATES``
+states (a session's files are read one after the other, so one rarely comes back), which bounds
+its memory whatever the corpus (c1000 grew it to 200 MiB and rising when every state was kept).
 
 What crosses the pipe: each batch's rows as plain tuples (the stored columns, with the payload
 bytes), its checkpoints and its prefold. The decoded objects do not (pickling them cost more than
@@ -38,6 +41,7 @@ import fcntl
 import multiprocessing
 import os
 import signal
+from collections import OrderedDict
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any, cast
@@ -62,6 +66,8 @@ _CTX = multiprocessing.get_context("fork")
 _COUNTS = ("files_read", "files_unreadable", "lines", "bytes", "resets", "oversized")
 # how long ``close`` waits for a worker that was told to stop
 _STOP_S = 5.0
+# the fold states the worker keeps (as the writer's FoldCache); past them the least recent goes
+PREFOLD_STATES = 256
 
 Wire = tuple[Any, ...]  # one row on the pipe (``_to_wire``)
 
@@ -92,6 +98,10 @@ class _NeedsLog(Exception):
     """The fold asked for the session's whole log (a refold): only the writer can read it."""
 
 
+class _Evicted(_NeedsLog):
+    """A session came back after the worker evicted its state (``PREFOLD_STATES``)."""
+
+
 def _no_history() -> list[LogRow]:
     raise _NeedsLog
 
@@ -105,7 +115,8 @@ class _Reading(Batcher):
         super().__init__(cast(Any, None), ctx, summary, batch_rows, Tailing.one_shot())
         self.out = conn
         self.next_id = first_id  # None: no fold ahead (the log was not empty, or a fold failed)
-        self.states: dict[str, SessionState] = {}
+        self.states: OrderedDict[str, SessionState] = OrderedDict()
+        self.evicted: set[str] = set()  # sessions whose state is gone: meeting one ends folding ahead
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
@@ -129,15 +140,21 @@ class _Reading(Batcher):
                 by_session.setdefault(r.session_id, []).append(r.logged(first + i))
         changes = derive.Changes()
         try:
+            if not self.evicted.isdisjoint(by_session):
+                raise _Evicted()
             for sid, logged in by_session.items():
-                state, ch = projector.fold(self.states.get(sid), sid, logged, self.ctx, _no_history)
-                self.states[sid] = state
+                state, ch = projector.fold(self.states.pop(sid, None), sid, logged, self.ctx, _no_history)
+                self.states[sid] = state  # the most recent last
                 changes.extend(ch)
         except Exception as e:
-            log.info("prefold_stopped", reason="refold" if isinstance(e, _NeedsLog) else repr(e), first_id=first)
+            why = "evicted" if isinstance(e, _Evicted) else "refold" if isinstance(e, _NeedsLog) else repr(e)
+            log.info("prefold_stopped", reason=why, first_id=first)
             self.next_id = None
             self.states.clear()
+            self.evicted.clear()
             return None
+        while len(self.states) > PREFOLD_STATES:
+            self.evicted.add(self.states.popitem(last=False)[0])
         return first, changes
 
 

@@ -205,7 +205,7 @@ def test_interrupt_in_the_writing_process_stops_the_worker(tmp_path: Path) -> No
 def test_reader_process_setting() -> None:
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "1"}, {}).get_bool("reader_process") is True
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "false"}, {}).get_bool("reader_process") is False
-    assert settings.resolve({}, {}, {}).get_bool("reader_process") is True  # on by default (issue 14)
+    assert settings.resolve({}, {}, {}).get_bool("reader_process") is False  # off: its memory (issue 14)
 
 
 def test_the_reader_process_starts_only_from_reader_min_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,7 +233,9 @@ def test_the_reader_process_starts_only_from_reader_min_bytes(tmp_path: Path, mo
     _no_children()
 
 
-def test_the_ingest_command_reads_in_a_process_from_16_mib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ingest_command_with_the_setting_reads_in_a_process_from_16_mib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from ingestd.cli import cli
@@ -247,7 +249,7 @@ def test_the_ingest_command_reads_in_a_process_from_16_mib(tmp_path: Path, monke
         return real(*a, **kw)
 
     monkeypatch.setattr(ingest_cmd, "ingest_roots", spy)
-    monkeypatch.delenv("INGESTD_READER_PROCESS", raising=False)
+    monkeypatch.setenv("INGESTD_READER_PROCESS", "1")
     args = ["ingest", "--db", str(tmp_path / "x.db"), "--projects", str(FIXTURES), "--json"]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
@@ -272,6 +274,20 @@ def test_cold_ingest_writes_the_folds_made_ahead(tmp_path: Path, monkeypatch: py
     verdicts = _spy_prefolds(monkeypatch)
     _both(tmp_path, FIXTURES, batch_rows=7)
     assert len(verdicts) >= 3 and all(verdicts)  # every batch (the fixtures make 4)
+
+
+@pytest.mark.parametrize(("kept", "prefolds"), [(0, range(1, 4)), (1, range(4, 5))])
+def test_the_workers_fold_states_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int, prefolds: range
+) -> None:
+    """The worker keeps at most ``PREFOLD_STATES`` fold states; a session met again after its state
+    was evicted ends folding ahead (the writer folds from the log), and the result is unchanged."""
+    monkeypatch.setattr(worker, "PREFOLD_STATES", kept)  # before the fork: the worker inherits it
+    verdicts = _spy_prefolds(monkeypatch)
+    _both(tmp_path, FIXTURES, batch_rows=7)
+    # the fixtures make 4 batches. Keeping none, folding ahead stops at the first session that spans
+    # two batches; keeping one, it never stops: a session's files are read one after the other
+    assert len(verdicts) in prefolds and all(verdicts)
 
 
 def test_no_fold_ahead_over_a_log_that_is_not_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -97,26 +97,29 @@ class InFlight:
 
 @dataclass(slots=True)
 class Charge:
-    """One body's charge on ``InFlight``, given back once: when its row leaves the writer's queue
-    once the row was handed to the writer (``handed``: after a 503 timeout the row may still wait
-    there, decoded), else when the request ends.
+    """One body's charge on ``InFlight``, given back when the last of its holders lets go: the
+    request (until its answer: a client-keyed delivery still holds the decoded body while its key
+    is checked after the commit) and, once the row is handed to the writer (``hand``), the writer
+    (until the row leaves its queue: after a 503 timeout it may still wait there, decoded).
 
     Attributes:
         budget: the ``InFlight`` charged.
         n_bytes: int, what was charged.
-        handed: bool, the row went to ``submit``, whose ``released`` gives the charge back.
-        given: bool, given back already.
+        holds: int, holders that have not let go (1: the request).
     """
 
     budget: InFlight
     n_bytes: int
-    handed: bool = False
-    given: bool = False
+    holds: int = 1
+
+    def hand(self) -> None:
+        """The row goes to the writer, which lets go through ``submit``'s ``released``."""
+        self.holds += 1
 
     def give(self) -> None:
-        """Give the charge back (the second call does nothing)."""
-        if not self.given:
-            self.given = True
+        """One holder lets go; the last gives the charge back."""
+        self.holds -= 1
+        if self.holds == 0:
             self.budget.give(self.n_bytes)
 
 
@@ -182,7 +185,9 @@ async def _store(
         counter=next(receipts.counter),
     )
     row = hook_row(parsed, body, key, received_ns)
-    charge.handed = True  # from here the writer says when the row has left its queue
+    # one deadline for the commit and, for a client key, its check: no answer after hook_timeout_ms
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    charge.hand()  # from here the writer also says when the row has left its queue
     try:
         await writer.submit([row], timeout_s, charge.give)
     except TimeoutError:
@@ -193,13 +198,13 @@ async def _store(
         log.error("hook_storage_error", error=str(e))
         return _reject(request, *STORAGE_FAILED)
     if header_key is not None:  # client-keyed only: hooks from Claude Code never take this read
-        return await _check_reuse(writer, timeout_s, request, parsed, body, header_key, key)
+        return await _check_reuse(writer, deadline, request, parsed, body, header_key, key)
     return web.Response(status=200)
 
 
 async def _check_reuse(
     writer: HookWriter,
-    timeout_s: float,
+    deadline: float,
     request: web.Request,
     event: hookkeys.HookEvent,
     body: bytes,
@@ -207,9 +212,10 @@ async def _check_reuse(
     key: str,
 ) -> web.Response:
     """200 when the row under a client's key (committed: this delivery's or an earlier one) is this
-    event, 409 when it is another (SPEC §3: same key, same event); one read on the write connection."""
+    event, 409 when it is another (SPEC §3: same key, same event); one read on the write connection,
+    answered by ``deadline`` (the loop's clock) or 503."""
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout_at(deadline):
             stored = await writer.call(functools.partial(payload_under_key, key=key))
     except TimeoutError:
         return _reject(request, 503, "timeout", "the database did not answer in time; retry later")
@@ -268,7 +274,6 @@ def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any
         try:
             return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns, charge, marks)
         finally:
-            if not charge.handed:
-                charge.give()
+            charge.give()  # the request's hold; the writer's goes when the row leaves its queue
 
     return post_hook

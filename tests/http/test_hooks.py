@@ -456,6 +456,35 @@ async def test_a_large_body_is_counted_once(make_client: MakeClient, db: Path, m
     assert len(rows(db)) == 1
 
 
+async def test_a_refused_body_gives_its_charge_back(make_client: MakeClient) -> None:
+    # the writer refuses the row (its transaction failed): its charge must come back with the
+    # answer, else every refusal would leak budget until each wide body is "busy" for good
+    from ingestd.errors import StorageError
+
+    def refuse(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        raise StorageError("refused for the test")
+
+    wide = body(p=[{}] * 50_000)
+    cost = decoded_bytes(wide)
+    client = await make_client(apply=refuse, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
+    for _ in range(3):
+        await assert_error(await client.post("/hooks", data=wide), 500, "storage_error")
+
+
+@WRITERS
+async def test_a_body_a_stopped_writer_refuses_gives_its_charge_back(make_client: MakeClient, hook_writer: str) -> None:
+    wide = body(p=[{}] * 50_000)
+    cost = decoded_bytes(wide)
+    client = await make_client(hook_writer, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
+    writer: Any = client.server.app[WRITER]
+    if hook_writer == "process":
+        writer._stopping = True  # refused at the queue, as during shutdown
+    else:
+        writer._closed = True
+    for _ in range(3):
+        await assert_error(await client.post("/hooks", data=wide), 503, "unavailable")
+
+
 async def test_a_timed_out_body_keeps_its_charge_until_its_row_leaves_the_queue(
     make_client: MakeClient, db: Path
 ) -> None:

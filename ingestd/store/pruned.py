@@ -5,7 +5,9 @@ apply the prune receipts (``ingestd.retention.prune.apply_receipts``). A writer 
 pruned history (a resumed session's copy of it, a synced copy of a file, a file reset) folds the
 same log evidence again; without the receipts, the rows prune deleted came back and the live
 database no longer equalled its rebuild. ``enforce`` applies the same receipts inside each write
-transaction (``ingestd.store.writer.apply_batch``), so no row a receipt covers survives a commit.
+transaction (``ingestd.store.writer.apply_batch``) to the sessions it wrote, so no row a receipt
+covers that the transaction brought back survives a commit; the rows prune has yet to delete are
+left to prune.
 ``covered`` counts such rows for ``ingestd verify``.
 
 One limitation is known and documented (README "Retention"): a message claimed by two sessions
@@ -16,9 +18,11 @@ back either way. Claims of one message normally share their time (a copy of the 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import apsw
 
-from ingestd.retention.prune import Receipt, apply_receipts, receipts
+from ingestd.retention.prune import Receipt, receipts
 
 
 def covering(recs: list[Receipt]) -> list[Receipt]:
@@ -40,24 +44,49 @@ def covering(recs: list[Receipt]) -> list[Receipt]:
 _RECEIPTS = "SELECT target, cutoff, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
 
 
-def enforce(conn: apsw.Connection) -> int:
-    """Delete the projection rows the prune receipts cover; call inside the writer's transaction.
+def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
+    """Delete the rows of ``sessions`` the prune receipts cover; call inside the writer's transaction.
 
-    One read of ``prune_receipts`` (empty unless prune ran: then nothing else happens), then one
-    indexed delete per covering receipt, which finds nothing unless this transaction wrote a row
-    of pruned history. The rollup follows through its delete trigger.
+    Only the sessions the transaction wrote can hold a row it brought back (every projection row
+    names the session it was folded for), so the deletes are limited to them: a transaction
+    between two batches of a running prune leaves the rest to prune, which deletes it in its own
+    short transactions and counts it (its result and its receipt's ``rows``). One read of
+    ``prune_receipts`` (empty unless prune ran: then nothing else happens), then one delete per
+    covering receipt on the session indexes. The rollup follows through its delete trigger.
+
+    Args:
+        sessions: session ids the transaction folded rows for (none: nothing is read).
 
     Returns:
         int, rows removed.
     """
+    if not sessions:
+        return 0
     # read bare, not through ``receipts`` (its error wrapper costs more than the read, in every
     # write transaction); the caller's transaction translates a refusal
     rows = conn.execute(_RECEIPTS).fetchall()
     if not rows:
         return 0
-    return apply_receipts(
-        conn, covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
-    )
+    recs = covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
+    return _delete_covered(conn, recs, sorted(sessions))
+
+
+def _delete_covered(conn: apsw.Connection, recs: list[Receipt], sessions: list[str]) -> int:
+    """``apply_receipts`` limited to the rows of ``sessions``; rows removed."""
+    ids = ", ".join("?" * len(sessions))
+    removed = 0
+    for r in recs:
+        if r.target == "events":
+            conn.execute(
+                f"DELETE FROM events WHERE session_id IN ({ids}) AND occurred_at < ? AND raw_event_id <= ?",
+                (*sessions, r.cutoff, r.watermark if r.watermark is not None else -1),
+            )
+        else:  # covering keeps only events and token_usage receipts
+            conn.execute(
+                f"DELETE FROM token_usage WHERE session_id IN ({ids}) AND occurred_at < ?", (*sessions, r.cutoff)
+            )
+        removed += conn.changes()
+    return removed
 
 
 def covered(conn: apsw.Connection, limit: int) -> list[str]:

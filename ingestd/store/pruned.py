@@ -18,6 +18,7 @@ back either way. Claims of one message normally share their time (a copy of the 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection
 
 import apsw
@@ -29,19 +30,46 @@ def covering(recs: list[Receipt]) -> list[Receipt]:
     """The receipts that cover what all of ``recs`` cover, without the redundant ones. Pure.
 
     ``token_usage``: only the latest cutoff matters (a row older than an earlier cutoff is older
-    than the latest). ``events``: a receipt whose cutoff and watermark are both within another's
-    is dropped. Other targets (``backups``) remove no rows and are dropped.
+    than the latest); the first of equal latest cutoffs is kept. ``events``: a receipt whose
+    cutoff and watermark (None as -1) are both within another's is dropped (of equal pairs the
+    last is kept), the rest in ascending (cutoff, watermark). Other targets (``backups``) remove
+    no rows and are dropped. O(n log n): sorted by cutoff then watermark, both descending, a
+    receipt is kept when its watermark exceeds every one before it.
     """
     usage = [r for r in recs if r.target == "token_usage"]
     out = [max(usage, key=lambda r: r.cutoff)] if usage else []
     marks = {(r.cutoff, r.watermark if r.watermark is not None else -1): r for r in recs if r.target == "events"}
-    for k, r in sorted(marks.items()):
-        if not any(o != k and o[0] >= k[0] and o[1] >= k[1] for o in marks):
-            out.append(r)
-    return out
+    kept: list[Receipt] = []
+    highest: int | None = None
+    for (_, mark), r in sorted(marks.items(), reverse=True):
+        if highest is None or mark > highest:
+            kept.append(r)
+            highest = mark
+    return out + kept[::-1]
 
 
 _RECEIPTS = "SELECT target, cutoff, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
+_NEWEST = "SELECT max(id) FROM prune_receipts"
+# per connection: (newest receipt id, the covering set of the receipts up to it). Receipts are only
+# ever added (prune never deletes one; ids are the rowid), so an unchanged max(id) is an unchanged set.
+_COVERING: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, list[Receipt]]] = weakref.WeakKeyDictionary()
+
+
+def _covering_now(conn: apsw.Connection) -> list[Receipt]:
+    """The covering set of the database's receipts: one indexed read of ``max(id)`` when no receipt
+    was added since this connection last read them, else the receipts are read again."""
+    newest = conn.execute(_NEWEST).fetchall()[0][0]
+    if newest is None:
+        return []
+    known = _COVERING.get(conn)
+    if known is not None and known[0] == newest:
+        return known[1]
+    # read bare, not through ``receipts`` (its error wrapper costs more than the read); the
+    # caller's transaction translates a refusal
+    rows = conn.execute(_RECEIPTS).fetchall()
+    recs = covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
+    _COVERING[conn] = (int(newest), recs)
+    return recs
 
 
 def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
@@ -51,8 +79,9 @@ def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
     names the session it was folded for), so the deletes are limited to them: a transaction
     between two batches of a running prune leaves the rest to prune, which deletes it in its own
     short transactions and counts it (its result and its receipt's ``rows``). One read of
-    ``prune_receipts`` (empty unless prune ran: then nothing else happens), then one delete per
-    covering receipt on the session indexes. The rollup follows through its delete trigger.
+    ``max(prune_receipts.id)`` (the covering set is kept per connection and recomputed only when
+    a receipt was added; none: nothing else happens), then one delete per covering receipt on
+    the session indexes. The rollup follows through its delete trigger.
 
     Args:
         sessions: session ids the transaction folded rows for (none: nothing is read).
@@ -62,13 +91,8 @@ def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
     """
     if not sessions:
         return 0
-    # read bare, not through ``receipts`` (its error wrapper costs more than the read, in every
-    # write transaction); the caller's transaction translates a refusal
-    rows = conn.execute(_RECEIPTS).fetchall()
-    if not rows:
-        return 0
-    recs = covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
-    return _delete_covered(conn, recs, sorted(sessions))
+    recs = _covering_now(conn)
+    return _delete_covered(conn, recs, sorted(sessions)) if recs else 0
 
 
 def _delete_covered(conn: apsw.Connection, recs: list[Receipt], sessions: list[str]) -> int:

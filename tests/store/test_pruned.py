@@ -46,13 +46,18 @@ def test_the_receipts_are_read_again_only_when_one_was_added(conn: apsw.Connecti
 
 def test_a_new_receipt_applies_from_the_next_transaction(conn: apsw.Connection) -> None:
     assert write_txn(conn, lambda c: pruned.enforce(c, ["s"])) == 0
-    conn.execute(
-        "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at)"
-        " VALUES (1, 's', 's', 'x', '2026-01-01T00:00:00.000Z')"
-    )
+    for rid, sid in ((1, "s"), (2, "t")):
+        conn.execute(
+            "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at)"
+            " VALUES (?, ?, ?, 'x', '2026-01-01T00:00:00.000Z')",
+            (rid, sid, sid),
+        )
     assert write_txn(conn, lambda c: pruned.enforce(c, ["s"])) == 0
     conn.execute(_INSERT, ("2026-03-02T00:00:00.000Z", "events", "2026-02-01T00:00:00.000Z", 5))
     assert write_txn(conn, lambda c: pruned.enforce(c, ["s"])) == 1
+    # only the sessions the transaction wrote: session t's row is prune's to delete
+    assert conn.execute("SELECT raw_event_id FROM events").fetchall() == [(2,)]
+    assert write_txn(conn, lambda c: pruned.enforce(c, [])) == 0
 
 
 def _covering_by_definition(recs: list[Receipt]) -> list[Receipt]:

@@ -5,7 +5,9 @@ apply the prune receipts (``ingestd.retention.prune.apply_receipts``). A writer 
 pruned history (a resumed session's copy of it, a synced copy of a file, a file reset) folds the
 same log evidence again; without the receipts, the rows prune deleted came back and the live
 database no longer equalled its rebuild. ``enforce`` applies the same receipts inside each write
-transaction (``ingestd.store.writer.apply_batch``), so no row a receipt covers survives a commit.
+transaction (``ingestd.store.writer.apply_batch``) to the sessions it wrote, so no row a receipt
+covers that the transaction brought back survives a commit; the rows prune has yet to delete are
+left to prune.
 ``covered`` counts such rows for ``ingestd verify``.
 
 One limitation is known and documented (README "Retention"): a message claimed by two sessions
@@ -16,48 +18,99 @@ back either way. Claims of one message normally share their time (a copy of the 
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Collection
+
 import apsw
 
-from ingestd.retention.prune import Receipt, apply_receipts, receipts
+from ingestd.retention.prune import Receipt, receipts
 
 
 def covering(recs: list[Receipt]) -> list[Receipt]:
     """The receipts that cover what all of ``recs`` cover, without the redundant ones. Pure.
 
     ``token_usage``: only the latest cutoff matters (a row older than an earlier cutoff is older
-    than the latest). ``events``: a receipt whose cutoff and watermark are both within another's
-    is dropped. Other targets (``backups``) remove no rows and are dropped.
+    than the latest); the first of equal latest cutoffs is kept. ``events``: a receipt whose
+    cutoff and watermark (None as -1) are both within another's is dropped (of equal pairs the
+    last is kept), the rest in ascending (cutoff, watermark). Other targets (``backups``) remove
+    no rows and are dropped. O(n log n): sorted by cutoff then watermark, both descending, a
+    receipt is kept when its watermark exceeds every one before it.
     """
     usage = [r for r in recs if r.target == "token_usage"]
     out = [max(usage, key=lambda r: r.cutoff)] if usage else []
     marks = {(r.cutoff, r.watermark if r.watermark is not None else -1): r for r in recs if r.target == "events"}
-    for k, r in sorted(marks.items()):
-        if not any(o != k and o[0] >= k[0] and o[1] >= k[1] for o in marks):
-            out.append(r)
-    return out
+    kept: list[Receipt] = []
+    highest: int | None = None
+    for (_, mark), r in sorted(marks.items(), reverse=True):
+        if highest is None or mark > highest:
+            kept.append(r)
+            highest = mark
+    return out + kept[::-1]
 
 
 _RECEIPTS = "SELECT target, cutoff, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
+_NEWEST = "SELECT max(id) FROM prune_receipts"
+# per connection: (newest receipt id, the covering set of the receipts up to it). Receipts are only
+# ever added (prune never deletes one; ids are the rowid), so an unchanged max(id) is an unchanged set.
+_COVERING: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, list[Receipt]]] = weakref.WeakKeyDictionary()
 
 
-def enforce(conn: apsw.Connection) -> int:
-    """Delete the projection rows the prune receipts cover; call inside the writer's transaction.
+def _covering_now(conn: apsw.Connection) -> list[Receipt]:
+    """The covering set of the database's receipts: one indexed read of ``max(id)`` when no receipt
+    was added since this connection last read them, else the receipts are read again."""
+    newest = conn.execute(_NEWEST).fetchall()[0][0]
+    if newest is None:
+        return []
+    known = _COVERING.get(conn)
+    if known is not None and known[0] == newest:
+        return known[1]
+    # read bare, not through ``receipts`` (its error wrapper costs more than the read); the
+    # caller's transaction translates a refusal
+    rows = conn.execute(_RECEIPTS).fetchall()
+    recs = covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
+    _COVERING[conn] = (int(newest), recs)
+    return recs
 
-    One read of ``prune_receipts`` (empty unless prune ran: then nothing else happens), then one
-    indexed delete per covering receipt, which finds nothing unless this transaction wrote a row
-    of pruned history. The rollup follows through its delete trigger.
+
+def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
+    """Delete the rows of ``sessions`` the prune receipts cover; call inside the writer's transaction.
+
+    Only the sessions the transaction wrote can hold a row it brought back (every projection row
+    names the session it was folded for), so the deletes are limited to them: a transaction
+    between two batches of a running prune leaves the rest to prune, which deletes it in its own
+    short transactions and counts it (its result and its receipt's ``rows``). One read of
+    ``max(prune_receipts.id)`` (the covering set is kept per connection and recomputed only when
+    a receipt was added; none: nothing else happens), then one delete per covering receipt on
+    the session indexes. The rollup follows through its delete trigger.
+
+    Args:
+        sessions: session ids the transaction folded rows for (none: nothing is read).
 
     Returns:
         int, rows removed.
     """
-    # read bare, not through ``receipts`` (its error wrapper costs more than the read, in every
-    # write transaction); the caller's transaction translates a refusal
-    rows = conn.execute(_RECEIPTS).fetchall()
-    if not rows:
+    if not sessions:
         return 0
-    return apply_receipts(
-        conn, covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
-    )
+    recs = _covering_now(conn)
+    return _delete_covered(conn, recs, sorted(sessions)) if recs else 0
+
+
+def _delete_covered(conn: apsw.Connection, recs: list[Receipt], sessions: list[str]) -> int:
+    """``apply_receipts`` limited to the rows of ``sessions``; rows removed."""
+    ids = ", ".join("?" * len(sessions))
+    removed = 0
+    for r in recs:
+        if r.target == "events":
+            conn.execute(
+                f"DELETE FROM events WHERE session_id IN ({ids}) AND occurred_at < ? AND raw_event_id <= ?",
+                (*sessions, r.cutoff, r.watermark if r.watermark is not None else -1),
+            )
+        else:  # covering keeps only events and token_usage receipts
+            conn.execute(
+                f"DELETE FROM token_usage WHERE session_id IN ({ids}) AND occurred_at < ?", (*sessions, r.cutoff)
+            )
+        removed += conn.changes()
+    return removed
 
 
 def covered(conn: apsw.Connection, limit: int) -> list[str]:

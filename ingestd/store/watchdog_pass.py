@@ -43,8 +43,17 @@ _BACK_FROM_UNKNOWN = (
 # can change anything: without a candidate row each would change nothing, so they are skipped (most
 # commits of a live daemon: every agent active inside the window, none moved to ``unknown`` yet).
 _ANY_IDLE_AGENT = "SELECT 1 FROM agents WHERE status IN ('working', 'waiting') AND last_seen_at < ?1 LIMIT 1"
+# ``_BACK_FROM_UNKNOWN`` changes an unknown agent only when it is in ``alive``: an ancestor of an
+# agent active inside the window (``alive``'s seeds are working or waiting, never unknown), which is
+# in its session. So it is probed from the live side: an active agent with an unknown agent in its
+# session. Probing the unknown side alone matched every agent of every abandoned session the
+# watchdog ever moved (its evidence status stays), so on any database that had run a while the
+# statement always ran. Plan: the ``agents_status`` range of the active ones, then each one's session
+# by an index led by session_id (``+u.status``: not the ``agents_status`` range of every unknown agent).
 _ANY_UNKNOWN_AGENT = (
-    "SELECT 1 FROM agents WHERE status = 'unknown' AND evidence_status IN ('working', 'waiting') LIMIT 1"
+    "SELECT 1 FROM agents a WHERE a.status IN ('working', 'waiting') AND a.last_seen_at >= ?1"
+    " AND EXISTS (SELECT 1 FROM agents u WHERE u.session_id = a.session_id AND +u.status = 'unknown'"
+    " AND u.evidence_status IN ('working', 'waiting')) LIMIT 1"
 )
 
 
@@ -151,7 +160,7 @@ def watchdog_pass(conn: apsw.Connection, as_of: str, window_s: int) -> int:
     if conn.execute(_ANY_IDLE_AGENT, (cutoff,)).fetchall():
         conn.execute(_ALIVE + "UPDATE agents SET status = 'unknown' WHERE " + _IDLE_AGENTS, (cutoff,))
         n = conn.changes()
-    if conn.execute(_ANY_UNKNOWN_AGENT).fetchall():
+    if conn.execute(_ANY_UNKNOWN_AGENT, (cutoff,)).fetchall():
         conn.execute(_ALIVE + _BACK_FROM_UNKNOWN, (cutoff,))
     conn.execute("UPDATE sessions SET status = 'unknown' WHERE " + _IDLE_SESSIONS, (cutoff,))
     return n

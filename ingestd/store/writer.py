@@ -174,7 +174,8 @@ def apply_batch(
             _write_prefold(c, prefold, cache, batch, touched)
         else:
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
-        pruned.enforce(c)  # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
+        # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
+        pruned.enforce(c, batch.by_session)
         result.sessions = set(batch.by_session)
         _finish(c, batch, checkpoints, watchdog_window_s, first_id)
         return result

@@ -130,3 +130,38 @@ async def test_the_daemons_tailer_does_not_bring_pruned_usage_back(tmp_path: Pat
     finally:
         runner.close()
     _run("replay", "--db", str(db_path))
+
+
+def test_a_write_between_prune_batches_leaves_the_other_sessions_rows_to_prune(tmp_path: Path) -> None:
+    """Prune deletes in short batches and writes its receipt with the first; a writer transaction
+    between two batches removes only its own sessions' covered rows, not all that prune has yet to
+    delete (under the write lock, uncounted by prune and its receipt)."""
+    proj = tmp_path / "p" / "-proj"
+    proj.mkdir(parents=True)
+    shutil.copy(FIXTURE, proj / FIXTURE.name)
+    db = tmp_path / "x.db"
+    _run("ingest", "--projects", str(tmp_path / "p"), "--db", str(db))
+    conn = connect(db)
+    total = conn.execute("SELECT count(*) FROM token_usage").fetchall()[0][0]
+    assert total > 6
+    # another session of its own messages: a copy of the fixture under new session, message and line ids
+    other = tmp_path / "66666666-6666-4666-8666-666666666666.jsonl"
+    text = FIXTURE.read_text().replace(FIXTURE.stem, other.stem).replace('"msg_', '"msgB_')
+    other.write_text(text.replace('Uuid":"r', 'Uuid":"b').replace('"uuid":"r', '"uuid":"b'))
+    left: list[int] = []
+
+    def on_batch(n: int) -> None:
+        if not left:  # one ingest transaction (another session's file) after prune's first batch
+            shutil.copy(other, proj / other.name)
+            _run("ingest", "--projects", str(tmp_path / "p"), "--db", str(db))
+            sid = FIXTURE.stem
+            left.append(conn.execute("SELECT count(*) FROM token_usage WHERE session_id = ?", (sid,)).fetchall()[0][0])
+
+    policy = pr.Policy(events_days=None, token_usage_days=30, acknowledge_cost_loss=True)
+    (res,) = pr.prune(conn, policy, now=datetime.now(UTC), batch_rows=3, on_batch=on_batch)
+    assert left == [total - 3]
+    assert res.rows == total and len(res.keys) == total and res.batches > 2
+    assert conn.execute("SELECT rows FROM prune_receipts").fetchall() == [(total,)]
+    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(0,)]
+    assert check_pruned(conn).ok
+    _run("replay", "--db", str(db))

@@ -91,10 +91,20 @@ def test_the_recursive_statements_run_only_when_a_row_could_change(db: apsw.Conn
     # a pass runs in every hook transaction: with every agent active inside the window and none
     # moved to unknown, its two recursive statements (over every live agent) could change nothing
     setup(db)
+    # a database that has run a while: an agent of an abandoned session the watchdog moved long ago
+    # (its evidence status stays working); nothing live in its session can bring it back
+    db.execute(
+        "INSERT INTO sessions (id, status, last_activity_at) VALUES ('old', 'unknown', '2025-06-01T00:00:00.000Z')"
+    )
+    db.execute(
+        UPSERT_AGENT, ("o", "old", "main", None, "working", None, *["2025-06-01T00:00:00.000Z"] * 2, None, 0, None)
+    )
+    db.execute("UPDATE agents SET status = 'unknown' WHERE session_id = 'old'")
     assert _recursive(db, "2026-01-01T00:09:00.000Z") == 0
-    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
-    assert _recursive(db, "2026-01-01T00:31:00.000Z") == 2  # idle ones, then unknown ones
-    assert statuses(db) == {"s": "unknown", "c": "unknown", "g": "unknown"}
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working", "o": "unknown"}
+    # the idle ones; after them no agent of theirs is live, so none can come back
+    assert _recursive(db, "2026-01-01T00:31:00.000Z") == 1
+    assert statuses(db) == {"s": "unknown", "c": "unknown", "g": "unknown", "o": "unknown"}
     agent(db, "g", "c", "2026-01-01T00:40:00.000Z")
     assert _recursive(db, "2026-01-01T00:41:00.000Z") == 1  # none idle; the unknown ones come back
-    assert statuses(db) == {"s": "working", "c": "working", "g": "working"}
+    assert statuses(db) == {"s": "working", "c": "working", "g": "working", "o": "unknown"}

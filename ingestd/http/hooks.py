@@ -190,16 +190,22 @@ async def _store(
     charge.hand()  # from here the writer also says when the row has left its queue
     try:
         await writer.submit([row], timeout_s, charge.give)
-    except TimeoutError:
-        return _reject(request, 503, "timeout", "the database did not commit in time; retry later")
-    except (CommitterOverloaded, CommitterClosed) as e:
-        return _reject(request, 503, "unavailable", f"{e}; retry later")
-    except StorageError as e:
-        log.error("hook_storage_error", error=str(e))
-        return _reject(request, *STORAGE_FAILED)
+    except (TimeoutError, StorageError) as e:
+        return _writer_failed(request, e, "commit")
     if header_key is not None:  # client-keyed only: hooks from Claude Code never take this read
         return await _check_reuse(writer, deadline, request, parsed, body, header_key, key)
     return web.Response(status=200)
+
+
+def _writer_failed(request: web.Request, e: TimeoutError | StorageError, late: str) -> web.Response:
+    """The answer when the writer did not ``late`` (commit, answer) in time (503 timeout), refused
+    the work without trying (503 unavailable), or failed it (500, logged)."""
+    if isinstance(e, TimeoutError):
+        return _reject(request, 503, "timeout", f"the database did not {late} in time; retry later")
+    if isinstance(e, CommitterOverloaded | CommitterClosed):
+        return _reject(request, 503, "unavailable", f"{e}; retry later")
+    log.error("hook_storage_error", error=str(e))
+    return _reject(request, *STORAGE_FAILED)
 
 
 async def _check_reuse(
@@ -217,13 +223,8 @@ async def _check_reuse(
     try:
         async with asyncio.timeout_at(deadline):
             stored = await writer.call(functools.partial(payload_under_key, key=key))
-    except TimeoutError:
-        return _reject(request, 503, "timeout", "the database did not answer in time; retry later")
-    except (CommitterOverloaded, CommitterClosed) as e:
-        return _reject(request, 503, "unavailable", f"{e}; retry later")
-    except StorageError as e:
-        log.error("hook_storage_error", error=str(e))
-        return _reject(request, *STORAGE_FAILED)
+    except (TimeoutError, StorageError) as e:
+        return _writer_failed(request, e, "answer")
     if stored is None or hookkeys.same_event(stored, body, event):
         return web.Response(status=200)
     msg = f"Idempotency-Key {header_key!r} was already used for another event; this one was not stored (use a new key)"

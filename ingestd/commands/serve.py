@@ -24,6 +24,7 @@ from ingestd.commands._common import (
     resolve_db,
     setting_options,
 )
+from ingestd.commands._token import token_options
 from ingestd.daemon import lock
 from ingestd.daemon.bind import bind_socket
 from ingestd.http import auth
@@ -45,13 +46,7 @@ FLAGS = (
 @db_option
 @projects_option
 @setting_options(*FLAGS)
-@click.option("--token-env", default=None, metavar="NAME", help="Read the bearer token from this env variable.")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Read the bearer token from this file.",
-)
+@token_options("Read the bearer token from this env variable.", "Read the bearer token from this file.")
 @click.option("--no-tail", is_flag=True, help="Receive hooks only; do not read transcripts [setting tail].")
 def serve_cmd(
     db_path: Path | None,

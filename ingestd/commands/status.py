@@ -20,6 +20,7 @@ from ingestd.commands._common import (
     store_connection,
     store_option,
 )
+from ingestd.commands._token import token_options
 from ingestd.daemon import presence
 from ingestd.errors import ConfigError
 from ingestd.http import auth
@@ -44,12 +45,9 @@ def register(cli: click.Group) -> None:
     @db_option
     @store_option
     @click.option("--no-stat", "no_stat", is_flag=True, help="Do not compare tail checkpoints with the files on disk.")
-    @click.option("--token-env", default=None, metavar="NAME", help="The daemon's token is in this env variable.")
-    @click.option(
-        "--token-file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="The daemon's token is in this file (as `serve --token-file`): sent with the health probe.",
+    @token_options(
+        "The daemon's token is in this env variable.",
+        "The daemon's token is in this file (as `serve --token-file`): sent with the health probe.",
     )
     @json_option
     def status_cmd(

@@ -15,7 +15,7 @@ rebuilt rows the receipt covers and keeps rows of later log rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -373,24 +373,28 @@ def receipts(conn: apsw.Connection) -> list[Receipt]:
         ]
 
 
-def apply_receipts(conn: apsw.Connection, recs: list[Receipt]) -> int:
+def apply_receipts(conn: apsw.Connection, recs: list[Receipt], sessions: Sequence[str] | None = None) -> int:
     """Delete from a *rebuilt* database what the receipts say prune removed. Call inside a write txn.
 
     ``events``: rows with ``occurred_at < cutoff`` and ``raw_event_id <= watermark`` (later log rows
     were never pruned). ``token_usage``: rows with ``occurred_at < cutoff`` (usage rows carry no log id).
+    ``sessions``: only the rows of these sessions (the live path, ``store.pruned.enforce``); None: all.
 
     Returns:
         Rows removed.
     """
+    only, args = (
+        ("", ()) if sessions is None else (f" AND session_id IN ({', '.join('?' * len(sessions))})", tuple(sessions))
+    )
     removed = 0
     for r in recs:
         if r.target == "events":
             conn.execute(
-                "DELETE FROM events WHERE occurred_at < ? AND raw_event_id <= ?",
-                (r.cutoff, r.watermark if r.watermark is not None else -1),
+                f"DELETE FROM events WHERE occurred_at < ? AND raw_event_id <= ?{only}",
+                (r.cutoff, r.watermark if r.watermark is not None else -1, *args),
             )
         elif r.target == "token_usage":
-            conn.execute("DELETE FROM token_usage WHERE occurred_at < ?", (r.cutoff,))
+            conn.execute(f"DELETE FROM token_usage WHERE occurred_at < ?{only}", (r.cutoff, *args))
         else:
             continue
         removed += conn.changes()

@@ -23,7 +23,7 @@ from collections.abc import Collection
 
 import apsw
 
-from ingestd.retention.prune import Receipt, receipts
+from ingestd.retention.prune import Receipt, apply_receipts, receipts
 
 
 def covering(recs: list[Receipt]) -> list[Receipt]:
@@ -92,25 +92,7 @@ def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
     if not sessions:
         return 0
     recs = _covering_now(conn)
-    return _delete_covered(conn, recs, sorted(sessions)) if recs else 0
-
-
-def _delete_covered(conn: apsw.Connection, recs: list[Receipt], sessions: list[str]) -> int:
-    """``apply_receipts`` limited to the rows of ``sessions``; rows removed."""
-    ids = ", ".join("?" * len(sessions))
-    removed = 0
-    for r in recs:
-        if r.target == "events":
-            conn.execute(
-                f"DELETE FROM events WHERE session_id IN ({ids}) AND occurred_at < ? AND raw_event_id <= ?",
-                (*sessions, r.cutoff, r.watermark if r.watermark is not None else -1),
-            )
-        else:  # covering keeps only events and token_usage receipts
-            conn.execute(
-                f"DELETE FROM token_usage WHERE session_id IN ({ids}) AND occurred_at < ?", (*sessions, r.cutoff)
-            )
-        removed += conn.changes()
-    return removed
+    return apply_receipts(conn, recs, sorted(sessions)) if recs else 0
 
 
 def covered(conn: apsw.Connection, limit: int) -> list[str]:

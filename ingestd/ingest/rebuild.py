@@ -23,7 +23,7 @@ from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
 from ingestd.store.payload import decode as decode_payload
-from ingestd.store.watchdog_pass import clock_bound, effective_window, reference, watchdog_pass
+from ingestd.store.watchdog_pass import clock_bound, effective_window, newest_before, reference, watchdog_pass
 from ingestd.store.writer import SessionWork, fold_into
 
 ORDERS = ("log", "origin", "reverse")
@@ -123,20 +123,13 @@ def rebuild_projections(
                     del states[done]  # folded and written: only the current session's state is needed
     _flush(src, dst, states, pending, ctx)
     if as_of is None:
-        as_of = _log_as_of(src)
+        # capped at the clock as live (``watchdog_pass.reference``): a time read while the clock was
+        # ahead is not the log's now
+        as_of = newest_before(src, clock_bound(time.time_ns())) or None
     if as_of is not None:
         a = as_of
         write_txn(dst, lambda c: watchdog_pass(c, a, watchdog_window_s))
     return total
-
-
-def _log_as_of(src: apsw.Connection) -> str | None:
-    """The newest ``received_at`` of the log not after the clock (None: none): capped as live
-    (``watchdog_pass.reference``), a time read while the clock was ahead is not the log's now."""
-    v = src.execute(
-        "SELECT max(received_at) FROM events_raw WHERE received_at <= ?", (clock_bound(time.time_ns()),)
-    ).fetchall()[0][0]
-    return v if isinstance(v, str) else None
 
 
 def _batches(src: apsw.Connection, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:

@@ -106,9 +106,10 @@ def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None
         return newest
     got = conn.execute("SELECT value FROM meta WHERE key = 'watchdog_as_of'").fetchall()
     held = got[0][0] if got and isinstance(got[0][0], str) else None
-    if held is None:
-        held = _newest_before(conn, now, 0)
-    past = _newest_before(conn, now, first_id) if first_id is not None else ""
+    if held is None:  # the whole log's, which covers this batch's rows too
+        held, past = newest_before(conn, now), ""
+    else:
+        past = newest_before(conn, now, first_id) if first_id is not None else ""
     ref = reference_time(newest, past, held, now)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('watchdog_as_of', ?)"
@@ -118,7 +119,7 @@ def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None
     return ref
 
 
-def _newest_before(conn: apsw.Connection, now: str, first_id: int) -> str:
+def newest_before(conn: Any, now: str, first_id: int = 0) -> str:
     """The newest ``received_at`` not after ``now`` of the log rows from id ``first_id`` on ('' for none)."""
     v: Any = conn.execute(
         "SELECT max(received_at) FROM events_raw WHERE id >= ? AND received_at <= ?", (first_id, now)

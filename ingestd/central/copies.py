@@ -20,7 +20,7 @@ import psycopg
 
 from ingestd.central.pg import pg_errors
 from ingestd.errors import ConfigError
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import set_meta
 
 
 class SecondCopy(ConfigError):
@@ -62,11 +62,4 @@ def refused(local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str) -
     new identity). Each in a transaction of its own."""
     with pg_errors(), pg.transaction():
         pg.execute("UPDATE hosts SET refused_at = now() WHERE host_id = %s", (host_id,))
-    write_txn(
-        local,
-        lambda c: c.execute(
-            "INSERT INTO meta (key, value) VALUES ('ship_refused', ?) ON CONFLICT (key) DO UPDATE SET"
-            " value = excluded.value",
-            (host_id,),
-        ),
-    )
+    set_meta(local, "ship_refused", host_id)

@@ -32,7 +32,7 @@ import apsw
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, on_read_only_media, scalar, translate, write_txn
+from ingestd.store.connection import connect, on_read_only_media, scalar, set_meta, translate
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
@@ -191,17 +191,6 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
-    """Upsert one ``meta`` row in its own short write transaction."""
-    write_txn(
-        conn,
-        lambda c: c.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        ),
-    )
 
 
 def _free_bytes(directory: Path) -> int:

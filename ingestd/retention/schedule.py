@@ -21,7 +21,7 @@ from ingestd.logs import get_logger
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, scalar
+from ingestd.store.connection import connect, scalar, set_meta
 from ingestd.store.identity import shipped_through
 
 CHECK_EVERY_S = 3600
@@ -133,7 +133,7 @@ def _scheduled_prune(
     try:
         pruned, retention = prune_and_retain(conn, db_path, settings, now, keep_keys=False)
         assert retention is not None
-        bk.set_meta(conn, "last_prune_at", format_utc(now))
+        set_meta(conn, "last_prune_at", format_utc(now))
         run.pruned.extend(pruned)
         for p in pruned:
             log.info("prune finished", target=p.table, cutoff=p.cutoff, rows=p.rows, batches=p.batches)

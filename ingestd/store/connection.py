@@ -242,3 +242,14 @@ def scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any
     for row in conn.execute(sql, params):
         return row[0]
     return None
+
+
+def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
+    """Upsert one ``meta`` row in its own short write transaction."""
+    write_txn(
+        conn,
+        lambda c: c.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        ),
+    )

@@ -53,6 +53,8 @@ TIMESTAMP = "timestamp"
 TOKENS = "tokens"
 STORAGE = "storage"
 REASONS = (TIMESTAMP, TOKENS, STORAGE)
+# A timestamp refused as in the future names it with these words (``status`` counts them).
+FUTURE_DETAIL = "is after the line was read"
 
 # The event_type of the log row (source ``ingestd``) the shell writes when it isolates a row.
 STORAGE_MARKER = "quarantine"
@@ -265,7 +267,7 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
         record_ts(*state.bad_ts.setdefault(og, ([], [])), off, "")  # its message named by ``name_refused``
-        what = f"is after the line was read ({row.received_at})" if future else "is not an instant in 2000-2099"
+        what = f"{FUTURE_DETAIL} ({row.received_at})" if future else "is not an instant in 2000-2099"
         detail = f"timestamp {shorten(obj.get('timestamp'))} {what}: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
         state.seen_origins.add(og)

@@ -15,6 +15,7 @@ from typing import Any
 import apsw
 
 from ingestd.core.timefmt import format_utc, parse
+from ingestd.core.validate import FUTURE_DETAIL
 from ingestd.report.usage import Usage
 from ingestd.store.connection import scalar, storage_errors
 from ingestd.store.identity import shipped_through, stored_identity
@@ -204,7 +205,7 @@ def status_report(
 
 
 # The detail ``core.validate.note_time`` writes for a record time after its line's read time.
-_FUTURE_DETAIL = "%is after the line was read%"
+_FUTURE_DETAIL = f"%{FUTURE_DETAIL}%"
 
 
 def clock_section(conn: apsw.Connection, now: datetime) -> dict[str, Any]:

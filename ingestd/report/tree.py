@@ -111,7 +111,8 @@ def _load(conn: apsw.Connection, sid: str, rates: RateTable) -> tuple[dict[str, 
 
 
 def _fields(agents: dict[str, _Agent], aid: str, depth: int, orphan: str | None) -> dict[str, Any]:
-    """An agent's node fields up to ``tool_calls`` (cost and children are added when its subtree is done)."""
+    """An agent's node fields up to ``own`` (its subtree's cost and its children are added when the
+    subtree is done)."""
     a = agents[aid]
     r = a.row
     return {
@@ -133,6 +134,7 @@ def _fields(agents: dict[str, _Agent], aid: str, depth: int, orphan: str | None)
             "by_status": dict(sorted(a.tools_by_status.items())),
             "by_tool": dict(sorted(a.tools_by_name.items())),
         },
+        "own": a.own.to_json(),
     }
 
 
@@ -163,7 +165,6 @@ def _node(
             seen.add(cid)
             stack.append(frame(cid, depth + len(stack), None))
             continue
-        node["own"] = agents[node["agent_id"]].own.to_json()
         node["subtree"] = subtree.to_json()
         node["children"] = done
         stack.pop()

@@ -197,11 +197,13 @@ def render_sessions(
     unpriced: dict[str, dict[str, Any]] = {}
     for r in rows:
         for m, u in r["unpriced"].items():
-            acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0, "web_search_requests": 0, "reasons": []})
+            acc = unpriced.setdefault(m, {"tokens": 0, "messages": 0, "web_search_requests": 0, "reasons": set()})
             acc["tokens"] += u["tokens"]
             acc["messages"] += u["messages"]
             acc["web_search_requests"] += u.get("web_search_requests", 0)
-            acc["reasons"] = sorted({*acc["reasons"], *u.get("reasons", ())})
+            acc["reasons"].update(u.get("reasons", ()))
+    for acc in unpriced.values():
+        acc["reasons"] = sorted(acc["reasons"])
     started, started_c, y1 = _times([r["started_at"] for r in rows], zone)
     last, last_c, y2 = _times([r["last_activity_at"] for r in rows], zone)
     titles: list[Cell] = [_title(r) for r in rows]

@@ -88,6 +88,12 @@ def ahead_dictionary(ahead: Pretrained | None, batch: list[NewLogRow], n_stored:
     """``ahead``'s dictionary when it was trained on exactly the samples ``_train`` has (the same
     row objects, no stored line among them), else None. Training is deterministic for the same
     samples and parameters, so the bytes are those training here would give."""
-    if ahead is None or ahead.dictionary is None or n_stored or len(ahead.samples) != len(batch):
+    if ahead is None or ahead.dictionary is None or n_stored:
         return None
-    return ahead.dictionary if all(a is b for a, b in zip(ahead.samples, batch, strict=True)) else None
+    return ahead.dictionary if same_rows(ahead.samples, batch) else None
+
+
+def same_rows(a: Sequence[NewLogRow], b: Sequence[NewLogRow]) -> bool:
+    """Whether ``a`` and ``b`` are the same row objects in the same order (work made ahead for a
+    batch is used only for exactly that batch). Pure."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

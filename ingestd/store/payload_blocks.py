@@ -31,14 +31,12 @@ import weakref
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ingestd.core.keys import line_key_prefix
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
-
-if TYPE_CHECKING:
-    from ingestd.store.dictionary import Pretrained
+from ingestd.store.dictionary import Pretrained, same_rows
 
 # ``events_raw.codec`` of a row whose payload is a reference into ``payload_blocks``.
 BLOCK = -1
@@ -263,9 +261,7 @@ def precompress(
 
 def _made_for(pre: PreBlocks | None, rows: Sequence[NewLogRow]) -> bool:
     """Whether ``pre`` was made for exactly these rows (the same objects, in order)."""
-    if pre is None or len(pre.rows) != len(rows):
-        return False
-    return all(a is b for a, b in zip(pre.rows, rows, strict=True))
+    return pre is not None and same_rows(pre.rows, rows)
 
 
 def write(
@@ -292,8 +288,10 @@ def write(
         dict row index -> stored payload (``ref``); rows not in it are stored per row.
     """
     ours = pre if _made_for(pre, rows) else None
-    among, chunks = (ours.among, ours.chunks) if ours is not None else (first_lines(rows), [])
-    if ours is None:
+    if ours is not None:
+        among, chunks = ours.among, ours.chunks
+    else:
+        among = first_lines(rows)
         chunks = plan(rows, among)
     if not chunks or not has_table(conn):
         return {}
@@ -301,7 +299,7 @@ def write(
     if new != among:  # some lines are logged already (a file read again): fewer rows, other blocks
         chunks = plan(rows, new)
     usable = ours is not None and ours.codec == codec and new == among and len(ours.frames) == len(chunks)
-    frames = ours.frames if usable and ours is not None else None
+    frames = ours.frames if ours is not None and usable else None
     out: dict[int, bytes] = {}
     written: dict[int, tuple[int, dict[int, bytes]]] = {}
     for k, chunk in enumerate(chunks):

@@ -15,7 +15,7 @@ from ingestd.commands._common import (
     emit_json,
     json_option,
     open_db,
-    open_read_db,
+    open_reader,
     open_store,
     store_option,
 )
@@ -71,7 +71,7 @@ def pricing_group() -> None:
 @json_option
 def list_cmd(db_path: Path | None, store_url: str | None, model: str | None, as_json: bool) -> None:
     """List price rows."""
-    rows = pricing.list_prices(open_store(store_url) if store_url else open_read_db(db_path), model)
+    rows = pricing.list_prices(open_reader(db_path, store_url)[0], model)
     if as_json:
         emit_json({"rows": [r.to_json() for r in rows]})
         return

@@ -43,10 +43,10 @@ class HookAddress:
 def _running_daemon(db_path: Path) -> presence.Presence | None:
     """The daemon serving ``db_path`` now (its pid is alive, ``presence.detect``), or None. Read-only.
 
-    A daemon whose probe did not answer (``not_responding``) still counts: its state file names the
-    address it bound, which a stalled daemon keeps.
+    Its health does not matter (a stalled daemon keeps the address it bound), so it is not probed:
+    a stuck daemon made every `hooks install` wait for the probe's timeout.
     """
-    found = presence.detect(db_path, datetime.now(UTC))
+    found = presence.detect(db_path, datetime.now(UTC), probe=False)
     alive = found.state in ("running", "unhealthy", "not_responding")
     return found if alive and found.address is not None else None
 

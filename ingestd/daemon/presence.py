@@ -210,7 +210,9 @@ class Presence:
         }
 
 
-def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S, token: str | None = None) -> Presence:
+def detect(
+    db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S, token: str | None = None, probe: bool = True
+) -> Presence:
     """Whether a daemon serves ``db_path`` now: the state file, the pid, and a health probe. Read-only.
 
     Args:
@@ -219,6 +221,8 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S, 
         timeout_s: float, seconds the health probe may take.
         token: str | None, the daemon's bearer token, sent with the probe (a daemon with a token
             answers 401 without it: running, health unknown).
+        probe: bool, False: no health probe; a live pid with an address is ``not_responding``
+            ("not probed"), for a caller that needs only where the daemon listens.
     """
     path, doc = _state_of(db_path)
     if doc is None:
@@ -247,6 +251,8 @@ def detect(db_path: Path, now: datetime, *, timeout_s: float = PROBE_TIMEOUT_S, 
         return make("stopped", None, f"process {pid} is gone (killed, or the machine restarted)")
     if host is None or port is None:
         return make("not_responding", None, "the state file names no address")
+    if not probe:
+        return make("not_responding", None, "not probed")
     status, body = probe_health(host, port, timeout_s, token)
     if status is None:
         return make("not_responding", None, f"process {pid} is alive but {address} did not answer: {body}")

@@ -112,3 +112,22 @@ def test_install_follows_serve_port_given_on_the_command_line(tmp_path: Path) ->
     r = _install(home, "print", "--db", str(db))
     assert addresses(json.loads(r.stdout)) == {"127.0.0.1:7391"}
     assert "(the default)" in r.stderr
+
+
+def test_install_finds_a_stalled_daemon_without_probing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # its health does not change the address; a stuck daemon made every install wait for the probe
+    home, db = tmp_path / "home", tmp_path / "h.db"
+    (home / ".claude").mkdir(parents=True)
+    db.touch()
+
+    def no_probe(*a: Any, **kw: Any) -> Any:
+        raise AssertionError("hooks install probed the daemon's health")
+
+    monkeypatch.setattr(presence, "probe_health", no_probe)
+    presence.write_started(db, host="127.0.0.1", port=45678, now=datetime.now(UTC))
+    try:
+        r = _install(home, "print", "--db", str(db))
+        assert r.exit_code == 0, r.output
+        assert addresses(json.loads(r.stdout)) == {"127.0.0.1:45678"}
+    finally:
+        presence.write_stopped(db, now=datetime.now(UTC))

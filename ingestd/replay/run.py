@@ -187,7 +187,6 @@ def replay(
     batch_sizes: tuple[int, int] = (FIRST_BATCH_SIZE, SECOND_BATCH_SIZE),
     on_phase: Callable[[str], None] | None = None,
     on_rows: Callable[[int], None] | None = None,
-    parallel: bool = True,
     parallel_min_rows: int = PARALLEL_MIN_ROWS,
 ) -> ReplayResult:
     """Double replay of ``db_path`` compared with its live projections. Reads the live db once (snapshot).
@@ -200,9 +199,9 @@ def replay(
         batch_sizes: the two rebuilds' batch sizes.
         on_phase: called with each phase's name as it starts (progress).
         on_rows: called with counts of rows dumped (progress).
-        parallel: run the two default rebuilds in two processes (ignored with a custom ``rebuilder``),
-            when the log holds at least ``parallel_min_rows`` rows; else one after the other here
-            (the same rebuilds).
+        parallel_min_rows: the two default rebuilds run in two processes (not with a custom
+            ``rebuilder``) when the log holds at least this many rows; else one after the other
+            here (the same rebuilds; ``sys.maxsize``: always here).
 
     Raises:
         StorageError: a database could not be read or written.
@@ -215,7 +214,7 @@ def replay(
             log_rows = int(str(snap.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]))
         recs = pr.receipts(snap)
         plan = (("replay_a", batch_sizes[0], "origin"), ("replay_b", batch_sizes[1], "reverse"))
-        if rebuilder is None and parallel and log_rows >= parallel_min_rows:
+        if rebuilder is None and log_rows >= parallel_min_rows:
             sides = [("live", snap), *run.rebuild_parallel(snap, plan)]
         else:
             build = rebuilder if rebuilder is not None else default_rebuilder(live_ctx(snap))

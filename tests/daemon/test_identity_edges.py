@@ -7,6 +7,7 @@ had run on one database.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -36,5 +37,5 @@ def test_daemon_tailer_then_ingest_then_replay_agree(tmp_path: Path) -> None:
     stamps = conn.execute("SELECT DISTINCT instance, host_id FROM orchestration_edges").fetchall()
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')").fetchall())
     assert stamps == [(meta["instance"], meta["host_id"])]
-    result = replay(db, parallel=False)
+    result = replay(db, parallel_min_rows=sys.maxsize)
     assert result.comparison.ok, result.to_json()

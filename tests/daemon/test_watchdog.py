@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,5 +146,5 @@ def test_a_non_default_window_is_in_the_log_so_replay_agrees(tmp_path: Path) -> 
     assert effective_window(conn) == 2
     assert conn.execute("SELECT status FROM agents WHERE id = 's2'").fetchall() == [("unknown",)]
     conn.close()
-    result = replay(db, parallel=False)
+    result = replay(db, parallel_min_rows=sys.maxsize)
     assert result.comparison.ok, result.to_json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def assert_kept(before: dict[str, list[Any]], after: dict[str, list[Any]], *, se
 def assert_replay_ok(db: Path, workdir: Path) -> None:
     """``ingestd replay``: two rebuilds from the log equal each other and the live projections.
 
-    The rebuilds run in this process (``parallel=False``: the same rebuild, without starting two
+    The rebuilds run in this process (``parallel_min_rows=sys.maxsize``: the same rebuild, without starting two
     Python processes, which cost far more than these small logs; the CLI's tests run them parallel)."""
-    result = replay(db, workdir=workdir, parallel=False)
+    result = replay(db, workdir=workdir, parallel_min_rows=sys.maxsize)
     assert result.comparison.ok, result.comparison.differences

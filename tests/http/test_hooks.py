@@ -59,6 +59,19 @@ def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     return make
 
 
+def stuck_writer() -> tuple[threading.Event, threading.Event, Any]:
+    """``(entered, release, apply)``: an ``apply`` that sets ``entered`` and holds its transaction
+    until ``release`` (10 s at most), then stores the rows."""
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
+        entered.set()
+        release.wait(10)
+        return apply_mod.store_rows(conn, batch)
+
+    return entered, release, stuck
+
+
 def rows(
     db: Path,
     sql: str = "SELECT idempotency_key, source, event_type, payload_bytes(codec, payload), session_id, origin"
@@ -224,12 +237,7 @@ async def test_500_fixed_body_when_the_database_refuses(make_client: MakeClient,
 
 
 async def test_slow_database_answers_503_quickly(make_client: MakeClient, db: Path) -> None:
-    release = threading.Event()
-
-    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
-        release.wait(10)
-        return apply_mod.store_rows(conn, batch)
-
+    _, release, stuck = stuck_writer()
     client = await make_client(apply=stuck, hooks=HookConfig(hook_timeout_ms=100))
     loop = asyncio.get_running_loop()
     t0 = loop.time()
@@ -414,13 +422,7 @@ async def test_413_for_a_body_too_wide_to_decode_and_nothing_written(make_client
 async def test_bodies_in_flight_share_one_decoding_budget(make_client: MakeClient, db: Path) -> None:
     # breaker4: each body was checked alone (32 MiB of values), none against the others in flight:
     # 64 concurrent ~480 KB bodies of `{}` took 885 MB until their commit
-    entered, release = threading.Event(), threading.Event()
-
-    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
-        entered.set()
-        release.wait(10)
-        return apply_mod.store_rows(conn, batch)
-
+    entered, release, stuck = stuck_writer()
     wide = body(p=[{}] * 50_000)
     cost = decoded_bytes(wide)
     client = await make_client(apply=stuck, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
@@ -490,13 +492,7 @@ async def test_a_timed_out_body_keeps_its_charge_until_its_row_leaves_the_queue(
 ) -> None:
     # after a 503 timeout the row still waits in the writer's queue, decoded: its charge on the
     # in-flight budget was given back at the 503, so more wide bodies could pile up behind it
-    entered, release = threading.Event(), threading.Event()
-
-    def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
-        entered.set()
-        release.wait(10)
-        return apply_mod.store_rows(conn, batch)
-
+    entered, release, stuck = stuck_writer()
     wide = body(p=[{}] * 50_000)
     cost = decoded_bytes(wide)
     hooks = HookConfig(max_decoded_bytes_in_flight=cost + cost // 2, hook_timeout_ms=200)

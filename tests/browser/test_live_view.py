@@ -429,6 +429,11 @@ def test_nothing_overflows_horizontally_at_390_px(browser: Any, site: Site) -> N
 # ---- hostile text ----------------------------------------------------------------------------------------
 
 
+def _text(browser: Any, element_id: str) -> str:
+    """The rendered text of the element ``element_id``, found and read in one script."""
+    return str(js(browser, f"return document.getElementById({element_id!r}).innerText"))
+
+
 def test_hostile_titles_prompts_and_descriptions_render_as_text(browser: Any, site: Site) -> None:
     from selenium.common.exceptions import NoAlertPresentException
 
@@ -469,11 +474,12 @@ def test_hostile_titles_prompts_and_descriptions_render_as_text(browser: Any, si
     open_view(browser, site, f"#/session/{sid}", "session")
     js(browser, "for (const d of document.querySelectorAll('details')) d.open = true;")
     browser.save_screenshot(str(site.shots / "hostile.png"))
-    assert browser.find_element("id", "session-title").text == XSS_TITLE
+    # read in one script each: the live view may re-render between a find and a read (a stale element)
+    assert _text(browser, "session-title") == XSS_TITLE
     agents = {a["id"]: a for a in js(browser, AGENTS_JS)}
     assert agents["a0x55e1"]["desc"] == XSS_PROMPT and agents["a0x55e1"]["name"] == XSS_TYPE
-    assert XSS_TYPE in browser.find_element("id", "tool-calls").text
-    assert "/tmp/<b>proj</b>" in browser.find_element("id", "session-body").text
+    assert XSS_TYPE in _text(browser, "tool-calls")
+    assert "/tmp/<b>proj</b>" in _text(browser, "session-body")
     injected = "return document.querySelectorAll('img, svg, iframe, object, embed, b, script:not([src])').length"
     assert js(browser, injected) == 0
     assert js(browser, "return document.querySelectorAll('script').length") == 1  # app.js only

@@ -17,7 +17,7 @@ from ingestd.core.records import NewLogRow
 from ingestd.core.touch import Ctx
 from ingestd.daemon.health import WRITER
 from ingestd.store.connection import CommitWith
-from ingestd.store.foldahead import fold_ahead
+from ingestd.store.foldahead import Ahead
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import identity_in_txn
 from ingestd.store.isolate import Backoff, apply_isolating
@@ -73,12 +73,15 @@ class HookStore:
             self.ahead_used += 1
         return result.inserted
 
-    def fold_ahead(self, rows: Sequence[NewLogRow]) -> Prefold | None:
-        """``foldahead.fold_ahead`` of ``rows`` on this writer's cache; call it only during a COMMIT
-        of this store's (from ``commit_with``), never on the connection. None: fold in the transaction."""
-        if not self._chosen:
-            return None
-        pre = fold_ahead(self.cache, rows, self._chosen[0])
+    def ahead(self) -> Ahead | None:
+        """A fold of the next batch made ahead (``foldahead.Ahead``) on this writer's cache, to be
+        added to only during a COMMIT of this store's (from ``commit_with``) and never on the
+        connection; None before the first transaction. Its ``Prefold``: ``made``."""
+        return Ahead(self.cache, self._chosen[0]) if self._chosen else None
+
+    def made(self, ahead: Ahead | None) -> Prefold | None:
+        """``ahead``'s ``Prefold`` (None: the batch folds in its transaction), counted."""
+        pre = ahead.prefold() if ahead is not None else None
         self.folded_ahead += pre is not None
         return pre
 

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import queue
 import signal
 import socket
 import struct
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,9 +36,8 @@ from ingestd.daemon.lifeline import die_with_daemon
 from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.errors import StorageError
 from ingestd.logs import configure, get_logger
-from ingestd.store.connection import CommitWith, connect
+from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
-from ingestd.store.writer import Prefold
 
 log = get_logger("ingestd.writerproc")
 
@@ -175,135 +172,14 @@ def process(
     return results, groups
 
 
-class _Folder:
-    """A thread that folds the next group (``HookStore.fold_ahead``) while the connection's thread
-    runs a COMMIT, which releases the GIL."""
-
-    def __init__(self, fold: Callable[[list[NewLogRow]], Prefold | None]) -> None:
-        self._fold = fold
-        self._jobs: queue.SimpleQueue[list[NewLogRow] | None] = queue.SimpleQueue()
-        self._done: queue.SimpleQueue[Prefold | None] = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="ingestd-foldahead", daemon=True).start()
-
-    def _run(self) -> None:
-        while (rows := self._jobs.get()) is not None:
-            try:
-                pre = self._fold(rows)
-            except Exception as e:  # the transaction folds these rows itself, and says what failed
-                log.warning("fold_ahead_failed", error=repr(e))
-                pre = None
-            self._done.put(pre)
-
-    def start(self, rows: list[NewLogRow]) -> None:
-        """Fold ``rows`` on the thread; take the outcome with ``result``."""
-        self._jobs.put(rows)
-
-    def result(self) -> Prefold | None:
-        """The outcome of the last ``start`` (waits for it)."""
-        return self._done.get()
-
-    def stop(self) -> None:
-        """End the thread once it is idle."""
-        self._jobs.put(None)
-
-
-class _Server:
-    """The loop of ``serve_parent``: groups taken in arrival order, replies after their COMMIT.
-
-    With a ``HookStore`` (``fold_ahead``), while a group's COMMIT runs this thread takes the next
-    group from what has arrived and the ``_Folder`` folds it (``carried``, handed to the next
-    transaction as its ``prefold``)."""
-
-    def __init__(self, sock: socket.socket, conn: apsw.Connection, apply: ApplyFn, max_group_rows: int) -> None:
-        self.sock, self.conn, self.apply, self.max_group_rows = sock, conn, apply, max_group_rows
-        self.reader = FrameReader()
-        self.pending: list[Any] = []
-        self.stopping = False
-        self.carried: tuple[list[Any], Prefold | None] | None = None
-        fold = getattr(apply, "fold_ahead", None)
-        self.folder = _Folder(fold) if fold is not None else None
-
-    def _receive(self, block: bool) -> None:
-        got = _receive(self.sock, self.reader, block)
-        self.stopping = self.stopping or got is None or any(it[0] == STOP for it in got)
-        self.pending += [it for it in got or () if it[0] != STOP]
-
-    def _take(self) -> list[Any]:
-        take, nrows = 0, 0
-        while take < len(self.pending) and (take == 0 or nrows < self.max_group_rows):
-            nrows += len(self.pending[take][2]) if self.pending[take][0] == ROWS else 0
-            take += 1
-        items, self.pending = self.pending[:take], self.pending[take:]
-        return items
-
-    def _next(self) -> tuple[list[Any], Prefold | None] | None:
-        """The next group and its fold made ahead (None: nothing has arrived, or stopping and all done)."""
-        if self.carried is not None:
-            carried, self.carried = self.carried, None
-            return carried
-        if not self.stopping:  # what arrived meanwhile joins the group (waiting when nothing is pending)
-            self._receive(block=not self.pending)
-        return (self._take(), None) if self.pending else None
-
-    def _commit_with(self) -> CommitWith:
-        """Runs a group's COMMIT while the next group, taken now, is folded (once per group)."""
-        used = False
-
-        def commit_with(do_commit: Callable[[], object]) -> None:
-            nonlocal used
-            if used or self.folder is None:
-                do_commit()
-                return
-            used = True
-            if not self.stopping:
-                self._receive(block=False)
-            items = self._take() if self.pending else []
-            rows = [from_wire(w) for it in items if it[0] == ROWS for w in it[2]]
-            if rows:
-                self.folder.start(rows)
-            committed = False
-            try:
-                do_commit()
-                committed = True
-            finally:
-                pre = self.folder.result() if rows else None
-                if pre is not None and not committed:
-                    pre.gate.refused = True
-                if items:
-                    self.carried = (items, pre)
-
-        return commit_with
-
-    def serve(self) -> None:
-        """Answer until STOP or the end of the stream, every group received committed first."""
-        while True:
-            nxt = self._next()
-            if nxt is None:
-                if self.stopping:
-                    return
-                continue
-            items, prefold = nxt
-            ahead = {"prefold": prefold, "commit_with": self._commit_with()} if self.folder is not None else {}
-            reply = frame(process(self.conn, self.apply, items, **ahead))
-            if self.carried is not None and self.carried[1] is not None and any(it[0] == CALL for it in items):
-                self.carried[1].gate.refused = True  # a call ran after the fold was made (its writes unseen)
-            with contextlib.suppress(OSError):  # the parent went away: the rows are committed anyway
-                self.sock.setblocking(True)
-                self.sock.sendall(reply)
-
-
 def serve_parent(sock: socket.socket, conn: apsw.Connection, apply: ApplyFn, max_group_rows: int) -> None:
     """Answer the parent until it says STOP or goes away (everything received is committed first).
 
-    A ``HookStore`` (``fold_ahead``) gets each group's fold made during the COMMIT before (``_Server``)."""
-    server = _Server(sock, conn, apply, max_group_rows)
-    try:
-        server.serve()
-    finally:
-        if server.folder is not None:
-            server.folder.stop()
-            made, used = getattr(apply, "folded_ahead", 0), getattr(apply, "ahead_used", 0)
-            log.info("writer_folded_ahead", groups=made, used=used)
+    Groups are taken in arrival order and answered after their COMMIT; with a ``HookStore``, the
+    next group is gathered and folded during each COMMIT (``ingestd.daemon.writerloop``)."""
+    from ingestd.daemon import writerloop  # it builds on this module
+
+    writerloop.serve(sock, conn, apply, max_group_rows)
 
 
 def _open(db_path: str) -> tuple[apsw.Connection, WalCheckpointer]:

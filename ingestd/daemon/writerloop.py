@@ -35,6 +35,7 @@ from ingestd.store.writer import Prefold
 log = get_logger("ingestd.writerproc")
 
 Gathered = tuple[list[Any], "Prefold | None"]
+Gathering = tuple[list[Any], "Ahead | None", int]  # items taken, their fold so far, their rows
 
 
 class _Folder:
@@ -113,7 +114,18 @@ class _Server:
         items, self.pending = self.pending[:take], self.pending[take:]
         return items
 
-    def _gather(self, ahead: Ahead | None) -> Gathered:
+    def _fold(self, ahead: Ahead | None, chunk: list[Any]) -> int:
+        """Add ``chunk``'s rows to ``ahead`` (when it still holds); the number of rows."""
+        rows = [from_wire(w) for it in chunk if it[0] == ROWS for w in it[2]]
+        if ahead is not None and ahead.ok:
+            try:
+                ahead.add(rows)
+            except Exception as e:  # the transaction folds these rows itself, and says what failed
+                log.warning("fold_ahead_failed", error=repr(e))
+                ahead.ok = False
+        return len(rows)
+
+    def _gather(self, ahead: Ahead | None) -> Gathering:
         """On the folder: take and fold what arrives until the pipe says the COMMIT is over."""
         items: list[Any] = []
         nrows = 0
@@ -122,33 +134,22 @@ class _Server:
             if self.pending:
                 chunk = self._take(self.max_group_rows - nrows)
                 items += chunk
-                rows = [from_wire(w) for it in chunk if it[0] == ROWS for w in it[2]]
-                nrows += len(rows)
-                if ahead is not None and ahead.ok:
-                    try:
-                        ahead.add(rows)
-                    except Exception as e:  # the transaction folds these rows itself, and says what failed
-                        log.warning("fold_ahead_failed", error=repr(e))
-                        ahead.ok = False
+                nrows += self._fold(ahead, chunk)
                 continue
             if self.stopping:
                 break
             ready, _, _ = select.select([self.sock.fileno(), self.wake_r], [], [])
             if self.wake_r in ready:
                 break
-        assert self.store is not None
-        return items, self.store.made(ahead) if items else None
+        return items, ahead, nrows
 
-    def _joined(self) -> Gathered:
-        """The folder's gathered group (waits for it), its fold refused if a call ran since."""
+    def _joined(self) -> Gathering:
+        """The folder's gathering (waits for it)."""
         self.gathering = False
-        items, pre = self.folder.result() if self.folder is not None else ([], None)
+        got: Gathering = self.folder.result() if self.folder is not None else ([], None, 0)
         with contextlib.suppress(BlockingIOError):
             os.read(self.wake_r, 64)
-        if pre is not None and self.calls_ran:
-            pre.gate.refused = True  # a call ran after the fold was made: its writes are unseen
-        self.calls_ran = False
-        return items, pre
+        return got
 
     def _commit_with(self) -> Callable[[Callable[[], object]], None]:
         """Runs a group's COMMIT while the folder gathers the next group (once per group)."""
@@ -167,24 +168,35 @@ class _Server:
                 do_commit()
             except BaseException:
                 os.write(self.wake_w, b"x")
-                items, pre = self._joined()  # the retries use the cache: the folder must be done
-                if pre is not None:
-                    pre.gate.refused = True
-                self.pending[:0] = items
+                items, _, _ = self._joined()  # the retries use the cache: the folder must be done
+                self.pending[:0] = items  # folded onto states that rolled back: folded again later
                 raise
             os.write(self.wake_w, b"x")  # the answer goes out while the folder finishes
 
         return commit_with
 
     def next_group(self) -> Gathered | None:
-        """The next group and its fold made ahead (None: nothing has arrived, or stopping and all done)."""
+        """The next group and its fold made ahead (None: nothing has arrived, or stopping and all done).
+
+        After a COMMIT, the group the folder gathered meanwhile, with what has arrived since
+        (folded here: the group is what it would be without the folder)."""
+        items: list[Any] = []
+        ahead, nrows = None, 0
         if self.gathering:
-            items, pre = self._joined()
-            if items:
-                return items, pre
+            items, ahead, nrows = self._joined()
         if not self.stopping:  # what arrived meanwhile joins the group (waiting when nothing is pending)
-            self._got(_receive(self.sock, self.reader, block=not self.pending))
-        return (self._take(self.max_group_rows), None) if self.pending else None
+            self._got(_receive(self.sock, self.reader, block=not self.pending and not items))
+        if self.pending and (not items or nrows < self.max_group_rows):
+            more = self._take(self.max_group_rows - nrows)
+            items += more
+            if ahead is not None:
+                self._fold(ahead, more)
+        if not items:
+            return None
+        pre = self.store.made(ahead) if self.store is not None and ahead is not None else None
+        if pre is not None and self.calls_ran:
+            pre.gate.refused = True  # a call ran after the fold was begun: its writes are unseen
+        return items, pre
 
     def run_group(self, items: list[Any], prefold: Prefold | None) -> None:
         """Commit ``items``' rows in one transaction, run their calls, answer."""

@@ -128,13 +128,11 @@ Groups = list[tuple[int, int]]
 
 
 def _commit(
-    conn: apsw.Connection, apply: ApplyFn, batches: list[tuple[int, list[NewLogRow]]], **ahead: Any
+    conn: apsw.Connection, apply: ApplyFn, batches: list[tuple[int, list[NewLogRow]]]
 ) -> tuple[list[Result], Groups]:
-    """One transaction for every batch (split one by one when it fails): results and groups.
-
-    ``ahead``: ``prefold`` and ``commit_with`` for a ``HookStore``, given to the grouped try only."""
+    """One transaction for every batch (split one by one when it fails): results and groups."""
     try:
-        inserted = apply(conn, [r for _, rows in batches for r in rows], **ahead)
+        inserted = apply(conn, [r for _, rows in batches for r in rows])
     except Exception as e:
         if len(batches) > 1:
             results: list[Result] = []
@@ -149,17 +147,13 @@ def _commit(
     return [(i, True, inserted) for i, _ in batches], [(inserted, len(batches))]
 
 
-def process(
-    conn: apsw.Connection, apply: ApplyFn, items: list[Any], **ahead: Any
-) -> tuple[list[Result], list[tuple[int, int]]]:
-    """Apply one drained list of items: the rows in one grouped transaction, then the calls, in order.
-
-    ``ahead``: keyword arguments for the grouped transaction's ``apply`` (``_commit``)."""
+def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[list[Result], list[tuple[int, int]]]:
+    """Apply one drained list of items: the rows in one grouped transaction, then the calls, in order."""
     batches = [(it[1], [from_wire(w) for w in it[2]]) for it in items if it[0] == ROWS]
     results: list[Result] = []
     groups: list[tuple[int, int]] = []
     if batches:
-        results, groups = _commit(conn, apply, batches, **ahead)
+        results, groups = _commit(conn, apply, batches)
     for it in items:
         if it[0] == CALL:
             try:
@@ -173,13 +167,27 @@ def process(
 
 
 def serve_parent(sock: socket.socket, conn: apsw.Connection, apply: ApplyFn, max_group_rows: int) -> None:
-    """Answer the parent until it says STOP or goes away (everything received is committed first).
-
-    Groups are taken in arrival order and answered after their COMMIT; with a ``HookStore``, the
-    next group is gathered and folded during each COMMIT (``ingestd.daemon.writerloop``)."""
-    from ingestd.daemon import writerloop  # it builds on this module
-
-    writerloop.serve(sock, conn, apply, max_group_rows)
+    """Answer the parent until it says STOP or goes away (everything received is committed first)."""
+    reader = FrameReader()
+    pending: list[Any] = []
+    while True:
+        got = _receive(sock, reader, block=not pending)
+        stopping = got is None or any(it[0] == STOP for it in got)
+        pending += [it for it in got or () if it[0] != STOP]
+        while pending:
+            take, nrows = 0, 0
+            while take < len(pending) and (take == 0 or nrows < max_group_rows):
+                nrows += len(pending[take][2]) if pending[take][0] == ROWS else 0
+                take += 1
+            items, pending = pending[:take], pending[take:]
+            reply = frame(process(conn, apply, items))
+            with contextlib.suppress(OSError):  # the parent went away: the rows are committed anyway
+                sock.setblocking(True)
+                sock.sendall(reply)
+            if not stopping:
+                break  # take what arrived meanwhile into the next group
+        if stopping and not pending:
+            return
 
 
 def _open(db_path: str) -> tuple[apsw.Connection, WalCheckpointer]:

@@ -40,9 +40,7 @@ from ingestd.logs import get_logger
 log = get_logger("ingestd.writerproc")
 
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(
-    ["ingestd.daemon.forkserverinit", "ingestd.daemon.writerchild", "ingestd.daemon.apply", "ingestd.daemon.writerloop"]
-)
+_CTX.set_forkserver_preload(["ingestd.daemon.forkserverinit", "ingestd.daemon.writerchild", "ingestd.daemon.apply"])
 START_TIMEOUT_S = 120.0
 # A writer that dies or fails to start again and again is retried less and less often: the delay
 # doubles up to this cap, and falls back to ``restart_delay_s`` once a process has lived this long.

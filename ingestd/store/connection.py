@@ -210,15 +210,8 @@ def _open_immutable(path: Path) -> apsw.Connection:
     return conn
 
 
-# Runs the COMMIT it is given (and may do other work, not on this connection, while the COMMIT
-# has released the GIL: ``ingestd.daemon.writerchild``); raises what the COMMIT raised.
-CommitWith = Callable[[Callable[[], object]], None]
-
-
-def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T], commit_with: CommitWith | None = None) -> T:
+def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     """Run ``fn(conn)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error).
-
-    ``commit_with``: called with the COMMIT instead of running it here (``CommitWith``).
 
     Raises:
         StorageError: translated from apsw; nothing of ``fn``'s writes remains.
@@ -236,10 +229,7 @@ def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T], commit_
             raise translate(e) from e
         raise
     try:
-        if commit_with is None:
-            conn.execute("COMMIT")
-        else:
-            commit_with(lambda: conn.execute("COMMIT"))
+        conn.execute("COMMIT")
     except apsw.Error as e:
         with contextlib.suppress(apsw.Error):
             conn.execute("ROLLBACK")

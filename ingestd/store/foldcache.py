@@ -24,19 +24,12 @@ class FoldCache:
         self._d: collections.OrderedDict[str, tuple[SessionState, int]] = collections.OrderedDict()
         # (connection, its data_version) as of the end of the last committed batch
         self.seen: tuple[apsw.Connection, int] | None = None
-        # (the log id the next batch's first row will get, the data_version of ``seen``) once a
-        # batch's rows are folded into these states, until its COMMIT ends (``ingestd.store.foldahead``)
-        self.ahead: tuple[int, int] | None = None
         self.gap_queries = 0  # catch-up queries run (tests count them)
 
     def take(self, sid: str) -> tuple[SessionState | None, int]:
         """Remove and return ``(state, last_id)`` (``(None, 0)`` on a miss)."""
         got = self._d.pop(sid, None)
         return got if got is not None else (None, 0)
-
-    def has(self, sid: str) -> bool:
-        """Whether a state for ``sid`` is kept."""
-        return sid in self._d
 
     def put(self, sid: str, state: SessionState, last_id: int) -> None:
         """Store a state (evicting the least recently used beyond capacity)."""

@@ -29,7 +29,6 @@ from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store import stall
-from ingestd.store.connection import CommitWith
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import quarantine_marker
 from ingestd.store.payload_blocks import PreBlocks
@@ -122,7 +121,6 @@ def apply_isolating(
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     prefold: Prefold | None = None,
     pre_blocks: PreBlocks | None = None,
-    commit_with: CommitWith | None = None,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
@@ -131,7 +129,6 @@ def apply_isolating(
         prefold: as ``apply_batch``, for the whole batch only: once it is split, its parts are
             folded by ``apply_batch`` (and the run's later prefolds refused: ``PrefoldGate``).
         pre_blocks: as ``apply_batch``, for the whole batch only (a part compresses its own).
-        commit_with: as ``apply_batch``, for the first try of the whole batch only.
         component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
 
@@ -143,7 +140,6 @@ def apply_isolating(
             any row (the checkpoints or the transaction itself).
     """
     iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, prefold, pre_blocks)
-    iso.commit_with = commit_with
     iso.go(list(rows), list(checkpoints))
     return iso.total
 
@@ -160,12 +156,10 @@ class _Isolator:
     watchdog_window_s: int
     prefold: Prefold | None = None  # for the whole batch, until it is split
     pre_blocks: PreBlocks | None = None  # likewise
-    commit_with: CommitWith | None = None  # for the first try of the whole batch
     total: BatchResult = field(default_factory=BatchResult)
 
     def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
         """Apply one part (retrying transient refusals) and add its result to ``total``."""
-        commit_with, self.commit_with = self.commit_with, None
         res = retrying(
             self.component,
             lambda: apply_batch(
@@ -178,7 +172,6 @@ class _Isolator:
                 isolated=isolated,
                 prefold=self.prefold,
                 pre_blocks=self.pre_blocks,
-                commit_with=commit_with,
             ),
             self.policy,
         )

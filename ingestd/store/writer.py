@@ -25,7 +25,7 @@ from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
 from ingestd.store import payload_blocks, pruned, titles
-from ingestd.store.connection import CommitWith, write_txn
+from ingestd.store.connection import write_txn
 from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import append, quarantine_marker, session_rows
 from ingestd.store.payload_blocks import PreBlocks
@@ -83,35 +83,22 @@ class Prefold:
         changes: the projection rows of folding the batch's rows, by session in order of first
             appearance, onto states that had seen exactly the rows of the earlier prefolds.
         gate: the run's ``PrefoldGate``.
-        states: session id -> (its state after the fold, its last log id), taken out of the
-            writer's own ``FoldCache`` (``ingestd.store.foldahead``): written back when the prefold
-            holds; None when the states are the folder's (the reader process).
-        version: the ``PRAGMA data_version`` the states were current at (with ``states``): the
-            prefold holds only if nobody else has committed since.
     """
 
     first_id: int
     changes: derive.Changes
     gate: PrefoldGate
-    states: dict[str, tuple[SessionState, int]] | None = None
-    version: int | None = None
 
 
 def _prefold_holds(
-    c: apsw.Connection,
-    pre: Prefold,
-    new_rows: Sequence[NewLogRow],
-    isolated: Mapping[str, str] | None,
-    result: BatchResult,
+    pre: Prefold, new_rows: Sequence[NewLogRow], isolated: Mapping[str, str] | None, result: BatchResult
 ) -> bool:
-    """Whether ``pre`` is this batch's fold: every row went in, at the predicted ids, no earlier
-    prefold of the run was refused, and (``pre.version``) nobody else committed since its states.
-    A refusal closes the gate for the rest of the run."""
+    """Whether ``pre`` is this batch's fold: every row went in, at the predicted ids, and no
+    earlier prefold of the run was refused. A refusal closes the gate for the rest of the run."""
     if pre.gate.refused:
         return False
     ids = result.log_ids
     ok = not isolated and result.inserted == len(new_rows)
-    ok = ok and (pre.version is None or _data_version(c) == pre.version)
     ok = ok and all(ids.get(r.idempotency_key) == pre.first_id + i for i, r in enumerate(new_rows))
     if not ok:
         pre.gate.refused = True
@@ -149,7 +136,6 @@ def apply_batch(
     isolated: Mapping[str, str] | None = None,
     prefold: Prefold | None = None,
     pre_blocks: PreBlocks | None = None,
-    commit_with: CommitWith | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -167,8 +153,6 @@ def apply_batch(
             here when the ids are as predicted (``_prefold_holds``), else the batch is folded here.
         pre_blocks: the batch's blocks planned and compressed ahead, with a dictionary trained
             ahead (``payload_blocks.PreBlocks``): used where exactly what this transaction would make.
-        commit_with: runs the COMMIT (``connection.write_txn``); ``cache.ahead`` says, meanwhile,
-            where the next batch's ids begin.
 
     Returns:
         ``BatchResult``.
@@ -186,39 +170,31 @@ def apply_batch(
     def run(c: apsw.Connection) -> BatchResult:
         rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
-        if prefold is not None and _prefold_holds(c, prefold, new_rows, isolated, result):
-            seen.extend(_write_prefold(c, prefold, cache, batch, touched))
+        if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
+            _write_prefold(c, prefold, cache, batch, touched)
         else:
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
         pruned.enforce(c, batch.by_session)
         result.sessions = set(batch.by_session)
         _finish(c, batch, checkpoints, watchdog_window_s, first_id)
-        if seen and result.log_ids:
-            cache.ahead = (max(result.log_ids.values()) + 1, seen[0])
         return result
 
-    cache.ahead = None
-    out = _write_forgetting(conn, run, cache, touched, commit_with)
+    out = _write_forgetting(conn, run, cache, touched)
     if seen:
         cache.seen = (conn, seen[0])
     return out
 
 
 def _write_forgetting(
-    conn: apsw.Connection,
-    run: Callable[[apsw.Connection], BatchResult],
-    cache: FoldCache,
-    touched: list[str],
-    commit_with: CommitWith | None = None,
+    conn: apsw.Connection, run: Callable[[apsw.Connection], BatchResult], cache: FoldCache, touched: list[str]
 ) -> BatchResult:
-    """``write_txn(conn, run, commit_with)``; when it fails, ``cache`` forgets the sessions ``run``
-    named in ``touched`` (their states hold what rolled back) and where the next ids begin. Either
-    way the batch's rows kept for reading back (``payload_blocks.forget_batch``) are dropped."""
+    """``write_txn(conn, run)``; when it fails, ``cache`` forgets the sessions ``run`` named in
+    ``touched`` (their states hold what rolled back). Either way the batch's rows kept for reading
+    back (``payload_blocks.forget_batch``) are dropped."""
     try:
-        return write_txn(conn, run, commit_with)
+        return write_txn(conn, run)
     except BaseException:
-        cache.ahead = None
         for sid in touched:
             cache.take(sid)
         raise
@@ -306,7 +282,9 @@ def _fold_batch(
 ) -> int:
     """Fold each session's new rows onto its cached state (caught up from the log first unless the
     cache is known current) and upsert the touched rows; returns the connection's data_version."""
-    version = _data_version(c)
+    # Read inside the transaction: our own commit leaves it unchanged, anyone else's moves it.
+    dv: Any = c.execute("PRAGMA data_version").fetchall()[0][0]
+    version = int(dv)
     current = cache.seen is not None and cache.seen[0] is c and cache.seen[1] == version
     cache.seen = None  # until this batch commits
     states: dict[str, SessionState] = {}
@@ -336,31 +314,14 @@ def _fold_batch(
     return version
 
 
-def _data_version(c: apsw.Connection) -> int:
-    """``PRAGMA data_version`` inside the transaction: our own commit leaves it unchanged, anyone
-    else's moves it."""
-    dv: Any = c.execute("PRAGMA data_version").fetchall()[0][0]
-    return int(dv)
-
-
-def _write_prefold(
-    c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, touched: list[str]
-) -> list[int]:
-    """Write the fold made ahead. The folder's states (the reader process): ``cache``'s for the
-    batch's sessions are stale from now on (taken out, named in ``touched``); returns []. The
-    writer's own (``prefold.states``): they go back into ``cache``; returns ``[prefold.version]``,
-    the version the cache is current at."""
+def _write_prefold(c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, touched: list[str]) -> None:
+    """Write the fold made ahead: the states behind it are the folder's, so ``cache``'s for the
+    batch's sessions are stale from now on (taken out, named in ``touched``)."""
     cache.seen = None
     for sid in batch.by_session:
         touched.append(sid)
         cache.take(sid)
     write_changes(c, prefold.changes)
-    if prefold.states is None or prefold.version is None:
-        return []
-    for sid, (state, last_id) in prefold.states.items():
-        touched.append(sid)
-        cache.put(sid, state, last_id)
-    return [prefold.version]
 
 
 def _finish(

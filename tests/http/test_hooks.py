@@ -479,12 +479,15 @@ async def test_a_body_a_stopped_writer_refuses_gives_its_charge_back(make_client
     cost = decoded_bytes(wide)
     client = await make_client(hook_writer, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
     writer: Any = client.server.app[WRITER]
-    if hook_writer == "process":
-        writer._stopping = True  # refused at the queue, as during shutdown
-    else:
-        writer._closed = True
-    for _ in range(3):
-        await assert_error(await client.post("/hooks", data=wide), 503, "unavailable")
+    flag = "_stopping" if hook_writer == "process" else "_closed"
+    setattr(writer, flag, True)  # refused at the queue, as during shutdown
+    try:
+        for _ in range(3):
+            await assert_error(await client.post("/hooks", data=wide), 503, "unavailable")
+    finally:
+        # the fixture's stop must still stop it: a writer process left running (its socket open
+        # until a garbage collection) made pytest hang at exit, joining a child that ignores SIGTERM
+        setattr(writer, flag, False)
 
 
 async def test_a_timed_out_body_keeps_its_charge_until_its_row_leaves_the_queue(

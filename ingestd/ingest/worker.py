@@ -11,11 +11,13 @@ predicted ids (the ids past the earlier batches', in row order) and sends the pr
 (``writer.Prefold``). The writer checks, inside its transaction, that every row went in at exactly
 those ids; then it writes those rows instead of folding, else it folds itself and refuses every
 later prefold of the run (``PrefoldGate``: the worker's states assumed the refused ids). A
-concurrent writer (the daemon) moves the ids and is caught there. A fold the worker cannot make
-(a refold needs the session's log, a projector error) ends folding ahead for the run, and so does
-a session coming back after its state was evicted: the worker keeps at most ``PREFOLD_STATES``
-states (a session's files are read one after the other, so one rarely comes back), which bounds
-its memory whatever the corpus (c1000 grew it to 200 MiB and rising when every state was kept).
+concurrent writer (the daemon) moves the ids and is caught there. The worker keeps at most
+``PREFOLD_STATES`` states (c1000 grew it to 200 MiB and rising when every state was kept); a
+session it has no state for (one coming back after its state was evicted: c1000 has two, a
+resumed session's copy; or one whose fold needs the session's log, a refold) is left to the
+writer for the rest of the run: the prefold names it in its place and the writer folds it there
+from the log, as it would without a worker, so the writing process keeps only those sessions'
+states and decodes only their rows. A projector error ends folding ahead for the run.
 
 What crosses the pipe: each batch's rows as plain tuples (the stored columns, with the payload
 bytes), its checkpoints and its prefold. The decoded objects do not (pickling them cost more than
@@ -98,10 +100,6 @@ class _NeedsLog(Exception):
     """The fold asked for the session's whole log (a refold): only the writer can read it."""
 
 
-class _Evicted(_NeedsLog):
-    """A session came back after the worker evicted its state (``PREFOLD_STATES``)."""
-
-
 def _no_history() -> list[LogRow]:
     raise _NeedsLog
 
@@ -116,7 +114,7 @@ class _Reading(Batcher):
         self.out = conn
         self.next_id = first_id  # None: no fold ahead (the log was not empty, or a fold failed)
         self.states: OrderedDict[str, SessionState] = OrderedDict()
-        self.evicted: set[str] = set()  # sessions whose state is gone: meeting one ends folding ahead
+        self.evicted: set[str] = set()  # sessions the writer folds (their state is not here)
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
@@ -126,10 +124,13 @@ class _Reading(Batcher):
         self.rows = []
         self.cps = []
 
-    def _prefold(self, rows: list[NewLogRow]) -> tuple[int, derive.Changes] | None:
+    def _prefold(self, rows: list[NewLogRow]) -> tuple[int, list[derive.Changes | str]] | None:
         """Fold ``rows`` as ``writer.apply_batch`` would once they are logged at the predicted ids
-        (every row inserted, in order, past the ids of the batches before). On any failure (a
-        refold, a projector error) folding ahead stops for the run: the writer folds from then on."""
+        (every row inserted, in order, past the ids of the batches before), by session in order of
+        first appearance (consecutive sessions' rows merged into one ``Changes``). A session this
+        process has no state for (evicted, or its fold asked for the log: a refold) is left to the
+        writer, by its id in its place, for the rest of the run. On any other failure (a projector
+        error) folding ahead stops for the run: the writer folds from then on."""
         if self.next_id is None:
             return None
         first = self.next_id
@@ -138,24 +139,37 @@ class _Reading(Batcher):
         for i, r in enumerate(rows):
             if r.session_id is not None:
                 by_session.setdefault(r.session_id, []).append(r.logged(first + i))
-        changes = derive.Changes()
+        parts: list[derive.Changes | str] = []
         try:
-            if not self.evicted.isdisjoint(by_session):
-                raise _Evicted()
             for sid, logged in by_session.items():
-                state, ch = projector.fold(self.states.pop(sid, None), sid, logged, self.ctx, _no_history)
-                self.states[sid] = state  # the most recent last
-                changes.extend(ch)
+                ch = self._fold(sid, logged, first)
+                if isinstance(ch, str) or not parts or isinstance(parts[-1], str):
+                    parts.append(ch)
+                else:
+                    parts[-1].extend(ch)
         except Exception as e:
-            why = "evicted" if isinstance(e, _Evicted) else "refold" if isinstance(e, _NeedsLog) else repr(e)
-            log.info("prefold_stopped", reason=why, first_id=first)
+            log.info("prefold_stopped", reason=repr(e), first_id=first)
             self.next_id = None
             self.states.clear()
             self.evicted.clear()
             return None
         while len(self.states) > PREFOLD_STATES:
             self.evicted.add(self.states.popitem(last=False)[0])
-        return first, changes
+        return first, parts
+
+    def _fold(self, sid: str, logged: list[LogRow], first: int) -> derive.Changes | str:
+        """``sid``'s rows folded onto its state (kept, the most recent last), or ``sid`` when the
+        writer folds it (``evicted``: its state is gone here, or this fold needed the log)."""
+        if sid in self.evicted:
+            return sid
+        try:
+            state, ch = projector.fold(self.states.pop(sid, None), sid, logged, self.ctx, _no_history)
+        except _NeedsLog:
+            log.info("prefold_left_to_writer", session_id=sid, first_id=first)
+            self.evicted.add(sid)
+            return sid
+        self.states[sid] = state
+        return ch
 
 
 def _die_with_parent() -> None:

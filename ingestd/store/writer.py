@@ -14,7 +14,7 @@ import collections
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -81,12 +81,14 @@ class Prefold:
     Attributes:
         first_id: int, the id predicted for the batch's first row (the others follow in order).
         changes: the projection rows of folding the batch's rows, by session in order of first
-            appearance, onto states that had seen exactly the rows of the earlier prefolds.
+            appearance, onto states that had seen exactly the rows of the earlier prefolds; a
+            session id in their place is a session the folder had no state for (evicted, or its
+            fold needed the session's log): the writer folds that one itself, there.
         gate: the run's ``PrefoldGate``.
     """
 
     first_id: int
-    changes: derive.Changes
+    changes: list[derive.Changes | str]
     gate: PrefoldGate
 
 
@@ -171,7 +173,7 @@ def apply_batch(
         rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
         if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
-            _write_prefold(c, prefold, cache, batch, touched)
+            _write_prefold(c, prefold, cache, batch, first_id, ctx, touched)
         else:
             seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
@@ -291,37 +293,67 @@ def _fold_batch(
     work: list[SessionWork] = []
     for sid, rows in by_session.items():
         touched.append(sid)
-        state, last_id = cache.take(sid)
-        if state is None or not current:
-            cache.gap_queries += 1
-            gap = session_rows(c, sid, last_id, first_id)
-            if gap:
-
-                def before(sid: str = sid) -> list[LogRow]:
-                    return session_rows(c, sid, 0, first_id)
-
-                state, _ = projector.fold(state, sid, gap, ctx, before)
+        state = _caught_up(c, cache, sid, first_id, current, ctx)
         if state is not None:
             states[sid] = state
-
-        def history(sid: str = sid, last: int = rows[-1].id) -> list[LogRow]:
-            return session_rows(c, sid, 0, last + 1)
-
-        work.append((sid, rows, history))
+        work.append((sid, rows, _history(c, sid, rows)))
     fold_into(c, states, work, ctx)
     for sid, rows in by_session.items():
         cache.put(sid, states[sid], rows[-1].id)
     return version
 
 
-def _write_prefold(c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, touched: list[str]) -> None:
+def _caught_up(
+    c: apsw.Connection, cache: FoldCache, sid: str, first_id: int, current: bool, ctx: Ctx
+) -> SessionState | None:
+    """``sid``'s cached state (taken out of ``cache``) brought up to the log just before ``first_id``:
+    a miss, or a cache not known ``current``, folds the session's rows since the state's last id."""
+    state, last_id = cache.take(sid)
+    if state is None or not current:
+        cache.gap_queries += 1
+        gap = session_rows(c, sid, last_id, first_id)
+        if gap:
+
+            def before() -> list[LogRow]:
+                return session_rows(c, sid, 0, first_id)
+
+            state, _ = projector.fold(state, sid, gap, ctx, before)
+    return state
+
+
+def _history(c: apsw.Connection, sid: str, rows: Sequence[LogRow]) -> projector.History:
+    """The session's whole log up to its last row of the batch, read only if a fold asks (a refold)."""
+    last = rows[-1].id
+    return lambda: session_rows(c, sid, 0, last + 1)
+
+
+def _write_prefold(
+    c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, first_id: int, ctx: Ctx, touched: list[str]
+) -> None:
     """Write the fold made ahead: the states behind it are the folder's, so ``cache``'s for the
-    batch's sessions are stale from now on (taken out, named in ``touched``)."""
+    batch's sessions are stale from now on (taken out, named in ``touched``). A session the folder
+    left to this writer (a ``str`` in ``prefold.changes``) is folded here as ``_fold_batch`` would
+    (caught up from the log, its state kept in ``cache``) and its rows take its place in the order."""
     cache.seen = None
+    mine = {p for p in prefold.changes if isinstance(p, str)}
     for sid in batch.by_session:
         touched.append(sid)
-        cache.take(sid)
-    write_changes(c, prefold.changes)
+        if sid not in mine:
+            cache.take(sid)
+    if len(prefold.changes) == 1 and not mine:
+        write_changes(c, cast(derive.Changes, prefold.changes[0]))
+        return
+    changes = derive.Changes()
+    for part in prefold.changes:
+        if isinstance(part, str):
+            rows = batch.by_session[part]
+            state = _caught_up(c, cache, part, first_id, False, ctx)
+            state, ch = projector.fold(state, part, rows, ctx, _history(c, part, rows))
+            cache.put(part, state, rows[-1].id)
+            changes.extend(ch)
+        else:
+            changes.extend(part)
+    write_changes(c, changes)
 
 
 def _finish(

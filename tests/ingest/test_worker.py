@@ -321,7 +321,7 @@ def test_a_session_whose_fold_needs_the_log_is_left_to_the_writer(
             history()  # as a refold would: raises in the worker
         return real(state, sid, rows, ctx, history)
 
-    monkeypatch.setattr(worker.projector, "fold", fold)
+    monkeypatch.setattr(projector, "fold", fold)  # the worker inherits it (fork)
     verdicts = _spy_prefolds(monkeypatch)
     left = _spy_left(monkeypatch)
     _both(tmp_path, FIXTURES, batch_rows=7)

@@ -96,6 +96,13 @@ class WriterPipe(Generic[T]):
             item = prepare(item)
         self._q.put(item)
 
+    def wait_free(self) -> None:
+        """Block until the slot is free: the writer has taken every item handed over (it may
+        still be applying the last). A producer that calls this before it builds its next item
+        holds at most two in memory (the one being applied, the one being built)."""
+        with self._taken:
+            self._taken.wait_for(self._q.empty)
+
     def run_ahead(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the writer thread before the next item (blocks while the slot is taken):
         work for the writer done while it would otherwise wait, on its own thread (a first

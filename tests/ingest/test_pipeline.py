@@ -100,6 +100,32 @@ def test_pipe_prepares_an_item_once_the_writer_took_the_one_before() -> None:
     ]
 
 
+def test_wait_free_returns_once_the_writer_took_every_item() -> None:
+    """``wait_free`` (the reader process's feed: at most two batches in the writing process) blocks
+    while an item waits in the slot and returns as soon as the writer takes it, not when it is applied."""
+    events: list[str] = []
+    release = [threading.Event(), threading.Event()]
+
+    def apply(i: int) -> None:
+        events.append(f"apply {i}")
+        release[i].wait(10)
+        events.append(f"applied {i}")
+
+    pipe: WriterPipe[int] = WriterPipe(apply)
+    pipe.put(0)
+    pipe.put(1)  # waits in the slot while 0 is applied
+    threading.Timer(0.2, release[0].set).start()
+    pipe.wait_free()
+    events.append("free")
+    release[1].set()
+    pipe.close()
+    # free once 1 was taken, i.e. after 0 was applied; before 1 was (it waits for the release)
+    assert events.index("applied 0") < events.index("free") < events.index("applied 1")
+    pipe2: WriterPipe[int] = WriterPipe(lambda i: None)
+    pipe2.wait_free()  # nothing handed over: returns at once
+    pipe2.close()
+
+
 def test_pipe_runs_a_task_ahead_on_the_writer_thread_before_the_next_item() -> None:
     seen: list[tuple[object, str]] = []
     pipe: WriterPipe[int] = WriterPipe(lambda i: seen.append((i, threading.current_thread().name)))

@@ -444,3 +444,37 @@ def test_a_too_deep_lines_salvaged_record_crosses_the_pipe() -> None:
     row = line_row(Line(0, data), origin="o", origin_hash="h", gen=0, received_at=NOW, path_session="p")
     assert row.reason == "too_deep" and row.obj is not None
     assert _from_wire(_to_wire(row)).obj == row.obj
+
+
+_LEAN = """
+import sys
+from ingestd.ingest import worker
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) >> 10 for line in fh if line.startswith("VmRSS"))
+if sys.argv[1] == "lean":
+    worker.lean_malloc()
+big = b"x" * (16 << 20)
+del big  # glibc's default now keeps blocks up to 16 MiB in its heap instead of mapping them apart
+base = rss()
+blocks = [b"x" * (1 << 20) for _ in range(64)]
+pin = b"y" * 100_000  # after them in the heap: its top is not free
+del blocks
+print(rss() - base)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt, /proc")
+def test_lean_malloc_gives_freed_batches_back() -> None:
+    """After ``lean_malloc`` (the reader process's two processes), 64 MiB of megabyte blocks freed
+    behind a live one go back to the system; glibc's default, once a 16 MiB block (a pickled
+    batch) was freed, keeps them (the writing process's peak grew by every batch's garbage)."""
+
+    def kept(mode: str) -> int:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}  # glibc's defaults
+        run = [sys.executable, "-c", _LEAN, mode]
+        out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=REPO, env=env)
+        return int(out.stdout)
+
+    assert kept("lean") < 8
+    assert kept("default") > 48

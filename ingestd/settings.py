@@ -88,10 +88,11 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "reader_process",
-        False,
+        True,
         "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes, "
-        "when it has 16 MiB or more to read (issue 14: 0.8x the wall of c100 and c1000, but the two "
-        "processes together peak at 383 MiB on c1000, over SPEC's 300 MB: off; BENCHMARKS.md).",
+        "when it has 16 MiB or more to read (issue 14: 0.8x the wall of c100 and c1000; the two "
+        "processes together peak at 218 MiB on c100 and 266 MiB on c1000, under SPEC's 300 MB; "
+        "BENCHMARKS.md). Off: one process, reading and writing on two threads.",
         "bool",
     ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),

@@ -102,7 +102,7 @@ def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_p
     conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
     # read (and fold ahead) in a worker process when there is enough to read: the ``reader_process``
-    # setting (INGESTD_READER_PROCESS), off by default
+    # setting (INGESTD_READER_PROCESS), on by default
     read = functools.partial(
         ingest_roots,
         conn,

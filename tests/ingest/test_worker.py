@@ -205,7 +205,7 @@ def test_interrupt_in_the_writing_process_stops_the_worker(tmp_path: Path) -> No
 def test_reader_process_setting() -> None:
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "1"}, {}).get_bool("reader_process") is True
     assert settings.resolve({}, {"INGESTD_READER_PROCESS": "false"}, {}).get_bool("reader_process") is False
-    assert settings.resolve({}, {}, {}).get_bool("reader_process") is False  # off: its memory (issue 14)
+    assert settings.resolve({}, {}, {}).get_bool("reader_process") is True  # on: under 300 MB (issue 14)
 
 
 def test_the_reader_process_starts_only_from_reader_min_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,8 +233,9 @@ def test_the_reader_process_starts_only_from_reader_min_bytes(tmp_path: Path, mo
     _no_children()
 
 
-def test_the_ingest_command_with_the_setting_reads_in_a_process_from_16_mib(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("env", "on"), [(None, True), ("0", False), ("1", True)])
+def test_the_ingest_command_reads_in_a_process_from_16_mib_unless_the_setting_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str | None, on: bool
 ) -> None:
     from click.testing import CliRunner
 
@@ -249,11 +250,13 @@ def test_the_ingest_command_with_the_setting_reads_in_a_process_from_16_mib(
         return real(*a, **kw)
 
     monkeypatch.setattr(ingest_cmd, "ingest_roots", spy)
-    monkeypatch.setenv("INGESTD_READER_PROCESS", "1")
+    monkeypatch.delenv("INGESTD_READER_PROCESS", raising=False)
+    if env is not None:
+        monkeypatch.setenv("INGESTD_READER_PROCESS", env)
     args = ["ingest", "--db", str(tmp_path / "x.db"), "--projects", str(FIXTURES), "--json"]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
-    assert seen[0]["reader_process"] is True and seen[0]["reader_min_bytes"] == 16 * 1024 * 1024
+    assert seen[0]["reader_process"] is on and seen[0]["reader_min_bytes"] == 16 * 1024 * 1024
 
 
 def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:

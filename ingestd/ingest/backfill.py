@@ -35,6 +35,11 @@ from ingestd.store.connection import connect
 log = get_logger("ingestd.ingest")
 
 BATCH_ROWS = 20000
+# the writing connection's page cache (KiB) while a reader process runs: the two processes share
+# SPEC's 300 MB, and the cache's 32 MiB (``connection.WRITER_CACHE_KIB``) was the writing
+# process's largest single part; 16 MiB cost no CPU that showed on c100 or c1000 (BENCHMARKS.md,
+# issue 14, eighth round)
+READER_CACHE_KIB = 16384
 # pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
 # most three batches (read, waiting, written) are in memory
 PIPELINE_BATCH_ROWS = 4000
@@ -114,7 +119,9 @@ def _read_all(
 ) -> None:
     """Read ``plans`` into ``b``: from the reader process when there is one, else on this thread,
     the writes on a writer thread (with the WAL checkpointer's) when pipelined or with a reader.
+    With a reader, ``conn``'s page cache is ``READER_CACHE_KIB`` meanwhile, then as it was.
     Returns once every batch is written and the threads are stopped; raises what a write raised."""
+    cache = _smaller_cache(conn) if reader is not None else None
     ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
     try:
         if reader is not None:
@@ -129,8 +136,17 @@ def _read_all(
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
+        if cache is not None:
+            conn.execute(f"PRAGMA cache_size = {cache}")
     if reader is not None:
         log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
+
+
+def _smaller_cache(conn: apsw.Connection) -> int:
+    """Set ``conn``'s page cache to ``READER_CACHE_KIB``; return its ``PRAGMA cache_size`` before."""
+    was: Any = conn.execute("PRAGMA cache_size").fetchall()[0][0]
+    conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
+    return int(was)
 
 
 def _first_id(conn: apsw.Connection) -> int | None:

@@ -102,3 +102,27 @@ def test_lean_malloc_gives_freed_batches_back() -> None:
 
     assert kept("lean") < 8
     assert kept("default") > 48
+
+
+def test_the_page_cache_is_smaller_while_a_reader_process_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes share the 300 MB: the writing connection's page cache is ``READER_CACHE_KIB``
+    while the reader process runs, and as it was after (the threaded path keeps it)."""
+    from ingestd.ingest import backfill
+    from ingestd.store.connection import WRITER_CACHE_KIB
+    from tests.ingest.support import new_db
+    from tests.ingest.test_worker import _ingest
+
+    seen: list[int] = []
+    real = worker.ReaderProcess.feed
+
+    def feed(self: worker.ReaderProcess, b: Any, progress: Any) -> None:
+        seen.append(int(b.conn.execute("PRAGMA cache_size").fetchall()[0][0]))
+        real(self, b, progress)
+
+    monkeypatch.setattr(worker.ReaderProcess, "feed", feed)
+    conn = new_db(tmp_path / "x.db")
+    assert conn.execute("PRAGMA cache_size").fetchall()[0][0] == -WRITER_CACHE_KIB
+    _ingest(conn, FIXTURES, reader_process=True)
+    assert seen == [-backfill.READER_CACHE_KIB] and backfill.READER_CACHE_KIB < WRITER_CACHE_KIB
+    assert conn.execute("PRAGMA cache_size").fetchall()[0][0] == -WRITER_CACHE_KIB
+    conn.close()

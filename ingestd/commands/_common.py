@@ -250,11 +250,17 @@ def open_read_db(db_path: Path | None) -> apsw.Connection:
     return open_read_db_stale(db_path)[0]
 
 
-def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProjection | None]:
+def open_read_db_stale(
+    db_path: Path | None, *, refuse_stale: bool = False
+) -> tuple[apsw.Connection, StaleProjection | None]:
     """Open an existing, fully migrated database for a command that only reads. Changes nothing.
 
-    Projections computed under older projector rules are read as they are, with a note on stderr
-    naming the command that re-projects (``ingestd.store.projrev``).
+    Projections computed under older projector rules, or left part-built by an interrupted
+    re-projection, are read as they are, with a note on stderr naming the command that
+    re-projects (``ingestd.store.projrev``); with ``refuse_stale`` (the reports of figures:
+    ``cost``, ``sessions``, ``tree``) they are refused instead, as pending migrations are: their
+    figures are not the log's. Projections of a newer ingestd are never refused (``ingestd
+    migrate`` cannot mend them; the note says to upgrade).
 
     On read-only media the database is opened read-only as it is (``connect``), not refused.
 
@@ -263,8 +269,9 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
         current), for a command that reports it too (``cost``, ``replay``) without computing it again.
 
     Raises:
-        ConfigError: no database at the path, the path is not a regular file (``connect``), or
-            migrations are pending (run ``ingestd migrate``).
+        ConfigError: no database at the path, the path is not a regular file (``connect``),
+            migrations are pending, or (``refuse_stale``) the projections are stale or part-built
+            (both naming ``ingestd migrate``).
         MigrationError: the ledger refuses.
     """
     path = resolve_db(db_path)
@@ -278,15 +285,21 @@ def open_read_db_stale(db_path: Path | None) -> tuple[apsw.Connection, StaleProj
         names = ", ".join(f"{p.stem}" for p in st.pending)
         raise ConfigError(f"the database at {path} needs migrations {names}: run `ingestd migrate --db {path}`")
     stale = stale_projection(conn, path)
+    if stale is not None and refuse_stale and not stale.newer:
+        conn.close()
+        raise ConfigError(f"refused: {stale.message()}", stale=stale.to_json())
     if stale is not None:
         click.echo(f"ingestd: note: {stale.message()}", err=True)
     return conn, stale
 
 
-def open_reader(db_path: Path | None, store_url: str | None) -> tuple[Any, StaleProjection | None]:
+def open_reader(
+    db_path: Path | None, store_url: str | None, *, refuse_stale: bool = False
+) -> tuple[Any, StaleProjection | None]:
     """The connection a report reads: the central store at ``store_url`` (``open_store``, never
-    stale) when given, else the local database (``open_read_db_stale``). Same errors as those."""
-    return (open_store(store_url), None) if store_url else open_read_db_stale(db_path)
+    stale) when given, else the local database (``open_read_db_stale``, ``refuse_stale`` passed
+    on). Same errors as those."""
+    return (open_store(store_url), None) if store_url else open_read_db_stale(db_path, refuse_stale=refuse_stale)
 
 
 def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, Any]:

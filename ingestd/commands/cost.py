@@ -53,7 +53,7 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        conn, stale = open_reader(db_path, store_url)
+        conn, stale = open_reader(db_path, store_url, refuse_stale=True)
         doc = cost_report(conn, by=by, window=window, zone=zone, host=host)
         if stale is not None:
             # Figures of older rules are not the cost: say so where scripts look (cost_complete).

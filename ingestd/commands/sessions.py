@@ -62,7 +62,7 @@ def register(cli: click.Group) -> None:
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))
-        conn, stale = open_reader(db_path, store_url)
+        conn, stale = open_reader(db_path, store_url, refuse_stale=True)
         doc = sessions_report(conn, window=window, project=project, limit=limit)
         if as_json:
             emit_json(note_stale(doc, stale))

@@ -35,7 +35,7 @@ def register(cli: click.Group) -> None:
         """
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
-        conn, stale = open_reader(db_path, store_url)
+        conn, stale = open_reader(db_path, store_url, refuse_stale=True)
         doc = tree_report(conn, session)
         if as_json:
             emit_json(note_stale(doc, stale))

@@ -2,9 +2,9 @@
 
 Projections are a pure function of the log and of the projector's rules
 (``PROJECTION_REVISION``). A database projected under older rules keeps its old rows until a
-writer opens it (``ingest``, ``serve``, ``migrate``) and re-projects it. Until then, commands that
-only read (``cost``, ``sessions``, ``tree``, ``status``), ``verify`` and ``replay`` say so and name
-the command that fixes it, instead of reporting old figures as if they were current.
+writer opens it (``ingest``, ``serve``, ``migrate``) and re-projects it. Until then the reports of
+figures (``cost``, ``sessions``, ``tree``) refuse it, and ``status``, ``verify`` and ``replay`` say
+so; all name the command that fixes it, instead of reporting old figures as if they were current.
 Light on imports: readers must not pay for the projector.
 """
 

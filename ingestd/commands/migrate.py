@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ingestd.commands._common import db_option, emit_json, json_option, open_current, resolve_db
+from ingestd.core.ledger import Pin
 from ingestd.errors import MigrationError
 from ingestd.store import migrate as mig
 from ingestd.store.connection import connect
@@ -43,13 +44,33 @@ def register(cli: click.Group) -> None:
             return
         # A database projected by older rules is re-projected here too, not only by the next
         # writer: until then cost, sessions and titles would come from the old rules.
+        created = not path.exists()  # a mistyped --db makes a new, empty database: say so (breaker6)
         _conn, done, folded = open_current(path)
         if as_json:
-            emit_json({"applied": [{"id": p.id, "name": p.name} for p in done], "reprojected_log_rows": folded})
+            emit_json(
+                {
+                    "created": created,
+                    "applied": [{"id": p.id, "name": p.name} for p in done],
+                    "reprojected_log_rows": folded,
+                }
+            )
             return
-        for p in done:
-            click.echo(f"applied {p.stem}")
-        if folded is not None:
-            click.echo(f"re-projected {folded} log rows: the projector's rules changed since this database was made")
-        if not done and folded is None:
-            click.echo("nothing pending: the schema is up to date")
+        _say(path, done, folded, created=created)
+
+
+def _say(path: Path, done: list[Pin], folded: int | None, *, created: bool) -> None:
+    """The text report of ``migrate``: what was created, applied and re-projected."""
+    if created:
+        click.echo(
+            f"created a new database at {path} (there was none): applied {len(done)} migrations;"
+            " check --db if you meant an existing one"
+        )
+        return
+    for p in done:
+        click.echo(f"applied {p.stem}")
+    if folded:
+        click.echo(f"re-projected {folded} log rows: the projector's rules changed since this database was made")
+    elif folded is not None:
+        click.echo("the projector's rules changed since this database was made; its log is empty: nothing re-projected")
+    if not done and folded is None:
+        click.echo("nothing pending: the schema is up to date")

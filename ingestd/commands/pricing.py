@@ -147,7 +147,10 @@ def set_cmd(
         item["speed_multipliers"] = _pairs("--speed", speeds)
     if web_search_fee is not None:
         item["server_tool_fees"] = {"web_search_requests": web_search_fee}
-    rows = pricing.parse_rows([item], default_source=source)
+    try:
+        rows = pricing.parse_rows([item], default_source=source)
+    except InputError as e:  # the user gave options, not rows: name the option (breaker6)
+        raise InputError(_as_option(e), **e.context) from None
     n = _write(db_path, store_url, rows)
     if as_json:
         emit_json({"written": n, "rows": [r.to_json() for r in rows]})
@@ -177,6 +180,35 @@ def load_cmd(db_path: Path | None, store_url: str | None, file: Path, as_json: b
 def register(cli: click.Group) -> None:
     """Add the command to the CLI (``ingestd.cli`` finds this function)."""
     cli.add_command(pricing_group)
+
+
+# A JSON row's field (``pricing.parse_rows``' ``field``, its first one or two dotted parts) -> the option of ``set``.
+_OPTION_OF = {
+    "model": "MODEL",
+    "effective_from": "--effective-from",
+    "rates": "--input/--output/...",
+    "long_context": "--long-context",
+    "long_context.threshold": "--long-context-threshold",
+    "long_context.rates": "--long-context",
+    "speed_multipliers": "--speed",
+    "server_tool_fees": "--web-search-fee",
+}
+
+
+def _as_option(e: InputError) -> str:
+    """``pricing.parse_rows``' refusal of the one row ``set`` built, naming the option given
+    (``--input: ...``, ``--speed fast=...: ...``) instead of "price row 0"."""
+    field = str(e.context.get("field", ""))
+    head, _, tail = field.rpartition(".")
+    if head == "rates":
+        option = "--" + tail.replace("_", "-")
+    elif head == "speed_multipliers":
+        option = f"--speed {tail}=X"
+    elif head == "long_context.rates":
+        option = f"--long-context {tail}=USD"
+    else:
+        option = _OPTION_OF.get(field, "the options")
+    return f"{option}: {e.context.get('text', e.message)}"
 
 
 def _pairs(option: str, values: tuple[str, ...]) -> dict[str, str]:

@@ -111,16 +111,23 @@ def list_prices(conn: apsw.Connection, model: str | None = None) -> list[PriceRo
     ]
 
 
-def _usd(i: int, what: str, rate: Any) -> Decimal:
+def _bad(i: int, field: str, text: str) -> InputError:
+    """The refusal of JSON price row ``i``: ``price row I: TEXT``, with ``row`` and ``field`` (the
+    dotted key that is wrong, e.g. ``rates.input``, ``long_context.threshold``, ``speed_multipliers.fast``)
+    as context, so a caller whose user gave options, not rows, can name the option instead."""
+    return InputError(f"price row {i}: {text}", row=i, field=field, text=text)
+
+
+def _usd(i: int, field: str, what: str, rate: Any) -> Decimal:
     """A price given in JSON as an exact Decimal from 0 to ``MAX_USD_PER_MTOK``, else InputError."""
     if isinstance(rate, bool) or not isinstance(rate, int | float | str):
-        raise InputError(f"price row {i}: {what} must be a number")
+        raise _bad(i, field, f"{what} must be a number")
     try:
         value = Decimal(str(rate))
     except ArithmeticError as e:
-        raise InputError(f"price row {i}: {what} is not a number: {rate!r}") from e
+        raise _bad(i, field, f"{what} is not a number: {rate!r}") from e
     if not value.is_finite() or value < 0 or value > MAX_USD_PER_MTOK:
-        raise InputError(f"price row {i}: {what} must be a number from 0 to {MAX_USD_PER_MTOK}")
+        raise _bad(i, field, f"{what} must be a number from 0 to {MAX_USD_PER_MTOK}")
     return value
 
 
@@ -136,33 +143,33 @@ def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> tuple[Any, 
         }
     if lc is not None:
         if not isinstance(lc, dict):
-            raise InputError(
-                f'price row {i}: \'long_context\' must be {{"threshold": tokens, "rates": {{bucket: usd}}}}'
-            )
+            raise _bad(i, "long_context", '\'long_context\' must be {"threshold": tokens, "rates": {bucket: usd}}')
         t = lc.get("threshold")
         if isinstance(t, bool) or not isinstance(t, int) or t < 0:
-            raise InputError(f"price row {i}: long_context threshold must be a whole number of tokens >= 0")
+            raise _bad(i, "long_context.threshold", "long_context threshold must be a whole number of tokens >= 0")
         threshold = t
         rates = lc.get("rates")
         if not isinstance(rates, dict) or set(rates) != set(buckets):
-            raise InputError(
-                f"price row {i}: long_context rates must name exactly the buckets of the row ({', '.join(buckets)})"
+            raise _bad(
+                i,
+                "long_context.rates",
+                f"long_context rates must name exactly the buckets of the row ({', '.join(buckets)})",
             )
-        tier = {b: _usd(i, f"long_context rate for {b}", v) for b, v in rates.items()}
+        tier = {b: _usd(i, f"long_context.rates.{b}", f"long_context rate for {b}", v) for b, v in rates.items()}
     sm = item.get("speed_multipliers") or {}
     if not isinstance(sm, dict):
-        raise InputError(f"price row {i}: 'speed_multipliers' must be {{speed: multiplier}}")
-    speeds = {str(k): _usd(i, f"speed multiplier for {k!r}", v) for k, v in sm.items()}
+        raise _bad(i, "speed_multipliers", "'speed_multipliers' must be {speed: multiplier}")
+    speeds = {str(k): _usd(i, f"speed_multipliers.{k}", f"speed multiplier for {k!r}", v) for k, v in sm.items()}
     fee_doc = item.get("server_tool_fees")
     fee: Any = item.get("web_search_usd_per_request")
     if fee_doc is not None:
         if not isinstance(fee_doc, dict) or set(fee_doc) - {"web_search_requests"}:
-            raise InputError(f"price row {i}: 'server_tool_fees' must be {{\"web_search_requests\": usd_per_request}}")
+            raise _bad(i, "server_tool_fees", "'server_tool_fees' must be {\"web_search_requests\": usd_per_request}")
         fee = fee_doc.get("web_search_requests")
     if fee is not None:
         if "output" not in buckets:
-            raise InputError(f"price row {i}: a server tool fee goes on the row's output rate (give 'output' too)")
-        fee = _usd(i, "web search fee", fee)
+            raise _bad(i, "server_tool_fees", "a server tool fee goes on the row's output rate (give 'output' too)")
+        fee = _usd(i, "server_tool_fees", "web search fee", fee)
     return threshold, tier, speeds, fee
 
 
@@ -208,25 +215,25 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
     seen: _Seen = {}
     for i, item in enumerate(_row_list(doc)):
         if not isinstance(item, dict):
-            raise InputError(f"price row {i}: not an object")
+            raise _bad(i, "", "not an object")
         model = item.get("model")
         if not isinstance(model, str) or not model:
-            raise InputError(f"price row {i}: 'model' must be a non-empty string")
+            raise _bad(i, "model", "'model' must be a non-empty string")
         eff = canonical(item.get("effective_from"))
         if eff is None:
-            raise InputError(f"price row {i}: 'effective_from' must be a date or a zoned ISO-8601 instant")
+            raise _bad(i, "effective_from", "'effective_from' must be a date or a zoned ISO-8601 instant")
         source = item.get("source") or default_source
         rates = item.get("rates")
         if rates is None and "bucket" in item:
             rates = {item["bucket"]: item.get("usd_per_mtok")}
         if not isinstance(rates, dict) or not rates:
-            raise InputError(f"price row {i}: give 'rates' as {{bucket: usd_per_mtok}}")
+            raise _bad(i, "rates", "give 'rates' as {bucket: usd_per_mtok}")
         for bucket in rates:
             if bucket not in BUCKETS:
-                raise InputError(f"price row {i}: unknown bucket {bucket!r} (one of {', '.join(BUCKETS)})")
+                raise _bad(i, "rates", f"unknown bucket {bucket!r} (one of {', '.join(BUCKETS)})")
         threshold, tier, speeds, fee = _dimensions(i, item, list(rates))
         for bucket, rate in rates.items():
-            value = _usd(i, f"rate for {bucket} (USD per MTok)", rate)
+            value = _usd(i, f"rates.{bucket}", f"rate for {bucket} (USD per MTok)", rate)
             _add_once(
                 out,
                 seen,

@@ -36,3 +36,30 @@ def test_migrate_of_an_empty_log_under_older_rules_reprojects_nothing_and_says_s
     res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert "re-projected 0" not in res.stdout and "nothing re-projected" in res.stdout
+
+
+def test_pricing_set_names_the_option_not_a_price_row(tmp_path: Path) -> None:
+    # `pricing set ... --input -3` said "price row 0: ..." though the user gave no rows
+    db = str(tmp_path / "p.db")
+    base = ["pricing", "set", "m-1", "--db", db, "--effective-from", "2026-01-01"]
+    cases = {
+        ("--input", "-3"): "--input: rate for input (USD per MTok) must be a number from 0",
+        ("--cache-write-5m", "x"): "--cache-write-5m: rate for cache_write_5m (USD per MTok) is not a number",
+        ("--output", "1", "--speed", "fast=-1"): "--speed fast=X: speed multiplier for 'fast' must be a number",
+        ("--output", "1", "--long-context-threshold", "5", "--long-context", "output=-2"): "--long-context output=USD:",
+        ("--output", "1", "--long-context", "output=2"): "--long-context-threshold: long_context threshold",
+        ("--input", "1", "--web-search-fee", "0.01"): "--web-search-fee: a server tool fee goes on the row's output",
+        ("--output", "1", "--web-search-fee", "-1"): "--web-search-fee: web search fee must be a number",
+    }
+    for args, want in cases.items():
+        res = CliRunner().invoke(cli, [*base, *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert "price row" not in res.stderr, (args, res.stderr)
+        assert want in res.stderr, (args, res.stderr)
+    res = CliRunner().invoke(cli, ["pricing", "set", "m-1", "--db", db, "--effective-from", "never", "--input", "1"])
+    assert res.exit_code == 2 and "--effective-from: 'effective_from' must be a date" in res.stderr
+    # a price file still names its rows
+    bad = tmp_path / "p.json"
+    bad.write_bytes(orjson.dumps([{"model": "m", "effective_from": "2026-01-01", "rates": {"input": -3}}]))
+    res = CliRunner().invoke(cli, ["pricing", "load", str(bad), "--db", db])
+    assert res.exit_code == 2 and "price row 0: rate for input (USD per MTok) must be a number" in res.stderr

@@ -58,6 +58,10 @@ def pg_errors() -> Iterator[None]:
         raise translate(e) from e
 
 
+_SHAPE = "postgresql://user@host/db, or host=... dbname=..."
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def check_url(url: str) -> dict[str, str]:
     """Parse a store URL or keyword string; refuse one that carries a password.
 
@@ -68,14 +72,24 @@ def check_url(url: str) -> dict[str, str]:
         The libpq parameters it sets (without the environment's).
 
     Raises:
-        ConfigError: not a libpq connection string, or it holds a password.
+        ConfigError: a URL of another scheme (``mysql://``), not a libpq connection string, or
+            one that holds a password.
     """
     if not url or not url.strip():
-        raise ConfigError("give the central store as a PostgreSQL URL (postgresql://user@host/db)")
+        raise ConfigError(f"give the central store as a PostgreSQL URL ({_SHAPE})")
+    scheme = _SCHEME.match(url.strip())
+    if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
+        # libpq would read it as a keyword string and answer `missing "=" after ...` (breaker6)
+        raise ConfigError(
+            f"{scheme.group(1)}:// is not a PostgreSQL URL: the central store is PostgreSQL ({_SHAPE})",
+            scheme=scheme.group(1),
+        )
     try:
         params = {str(k): str(v) for k, v in conninfo_to_dict(url).items()}
     except psycopg.ProgrammingError as e:
-        raise ConfigError(f"not a PostgreSQL connection string: {str(e).splitlines()[0]}") from e
+        raise ConfigError(
+            f"not a PostgreSQL URL or connection string ({_SHAPE}): libpq says {str(e).splitlines()[0]}"
+        ) from e
     if "password" in params:
         raise ConfigError(
             "the store URL holds a password: keep it out of argv, logs and settings; put it in ~/.pgpass "

@@ -70,7 +70,8 @@ def test_serve_ships_the_log_batch_by_batch(tmp_path: Path, pg_url: str, monkeyp
     ("url", "says"),
     [
         ("postgresql://me:hunter2@127.0.0.1:1/x", "holds a password"),
-        ("not a url", "not a PostgreSQL connection string"),
+        ("not a url", "not a PostgreSQL URL or connection string"),
+        ("mysql://me@127.0.0.1/x", "mysql:// is not a PostgreSQL URL"),
     ],
 )
 def test_a_ship_to_the_daemon_can_never_use_refuses_the_start(

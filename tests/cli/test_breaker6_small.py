@@ -63,3 +63,21 @@ def test_pricing_set_names_the_option_not_a_price_row(tmp_path: Path) -> None:
     bad.write_bytes(orjson.dumps([{"model": "m", "effective_from": "2026-01-01", "rates": {"input": -3}}]))
     res = CliRunner().invoke(cli, ["pricing", "load", str(bad), "--db", db])
     assert res.exit_code == 2 and "price row 0: rate for input (USD per MTok) must be a number" in res.stderr
+
+
+def test_a_store_url_of_another_scheme_is_refused_by_name(tmp_path: Path) -> None:
+    # `ship --to mysql://x` surfaced libpq's `missing "=" after "mysql://x" in connection info string`
+    db = tmp_path / "x.db"
+    assert CliRunner().invoke(cli, ["migrate", "--db", str(db)]).exit_code == 0
+    for cmd in (
+        ["ship", "--db", str(db), "--to", "mysql://u:secret@x/db"],
+        ["ship", "--db", str(db), "--to", "MySQL://x", "--dry-run"],
+        ["cost", "--db", str(db), "--store", "sqlite:///x.db"],
+        ["pricing", "list", "--store", "http://x"],
+    ):
+        res = CliRunner().invoke(cli, cmd)
+        assert res.exit_code == 2, (cmd, res.output)
+        assert "is not a PostgreSQL URL" in res.stderr and "postgresql://user@host/db" in res.stderr, cmd
+        assert "missing" not in res.stderr and "secret" not in res.stderr, cmd
+    res = CliRunner().invoke(cli, ["ship", "--db", str(db), "--to", "x"])
+    assert res.exit_code == 2 and "not a PostgreSQL URL or connection string" in res.stderr, res.stderr

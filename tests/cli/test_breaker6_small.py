@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
@@ -81,3 +82,21 @@ def test_a_store_url_of_another_scheme_is_refused_by_name(tmp_path: Path) -> Non
         assert "missing" not in res.stderr and "secret" not in res.stderr, cmd
     res = CliRunner().invoke(cli, ["ship", "--db", str(db), "--to", "x"])
     assert res.exit_code == 2 and "not a PostgreSQL URL or connection string" in res.stderr, res.stderr
+
+
+def test_readme_says_which_tree_make_demo_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the README said `make demo` reads fixtures/projects; demo.py prefers ../shared/corpus/claude-projects
+    from ingestd import demo
+
+    root = Path(demo.__file__).resolve().parents[1]
+    para = " ".join((root / "README.md").read_text().split("`make demo` ", 1)[1].split("\n\n", 1)[0].split())
+    shared = root.parent / "shared" / "corpus" / "claude-projects"
+    assert "`../shared/corpus/claude-projects` beside the clone when there is one" in para
+    assert "else the transcripts bundled in `fixtures/projects`" in para
+    assert demo._corpus([]) == (shared if shared.is_dir() else root / "fixtures" / "projects")
+    fake = tmp_path / "clone" / "ingestd" / "demo.py"  # a clone with no corpus beside it: the fixtures
+    fake.parent.mkdir(parents=True)
+    monkeypatch.setattr(demo, "__file__", str(fake))
+    assert demo._corpus([]) == tmp_path / "clone" / "fixtures" / "projects"
+    (tmp_path / "shared" / "corpus" / "claude-projects").mkdir(parents=True)
+    assert demo._corpus([]) == tmp_path / "shared" / "corpus" / "claude-projects"

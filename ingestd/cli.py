@@ -4,7 +4,7 @@ Every module in ``ingestd.commands`` whose name does not start with ``_`` define
 command of the same name through ``register(cli)``. Modules are imported only when
 their command runs (or ``--help`` lists them), so ``ingestd cost`` does not pay for
 importing the HTTP stack. ``IngestdError`` becomes a one-line message on stderr and
-its ``exit_code`` (2 usage/configuration, 1 a check failed).
+its ``exit_code`` (1 a check failed; 2 every other error: usage, configuration, input, storage).
 """
 
 from __future__ import annotations

@@ -43,6 +43,12 @@ _ERROR_MAP: tuple[tuple[type[BaseException], type[StorageError]], ...] = (
 )
 
 
+DISK_FULL = (
+    "database error: {exc}: free space on the disk holding the database (or move it: --db) and run the"
+    " command again; what was committed before is kept"
+)
+
+
 def translate(exc: BaseException) -> StorageError:
     """Map an apsw exception to the ingestd error tree (the only such mapping).
 
@@ -52,6 +58,8 @@ def translate(exc: BaseException) -> StorageError:
     Returns:
         The ``StorageError`` subclass instance to raise ``from exc``.
     """
+    if isinstance(exc, apsw.FullError):
+        return StorageError(DISK_FULL.format(exc=exc), cause="FullError")
     for apsw_cls, ours in _ERROR_MAP:
         if isinstance(exc, apsw_cls):
             return ours(f"database error: {exc}", cause=type(exc).__name__)

@@ -30,6 +30,7 @@ from ingestd.daemon import identitylock
 from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
+from ingestd.report.words import plural
 from ingestd.store.identity import database_identity
 
 # With the ``reader_process`` setting, a one-shot ingest reads in a second process from this many
@@ -41,10 +42,10 @@ READER_MIN_BYTES = 16 * 1024 * 1024
 
 def _human(s: Summary) -> None:
     d = s.to_json()
+    unreadable = f", {d['files_unreadable']} unreadable" if d["files_unreadable"] else ""
+    folders = f"  {plural(d['dirs_unreadable'], 'folder')} unreadable" if d["dirs_unreadable"] else ""
     click.echo(
-        f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged"
-        + (f", {d['files_unreadable']} unreadable" if d["files_unreadable"] else "")
-        + ")  "
+        f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged{unreadable}){folders}  "
         f"lines {d['lines']}  bytes {d['bytes']}  new rows {d['rows_inserted']}"
     )
     click.echo(f"sessions {d['sessions']}  agents {d['agents']}  messages {d['messages']}")

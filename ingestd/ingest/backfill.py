@@ -213,7 +213,12 @@ def _plan(
     for root in roots:
         root_s = text_name(os.path.abspath(root))  # the checkpoints' key; files are opened by Found.path
         if paths is None:
-            found = discover(root)
+            unreadable: list[tuple[str, str]] = []
+            found = discover(root, unreadable)
+            summary.dirs_unreadable += sum(1 for kind, _ in unreadable if kind == "dir")
+            unexamined = sum(1 for kind, _ in unreadable if kind == "file")
+            summary.files += unexamined  # found, but not even its size could be read
+            summary.files_unreadable += unexamined
             cps = _checkpoints(conn, root_s, None)
         else:
             found = sorted(

@@ -75,11 +75,33 @@ def _passed_over(root_s: str, path: str, why: str) -> None:
     )
 
 
-def discover(root: Path) -> list[Found]:
+def _unreadable(root_s: str, kind: str, e: OSError, out: list[tuple[str, str]] | None) -> None:
+    """A directory that cannot be listed or a file that cannot be examined under the root: logged
+    (``dir_unreadable`` / ``file_unreadable``, once a process per path and error, as the daemon
+    walks again every minute) and appended to ``out`` as ``(kind, relative path)``."""
+    path = text_name(os.path.relpath(str(e.filename or root_s), root_s))
+    if out is not None:
+        out.append((kind, path))
+    said = (f"{kind}:{path}", e.strerror or str(e))
+    if said in _said:
+        return
+    _said.add(said)
+    log.warning(
+        f"{kind}_unreadable",
+        path=path,
+        error=e.strerror or str(e),
+        hint="its transcripts are not read: give this user read access (and search, for a folder)",
+    )
+
+
+def discover(root: Path, unreadable: list[tuple[str, str]] | None = None) -> list[Found]:
     """Every transcript and sidecar under ``root``, sorted by origin (a session's files together).
 
     Args:
         root: the projects root.
+        unreadable: when given, each folder that cannot be listed and each transcript that cannot be
+            examined (permissions, I/O errors) is appended as ``("dir" | "file", path relative to
+            the root)``; either way each is logged (``_unreadable``), never skipped without a word.
 
     Returns:
         list of ``Found``; unreadable entries are skipped.
@@ -92,7 +114,12 @@ def discover(root: Path) -> list[Found]:
     prefix = root_s if root_s.endswith(os.sep) else root_s + os.sep  # every walked path starts so
     os.listdir(root_s)  # an unreadable root is fatal, not an empty tree
     out: list[Found] = []
-    for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False):
+
+    def walk_error(e: OSError) -> None:
+        if not isinstance(e, FileNotFoundError):  # removed while walking: nothing to read
+            _unreadable(root_s, "dir", e, unreadable)
+
+    for dirpath, dirnames, filenames in os.walk(root_s, followlinks=False, onerror=walk_error):
         links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         for d in links:
             _passed_over(root_s, os.path.join(dirpath, d), "a symlinked folder is not descended")
@@ -111,7 +138,12 @@ def discover(root: Path) -> list[Found]:
                         _passed_over(root_s, full, "a symlink out of the projects root is not read")
                         continue
                     st = os.stat(full)
-            except OSError:
+            except FileNotFoundError:
+                continue  # removed since the folder was listed
+            except OSError as e:  # a folder that can be listed but not searched, an I/O error
+                if e.filename is None:
+                    e.filename = full
+                _unreadable(root_s, "file", e, unreadable)
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue

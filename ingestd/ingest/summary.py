@@ -13,7 +13,10 @@ class Summary:
     Attributes:
         files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
         files_unreadable: int, files that could not be opened or read (permissions, I/O errors):
-            skipped this run with their offset kept, so a later run picks them up.
+            skipped this run with their offset kept, so a later run picks them up (a transcript
+            that could not even be examined, in a folder that cannot be searched, counts too).
+        dirs_unreadable: int, folders under a root that could not be listed: whatever they hold
+            is not read (logged as ``dir_unreadable``).
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
         resets: int, rewritten files re-read from 0.
         oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
@@ -30,6 +33,7 @@ class Summary:
     files_read: int = 0
     files_unchanged: int = 0
     files_unreadable: int = 0
+    dirs_unreadable: int = 0
     lines: int = 0
     bytes: int = 0
     rows_inserted: int = 0
@@ -52,6 +56,7 @@ class Summary:
             "files_read": self.files_read,
             "files_unchanged": self.files_unchanged,
             "files_unreadable": self.files_unreadable,
+            "dirs_unreadable": self.dirs_unreadable,
             "lines": self.lines,
             "bytes": self.bytes,
             "rows_inserted": self.rows_inserted,

@@ -43,6 +43,7 @@ READER_MIN_BYTES = 16 * 1024 * 1024
 def _human(s: Summary) -> None:
     d = s.to_json()
     unreadable = f", {d['files_unreadable']} unreadable" if d["files_unreadable"] else ""
+    unreadable += f", {d['files_vanished']} vanished before being read" if d["files_vanished"] else ""
     folders = f"  {plural(d['dirs_unreadable'], 'folder')} unreadable" if d["dirs_unreadable"] else ""
     click.echo(
         f"files {d['files']} ({d['files_read']} read, {d['files_unchanged']} unchanged{unreadable}){folders}  "

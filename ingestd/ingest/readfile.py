@@ -186,12 +186,14 @@ def read_file(
     oh = origin_hash(origin)
     sid = path_info(origin).session_id
     gen, offset = _resume(b, f, cp, oh, sid, now)
-    b.summary.files_read += 1
     if f.is_meta:
         _read_meta(b, root, f, oh, sid, gen, now)
+        b.summary.files_read += 1
         return
     framer = _framer(b, root, f, gen, offset)
-    if not _read_lines(b, root, f, framer, oh, sid, gen, now, progress):
+    done = _read_lines(b, root, f, framer, oh, sid, gen, now, progress)
+    b.summary.files_read += 1  # opened and read (counted once it was: breaker6)
+    if not done:
         return  # shutting down: what was framed commits, the rest is read next time
     framers = b.tail.framers
     if framers is not None:
@@ -213,7 +215,11 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
         try:
             read_file(b, root_s, f, cp, now, progress)
         except FileNotFoundError:
-            continue  # vanished between discovery and reading: its log rows are kept
+            # removed between discovery and reading (a cleanup, the root deleted): its log rows
+            # are kept; said and counted, so the summary does not call it read (breaker6)
+            summary.files_vanished += 1
+            log.warning("file_vanished", origin=f.origin, hint="removed before it was read; its log rows are kept")
+            continue
         except ConnectionError:  # BrokenPipeError among them
             raise  # the hand-off to the writer broke (an interrupted run), not this file
         except OSError as e:

@@ -11,10 +11,12 @@ class Summary:
     """What one ingest run did (the ``ingestd ingest`` report).
 
     Attributes:
-        files: int, files discovered; files_read: int, files parsed; files_unchanged: int, skipped.
+        files: int, files discovered; files_read: int, files opened and read; files_unchanged: int, skipped.
         files_unreadable: int, files that could not be opened or read (permissions, I/O errors):
             skipped this run with their offset kept, so a later run picks them up (a transcript
             that could not even be examined, in a folder that cannot be searched, counts too).
+        files_vanished: int, files removed between discovery and reading (logged as ``file_vanished``):
+            not read; what the log already held of them is kept.
         dirs_unreadable: int, folders under a root that could not be listed: whatever they hold
             is not read (logged as ``dir_unreadable``).
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
@@ -33,6 +35,7 @@ class Summary:
     files_read: int = 0
     files_unchanged: int = 0
     files_unreadable: int = 0
+    files_vanished: int = 0
     dirs_unreadable: int = 0
     lines: int = 0
     bytes: int = 0
@@ -56,6 +59,7 @@ class Summary:
             "files_read": self.files_read,
             "files_unchanged": self.files_unchanged,
             "files_unreadable": self.files_unreadable,
+            "files_vanished": self.files_vanished,
             "dirs_unreadable": self.dirs_unreadable,
             "lines": self.lines,
             "bytes": self.bytes,

@@ -65,7 +65,7 @@ log = get_logger("ingestd.ingest")
 # fork: the worker starts at once with everything imported and the logging configured
 _CTX = multiprocessing.get_context("fork")
 # the reading counters the worker fills (the writing ones are this process's)
-_COUNTS = ("files_read", "files_unreadable", "lines", "bytes", "resets", "oversized")
+_COUNTS = ("files_read", "files_unreadable", "files_vanished", "lines", "bytes", "resets", "oversized")
 # how long ``close`` waits for a worker that was told to stop
 _STOP_S = 5.0
 # the fold states the worker keeps (as the writer's FoldCache); past them the least recent goes

@@ -17,7 +17,7 @@ from ingestd import settings as settings_mod
 from ingestd.claudedir import claude_config_dir
 from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
-from ingestd.store.connection import connect, default_db_path
+from ingestd.store.connection import connect, default_db_path, require_writable
 from ingestd.store.migrate import migrate, status
 from ingestd.store.projrev import StaleProjection, stale_projection
 
@@ -232,11 +232,13 @@ def open_current(path: Path) -> tuple[apsw.Connection, list[Pin], int | None]:
 
     Raises:
         ConfigError: the database or a file beside it is not the user's own or is writable by others.
+        StorageError: this user cannot write the database file or its ``-wal`` / ``-shm`` (naming it).
         MigrationError: the ledger refuses (see ``ingestd migrate --status``), or the database was
             projected by a newer ingestd.
         click.exceptions.Exit: 130 on Ctrl-C during the re-projection (``reproject_if_stale``).
     """
     require_safe_files(path)
+    require_writable(path)
     conn = connect(path)
     applied = migrate(conn)
     return conn, applied, reproject_if_stale(conn, path)

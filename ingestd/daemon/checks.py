@@ -20,7 +20,7 @@ from ingestd.daemon.health import Health
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.retention.backup import default_backup_dir
-from ingestd.store.connection import connect
+from ingestd.store.connection import connect, require_writable
 
 log = get_logger("ingestd.serve")
 
@@ -34,9 +34,11 @@ def check_files(db_path: Path, backup_dir: Path | None) -> None:
 
     Raises:
         ConfigError: naming each unsafe file and the command that fixes it.
+        StorageError: this user cannot write the database or its ``-wal`` / ``-shm`` (``require_writable``).
     """
     backups = backup_dir or default_backup_dir(db_path)  # where backups go: ``backup_dir_from``'s default
     filecheck.require_safe(filecheck.store_problems(db_path, backups))
+    require_writable(db_path)
 
 
 def check_ship_to(url: str | None) -> None:

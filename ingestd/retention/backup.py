@@ -32,7 +32,7 @@ import apsw
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, on_read_only_media, scalar, set_meta, translate
+from ingestd.store.connection import connect, on_read_only_media, scalar, set_meta, translate, unwritable
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
@@ -293,6 +293,17 @@ def _link_new(partial: Path, out_dir: Path, now: datetime, stem: str) -> Path:
         return final
 
 
+def _make_dir(out_dir: Path) -> list[Path]:
+    """Create ``out_dir`` (0700) and any missing parent; the folders created, deepest first."""
+    made: list[Path] = []
+    d = out_dir
+    while not d.exists() and d != d.parent:
+        made.append(d)
+        d = d.parent
+    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return made
+
+
 def backup(
     db_path: Path,
     *,
@@ -306,8 +317,10 @@ def backup(
     Args:
         db_path: the live database (the daemon may be writing to it).
         now: aware datetime; names the file and is recorded as ``meta.last_backup_at`` (not for a
-            database on read-only media, which is opened read-only and only copied).
-        directory: where backups go (created 0700); default ``default_backup_dir(db_path)``.
+            database on read-only media or that this user cannot write (``unwritable``), which is
+            opened read-only and only copied).
+        directory: where backups go (created 0700 once the database is open; removed again, if
+            this call made it, when the backup fails); default ``default_backup_dir(db_path)``.
         retention_days: backups older than this may go ...
         keep_newest: ... but this many newest always stay.
 
@@ -320,13 +333,16 @@ def backup(
     """
     started = time.monotonic()
     out_dir = directory if directory is not None else default_backup_dir(db_path)
-    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     stem = backup_stem(db_path)
     partial = out_dir / f".{backup_name(now, stem)}.partial"
-    _remove_partial(partial)
-    read_only = on_read_only_media(db_path)  # a mounted backup: copied, but nothing recorded in it
+    # A copy only reads the database: one on read-only media (a mounted backup) or that this user
+    # may only read is opened read-only, copied, and nothing is recorded in it (breaker6: a
+    # read-only file failed with "attempt to write a readonly database")
+    read_only = on_read_only_media(db_path) or unwritable(db_path) is not None
     src = connect(db_path, readonly=read_only)
+    made = _make_dir(out_dir)  # only once the source is open: a failure leaves no empty folder behind
     try:
+        _remove_partial(partial)
         copy_database(src, partial)
         try:
             integrity, counts = check_copy(partial)
@@ -341,6 +357,11 @@ def backup(
         size = final.stat().st_size
         if not read_only:
             set_meta(src, "last_backup_at", format_utc(now))
+    except BaseException:
+        for d in made:  # the folders this backup made, deepest first, if nothing is in them
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
     finally:
         src.close()
     elapsed = time.monotonic() - started

@@ -49,6 +49,45 @@ DISK_FULL = (
 )
 
 
+READ_ONLY_HINT = (
+    ": this user cannot write the database file or the -wal / -shm beside it: check their"
+    " permissions (read commands and `backup` work on a database they can only read)"
+)
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this user cannot write the database at ``path``, naming the file, or None. Reads only.
+
+    The database file, and its ``-wal`` and ``-shm`` when present: SQLite writes all three, and
+    creates the two with the database file's mode, so a user who only read a 0444 copy leaves them
+    0444 behind; chmod-ing the database back then still failed with "attempt to write a readonly
+    database", naming no file (breaker6). A missing file is not a reason (it is created), nor is
+    read-only media (``connect``'s ``READ_ONLY_MEDIA`` message says what to do there).
+    """
+    if on_read_only_media(Path(path)):
+        return None  # every file there is unwritable: ``connect`` says so, naming the file system
+    real = os.path.realpath(path)
+    for name, what in ((real, "the database file"), (real + "-wal", "its -wal file"), (real + "-shm", "its -shm file")):
+        if os.path.exists(name) and not os.access(name, os.W_OK):
+            return (
+                f"{name} ({what}) is not writable by this user, so the database cannot be written: give this user"
+                f" write access to it (`chmod u+w {name}` as its owner, or chown it); read commands and `backup`"
+                " work as it is"
+            )
+    return None
+
+
+def require_writable(path: Path) -> None:
+    """Refuse, before any write, a database this user cannot write (``unwritable``). Reads only.
+
+    Raises:
+        StorageError: naming the file that cannot be written and what to do (``cause="ReadOnlyError"``).
+    """
+    why = unwritable(path)
+    if why is not None:
+        raise StorageError(why, cause="ReadOnlyError", path=str(path))
+
+
 def translate(exc: BaseException) -> StorageError:
     """Map an apsw exception to the ingestd error tree (the only such mapping).
 
@@ -60,6 +99,8 @@ def translate(exc: BaseException) -> StorageError:
     """
     if isinstance(exc, apsw.FullError):
         return StorageError(DISK_FULL.format(exc=exc), cause="FullError")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StorageError(f"database error: {exc}{READ_ONLY_HINT}", cause="ReadOnlyError")
     for apsw_cls, ours in _ERROR_MAP:
         if isinstance(exc, apsw_cls):
             return ours(f"database error: {exc}", cause=type(exc).__name__)

@@ -199,7 +199,7 @@ def test_a_backup_without_room_says_so_and_leaves_nothing(
     assert res.exit_code == 2
     size = os.path.getsize(db_path)
     assert f"no space left on {tmp_path / 'bk'}: {size} bytes needed, 4096 free" in res.output
-    assert list((tmp_path / "bk").iterdir()) == []
+    assert not (tmp_path / "bk").exists()  # the folder it made is gone with the copy (breaker6)
 
 
 @pytest.fixture

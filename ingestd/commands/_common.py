@@ -15,6 +15,11 @@ import orjson
 from ingestd import configfile, deepjson, filecheck
 from ingestd import settings as settings_mod
 from ingestd.claudedir import claude_config_dir
+
+# the central store's options and connections, kept in their own module and importable from here
+from ingestd.commands._store import open_store as open_store
+from ingestd.commands._store import store_connection as store_connection
+from ingestd.commands._store import store_option as store_option
 from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.store.connection import connect, default_db_path, require_writable
@@ -366,50 +371,3 @@ def write_all(out: Any, data: bytes) -> None:
         if not n:
             raise OSError(f"stdout accepted none of the last {len(view)} bytes of the answer")
         view = view[n:]
-
-
-def store_option(f: F) -> F:
-    """``--store URL``: read the central PostgreSQL store (team mode, SPEC §13) instead of ``--db``."""
-    return click.option(
-        "--store",
-        "store_url",
-        default=None,
-        envvar="INGESTD_STORE",
-        metavar="URL",
-        help="Read the central PostgreSQL store (team mode) instead of the local database; the URL holds no "
-        "password (libpq's ~/.pgpass or PG* environment supply it) [env INGESTD_STORE].",
-    )(f)
-
-
-def store_connection(url: str, *, autocommit: bool = False) -> Any:
-    """A psycopg connection to the central store, closed when the command ends (``ingestd.central.pg.connect``)."""
-    from ingestd.central.pg import connect
-
-    pg = connect(url, autocommit=autocommit)
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(pg.close)
-    return pg
-
-
-def open_store(url: str) -> Any:
-    """A read connection to a migrated central store, as ``PgReadConn`` (the reports' connection shape).
-
-    Raises:
-        ConfigError: the URL is unusable, or the store has no schema yet / needs migrations.
-        MigrationError: the central ledger refuses.
-        StorageError: the server cannot be reached.
-    """
-    from ingestd.central import migrate as central_migrate
-    from ingestd.central.pg import PgReadConn, describe
-
-    pg = store_connection(url, autocommit=True)
-    plan = central_migrate.status(pg)
-    if plan.problems:
-        raise MigrationError("central store: " + "; ".join(plan.problems), problems=plan.problems)
-    if plan.pending:
-        raise ConfigError(
-            f"the central store {describe(url)} is not set up or needs migrations: run "
-            "`ingestd ship --to URL` or `ingestd project --store URL` first"
-        )
-    return PgReadConn(pg)

@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -293,15 +294,46 @@ def _link_new(partial: Path, out_dir: Path, now: datetime, stem: str) -> Path:
         return final
 
 
-def _make_dir(out_dir: Path) -> list[Path]:
-    """Create ``out_dir`` (0700) and any missing parent; the folders created, deepest first."""
+@contextlib.contextmanager
+def _new_dir(out_dir: Path) -> Iterator[None]:
+    """Create ``out_dir`` (0700) and any missing parent; when the block fails, remove again the
+    folders this made, deepest first, if nothing is in them."""
     made: list[Path] = []
     d = out_dir
     while not d.exists() and d != d.parent:
         made.append(d)
         d = d.parent
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return made
+    try:
+        yield
+    except BaseException:
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+
+
+def _copy_into(src: apsw.Connection, out_dir: Path, now: datetime, stem: str) -> tuple[Path, str, dict[str, int]]:
+    """Copy ``src`` into ``out_dir`` under a partial name, check it, sync it and give it its backup
+    name: ``(the backup's path, integrity, row counts)``. A copy that fails is removed.
+
+    Raises:
+        StorageError, CheckFailed: as ``copy_database`` and ``check_copy``.
+    """
+    partial = out_dir / f".{backup_name(now, stem)}.partial"
+    _remove_partial(partial)
+    copy_database(src, partial)
+    try:
+        integrity, counts = check_copy(partial)
+    except BaseException:
+        _remove_partial(partial)
+        raise
+    _fsync(partial)
+    final = _link_new(partial, out_dir, now, stem)
+    os.chmod(final, 0o600)
+    with contextlib.suppress(OSError):
+        _fsync(out_dir)
+    return final, integrity, counts
 
 
 def backup(
@@ -334,34 +366,17 @@ def backup(
     started = time.monotonic()
     out_dir = directory if directory is not None else default_backup_dir(db_path)
     stem = backup_stem(db_path)
-    partial = out_dir / f".{backup_name(now, stem)}.partial"
     # A copy only reads the database: one on read-only media (a mounted backup) or that this user
     # may only read is opened read-only, copied, and nothing is recorded in it (breaker6: a
     # read-only file failed with "attempt to write a readonly database")
     read_only = on_read_only_media(db_path) or unwritable(db_path) is not None
     src = connect(db_path, readonly=read_only)
-    made = _make_dir(out_dir)  # only once the source is open: a failure leaves no empty folder behind
     try:
-        _remove_partial(partial)
-        copy_database(src, partial)
-        try:
-            integrity, counts = check_copy(partial)
-        except BaseException:
-            _remove_partial(partial)
-            raise
-        _fsync(partial)
-        final = _link_new(partial, out_dir, now, stem)
-        os.chmod(final, 0o600)
-        with contextlib.suppress(OSError):
-            _fsync(out_dir)
-        size = final.stat().st_size
-        if not read_only:
-            set_meta(src, "last_backup_at", format_utc(now))
-    except BaseException:
-        for d in made:  # the folders this backup made, deepest first, if nothing is in them
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        raise
+        with _new_dir(out_dir):  # only once the source is open: a failure leaves no empty folder behind
+            final, integrity, counts = _copy_into(src, out_dir, now, stem)
+            size = final.stat().st_size
+            if not read_only:
+                set_meta(src, "last_backup_at", format_utc(now))
     finally:
         src.close()
     elapsed = time.monotonic() - started

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from tests.browser.conftest import Site
-from tests.browser.test_live_view import _filter, _shown_ids, js, open_view
+from tests.browser.test_live_view import _filter, _shown_ids, js, open_view, post_hook
 from tests.reliability.daemon import Daemon
 from tests.support import free_port, wait_for
 
@@ -91,3 +91,26 @@ def test_search_and_project_filter_reach_sessions_beyond_the_first_page(browser:
     assert _shown_ids(browser)[-1] == _sid(0)
     assert js(browser, "return document.getElementById('sessions-more').hidden") is True
     browser.save_screenshot(str(many.shots / "many.png"))
+
+
+def _menu_fetches(browser: Any) -> int:
+    entries = "performance.getEntriesByType('resource')"
+    return int(js(browser, f"return {entries}.filter(e => e.name.includes('/api/projects')).length"))
+
+
+def test_project_menu_is_fetched_once_per_load_and_on_live_changes_not_per_keystroke(browser: Any, many: Site) -> None:
+    """Was: every refresh fetched ``/api/projects`` (a grouped scan of every session) again, including
+    each pause in typing in the search box. Now the menu is fetched on the first refresh, on a live
+    change and when it is 30 s old."""
+    open_view(browser, many, "#/sessions", "sessions")
+    wait_for("the menu", lambda: _menu_fetches(browser) >= 1)
+    first = _menu_fetches(browser)
+    for value in (_sid(1)[:4], _sid(1)[:6], ""):
+        _filter(browser, "f-search", value, None)
+    _filter(browser, "f-status", "working", None)
+    _filter(browser, "f-status", "", None)
+    assert _menu_fetches(browser) == first
+    post_hook(many, {"hook_event_name": "UserPromptSubmit", "session_id": _sid(N_SESSIONS + 1), "cwd": "/work/new"})
+    wait_for("a live change fetches the menu again", lambda: _menu_fetches(browser) > first)
+    menu = "return [...document.getElementById('f-project').options].map(o => o.value)"
+    wait_for("the new project in the menu", lambda: "/work/new" in js(browser, menu))

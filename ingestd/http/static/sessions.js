@@ -1,11 +1,15 @@
 // ingestd live view: the sessions list (newest activity first, filters, search).
 // Search, project and status are the read API's (over every session, then a page of PAGE rows more
-// at a time); the project menu lists every project (/api/projects), not those of the rows shown.
+// at a time); the project menu lists every project (/api/projects), not those of the rows shown. The
+// menu is fetched on the first refresh, on a live change (a new session can bring a new project) and
+// when it is PROJECTS_TTL_MS old, not on every keystroke or filter change.
 
 import { BROWSER_TZ, STATUSES, api, append, costEl, fmtTime, fmtTokens, h, labelled, sessionHref, statusEl } from "./dom.js";
 
 export function sessionsView(refresh) {
   const PAGE = 200;
+  const PROJECTS_TTL_MS = 30000;
+  let projectsAt = null; // Date.now() of the last /api/projects answer
   const state = { rows: [], matched: 0, projects: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
   const search = h("input", { type: "search", id: "f-search", placeholder: "id prefix or title", autocomplete: "off" });
   const project = h("select", { id: "f-project" });
@@ -95,6 +99,7 @@ export function sessionsView(refresh) {
       );
     },
     async refresh(change) {
+      const menuDue = change || projectsAt === null || Date.now() - projectsAt > PROJECTS_TTL_MS;
       const [doc, projects] = await Promise.all([
         api("/api/sessions", {
           since: state.since,
@@ -105,11 +110,14 @@ export function sessionsView(refresh) {
           project_is: state.project,
           status: state.status,
         }),
-        api("/api/projects"),
+        menuDue ? api("/api/projects") : null,
       ]);
       state.rows = doc.rows;
       state.matched = doc.matched;
-      state.projects = projects.projects;
+      if (projects) {
+        state.projects = projects.projects;
+        projectsAt = Date.now();
+      }
       flash = new Set(change && change.sessions ? change.sessions : []);
       draw();
     },

@@ -86,17 +86,18 @@ def test_status_with_no_daemon_ever(tmp_path: Path) -> None:
 def test_state_file_round_trip_and_a_foreign_pid(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    path = presence.write_started(db, host="127.0.0.1", port=1, now=now)
+    closed = free_port()  # nothing listens there (port 1 did not hold: another tool's daemon served on it)
+    path = presence.write_started(db, host="127.0.0.1", port=closed, now=now)
     assert path == presence.state_path(db) and oct(path.stat().st_mode & 0o777) == "0o600"
     assert presence.read_state(db) == {
         "pid": os.getpid(),
         "host": "127.0.0.1",
-        "port": 1,
+        "port": closed,
         "started_at": "2026-01-01T00:00:00.000Z",
         "version": presence.__version__,
         "db": str(db),
     }
-    # This process is alive but nothing listens on port 1: not responding.
+    # This process is alive but nothing listens on that port: not responding.
     assert presence.detect(db, now, timeout_s=0.5).state == "not_responding"
     presence.write_stopped(db, now=now)
     assert presence.detect(db, now).state == "stopped"
@@ -140,10 +141,10 @@ def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tm
     held = lock.acquire(db)  # what serve holds: an flock on the database file, whatever its name
     try:
         now = datetime(2026, 1, 1, tzinfo=UTC)
-        presence.write_started(db, host="127.0.0.1", port=1, now=now)
+        presence.write_started(db, host="127.0.0.1", port=free_port(), now=now)
         stall.write_mirror(stall.mirror_path(db), [stall.Stall("writer", "database is locked", now.timestamp(), 3)])
         got = presence.detect(link, now, timeout_s=0.5)
-        assert (got.state, got.pid) == ("not_responding", os.getpid())  # port 1: no answer
+        assert (got.state, got.pid) == ("not_responding", os.getpid())  # a closed port: no answer
         assert got.db == str(db)
         assert got.problem is not None and got.problem.endswith(
             f"it serves this file as {db}: use that name (SQLite keeps the WAL by name; what this shows may lag)"

@@ -20,6 +20,7 @@ from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import StorageError
 from ingestd.store import migrate as mig
 from ingestd.store import payload_blocks as blocks
+from ingestd.store import payload_open as opened
 from ingestd.store import pruned, rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
@@ -29,7 +30,8 @@ from ingestd.store.projrev import stale_projection
 MAX_DETAILS = 20
 # name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed
 # log rows need to be read (migration 0013) and payload_blocks the blocks of lines blocked rows
-# refer to (0016), so both are append-only as the log.
+# refer to (0016), and payload_sealed where an open block's lines went (0020), so all are
+# append-only as the log.
 TRIGGERS = {
     "events_raw_no_update": ("events_raw", "UPDATE", "append-only"),
     "events_raw_no_delete": ("events_raw", "DELETE", "append-only"),
@@ -37,6 +39,8 @@ TRIGGERS = {
     "payload_codecs_no_delete": ("payload_codecs", "DELETE", "append-only"),
     "payload_blocks_no_update": ("payload_blocks", "UPDATE", "append-only"),
     "payload_blocks_no_delete": ("payload_blocks", "DELETE", "append-only"),
+    "payload_sealed_no_update": ("payload_sealed", "UPDATE", "append-only"),
+    "payload_sealed_no_delete": ("payload_sealed", "DELETE", "append-only"),
 }
 # Message ids anywhere in a payload: assistant records carry message.id, agent_progress
 # copies carry data.message.message.id (FORMATS.md §2). A byte scan finds both without parsing.
@@ -89,16 +93,24 @@ def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], w
 
 
 def _block_probes(conn: apsw.Connection) -> list[tuple[str, tuple[object, ...], str]]:
-    """The UPDATE and DELETE to refuse on ``payload_blocks`` (migration 0016), on a probe block
-    inserted in the caller's transaction (rolled back); none when the table is absent."""
+    """The UPDATE and DELETE to refuse on ``payload_blocks`` (migration 0016) and ``payload_sealed``
+    (0020), on probe rows inserted in the caller's transaction (rolled back); none for a table
+    the database does not have."""
     if not blocks.has_table(conn):
         return []
     conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (1, x'')")
     bid = conn.last_insert_rowid()
-    return [
+    probes: list[tuple[str, tuple[object, ...], str]] = [
         ("UPDATE payload_blocks SET data = data WHERE id = ?", (bid,), "UPDATE on payload_blocks"),
         ("DELETE FROM payload_blocks WHERE id = ?", (bid,), "DELETE on payload_blocks"),
     ]
+    if opened.has_tables(conn):
+        conn.execute("INSERT INTO payload_sealed (open_id, block_id, crc) VALUES (-1, ?, 0)", (bid,))
+        probes += [
+            ("UPDATE payload_sealed SET crc = crc WHERE open_id = -1", (), "UPDATE on payload_sealed"),
+            ("DELETE FROM payload_sealed WHERE open_id = -1", (), "DELETE on payload_sealed"),
+        ]
+    return probes
 
 
 def check_append_only(conn: apsw.Connection) -> Check:

@@ -55,6 +55,7 @@ PINS: tuple[Pin, ...] = (
     Pin(16, "payload_blocks", "64dd12eb89be1e0e2e5a354355453ea3cfc99994c3f97c8024aa7db04de470df"),
     Pin(17, "drop_origin_index", "22ac2c356349f44a8dd96453bffece1315f176fb449d297369a2b985b3ed44f4"),
     Pin(18, "token_usage_time_trigger", "c440c2aa4911f98730e54f9e31587af69af91a328d1bdb09dc6dbaa1db8ef105"),
+    Pin(20, "payload_open", "5f35019aaf6569ee9c8788f5fa7bfa85652e4670f1f4655b8799813070b52cc3"),
 )
 
 # The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same

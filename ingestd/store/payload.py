@@ -12,6 +12,9 @@ nothing else reads the stored value. ``events_raw.codec`` says how:
 - ``-1`` (``blocks.BLOCK``, migration 0016): a reference into a block of lines of one
   transcript compressed together (``ingestd.store.payload_blocks``), for the large batches of a
   backfill or a catch-up.
+- ``-2`` (``opened.OPEN``, migration 0020): a reference into a transcript's open block, for the
+  few lines a tail adds at a time (``ingestd.store.payload_open``): stored alone until the block
+  is sealed, then read from its frame.
 
 Other rows are compressed one by one (any row is read alone), so a short JSON line on its own
 compresses poorly (measured on the corpus: 2.6x); a dictionary trained on the database's
@@ -41,6 +44,7 @@ from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store import payload_blocks as blocks
+from ingestd.store import payload_open as opened
 from ingestd.store.dictionary import (
     DICT_BYTES,
     LEVEL,
@@ -221,12 +225,14 @@ def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
         return blob
     if codec == blocks.BLOCK:
         return blocks.read(conn, blob, lambda c, frame: codecs_of(conn, need=c).decode(c, frame))
+    if codec == opened.OPEN:
+        return opened.read(conn, blob, lambda c, stored: decode(conn, c, stored))
     return codecs_of(conn, need=codec).decode(codec, blob)
 
 
 def size_of(conn: Any, codec: int, blob: bytes | str) -> int:
     """Bytes of a stored payload as read, without decoding it (``Codecs.size_of``). Read-only."""
-    if codec == blocks.BLOCK:
+    if codec in (blocks.BLOCK, opened.OPEN):
         return blocks.size_of(blob)
     return codecs_of(conn, need=codec).size_of(codec, blob)
 
@@ -343,6 +349,7 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
     if codecs.current == PLAIN and rows:
         codecs = _train(conn, rows, codecs, max(r.received_at for r in rows), pre.trained if pre is not None else None)
     refs = blocks.write(conn, rows, codecs.compress, codecs.current, pre) if codecs.current != RAW else {}
+    tails = _open_rows(conn, rows, refs, codecs)
     out: list[tuple[Any, ...]] = []
     for i, r in enumerate(rows):
         t = r.db_tuple()
@@ -350,8 +357,31 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
         if got is not None:
             out.append((*t[:3], got, *t[4:], blocks.BLOCK))
             continue
+        got = tails.get(i)
+        if got is not None:
+            out.append((*t[:3], got, *t[4:], opened.OPEN))
+            continue
         codec, blob = codecs.encode(t[3])
         out.append((*t[:3], blob, *t[4:], codec))
+    return out
+
+
+def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], codecs: Codecs) -> dict[int, bytes]:
+    """The batch's new transcript lines that no block took, appended to their open blocks
+    (``ingestd.store.payload_open``, migration 0020), then idle open blocks sealed; row index ->
+    reference. Nothing for a batch without such lines (a hook's: no statement added to its
+    transaction), before the database has a codec (``RAW``) or the migration."""
+    if codecs.current == RAW:
+        return {}
+    rest = [i for i in blocks.first_lines(rows) if i not in refs]
+    if not rest or not opened.has_tables(conn):
+        return {}
+
+    def read_back(c: int, stored: bytes) -> bytes:
+        return decode(conn, c, stored)
+
+    out = opened.append(conn, rows, blocks.new_rows(conn, rows, rest), codecs.encode, codecs.compress, read_back)
+    opened.seal_idle(conn, max(r.received_at for r in rows), codecs.compress, read_back)
     return out
 
 

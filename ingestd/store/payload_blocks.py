@@ -177,7 +177,7 @@ def _cached(conn: Any, block_id: int, crc: int) -> bytes | None:
 _KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key <= ?"
 
 
-def _new_rows(conn: Any, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
+def new_rows(conn: Any, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
     """Indices of the batch's ``jsonl`` rows the insert will keep: of ``among`` (``first_lines``:
     the first of their key in the batch, so that no block holds bytes no row refers to), those
     not logged already (a file read again from its start). One range query on the key index per
@@ -196,7 +196,7 @@ def _new_rows(conn: Any, rows: Sequence[NewLogRow], among: list[int]) -> list[in
 
 def first_lines(rows: Sequence[NewLogRow]) -> list[int]:
     """Indices of the batch's ``jsonl`` rows that are the first of their key in it: the rows
-    ``_new_rows`` keeps when none is logged yet (a cold ingest). Pure."""
+    ``new_rows`` keeps when none is logged yet (a cold ingest). Pure."""
     seen: set[str] = set()
     out: list[int] = []
     for i, r in enumerate(rows):
@@ -212,7 +212,7 @@ class PreBlocks:
 
     Attributes:
         rows: the batch's rows (the same objects ``write`` is then given, checked by identity).
-        among: ``first_lines(rows)``: the rows assumed new; used only when ``_new_rows`` agrees.
+        among: ``first_lines(rows)``: the rows assumed new; used only when ``new_rows`` agrees.
         chunks: ``plan(rows, among)``: the blocks, as row indices (``write`` does not plan again).
         codec: int, the codec the frames were written with; used only when it is still current.
         frames: per block of ``chunks``, in order: ``(zstd frame, CRC-32 of its lines)``.
@@ -295,7 +295,7 @@ def write(
         chunks = plan(rows, among)
     if not chunks or not has_table(conn):
         return {}
-    new = _new_rows(conn, rows, among)
+    new = new_rows(conn, rows, among)
     if new != among:  # some lines are logged already (a file read again): fewer rows, other blocks
         chunks = plan(rows, new)
     usable = ours is not None and ours.codec == codec and new == among and len(ours.frames) == len(chunks)

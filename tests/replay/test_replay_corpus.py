@@ -26,6 +26,7 @@ from ingestd.store.migrate import migrate
 from ingestd.store.payload import PLAIN
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.payload_blocks import BLOCK, parse_ref
+from ingestd.store.payload_open import OPEN
 from ingestd.store.writer import apply_batch
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -202,5 +203,11 @@ def test_every_stored_payload_reads_back_byte_for_byte(live: Path, projects: Pat
     # a block holds only lines some row refers to, each once
     in_blocks = sum(zstandard.frame_content_size(d) for (d,) in conn.execute("SELECT data FROM payload_blocks"))
     referred = sum(parse_ref(b)[2] for (b,) in conn.execute("SELECT payload FROM events_raw WHERE codec = ?", (BLOCK,)))
+    # ... and the open blocks sealed since (migration 0020): each waiting line or sealed once
+    sealed = {int(i) for (i,) in conn.execute("SELECT open_id FROM payload_sealed")}
+    waiting = {(int(i), int(o)) for i, o in conn.execute("SELECT open_id, offset FROM payload_open")}
+    tails = [parse_ref(b) for (b,) in conn.execute("SELECT payload FROM events_raw WHERE codec = ?", (OPEN,))]
+    referred += sum(length for block, _, length, _ in tails if block in sealed)
     assert in_blocks == referred
+    assert sorted((b, o) for b, o, _, _ in tails if b not in sealed) == sorted(waiting)
     conn.close()

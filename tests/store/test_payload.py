@@ -15,12 +15,20 @@ from ingestd.errors import StorageError
 from ingestd.store import dictionary as zdict
 from ingestd.store import payload
 from ingestd.store import payload_blocks as blocks
+from ingestd.store import payload_open as opened
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.writer import apply_batch
 from ingestd.verify import check_append_only, check_payloads
 from tests.store.conftest import stored
 
 T = "2026-01-01T00:00:00.000Z"
+
+
+@pytest.fixture(autouse=True)
+def _per_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are the per-row codecs': a few lines stay stored alone, not in their transcript's
+    open block (migration 0020; tests/store/test_payload_open.py)."""
+    monkeypatch.setattr(opened, "has_tables", lambda conn: False)
 
 
 def _line(i: int) -> bytes:

@@ -16,6 +16,7 @@ from ingestd.ingest.backfill import ingest_roots
 from ingestd.store import payload
 from ingestd.store.connection import connect
 from ingestd.store.migrate import MIGRATIONS_DIR, migrate
+from ingestd.store.payload_open import OPEN
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
@@ -45,6 +46,8 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
             conn.execute(sql)
     conn.execute("DROP TABLE payload_codecs")
     conn.execute("DROP TABLE IF EXISTS payload_blocks")
+    for table in ("payload_open", "payload_open_blocks", "payload_sealed"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("CREATE INDEX IF NOT EXISTS events_raw_origin ON events_raw (origin, origin_gen, origin_offset)")
     conn.execute("DROP TABLE IF EXISTS rollup_deferred")
     conn.execute("ALTER TABLE events_raw DROP COLUMN codec")
@@ -76,10 +79,10 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 20]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
-    assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 5  # three new tables, the schema
+    assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 10  # eight new tables and indexes, the schema
     conn.close()
     assert _log(db) == before
     code, out = _cli("verify", "--db", str(db))
@@ -99,10 +102,13 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     ingest_roots(conn, [projects], now="2026-01-03T00:00:00.000Z")
     old_codecs = {c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id <= ?", (len(before),))}
     new_codecs = [c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id > ?", (len(before),))]
+    waiting = [c for (c,) in conn.execute("SELECT codec FROM payload_open")]
     conn.close()
     assert old_codecs == {payload.RAW}
-    # plain zstd (too few lines yet to train a dictionary); a line compression cannot shrink stays raw
-    assert len(new_codecs) >= len(lines) and new_codecs.count(payload.PLAIN) > len(new_codecs) // 2, new_codecs
+    # a few lines: in the transcript's open block (migration 0020), each waiting as plain zstd (too few
+    # lines yet to train a dictionary); a line compression cannot shrink waits raw
+    assert len(new_codecs) >= len(lines) and set(new_codecs) == {OPEN}, new_codecs
+    assert len(waiting) == len(new_codecs) and waiting.count(payload.PLAIN) > len(waiting) // 2, waiting
     assert _log(db)[: len(before)] == before
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

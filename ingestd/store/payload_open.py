@@ -1,0 +1,227 @@
+"""A tail's transcript lines gathered into blocks as they arrive (SPEC §3, §11; migration 0020).
+
+``ingestd.store.payload_blocks`` compresses a large batch's lines of one transcript together
+(8.8x on the real corpus), but the daemon's tailer writes a transcript a few lines at a time,
+and a line compressed alone with the dictionary gives 4.3x: a database the daemon filled over
+months held its payloads at half a backfill's ratio. Here such a line is appended to its
+transcript's (origin and generation) open block instead:
+
+- its ``events_raw`` row gets codec ``OPEN`` and a reference (``payload_blocks.ref``): the open
+  block's id, the line's offset and length in the block's bytes, and the CRC-32 of the line
+  itself (the block's bytes are not known yet);
+- until the block is sealed the line waits in ``payload_open``, stored alone as before
+  (``payload.Codecs.encode``);
+- ``seal`` (the block reached ``SEAL_BYTES`` of lines, or nothing was appended to it for
+  ``SEAL_IDLE``) compresses the lines as one ``payload_blocks`` frame, records where in
+  ``payload_sealed`` (append-only) and deletes the waiting copies, in the caller's transaction.
+
+A log row never changes, and at every commit exactly one of ``payload_open`` and ``payload_sealed``
+can give its bytes. ``read`` asks ``payload_sealed`` first (what an older row finds), then
+``payload_open``, then ``payload_sealed`` again: a seal committed between two of its statements
+(each its own snapshot outside a transaction) is found by the third.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+import zlib
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from ingestd.core.records import NewLogRow
+from ingestd.errors import StorageError
+from ingestd.logs import get_logger
+from ingestd.store import payload_blocks as blocks
+
+log = get_logger("ingestd.store.payload_open")
+
+# ``events_raw.codec`` of a row whose payload is a reference into an open (or since sealed) block.
+OPEN = -2
+# An open block is sealed once its lines add up to this many bytes (a backfill's block size).
+SEAL_BYTES = blocks.BLOCK_BYTES
+# ... or once nothing was appended to it for this long (a session that ended), judged by the
+# receipt times of the rows written (``seal_idle``), at most SEAL_IDLE_MAX per write transaction.
+SEAL_IDLE = timedelta(hours=1)
+SEAL_IDLE_MAX = 4
+
+Encode = Callable[[bytes], tuple[int, bytes]]  # bytes -> (codec, stored value): ``Codecs.encode``
+Compress = Callable[[bytes], tuple[int, bytes]]  # bytes -> (codec, zstd frame): ``Codecs.compress``
+Decode = Callable[[int, bytes], bytes]  # (codec, stored value) -> bytes: ``payload.decode``'s codecs
+
+_HAS_TABLES: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+_NEXT_ID = (
+    "SELECT max(coalesce((SELECT max(id) FROM payload_open_blocks), 0),"
+    " coalesce((SELECT max(open_id) FROM payload_sealed), 0)) + 1"
+)
+
+
+def has_tables(conn: Any) -> bool:
+    """Whether ``conn``'s database has the open-block tables (migration 0020). Read-only."""
+    with contextlib.suppress(TypeError):
+        if _HAS_TABLES.get(conn):
+            return True
+    got = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payload_open'").fetchall())
+    if got:
+        with contextlib.suppress(TypeError):
+            _HAS_TABLES[conn] = True
+    return got
+
+
+def _open_block(conn: Any, origin: str, gen: int, received_at: str) -> tuple[int, int]:
+    """``(id, size)`` of the origin generation's open block, opened when it has none."""
+    got = conn.execute(
+        "SELECT id, size FROM payload_open_blocks WHERE origin = ? AND origin_gen = ?", (origin, gen)
+    ).fetchall()
+    if got:
+        return int(got[0][0]), int(got[0][1])
+    block_id = int(conn.execute(_NEXT_ID).fetchall()[0][0])
+    conn.execute(
+        "INSERT INTO payload_open_blocks (id, origin, origin_gen, size, updated_at) VALUES (?, ?, ?, 0, ?)",
+        (block_id, origin, gen, received_at),
+    )
+    return block_id, 0
+
+
+def append(
+    conn: Any, rows: Sequence[NewLogRow], indices: Sequence[int], encode: Encode, compress: Compress, decode: Decode
+) -> dict[int, bytes]:
+    """Append ``rows[i]`` (for ``i`` in ``indices``, in order) to their origin's open block.
+
+    Inside the caller's write transaction (rolled back with the rows). Blocks that reach
+    ``SEAL_BYTES`` are sealed before returning.
+
+    Args:
+        conn: the apsw write connection, migrated through 0020.
+        rows: the batch; ``indices``: its new ``jsonl`` rows (each key once, none logged yet:
+            ``payload_blocks.new_rows``), so that no block holds a line no row refers to.
+        encode: how a waiting line is stored; compress, decode: for ``seal``.
+
+    Returns:
+        dict row index -> the row's stored payload (a reference; its codec is ``OPEN``).
+    """
+    by_origin: dict[tuple[str, int], list[int]] = {}
+    for i in indices:
+        by_origin.setdefault((rows[i].origin, rows[i].origin_gen), []).append(i)
+    out: dict[int, bytes] = {}
+    for (origin, gen), mine in by_origin.items():
+        newest = max(rows[i].received_at for i in mine)
+        block_id, size = _open_block(conn, origin, gen, newest)
+        waiting = []
+        for i in mine:
+            line = rows[i].payload
+            codec, stored = encode(line)
+            waiting.append((block_id, size, codec, stored))
+            out[i] = blocks.ref(block_id, size, len(line), zlib.crc32(line))
+            size += len(line)
+        conn.executemany("INSERT INTO payload_open (open_id, offset, codec, data) VALUES (?, ?, ?, ?)", waiting)
+        conn.execute(
+            "UPDATE payload_open_blocks SET size = ?, updated_at = max(updated_at, ?) WHERE id = ?",
+            (size, newest, block_id),
+        )
+        if size >= SEAL_BYTES:
+            seal(conn, block_id, compress, decode)
+    return out
+
+
+def seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
+    """Seal one open block: its lines as one ``payload_blocks`` frame, ``payload_sealed`` naming
+    it, the waiting copies and the open block deleted. Inside the caller's write transaction.
+
+    Returns:
+        True when sealed; False when the waiting lines do not follow each other from offset 0
+        (a damaged block: left open and logged, its rows still read one by one).
+
+    Raises:
+        StorageError: a waiting line does not decode.
+    """
+    parts: list[bytes] = []
+    size = 0
+    for offset, codec, stored in conn.execute(
+        "SELECT offset, codec, data FROM payload_open WHERE open_id = ? ORDER BY offset", (block_id,)
+    ):
+        if offset != size:
+            log.warning("open_block_gap", open_id=block_id, offset=offset, expected=size)
+            return False
+        line = decode(int(codec), stored)
+        parts.append(line)
+        size += len(line)
+    data = b"".join(parts)
+    codec, frame = compress(data)
+    conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (?, ?)", (codec, frame))
+    sealed_as = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO payload_sealed (open_id, block_id, crc) VALUES (?, ?, ?)", (block_id, sealed_as, zlib.crc32(data))
+    )
+    conn.execute("DELETE FROM payload_open WHERE open_id = ?", (block_id,))
+    conn.execute("DELETE FROM payload_open_blocks WHERE id = ?", (block_id,))
+    return True
+
+
+def idle_before(received_at: str) -> str:
+    """The ``updated_at`` below which an open block is idle, for rows received at ``received_at``
+    (canonical UTC, ``YYYY-MM-DDTHH:MM:SS.sssZ``): ``SEAL_IDLE`` earlier, same spelling. Pure."""
+    at = datetime.strptime(received_at, "%Y-%m-%dT%H:%M:%S.%fZ") - SEAL_IDLE
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def seal_idle(conn: Any, received_at: str, compress: Compress, decode: Decode) -> int:
+    """Seal up to ``SEAL_IDLE_MAX`` open blocks nothing was appended to for ``SEAL_IDLE`` before
+    ``received_at`` (the newest receipt time of the rows being written). Inside the caller's
+    write transaction; returns how many were sealed."""
+    try:
+        before = idle_before(received_at)
+    except ValueError:
+        return 0  # not a canonical time: no block is judged idle by it
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM payload_open_blocks WHERE updated_at < ? ORDER BY updated_at, id LIMIT ?",
+            (before, SEAL_IDLE_MAX),
+        )
+    ]
+    return sum(seal(conn, block_id, compress, decode) for block_id in ids)
+
+
+def _sealed(conn: Any, block_id: int) -> tuple[int, int] | None:
+    got = conn.execute("SELECT block_id, crc FROM payload_sealed WHERE open_id = ?", (block_id,)).fetchall()
+    return (int(got[0][0]), int(got[0][1])) if got else None
+
+
+def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
+    """An ``OPEN`` row's bytes exactly as read, from its reference. Read-only (caches a sealed block).
+
+    Args:
+        conn: the connection the row was read from.
+        blob: the row's stored payload (``payload_blocks.ref`` of the open block).
+        decode: ``(codec, stored value) -> bytes`` with ``conn``'s codecs.
+
+    Raises:
+        StorageError: the reference is damaged, neither table holds the line, or its bytes do
+            not match the reference's length and CRC.
+    """
+    block_id, offset, length, crc = blocks.parse_ref(blob)
+    where = _sealed(conn, block_id)
+    line: bytes | None = None
+    if where is None:
+        got = conn.execute(
+            "SELECT codec, data FROM payload_open WHERE open_id = ? AND offset = ?", (block_id, offset)
+        ).fetchall()
+        if got:
+            line = decode(int(got[0][0]), got[0][1])
+        else:
+            where = _sealed(conn, block_id)  # sealed since the first look
+    if line is None:
+        if where is None:
+            raise StorageError(
+                f"a log row refers to open payload block {block_id}, which neither payload_open nor "
+                "payload_sealed holds: the database is damaged",
+                codec=OPEN,
+            )
+        sealed_as, block_crc = where
+        line = blocks.read(conn, blocks.ref(sealed_as, offset, length, block_crc), decode)
+    if len(line) != length or zlib.crc32(line) != crc:
+        raise StorageError(f"a log row's line in open payload block {block_id} does not match its CRC", codec=OPEN)
+    return line

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import apsw
@@ -134,3 +136,46 @@ def test_an_infinite_rate_fails_prices(db_path: Path) -> None:
     code, doc = _run(db_path)
     assert code == 1
     assert _failed(doc) == {"prices"}
+
+
+def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) -> None:
+    # breaker6: `verify` beside a busy daemon said "FAIL append_only: check could not run: database
+    # is locked" one run in two: its deferred transaction read, then could not become a write after
+    # the daemon committed. It now takes the write lock first, waiting as any writer does.
+    from ingestd.verify import check_append_only
+
+    writer = connect(db_path)
+    holding, go = threading.Event(), threading.Event()
+
+    def daemon_commit() -> None:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO ingest_stats (name, value) VALUES ('probe', 1) ON CONFLICT DO NOTHING")
+        holding.set()
+        go.wait(5)
+        time.sleep(0.2)
+        writer.execute("COMMIT")
+
+    t = threading.Thread(target=daemon_commit)
+    t.start()
+    holding.wait(5)
+    checker = connect(db_path)
+    go.set()
+    try:
+        got = check_append_only(checker)
+    finally:
+        t.join()
+    assert got.ok, got.details
+
+
+def test_a_read_only_database_file_is_checked_without_probes(db_path: Path) -> None:
+    # breaker6: a database the user may read but not write failed verify ("attempt to write a
+    # readonly database"); its triggers are still checked, the probes are said to be skipped.
+    from ingestd.verify import check_append_only
+
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    got = check_append_only(conn)
+    assert got.ok and "not probed: the database file is read-only" in got.details[0], got.details
+    conn.execute("PRAGMA query_only = 1")
+    rw = connect(db_path)
+    rw.execute("DROP TRIGGER events_raw_no_delete")
+    assert not check_append_only(conn).ok

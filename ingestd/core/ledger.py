@@ -58,6 +58,14 @@ PINS: tuple[Pin, ...] = (
     Pin(20, "payload_open", "5f35019aaf6569ee9c8788f5fa7bfa85652e4670f1f4655b8799813070b52cc3"),
 )
 
+# Migrations a database may lack while a later one is applied, because a build shipped the later
+# one first: main's cfb4571, a7f2d4f and 1bfaf6f (2026-12-01, 06:22-06:43) had 0015 (rollup_deferred)
+# and not yet 0013 (payload_codecs), so their databases hold 1-12 and 15 (breaker6: every command
+# then refused them for good). 0013 adds a column and a table 0015 does not touch, and both come
+# before everything after them, so 0013 is applied late, then the rest in order. Ids never used
+# (0014, 0019) stay unused: a migration filling such a gap would be refused on every database past it.
+LATE: dict[int, frozenset[int]] = {13: frozenset({15})}
+
 # The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same
 # tamper rules (``plan`` with ``pins=PG_PINS``), recorded in the central database's own
 # ``schema_version``.
@@ -88,17 +96,26 @@ def _fix(pin: Pin) -> str:
     return f"restore migrations/{pin.stem}.sql to the released version and ship the change as a new migration"
 
 
-def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] = PINS) -> Plan:
+def plan(
+    files: list[FileOnDisk],
+    applied: list[Applied],
+    pins: tuple[Pin, ...] = PINS,
+    late: dict[int, frozenset[int]] | None = None,
+) -> Plan:
     """Decide what a migration run does. Pure.
 
     Args:
         files: the migration files found on disk.
         applied: the ledger rows.
         pins: the released migrations (``PINS``).
+        late: migration id -> the later ids it may still be applied after (``LATE``, the default
+            with ``PINS``); any other pending id below an applied one is refused.
 
     Returns:
         A ``Plan``; ``problems`` names every migration that does not match and says what to do.
     """
+    if late is None:
+        late = LATE if pins is PINS else {}
     problems: list[str] = []
     ids = [p.id for p in pins]
     if ids != sorted(set(ids)):
@@ -132,9 +149,11 @@ def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] 
             )
     done = {row.id for row in applied}
     pending = tuple(p for p in pins if p.id not in done)
-    if done and pending and min(p.id for p in pending) < max(done):
-        problems.append(
-            f"migration {min(p.id for p in pending)} is pending but {max(done)} is applied: ids must be "
-            "applied in increasing order"
-        )
+    for p in pending:
+        later = {d for d in done if d > p.id} - late.get(p.id, frozenset())
+        if later:
+            problems.append(
+                f"migration {p.id} is pending but {max(later)} is applied: ids must be applied in increasing order"
+            )
+            break
     return Plan(pending=pending, fill_checksums=tuple(fill), problems=tuple(problems))

@@ -143,3 +143,28 @@ def test_prune_dry_run_does_not_migrate_an_old_database(tmp_path: Path, monkeypa
     conn = connect(db, readonly=True)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     conn.close()
+
+
+def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # breaker6: main's cfb4571, a7f2d4f and 1bfaf6f shipped 0015 before 0013 existed; every command
+    # refused their databases for good ("migration 13 is pending but 15 is applied")
+    projects = tmp_path / "projects"
+    shutil.copytree(FIXTURES, projects)
+    db = tmp_path / "old.db"
+    _old_database(db, projects, monkeypatch)
+    then = tmp_path / "migrations-then"
+    then.mkdir()
+    for f in sorted(MIGRATIONS_DIR.glob("00*.sql")):
+        if int(f.name[:4]) <= 12 or int(f.name[:4]) == 15:
+            shutil.copy(f, then / f.name)
+    conn = connect(db)
+    pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
+    assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 20]
+    conn.close()
+    code, out = _cli("verify", "--db", str(db))
+    assert code == 0, out
+    # any other order stays refused
+    rows = [ledger.Migration(i, "x", None) for i in (1, 2, 16)]
+    got = ledger.plan([], rows, ledger.PINS[:0] + tuple(p for p in ledger.PINS if p.id <= 16))
+    assert any("migration 3 is pending but 16 is applied" in m for m in got.problems), got.problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -145,3 +146,27 @@ def test_both_ways_of_rebuilding_agree_and_a_small_log_starts_no_process(
     in_processes = any("two processes" in p for p in phases)
     assert in_processes == (min_rows == 0), phases
     assert ("rebuild_wall" in result.elapsed_s) == in_processes
+
+
+def test_the_rebuild_processes_yield_to_the_daemon(
+    tmp_path: Path, projects: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # breaker6: two rebuilds at the default priority took both cores from the daemon's tailer (nice
+    # 10) while it held the write lock, and a hook waiting behind it was answered 503
+    import subprocess
+    import sys
+
+    from ingestd.replay import run
+
+    code = "import os; from ingestd.replay.run import _yield_to_daemon as y; y(); y(); print(os.getpriority(0, 0))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert int(out.stdout) == max(run.REBUILD_NICE, os.getpriority(os.PRIO_PROCESS, 0))
+    db = tmp_path / "f.db"
+    conn = connect(db)
+    migrate(conn)
+    ingest_roots(conn, [projects], now="2026-01-01T00:00:00.000Z", ctx=CTX)
+    conn.close()
+    calls: list[int] = []
+    monkeypatch.setattr(run, "_yield_to_daemon", lambda: calls.append(1))
+    run._rebuild_file(str(db), str(tmp_path / "r.db"), 100, "log", None)
+    assert calls == [1]

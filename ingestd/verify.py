@@ -30,7 +30,7 @@ from ingestd.store.projrev import stale_projection
 MAX_DETAILS = 20
 # name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed
 # log rows need to be read (migration 0013) and payload_blocks the blocks of lines blocked rows
-# refer to (0016), and payload_sealed where an open block's lines went (0020), so all are
+# refer to (0016), and payload_sealed where an open block's lines went (0019), so all are
 # append-only as the log.
 TRIGGERS = {
     "events_raw_no_update": ("events_raw", "UPDATE", "append-only"),
@@ -94,7 +94,7 @@ def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], w
 
 def _block_probes(conn: apsw.Connection) -> list[tuple[str, tuple[object, ...], str]]:
     """The UPDATE and DELETE to refuse on ``payload_blocks`` (migration 0016) and ``payload_sealed``
-    (0020), on probe rows inserted in the caller's transaction (rolled back); none for a table
+    (0019), on probe rows inserted in the caller's transaction (rolled back); none for a table
     the database does not have."""
     if not blocks.has_table(conn):
         return []

@@ -55,15 +55,15 @@ PINS: tuple[Pin, ...] = (
     Pin(16, "payload_blocks", "64dd12eb89be1e0e2e5a354355453ea3cfc99994c3f97c8024aa7db04de470df"),
     Pin(17, "drop_origin_index", "22ac2c356349f44a8dd96453bffece1315f176fb449d297369a2b985b3ed44f4"),
     Pin(18, "token_usage_time_trigger", "c440c2aa4911f98730e54f9e31587af69af91a328d1bdb09dc6dbaa1db8ef105"),
-    Pin(20, "payload_open", "5f35019aaf6569ee9c8788f5fa7bfa85652e4670f1f4655b8799813070b52cc3"),
+    Pin(19, "payload_open", "41ab67b3fa9f1e991e72cf00979d14fd546a9c2adea5f4b9276ee3e907a72961"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
 # one first: main's cfb4571, a7f2d4f and 1bfaf6f (2026-12-01, 06:22-06:43) had 0015 (rollup_deferred)
 # and not yet 0013 (payload_codecs), so their databases hold 1-12 and 15 (breaker6: every command
 # then refused them for good). 0013 adds a column and a table 0015 does not touch, and both come
-# before everything after them, so 0013 is applied late, then the rest in order. Ids never used
-# (0014, 0019) stay unused: a migration filling such a gap would be refused on every database past it.
+# before everything after them, so 0013 is applied late, then the rest in order. The id never used
+# (0014) stays unused: a migration filling the gap would be refused on every database past it.
 LATE: dict[int, frozenset[int]] = {13: frozenset({15})}
 
 # The central store's ledger (SPEC §13): PostgreSQL-dialect files in migrations/pg/, the same

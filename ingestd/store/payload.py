@@ -12,7 +12,7 @@ nothing else reads the stored value. ``events_raw.codec`` says how:
 - ``-1`` (``blocks.BLOCK``, migration 0016): a reference into a block of lines of one
   transcript compressed together (``ingestd.store.payload_blocks``), for the large batches of a
   backfill or a catch-up.
-- ``-2`` (``opened.OPEN``, migration 0020): a reference into a transcript's open block, for the
+- ``-2`` (``opened.OPEN``, migration 0019): a reference into a transcript's open block, for the
   few lines a tail adds at a time (``ingestd.store.payload_open``): stored alone until the block
   is sealed, then read from its frame.
 
@@ -368,7 +368,7 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
 
 def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], codecs: Codecs) -> dict[int, bytes]:
     """The batch's new transcript lines that no block took, appended to their open blocks
-    (``ingestd.store.payload_open``, migration 0020), then idle open blocks sealed; row index ->
+    (``ingestd.store.payload_open``, migration 0019), then idle open blocks sealed; row index ->
     reference. Nothing for a batch without such lines (a hook's: no statement added to its
     transaction), before the database has a codec (``RAW``) or the migration."""
     if codecs.current == RAW:

@@ -1,4 +1,4 @@
-"""A tail's transcript lines gathered into blocks as they arrive (SPEC §3, §11; migration 0020).
+"""A tail's transcript lines gathered into blocks as they arrive (SPEC §3, §11; migration 0019).
 
 ``ingestd.store.payload_blocks`` compresses a large batch's lines of one transcript together
 (8.8x on the real corpus), but the daemon's tailer writes a transcript a few lines at a time,
@@ -59,7 +59,7 @@ _NEXT_ID = (
 
 
 def has_tables(conn: Any) -> bool:
-    """Whether ``conn``'s database has the open-block tables (migration 0020). Read-only."""
+    """Whether ``conn``'s database has the open-block tables (migration 0019). Read-only."""
     with contextlib.suppress(TypeError):
         if _HAS_TABLES.get(conn):
             return True
@@ -94,7 +94,7 @@ def append(
     ``SEAL_BYTES`` are sealed before returning.
 
     Args:
-        conn: the apsw write connection, migrated through 0020.
+        conn: the apsw write connection, migrated through 0019.
         rows: the batch; ``indices``: its new ``jsonl`` rows (each key once, none logged yet:
             ``payload_blocks.new_rows``), so that no block holds a line no row refers to.
         encode: how a waiting line is stored; compress, decode: for ``seal``.

@@ -203,7 +203,7 @@ def test_every_stored_payload_reads_back_byte_for_byte(live: Path, projects: Pat
     # a block holds only lines some row refers to, each once
     in_blocks = sum(zstandard.frame_content_size(d) for (d,) in conn.execute("SELECT data FROM payload_blocks"))
     referred = sum(parse_ref(b)[2] for (b,) in conn.execute("SELECT payload FROM events_raw WHERE codec = ?", (BLOCK,)))
-    # ... and the open blocks sealed since (migration 0020): each waiting line or sealed once
+    # ... and the open blocks sealed since (migration 0019): each waiting line or sealed once
     sealed = {int(i) for (i,) in conn.execute("SELECT open_id FROM payload_sealed")}
     waiting = {(int(i), int(o)) for i, o in conn.execute("SELECT open_id, offset FROM payload_open")}
     tails = [parse_ref(b) for (b,) in conn.execute("SELECT payload FROM events_raw WHERE codec = ?", (OPEN,))]

@@ -27,7 +27,7 @@ T = "2026-01-01T00:00:00.000Z"
 @pytest.fixture(autouse=True)
 def _per_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are the per-row codecs': a few lines stay stored alone, not in their transcript's
-    open block (migration 0020; tests/store/test_payload_open.py)."""
+    open block (migration 0019; tests/store/test_payload_open.py)."""
     monkeypatch.setattr(opened, "has_tables", lambda conn: False)
 
 

@@ -1,5 +1,5 @@
 """A tail's few lines at a time gathered into their transcript's open block, sealed into one frame,
-every row read back byte for byte at every moment (SPEC §3, §11, migration 0020,
+every row read back byte for byte at every moment (SPEC §3, §11, migration 0019,
 ``ingestd.store.payload_open``)."""
 
 from __future__ import annotations

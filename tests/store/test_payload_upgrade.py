@@ -79,7 +79,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 20]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
     assert conn.execute("PRAGMA page_count").fetchall()[0][0] <= pages + 10  # eight new tables and indexes, the schema
@@ -105,7 +105,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     waiting = [c for (c,) in conn.execute("SELECT codec FROM payload_open")]
     conn.close()
     assert old_codecs == {payload.RAW}
-    # a few lines: in the transcript's open block (migration 0020), each waiting as plain zstd (too few
+    # a few lines: in the transcript's open block (migration 0019), each waiting as plain zstd (too few
     # lines yet to train a dictionary); a line compression cannot shrink waits raw
     assert len(new_codecs) >= len(lines) and set(new_codecs) == {OPEN}, new_codecs
     assert len(waiting) == len(new_codecs) and waiting.count(payload.PLAIN) > len(waiting) // 2, waiting
@@ -160,7 +160,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 20]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

@@ -1,4 +1,4 @@
--- 0020: the lines a tail adds (a few at a time, as Claude Code writes them) gathered into blocks
+-- 0019: the lines a tail adds (a few at a time, as Claude Code writes them) gathered into blocks
 -- as they arrive (SPEC §11: a database at most a third of the corpus; SPEC §3: reading a payload
 -- gives back the exact bytes). Immutable once released: its SHA-256 is pinned in ingestd/core/ledger.py.
 --

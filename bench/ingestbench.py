@@ -55,6 +55,11 @@ def count(path: Path, sql: str) -> int:
         conn.close()
 
 
+def has_table(path: Path, name: str) -> bool:
+    """Whether the database has table ``name`` (an older ingestd's may not: paired runs)."""
+    return count(path, f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{name}'") > 0
+
+
 def ingest_argv(corpus: Corpus, db: Path) -> list[str]:
     """The measured command."""
     return [ingestd_exe(), "ingest", "--projects", str(corpus.projects), "--db", str(db), "--json"]
@@ -138,6 +143,7 @@ def measure_ingest(corpus: Corpus, *, runs: int, timeout_s: float, long_run_s: f
     res.payload_bytes = count(
         db,
         "SELECT (SELECT coalesce(sum(length(payload)), 0) FROM events_raw)"
-        " + (SELECT coalesce(sum(length(data)), 0) FROM payload_blocks)",
+        " + (SELECT coalesce(sum(length(data)), 0) FROM payload_blocks)"
+        + (" + (SELECT coalesce(sum(length(data)), 0) FROM payload_open)" if has_table(db, "payload_open") else ""),
     )
     return res

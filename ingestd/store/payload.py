@@ -226,8 +226,18 @@ def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
     if codec == blocks.BLOCK:
         return blocks.read(conn, blob, lambda c, frame: codecs_of(conn, need=c).decode(c, frame))
     if codec == opened.OPEN:
-        return opened.read(conn, blob, lambda c, stored: decode(conn, c, stored))
+        return opened.read(conn, blob, lambda c, stored: _per_row(conn, c, stored))
     return codecs_of(conn, need=codec).decode(codec, blob)
+
+
+def _per_row(conn: Any, codec: int, blob: bytes | str) -> bytes:
+    """``decode`` for a value stored by a per-row codec (a waiting line, a block's frame): a
+    reference codec there is damage, refused, never followed (it could point back at itself)."""
+    if codec < RAW:
+        raise StorageError(
+            f"a waiting line or block is stored with reference codec {codec}: it is damaged", codec=codec
+        )
+    return decode(conn, codec, blob)
 
 
 def size_of(conn: Any, codec: int, blob: bytes | str) -> int:
@@ -369,8 +379,8 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
 def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], codecs: Codecs) -> dict[int, bytes]:
     """The batch's new transcript lines that no block took, appended to their open blocks
     (``ingestd.store.payload_open``, migration 0019), then idle open blocks sealed; row index ->
-    reference. Nothing for a batch without such lines (a hook's: no statement added to its
-    transaction), before the database has a codec (``RAW``) or the migration."""
+    reference. Nothing for a batch without such lines (a hook's writes add no statement), before
+    the database has a codec (``RAW``) or the migration."""
     if codecs.current == RAW:
         return {}
     rest = [i for i in blocks.first_lines(rows) if i not in refs]
@@ -378,7 +388,7 @@ def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], 
         return {}
 
     def read_back(c: int, stored: bytes) -> bytes:
-        return decode(conn, c, stored)
+        return _per_row(conn, c, stored)
 
     out = opened.append(conn, rows, blocks.new_rows(conn, rows, rest), codecs.encode, codecs.compress, read_back)
     opened.seal_idle(conn, max(r.received_at for r in rows), codecs.compress, read_back)

@@ -16,9 +16,8 @@ transcript's (origin and generation) open block instead:
   ``payload_sealed`` (append-only) and deletes the waiting copies, in the caller's transaction.
 
 A log row never changes, and at every commit exactly one of ``payload_open`` and ``payload_sealed``
-can give its bytes. ``read`` asks ``payload_sealed`` first (what an older row finds), then
-``payload_open``, then ``payload_sealed`` again: a seal committed between two of its statements
-(each its own snapshot outside a transaction) is found by the third.
+can give its bytes: ``read`` asks both in one statement (one snapshot), and remembers per
+connection where the blocks it found sealed went.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+
+import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
@@ -52,10 +53,23 @@ Decode = Callable[[int, bytes], bytes]  # (codec, stored value) -> bytes: ``payl
 
 _HAS_TABLES: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
+# Above every id any of the three tables names: a waiting line whose open block row is gone (a
+# damaged or hand-edited database) never has its id taken again.
 _NEXT_ID = (
     "SELECT max(coalesce((SELECT max(id) FROM payload_open_blocks), 0),"
-    " coalesce((SELECT max(open_id) FROM payload_sealed), 0)) + 1"
+    " coalesce((SELECT max(open_id) FROM payload_sealed), 0),"
+    " coalesce((SELECT max(open_id) FROM payload_open), 0)) + 1"
 )
+# One statement, so one snapshot: the line waiting, or where its block was sealed (never both at a
+# commit, never neither for an undamaged row).
+_WHERE = (
+    "SELECT o.codec, o.data, s.block_id, s.crc FROM (SELECT ?1 AS id) k"
+    " LEFT JOIN payload_open o ON o.open_id = k.id AND o.offset = ?2"
+    " LEFT JOIN payload_sealed s ON s.open_id = k.id"
+)
+# Per connection: open block id -> (payload_blocks id, CRC) of the blocks read sealed (payload_sealed
+# is append-only; an entry a rolled-back seal left is caught by the block's CRC and dropped).
+_SEALED: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, int]]] = weakref.WeakKeyDictionary()
 
 
 def has_tables(conn: Any) -> bool:
@@ -128,22 +142,39 @@ def append(
 
 def seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
     """Seal one open block: its lines as one ``payload_blocks`` frame, ``payload_sealed`` naming
-    it, the waiting copies and the open block deleted. Inside the caller's write transaction.
+    it, the waiting copies and the open block deleted. Inside the caller's write transaction, in a
+    savepoint of its own; never fails the caller's batch.
 
     Returns:
-        True when sealed; False when the waiting lines do not follow each other from offset 0
-        (a damaged block: left open and logged, its rows still read one by one).
-
-    Raises:
-        StorageError: a waiting line does not decode.
+        True when sealed. False when the block cannot be: its waiting lines do not run on from
+        offset 0, or one does not decode (a damaged or hand-edited database). The block is then
+        retired, not sealed: its ``payload_open_blocks`` row goes, so new lines open a fresh block
+        and no later write tries again, and its waiting lines stay where ``read`` finds them (the
+        damaged one named by ``verify``). Logged as ``open_block_unsealable``.
     """
+    conn.execute("SAVEPOINT payload_seal")
+    try:
+        sealed = _seal(conn, block_id, compress, decode)
+    except (StorageError, apsw.Error) as e:
+        conn.execute("ROLLBACK TO payload_seal")
+        sealed = False
+        why = str(e)
+    else:
+        why = "its waiting lines do not run on from offset 0"
+    if not sealed:
+        log.warning("open_block_unsealable", open_id=block_id, reason=why)
+        conn.execute("DELETE FROM payload_open_blocks WHERE id = ?", (block_id,))
+    conn.execute("RELEASE payload_seal")
+    return sealed
+
+
+def _seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
     parts: list[bytes] = []
     size = 0
     for offset, codec, stored in conn.execute(
         "SELECT offset, codec, data FROM payload_open WHERE open_id = ? ORDER BY offset", (block_id,)
     ):
         if offset != size:
-            log.warning("open_block_gap", open_id=block_id, offset=offset, expected=size)
             return False
         line = decode(int(codec), stored)
         parts.append(line)
@@ -185,43 +216,58 @@ def seal_idle(conn: Any, received_at: str, compress: Compress, decode: Decode) -
     return sum(seal(conn, block_id, compress, decode) for block_id in ids)
 
 
-def _sealed(conn: Any, block_id: int) -> tuple[int, int] | None:
-    got = conn.execute("SELECT block_id, crc FROM payload_sealed WHERE open_id = ?", (block_id,)).fetchall()
-    return (int(got[0][0]), int(got[0][1])) if got else None
+def _memo(conn: Any) -> dict[int, tuple[int, int]] | None:
+    try:
+        got = _SEALED.get(conn)
+        if got is None:
+            got = _SEALED[conn] = {}
+        return got
+    except TypeError:
+        return None  # a connection that takes no weak reference (sqlite3): no memo
 
 
 def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
-    """An ``OPEN`` row's bytes exactly as read, from its reference. Read-only (caches a sealed block).
+    """An ``OPEN`` row's bytes exactly as read, from its reference. Read-only.
+
+    One statement (``_WHERE``) finds the line waiting or its block sealed; a block read sealed is
+    remembered per connection (``_SEALED``), so a sequential reader (replay, verify, ship, the hook
+    writer catching up on a session) pays no statement for the other rows of that block, and the
+    block itself is decompressed once (``payload_blocks.read``'s cache).
 
     Args:
         conn: the connection the row was read from.
         blob: the row's stored payload (``payload_blocks.ref`` of the open block).
-        decode: ``(codec, stored value) -> bytes`` with ``conn``'s codecs.
+        decode: ``(codec, stored value) -> bytes`` for a waiting line or a sealed frame: the
+            per-row codecs only (``payload.Codecs.decode``).
 
     Raises:
         StorageError: the reference is damaged, neither table holds the line, or its bytes do
             not match the reference's length and CRC.
     """
     block_id, offset, length, crc = blocks.parse_ref(blob)
-    where = _sealed(conn, block_id)
+    memo = _memo(conn)
+    where = memo.get(block_id) if memo is not None else None
     line: bytes | None = None
-    if where is None:
-        got = conn.execute(
-            "SELECT codec, data FROM payload_open WHERE open_id = ? AND offset = ?", (block_id, offset)
-        ).fetchall()
-        if got:
-            line = decode(int(got[0][0]), got[0][1])
-        else:
-            where = _sealed(conn, block_id)  # sealed since the first look
+    if where is not None:
+        try:
+            line = blocks.read(conn, blocks.ref(where[0], offset, length, where[1]), decode)
+        except StorageError:
+            memo.pop(block_id, None)  # type: ignore[union-attr]  # a seal that rolled back: look again
     if line is None:
-        if where is None:
+        got = conn.execute(_WHERE, (block_id, offset)).fetchall()[0]
+        if got[1] is not None:
+            line = decode(int(got[0]), got[1])
+        elif got[2] is not None:
+            where = (int(got[2]), int(got[3]))
+            line = blocks.read(conn, blocks.ref(where[0], offset, length, where[1]), decode)
+            if memo is not None:
+                memo[block_id] = where
+        else:
             raise StorageError(
                 f"a log row refers to open payload block {block_id}, which neither payload_open nor "
                 "payload_sealed holds: the database is damaged",
                 codec=OPEN,
             )
-        sealed_as, block_crc = where
-        line = blocks.read(conn, blocks.ref(sealed_as, offset, length, block_crc), decode)
     if len(line) != length or zlib.crc32(line) != crc:
         raise StorageError(f"a log row's line in open payload block {block_id} does not match its CRC", codec=OPEN)
     return line

@@ -35,7 +35,9 @@ def _tail(start: int, n: int, origin: str = "p/a.jsonl", at: str = T, source: st
     for i in range(start, start + n):
         data = _line(i, origin)
         offset = sum(len(_line(k, origin)) + 1 for k in range(i))
-        out.append(NewLogRow(f"j:{origin}:0:{offset:012x}", source, "assistant", data, at, "s1", origin, 0, offset))
+        out.append(
+            NewLogRow(f"j:{origin}:0:{offset:012x}", source, "assistant", data, at, f"s-{origin}", origin, 0, offset)
+        )
     return out
 
 
@@ -125,28 +127,105 @@ def test_at_most_seal_idle_max_blocks_are_sealed_per_write(conn: apsw.Connection
     assert conn.execute("SELECT count(*) FROM payload_open_blocks").fetchall() == [(1,)]
 
 
-def test_a_row_read_while_another_connection_seals_its_block(
-    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _seal(c: apsw.Connection, open_id: int) -> bool:
+    codecs = payload.codecs_of(c)
+    return bool(opened.seal(c, open_id, codecs.compress, lambda k, b: payload.decode(c, k, b)))
+
+
+def _open_id(c: apsw.Connection, origin: str = "p/a.jsonl") -> int:
+    return int(c.execute("SELECT id FROM payload_open_blocks WHERE origin = ?", (origin,)).fetchall()[0][0])
+
+
+def test_a_row_read_before_and_after_another_connection_seals_its_block(conn: apsw.Connection) -> None:
     rows = _tail(0, 4)
     apply_batch(conn, rows)
-    key = rows[1].idempotency_key
-    codec, blob = conn.execute("SELECT codec, payload FROM events_raw WHERE idempotency_key = ?", (key,)).fetchall()[0]
-    assert codec == opened.OPEN and payload.decode(conn, codec, blob) == rows[1].payload
-    other = connect(conn.filename)
-    codecs = payload.codecs_of(other)
-    [(open_id,)] = other.execute("SELECT id FROM payload_open_blocks WHERE origin = 'p/a.jsonl'").fetchall()
-    write_txn(other, lambda c: opened.seal(c, open_id, codecs.compress, lambda k, b: payload.decode(c, k, b)))
-    # the seal committed between the reader's two looks: the third finds it
-    looks: list[int] = []
-    real = opened._sealed
+    got = {k: (c, p) for k, c, p in stored(conn)}
+    reader = connect(conn.filename, readonly=True)
+    assert [payload.decode(reader, *got[r.idempotency_key]) for r in rows] == [r.payload for r in rows]
+    assert write_txn(conn, lambda c: _seal(c, _open_id(c)))
+    statements: list[str] = []
 
-    def sealed(c: apsw.Connection, block_id: int) -> tuple[int, int] | None:
-        looks.append(block_id)
-        return None if len(looks) == 1 else real(c, block_id)
+    def trace(cursor: apsw.Cursor, sql: str, bindings: object) -> bool:
+        statements.append(sql)
+        return True
 
-    monkeypatch.setattr(opened, "_sealed", sealed)
-    assert payload.decode(conn, codec, blob) == rows[1].payload and len(looks) == 2
+    reader.exec_trace = trace
+    assert [payload.decode(reader, *got[r.idempotency_key]) for r in rows] == [r.payload for r in rows]
+    # the first row finds where the block went (one statement, the block read once); the others ask nothing
+    assert sum("payload_sealed" in q for q in statements) == 1, statements
+    assert sum("FROM payload_blocks" in q for q in statements) == 1, statements
+
+
+def test_where_a_rolled_back_seal_went_is_not_remembered(conn: apsw.Connection) -> None:
+    rows = _tail(0, 3)
+    apply_batch(conn, rows)
+    key_codec_blob = {k: (c, p) for k, c, p in stored(conn)}
+
+    def seal_read_fail(c: apsw.Connection) -> None:
+        assert _seal(c, _open_id(c))
+        assert payload.decode(c, *key_codec_blob[rows[0].idempotency_key]) == rows[0].payload  # remembered
+        raise RuntimeError("the transaction fails after the seal was read")
+
+    with pytest.raises(RuntimeError):
+        write_txn(conn, seal_read_fail)
+    apply_batch(conn, _tail(0, 200, origin="p/big.jsonl"))  # a block takes the rolled-back block's id
+    assert [payload.decode(conn, *key_codec_blob[r.idempotency_key]) for r in rows] == [r.payload for r in rows]
+
+
+def test_a_block_with_a_damaged_line_is_retired_and_writes_go_on(conn: apsw.Connection) -> None:
+    # review6: a seal that raised failed every later transcript write (lines lost, quarantined)
+    apply_batch(conn, _tail(0, 3))
+    apply_batch(conn, _tail(0, 2, origin="p/b.jsonl"))
+    conn.execute("UPDATE payload_open SET data = x'28b52ffd00' WHERE open_id = ? AND offset > 0", (_open_id(conn),))
+    later = _tail(0, 5, origin="p/c.jsonl", at="2026-01-01T02:00:00.000Z")
+    apply_batch(conn, later)
+    apply_batch(conn, _tail(5, 2, origin="p/c.jsonl", at="2026-01-01T02:00:01.000Z"))
+    keys = {k for k, _, _ in stored(conn)}
+    assert all(r.idempotency_key in keys for r in (*later, *_tail(5, 2, origin="p/c.jsonl")))
+    left = {str(o) for (o,) in conn.execute("SELECT origin FROM payload_open_blocks")}
+    assert "p/a.jsonl" not in left  # retired: no write tries it again
+    assert conn.execute("SELECT count(*) FROM payload_sealed").fetchall()[0][0] >= 2  # the others sealed
+    # the undamaged line of the retired block still reads; the damaged ones are named
+    first = {k: (c, p) for k, c, p in stored(conn)}[_tail(0, 1)[0].idempotency_key]
+    assert payload.decode(conn, *first) == _tail(0, 1)[0].payload
+    assert not check_payloads(conn).ok
+
+
+def test_a_block_with_a_gap_is_retired_and_its_other_lines_still_read(conn: apsw.Connection) -> None:
+    rows = _tail(0, 3)
+    apply_batch(conn, rows)
+    open_id = _open_id(conn)
+    conn.execute("DELETE FROM payload_open WHERE open_id = ? AND offset = 0", (open_id,))
+    assert not write_txn(conn, lambda c: _seal(c, open_id))
+    assert conn.execute("SELECT count(*) FROM payload_open WHERE open_id = ?", (open_id,)).fetchall() == [(2,)]
+    assert conn.execute("SELECT count(*) FROM payload_open_blocks WHERE id = ?", (open_id,)).fetchall() == [(0,)]
+    got = {k: (c, p) for k, c, p in stored(conn)}
+    assert [payload.decode(conn, *got[r.idempotency_key]) for r in rows[1:]] == [r.payload for r in rows[1:]]
+    with pytest.raises(StorageError, match="neither payload_open nor payload_sealed"):
+        payload.decode(conn, *got[rows[0].idempotency_key])
+
+
+def test_a_waiting_line_without_its_open_block_keeps_its_id(conn: apsw.Connection) -> None:
+    # review6: the next open block took the id again and every new transcript hit UNIQUE(open_id, offset)
+    apply_batch(conn, _tail(0, 3))
+    conn.execute("DELETE FROM payload_open_blocks WHERE origin = 'p/a.jsonl'")
+    b = _tail(0, 3, origin="p/b.jsonl")
+    apply_batch(conn, b)
+    got = {k: (c, p) for k, c, p in stored(conn)}
+    assert [payload.decode(conn, *got[r.idempotency_key]) for r in b] == [r.payload for r in b]
+
+
+def test_a_reference_codec_inside_a_waiting_line_is_refused_not_followed(conn: apsw.Connection) -> None:
+    # review6: a waiting line stored as codec -2 pointing at its own row recursed until RecursionError
+    rows = _tail(0, 2)
+    apply_batch(conn, rows)
+    codec, blob = {k: (c, p) for k, c, p in stored(conn)}[rows[0].idempotency_key]
+    conn.execute(
+        "UPDATE payload_open SET codec = -2, data = ? WHERE offset = 0 AND open_id = ?", (blob, _open_id(conn))
+    )
+    with pytest.raises(StorageError, match="reference codec"):
+        payload.decode(conn, codec, blob)
+    assert not check_payloads(conn).ok
 
 
 def test_a_rolled_back_batch_leaves_no_waiting_line_and_no_open_block(conn: apsw.Connection) -> None:
@@ -178,16 +257,6 @@ def test_a_waiting_line_that_is_missing_or_damaged_is_named(conn: apsw.Connectio
     assert not got.ok and any("neither payload_open nor payload_sealed" in d for d in got.details), got.details
     with pytest.raises(StorageError, match="open payload block"):
         [payload.decode(conn, c, p) for _, c, p in stored(conn) if c == opened.OPEN]
-
-
-def test_a_block_with_a_gap_is_left_open_and_still_read(conn: apsw.Connection) -> None:
-    rows = _tail(0, 3)
-    apply_batch(conn, rows)
-    [(open_id,)] = conn.execute("SELECT id FROM payload_open_blocks WHERE origin = 'p/a.jsonl'").fetchall()
-    conn.execute("UPDATE payload_open SET offset = offset + 1 WHERE open_id = ? AND offset > 0", (open_id,))
-    codecs = payload.codecs_of(conn)
-    assert not write_txn(conn, lambda c: opened.seal(c, open_id, codecs.compress, lambda k, b: payload.decode(c, k, b)))
-    assert conn.execute("SELECT count(*) FROM payload_open WHERE open_id = ?", (open_id,)).fetchall() == [(3,)]
 
 
 def test_the_sealed_table_is_append_only_and_verify_probes_it(conn: apsw.Connection) -> None:

@@ -47,9 +47,15 @@ BLOCK_BYTES = 256 * 1024
 # soon and one by one by the daemon); a block's short tail below it joins the block before.
 BLOCK_MIN_BYTES = 32 * 1024
 # The read cache per connection: the last blocks used, at most this many and (beyond the newest)
-# this many bytes (a block of one huge line is as large as the line).
-CACHE_BLOCKS = 4
-CACHE_BYTES = 4 * 1024 * 1024
+# this many bytes (a block of one huge line is as large as the line). Sixteen: a database the daemon
+# filled has its sessions' blocks interleaved in log order (open blocks, ``payload_open``), and
+# reading it in id order with 4 decompressed a block for most rows (real corpus, six sessions at a
+# time: 47 us a row; 16: 9 us, per-row codecs 7 us; BENCHMARKS.md, "Filled by the daemon").
+CACHE_BLOCKS = 16
+CACHE_BYTES = 8 * 1024 * 1024
+# A write keeps this many of its last blocks in the read cache (the next batch's summaries and
+# folds read the newest lines), no more: a backfill's peak memory.
+WRITE_KEPT = 4
 
 # Per connection: block id -> (CRC-32, bytes), the most recently used last.
 _CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, bytes]]] = weakref.WeakKeyDictionary()
@@ -303,7 +309,7 @@ def write(
     out: dict[int, bytes] = {}
     written: dict[int, tuple[int, dict[int, bytes]]] = {}
     for k, chunk in enumerate(chunks):
-        kept = len(chunks) - k <= CACHE_BLOCKS  # the read cache keeps the last blocks only
+        kept = len(chunks) - k <= WRITE_KEPT  # the read cache keeps the last blocks only
         data = b"".join(rows[i].payload for i in chunk) if frames is None or kept else b""
         if frames is not None:
             frame, crc = frames[k]

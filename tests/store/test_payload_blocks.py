@@ -242,14 +242,15 @@ def test_verify_names_rows_whose_block_is_damaged_or_missing(conn: apsw.Connecti
 
 
 def test_the_read_cache_is_bounded_in_blocks_and_bytes(conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
-    for i in range(6):
+    n = blocks.CACHE_BLOCKS
+    for i in range(n + 2):
         blocks._remember(conn, i, 0, b"x" * 1000)
-    assert list(blocks._CACHE[conn]) == [2, 3, 4, 5]
+    assert list(blocks._CACHE[conn]) == list(range(2, n + 2))
     monkeypatch.setattr(blocks, "CACHE_BYTES", 2500)
-    blocks._remember(conn, 6, 0, b"x" * 1000)
-    assert list(blocks._CACHE[conn]) == [5, 6]
-    blocks._remember(conn, 7, 0, b"x" * 9000)  # larger than the bound alone: kept, the only one
-    assert list(blocks._CACHE[conn]) == [7]
+    blocks._remember(conn, n + 2, 0, b"x" * 1000)
+    assert list(blocks._CACHE[conn]) == [n + 1, n + 2]
+    blocks._remember(conn, n + 3, 0, b"x" * 9000)  # larger than the bound alone: kept, the only one
+    assert list(blocks._CACHE[conn]) == [n + 3]
 
 
 @given(

@@ -3,8 +3,9 @@
 ``python -m bench.daemonsim OUT.db [--corpus DIR]``: six sessions live at a time, three of them
 appending one to three lines every 20 s of simulated clock, one ``ingest_roots`` transaction per
 round (the tailer's), then writes two hours later (idle open blocks are sealed by a later write).
-Prints the rounds, the seconds taken, the file's size and its largest tables (BENCHMARKS.md,
-"Filled by the daemon"). Deterministic (fixed seed); writes ``OUT.db`` and ``OUT.db.projects``.
+Prints the rounds, the seconds taken, the file's size, the time to read every payload back and
+its largest tables (BENCHMARKS.md, "Filled by the daemon"). Deterministic (fixed seed); writes
+``OUT.db`` and ``OUT.db.projects``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.payload import decode
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "claude-projects"
 LIVE = 6  # sessions live at a time
@@ -79,13 +81,31 @@ def simulate(out: Path, corpus: Path = CORPUS, seed: int = 7) -> tuple[int, floa
     return rounds, elapsed
 
 
+def read_us_per_row(db: Path, rounds: int = 3) -> float:
+    """Microseconds per row to decode every log payload in id order (a sequential reader: replay,
+    verify, ship), best of ``rounds``, each on a fresh read-only connection."""
+    best = float("inf")
+    for _ in range(rounds):
+        conn = connect(db, readonly=True)
+        rows = list(conn.execute("SELECT codec, payload FROM events_raw ORDER BY id"))
+        t = time.perf_counter()
+        for codec, stored in rows:
+            decode(conn, codec, stored)
+        best = min(best, (time.perf_counter() - t) / max(len(rows), 1))
+        conn.close()
+    return best * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--read-only", action="store_true", help="only time reading an existing OUT.db")
     args = ap.parse_args()
-    rounds, elapsed = simulate(args.out, args.corpus)
-    print(f"rounds {rounds}  seconds {elapsed:.1f}  size {args.out.stat().st_size}")
+    if not args.read_only:
+        rounds, elapsed = simulate(args.out, args.corpus)
+        print(f"rounds {rounds}  seconds {elapsed:.1f}  size {args.out.stat().st_size}")
+    print(f"reading every payload in id order: {read_us_per_row(args.out):.1f} us a row")
     conn = connect(args.out, readonly=True)
     for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8"):
         print(f"  {name:40s} {size / 1e6:7.2f} MB")

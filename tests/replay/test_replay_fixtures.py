@@ -59,6 +59,15 @@ def projects(tmp_path: Path) -> Path:
     return dst
 
 
+def _ingested(db: Path, projects: Path) -> Path:
+    """``db`` migrated, with ``projects`` ingested (the fixtures' clock and identity)."""
+    conn = connect(db)
+    migrate(conn)
+    ingest_roots(conn, [projects], now="2026-01-01T00:00:00.000Z", ctx=CTX)
+    conn.close()
+    return db
+
+
 def test_fixtures_with_hooks_double_replay_equal(tmp_path: Path, projects: Path) -> None:
     db = tmp_path / "f.db"
     conn = connect(db)
@@ -134,11 +143,7 @@ def test_both_ways_of_rebuilding_agree_and_a_small_log_starts_no_process(
     # two processes: the same rebuilds either way, both equal to the live projections
     from ingestd.replay.run import PARALLEL_MIN_ROWS, replay
 
-    db = tmp_path / "f.db"
-    conn = connect(db)
-    migrate(conn)
-    ingest_roots(conn, [projects], now="2026-01-01T00:00:00.000Z", ctx=CTX)
-    conn.close()
+    db = _ingested(tmp_path / "f.db", projects)
     phases: list[str] = []
     result = replay(db, on_phase=phases.append, parallel_min_rows=min_rows)
     assert result.comparison.ok, result.comparison.differences
@@ -161,11 +166,7 @@ def test_the_rebuild_processes_yield_to_the_daemon(
     code = "import os; from ingestd.replay.run import _yield_to_daemon as y; y(); y(); print(os.getpriority(0, 0))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert int(out.stdout) == max(run.REBUILD_NICE, os.getpriority(os.PRIO_PROCESS, 0))
-    db = tmp_path / "f.db"
-    conn = connect(db)
-    migrate(conn)
-    ingest_roots(conn, [projects], now="2026-01-01T00:00:00.000Z", ctx=CTX)
-    conn.close()
+    db = _ingested(tmp_path / "f.db", projects)
     calls: list[int] = []
     monkeypatch.setattr(run, "_yield_to_daemon", lambda: calls.append(1))
     run._rebuild_file(str(db), str(tmp_path / "r.db"), 100, "log", None)

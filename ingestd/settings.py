@@ -90,7 +90,7 @@ SETTINGS: tuple[Setting, ...] = (
         "reader_process",
         True,
         "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes, "
-        "when it has 16 MiB or more to read (issue 14: 0.8x the wall of c100 and c1000; the two "
+        "when it has 64 MiB or more to read (issue 14: 0.93x the wall of c100, 0.65x of c1000; the two "
         "processes together peak at 205 MiB on c100 and 250 MiB on c1000, under SPEC's 300 MB; "
         "BENCHMARKS.md). Off: one process, reading and writing on two threads.",
         "bool",

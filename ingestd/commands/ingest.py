@@ -34,10 +34,11 @@ from ingestd.report.words import plural
 from ingestd.store.identity import database_identity
 
 # With the ``reader_process`` setting, a one-shot ingest reads in a second process from this many
-# new bytes on: on an idle 2-core machine c100 (100 MB) took 0.71-0.80x the wall with the same
-# CPU, the real corpus (15 MB) the same wall, and a few files 0.1 s more (BENCHMARKS.md, issue 14,
-# seventh round).
-READER_MIN_BYTES = 16 * 1024 * 1024
+# new bytes on. Measured at the stop's end with the process's memory bounds (BENCHMARKS.md, issue
+# 14, ninth round), one process against two, load about 1.5: 20 MB 1.48 against 1.75 s, 40 MB 2.60
+# against 3.21 s, 60 MB 3.24 against 3.13 s, c100 4.30 against 4.01 s, c1000 44.0 against 28.6 s:
+# the process pays from about 60 MB.
+READER_MIN_BYTES = 64 * 1024 * 1024
 
 
 def _human(s: Summary) -> None:

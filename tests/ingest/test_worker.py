@@ -256,7 +256,7 @@ def test_the_ingest_command_reads_in_a_process_from_16_mib_unless_the_setting_is
     args = ["ingest", "--db", str(tmp_path / "x.db"), "--projects", str(FIXTURES), "--json"]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
-    assert seen[0]["reader_process"] is on and seen[0]["reader_min_bytes"] == 16 * 1024 * 1024
+    assert seen[0]["reader_process"] is on and seen[0]["reader_min_bytes"] == 64 * 1024 * 1024
 
 
 def _spy_prefolds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:

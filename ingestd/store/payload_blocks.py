@@ -363,7 +363,18 @@ def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]
     Raises:
         StorageError: the reference, the block or its bytes are damaged or missing.
     """
-    block_id, offset, length, crc = parse_ref(blob)
+    return read_slice(conn, *parse_ref(blob), decompress)
+
+
+def read_slice(
+    conn: Any, block_id: int, offset: int, length: int, crc: int, decompress: Callable[[int, bytes], bytes]
+) -> bytes:
+    """``read`` given the reference's four fields (``parse_ref``): ``length`` bytes at ``offset`` of
+    block ``block_id``, whose bytes have CRC-32 ``crc``. Read-only (caches the block).
+
+    Raises:
+        StorageError: the block or its bytes are damaged or missing.
+    """
     line = _in_batch(conn, block_id, offset, length, crc)
     if line is not None:
         return line

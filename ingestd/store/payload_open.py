@@ -250,7 +250,7 @@ def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
     line: bytes | None = None
     if where is not None:
         try:
-            line = blocks.read(conn, blocks.ref(where[0], offset, length, where[1]), decode)
+            line = blocks.read_slice(conn, where[0], offset, length, where[1], decode)
         except StorageError:
             memo.pop(block_id, None)  # type: ignore[union-attr]  # a seal that rolled back: look again
     if line is None:
@@ -259,7 +259,7 @@ def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
             line = decode(int(got[0]), got[1])
         elif got[2] is not None:
             where = (int(got[2]), int(got[3]))
-            line = blocks.read(conn, blocks.ref(where[0], offset, length, where[1]), decode)
+            line = blocks.read_slice(conn, where[0], offset, length, where[1], decode)
             if memo is not None:
                 memo[block_id] = where
         else:

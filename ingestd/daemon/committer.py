@@ -145,6 +145,28 @@ async def wait_committed(
         timer.cancel()
 
 
+async def enqueue_and_wait(
+    loop: asyncio.AbstractEventLoop,
+    enqueue: Callable[[], asyncio.Future[Any]],
+    timeout_s: float | None,
+    released: Released | None,
+) -> Any:
+    """``enqueue()`` a submission on a writer and ``wait_committed`` for it: the one submit path of
+    both writers (``Committer``, ``writerproc.ProcCommitter``).
+
+    Raises:
+        StorageError: ``enqueue`` refused it without trying (``released`` is called at once);
+        whatever ``wait_committed`` raises.
+    """
+    try:
+        fut = enqueue()
+    except StorageError:
+        if released is not None:
+            released()
+        raise
+    return await wait_committed(loop, fut, timeout_s, released)
+
+
 class Committer:
     """Owns the write connection and the thread; see the module docstring.
 
@@ -237,14 +259,14 @@ class Committer:
             TimeoutError: not committed within ``timeout_s``.
         """
         assert self._loop is not None
-        fut: asyncio.Future[int] = self._loop.create_future()
-        try:
+        loop = self._loop
+
+        def enqueue() -> asyncio.Future[int]:
+            fut: asyncio.Future[int] = loop.create_future()
             self._enqueue(_Rows(rows, fut))
-        except StorageError:
-            if released is not None:
-                released()
-            raise
-        return int(await wait_committed(self._loop, fut, timeout_s, released))
+            return fut
+
+        return int(await enqueue_and_wait(loop, enqueue, timeout_s, released))
 
     async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
         """Run ``fn(conn)`` on the writer thread (it manages its own transactions)."""

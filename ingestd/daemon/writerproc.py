@@ -32,7 +32,7 @@ from typing import Any
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import writerchild as child
-from ingestd.daemon.committer import ApplyFn, CommitterClosed, CommitterOverloaded, Released, wait_committed
+from ingestd.daemon.committer import ApplyFn, CommitterClosed, CommitterOverloaded, Released, enqueue_and_wait
 from ingestd.daemon.health import WRITER, Health
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
@@ -242,14 +242,12 @@ class ProcCommitter:
             CommitterOverloaded: too much is waiting.
             TimeoutError: not committed within ``timeout_s`` (the rows may still commit).
         """
-        try:
-            fut = self._enqueue((child.ROWS, next(self._ids), [child.wire_row(r) for r in rows]))
-        except StorageError:
-            if released is not None:
-                released()
-            raise
         assert self._loop is not None
-        return int(await wait_committed(self._loop, fut, timeout_s, released))
+
+        def enqueue() -> asyncio.Future[Any]:
+            return self._enqueue((child.ROWS, next(self._ids), [child.wire_row(r) for r in rows]))
+
+        return int(await enqueue_and_wait(self._loop, enqueue, timeout_s, released))
 
     async def call(self, fn: Callable[[Any], Any]) -> Any:
         """Run ``fn(conn)`` in the writer process (``fn`` and its result are pickled).

@@ -8,6 +8,14 @@ long. With its own connection the ingest commits in short transactions (``batch_
 and the hook writer's group commits slip in between them (SQLite serialises the two
 writers; each waits at most one short transaction).
 
+Priority (breaker6): the reading runs at ``INGEST_NICE`` so that framing a huge file does not take
+the event loop's core, but the write transactions (``apply_batch``, the checkpoints, a session's
+re-projection) run on a second thread at the daemon's own priority, one at a time while the reading
+thread waits. At nice 10 a transaction crawled on a busy machine while holding SQLite's write lock,
+and the hook writer's transactions waited behind it until their hooks were answered 503. Linux gives
+a new thread its creator's nice value and an unprivileged thread cannot raise its own back, so the
+writing thread is started in ``IngestRunner.__init__`` (the event loop's thread), not by the reader.
+
 A change names files: only those are looked at (no walk of the roots), and the fold states
 of the sessions being followed live as long as the runner (``FoldCache``), so appending a
 line to a long session costs work proportional to that line, not to the session (SPEC §7).
@@ -59,8 +67,16 @@ def _lower_priority() -> None:
         log.info("ingest_priority_unchanged", error=repr(e))
 
 
+def _started() -> None:
+    """Nothing: submitted once so that an executor's thread is created by the submitting thread."""
+
+
 class IngestRunner:
-    """One worker thread with one connection; ``await runner(paths)`` ingests.
+    """A reading thread (``INGEST_NICE``) and a writing thread (the creator's priority) sharing one
+    connection; ``await runner(paths)`` ingests.
+
+    Construct it at the daemon's normal priority (the event loop's thread): the writing thread is
+    started here and keeps the priority of the thread that started it.
 
     Args:
         open_conn: opens a migrated connection (called on the worker thread).
@@ -101,6 +117,7 @@ class IngestRunner:
                 report=report,
             ),
             should_stop=self._stopping.is_set,
+            write=self._write,
         )
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock
@@ -108,6 +125,10 @@ class IngestRunner:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="ingestd-ingest", initializer=_lower_priority
         )
+        # one thread, created now by this thread (an executor starts its threads on submit, from the
+        # submitting thread, and they take its nice value): the reader must not be the one to start it
+        self._writer = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingestd-write")
+        self._writer.submit(_started).result()
         self._local = threading.local()
         self._ctx: Ctx | None = None  # the database's identity, read on the worker thread
         self._first_full_scan = True  # the start-up backfill: its progress is shown (BackfillProgress)
@@ -120,9 +141,13 @@ class IngestRunner:
             self._ctx = database_identity(conn)
         return conn
 
+    def _write(self, fn: Callable[[], object]) -> object:
+        """Run the write ``fn`` on the writing thread and wait for it; returns or raises what it did."""
+        return self._writer.submit(fn).result()
+
     @property
     def cache(self) -> FoldCache:
-        """The tailer's fold cache (its worker thread only)."""
+        """The tailer's fold cache (used by its two threads in turn, never at once)."""
         return self._tailing.cache
 
     def roots_for(self, paths: Sequence[Path] | None) -> list[Path]:
@@ -187,3 +212,4 @@ class IngestRunner:
 
         self._pool.submit(_close).result()
         self._pool.shutdown(wait=True)
+        self._writer.shutdown(wait=True)

@@ -62,7 +62,8 @@ class Tailing:
     across ``ingest_roots`` calls (SPEC §7), a one-shot run has its own (``Tailing.one_shot``).
 
     Attributes:
-        cache: ``FoldCache``, fold states reused across calls (the tailer's worker thread only).
+        cache: ``FoldCache``, fold states reused across calls (one thread at a time: the reading one,
+            or ``write``'s while the reading one waits).
         framers: dict (root, origin) -> (generation, ``Framer``): framers of files whose last line is
             still torn; the next read resumes where this one stopped (one pass over a growing line).
             None: not kept (a one-shot run reads each file once).
@@ -70,6 +71,9 @@ class Tailing:
             until they clear, reported as a stall; None: ``Backoff()``'s default.
         should_stop: polled between chunks; True stops reading (shutdown) after committing.
         component: str, the part a stall is reported under.
+        write: runs a write (a callable) on the thread that writes and returns its result (or raises
+            what it raised), the caller waiting meanwhile; None: on the calling thread. The tailer's
+            writes run on a thread at the daemon's priority while its reading runs lower (breaker6).
     """
 
     cache: FoldCache = field(default_factory=FoldCache)
@@ -77,6 +81,7 @@ class Tailing:
     backoff: Backoff | None = None
     should_stop: Callable[[], bool] | None = None
     component: str = "tailer"
+    write: Callable[[Callable[[], Any]], Any] | None = None
 
     @classmethod
     def one_shot(cls) -> Tailing:
@@ -124,6 +129,8 @@ class Batcher:
         self.prefold = None
         if self.pipe is not None:
             self.pipe.put(batch, self.prepare)
+        elif self.tail.write is not None:
+            self.tail.write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
         else:
             self._apply(batch)
 

@@ -1,0 +1,181 @@
+"""Hook latency while the tailer catches up a large tree on a CPU-bound machine (breaker6).
+
+The daemon's tailer read at nice 10 and also ran its write transactions there: when processes at
+normal priority kept the cores busy, a transaction crawled while holding SQLite's write lock and
+the hook writer waited behind it until the hooks were answered 503 (``hook_timeout_ms``, 2 s).
+
+Each run: a fresh ``ingestd serve`` (from a tree's ``.venv``) on an empty projects root, a client
+POSTing a hook every ``--interval-ms`` over one keep-alive connection, then ``--hogs`` busy loops
+at nice 0 and a copy of the corpus's projects tree into the root; the run ends once the tailer
+has a checkpoint for every file (or at ``--max-s``). Reported per tree: max and p99 hook latency,
+the hooks not answered 2xx, the catch-up's wall time and the daemon's CPU (user+sys, its main
+process). Trees alternate in order per round, so another helper's load falls on both. Run::
+
+    python -m bench.prio --src main=/work/main --src branch=. --rounds 3 --out /tmp/prio.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from bench.daemon import daemon_cpu_s, free_port, stop_daemon, wait_listening
+from bench.hookload import hook_body
+from bench.stats import percentile
+
+HOG = "while 1: pass"
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of one tree: latencies in ms, the hooks not answered 2xx, catch-up seconds, daemon CPU s."""
+
+    src: str
+    max_ms: float
+    p99_ms: float
+    hooks: int
+    failed: int
+    catchup_s: float
+    cpu_s: float
+
+
+class Client(threading.Thread):
+    """POSTs a hook every ``interval_s`` until stopped; records (latency ms, status) per hook."""
+
+    def __init__(self, port: int, interval_s: float, run: str) -> None:
+        super().__init__(daemon=True)
+        self.port, self.interval_s, self.run_id = port, interval_s, run
+        self.stop = threading.Event()
+        self.results: list[tuple[float, int]] = []
+
+    def run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        n = 0
+        while not self.stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                conn.request("POST", "/hooks", hook_body(n, self.run_id), {"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                resp.read()
+                status = resp.status
+            except OSError:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                status = 0
+            self.results.append(((time.perf_counter() - t0) * 1000, status))
+            n += 1
+            self.stop.wait(max(0.0, self.interval_s - (time.perf_counter() - t0)))
+        conn.close()
+
+
+def _files(tree: Path) -> int:
+    """The transcript files under a projects tree (one checkpoint each once caught up)."""
+    return sum(1 for p in tree.rglob("*") if p.is_file() and p.name.endswith((".jsonl", ".meta.json")))
+
+
+def _checkpoints(db: Path) -> int:
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        conn.setbusytimeout(1000)
+        try:
+            n: Any = conn.execute("SELECT count(*) FROM ingest_checkpoints WHERE size >= 0").fetchall()[0][0]
+            return int(n)
+        finally:
+            conn.close()
+    except apsw.Error:
+        return 0
+
+
+def one_run(src: str, tree: Path, corpus: Path, hogs: int, interval_s: float, max_s: float) -> Run:
+    """One daemon of ``tree`` catching up ``corpus`` under ``hogs`` busy loops and a hook every ``interval_s``."""
+    with tempfile.TemporaryDirectory(prefix="prio-") as tmp:
+        work = Path(tmp)
+        root, db, port, log = work / "projects", work / "d.db", free_port(), work / "d.log"
+        root.mkdir()
+        argv = [str(tree / ".venv/bin/ingestd"), "serve", "--db", str(db), "--projects", str(root)]
+        argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True)
+        hog_procs: list[subprocess.Popen[bytes]] = []
+        client = Client(port, interval_s, f"{src}{time.time_ns()}")
+        try:
+            wait_listening(proc, port, log, 30.0)
+            client.start()
+            time.sleep(1.0)
+            hog_procs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
+            cpu0, t0 = daemon_cpu_s(proc.pid), time.monotonic()
+            shutil.copytree(corpus / "projects", root, dirs_exist_ok=True)
+            want = _files(root)
+            while _checkpoints(db) < want and time.monotonic() - t0 < max_s:
+                time.sleep(0.25)
+            catchup, cpu = time.monotonic() - t0, daemon_cpu_s(proc.pid) - cpu0
+        finally:
+            client.stop.set()
+            client.join()
+            for h in hog_procs:
+                h.kill()
+                h.wait()
+            stop_daemon(proc, timeout_s=20)
+    lat = [ms for ms, _ in client.results]
+    failed = sum(1 for _, st in client.results if not 200 <= st < 300)
+    return Run(src, max(lat), percentile(lat, 99), len(lat), failed, catchup, cpu)
+
+
+def _table(runs: list[Run], srcs: list[str]) -> str:
+    out = ["| tree | max ms | p99 ms | hooks | not 2xx (sum) | catch-up s | daemon CPU s |", "|---" * 7 + "|"]
+    for s in srcs:
+        rs = [r for r in runs if r.src == s]
+
+        def med(f: str, rs: list[Run] = rs) -> float:
+            return float(statistics.median(getattr(r, f) for r in rs))
+
+        out.append(
+            f"| {s} | {med('max_ms'):.0f} | {med('p99_ms'):.0f} | {med('hooks'):.0f} | {sum(r.failed for r in rs)}"
+            f" | {med('catchup_s'):.1f} | {med('cpu_s'):.1f} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    """Parse the arguments, run the rounds interleaved, print (and write) the medians."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", action="append", required=True, help="NAME=TREE (a tree with .venv/bin/ingestd)")
+    ap.add_argument("--corpus", type=Path, default=Path("bench/cache/c100"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hogs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--interval-ms", type=float, default=20.0)
+    ap.add_argument("--max-s", type=float, default=180.0)
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args()
+    srcs = [tuple(s.split("=", 1)) for s in a.src]
+    runs: list[Run] = []
+    load = os.getloadavg()
+    for i in range(a.rounds):
+        for name, tree in srcs if i % 2 == 0 else srcs[::-1]:
+            r = one_run(name, Path(tree).resolve(), a.corpus.resolve(), a.hogs, a.interval_ms / 1000, a.max_s)
+            print(r, flush=True)
+            runs.append(r)
+    text = f"{_table(runs, [s[0] for s in srcs])}\n\nmedians of {a.rounds} rounds; load at start {load}"
+    text += f"; hogs {a.hogs}\n"
+    for r in runs:
+        text += f"- {r}\n"
+    print(text)
+    if a.out:
+        a.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -37,6 +37,7 @@ from bench.hookload import hook_body
 from bench.stats import percentile
 
 HOG = "while 1: pass"
+SLOW_MS = 500.0  # a hook answered later than this is counted (a quarter of the 2 s hook timeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class Run:
     p99_ms: float
     hooks: int
     failed: int
+    slow: int
     catchup_s: float
     cpu_s: float
 
@@ -131,11 +133,13 @@ def one_run(src: str, tree: Path, corpus: Path, hogs: int, interval_s: float, ma
             stop_daemon(proc, timeout_s=20)
     lat = [ms for ms, _ in client.results]
     failed = sum(1 for _, st in client.results if not 200 <= st < 300)
-    return Run(src, max(lat), percentile(lat, 99), len(lat), failed, catchup, cpu)
+    slow = sum(1 for ms in lat if ms > SLOW_MS)
+    return Run(src, max(lat), percentile(lat, 99), len(lat), failed, slow, catchup, cpu)
 
 
 def _table(runs: list[Run], srcs: list[str]) -> str:
-    out = ["| tree | max ms | p99 ms | hooks | not 2xx (sum) | catch-up s | daemon CPU s |", "|---" * 7 + "|"]
+    head = "| tree | max ms | p99 ms | hooks | not 2xx (sum) | > 500 ms (sum) | catch-up s | daemon CPU s |"
+    out = [head, "|---" * 8 + "|"]
     for s in srcs:
         rs = [r for r in runs if r.src == s]
 
@@ -144,6 +148,7 @@ def _table(runs: list[Run], srcs: list[str]) -> str:
 
         out.append(
             f"| {s} | {med('max_ms'):.0f} | {med('p99_ms'):.0f} | {med('hooks'):.0f} | {sum(r.failed for r in rs)}"
+            f" | {sum(r.slow for r in rs)}"
             f" | {med('catchup_s'):.1f} | {med('cpu_s'):.1f} |"
         )
     return "\n".join(out)

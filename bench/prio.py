@@ -9,7 +9,8 @@ POSTing a hook every ``--interval-ms`` over one keep-alive connection, then ``--
 at nice 0 and a copy of the corpus's projects tree into the root; the run ends once the tailer
 has a checkpoint for every file (or at ``--max-s``). Reported per tree: max and p99 hook latency,
 the hooks not answered 2xx, the catch-up's wall time and the daemon's CPU (user+sys, its main
-process). Trees alternate in order per round, so another helper's load falls on both. Run::
+process). The daemon and the hogs share this process's session (one autogroup: nice values weigh
+against each other). Trees alternate in order per round, so another helper's load falls on both. Run::
 
     python -m bench.prio --src main=/work/main --src branch=. --rounds 3 --out /tmp/prio.md
 """
@@ -110,7 +111,10 @@ def one_run(src: str, tree: Path, corpus: Path, hogs: int, interval_s: float, ma
         argv = [str(tree / ".venv/bin/ingestd"), "serve", "--db", str(db), "--projects", str(root)]
         argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
         with open(log, "wb") as err:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True)
+            # in this session, as the hogs are: with autogroups (``kernel.sched_autogroup_enabled``) a
+            # nice value only weighs against the threads of its own session, and a daemon in a session
+            # of its own would get its share whatever its threads' nice values (no inversion shown)
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tree)
         hog_procs: list[subprocess.Popen[bytes]] = []
         client = Client(port, interval_s, f"{src}{time.time_ns()}")
         try:

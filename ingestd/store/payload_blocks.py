@@ -64,8 +64,8 @@ _CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, b
 # back from the rows themselves, with no block decompressed; ``forget_batch`` drops it once the
 # batch's transaction is over.
 _WRITTEN: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, dict[int, bytes]]]] = weakref.WeakKeyDictionary()
-# Connections whose database has ``payload_blocks`` (a table is never dropped).
-_HAS_TABLE: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+# Per connection: the tables ``has_table`` found (a table is never dropped).
+_HAS_TABLE: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def plan(rows: Sequence[NewLogRow], among: Iterable[int] | None = None) -> list[list[int]]:
@@ -141,17 +141,19 @@ def parse_ref(blob: bytes | str) -> tuple[int, int, int, int]:
     return vals[0], vals[1], vals[2], int.from_bytes(blob[pos:], "big")
 
 
-def has_table(conn: Any) -> bool:
-    """Whether ``conn``'s database has ``payload_blocks`` (migration 0016). Read-only."""
+def has_table(conn: Any, name: str = "payload_blocks") -> bool:
+    """Whether ``conn``'s database has table ``name`` (``payload_blocks``: migration 0016;
+    ``payload_open``: 0019), remembered per connection once true (a table is never dropped).
+    Read-only."""
     try:
-        if _HAS_TABLE.get(conn):
+        if name in _HAS_TABLE.get(conn, ()):
             return True
     except TypeError:
         pass
-    got = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payload_blocks'").fetchall())
+    got = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchall())
     if got:
         with contextlib.suppress(TypeError):
-            _HAS_TABLE[conn] = True
+            _HAS_TABLE.setdefault(conn, set()).add(name)
     return got
 
 

@@ -22,7 +22,6 @@ connection where the blocks it found sealed went.
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 import zlib
 from collections.abc import Callable, Sequence
@@ -51,8 +50,6 @@ Encode = Callable[[bytes], tuple[int, bytes]]  # bytes -> (codec, stored value):
 Compress = Callable[[bytes], tuple[int, bytes]]  # bytes -> (codec, zstd frame): ``Codecs.compress``
 Decode = Callable[[int, bytes], bytes]  # (codec, stored value) -> bytes: ``payload.decode``'s codecs
 
-_HAS_TABLES: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-
 # Above every id any of the three tables names: a waiting line whose open block row is gone (a
 # damaged or hand-edited database) never has its id taken again.
 _NEXT_ID = (
@@ -74,14 +71,7 @@ _SEALED: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, int]]] = weakref.We
 
 def has_tables(conn: Any) -> bool:
     """Whether ``conn``'s database has the open-block tables (migration 0019). Read-only."""
-    with contextlib.suppress(TypeError):
-        if _HAS_TABLES.get(conn):
-            return True
-    got = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payload_open'").fetchall())
-    if got:
-        with contextlib.suppress(TypeError):
-            _HAS_TABLES[conn] = True
-    return got
+    return blocks.has_table(conn, "payload_open")
 
 
 def _open_block(conn: Any, origin: str, gen: int, received_at: str) -> tuple[int, int]:

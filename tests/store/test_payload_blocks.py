@@ -104,11 +104,8 @@ def test_a_large_batch_is_stored_in_blocks_and_every_row_reads_back_exactly(conn
         assert payload.decode(other, codec, blob) == want[key]
 
 
-def test_a_sequential_reader_decompresses_each_block_once(
-    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    apply_batch(conn, _rows(3000))
-    reader = connect(conn.filename, readonly=True)
+def _count_decodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the codec of every frame ``payload.Codecs.decode`` decompresses, in order."""
     calls: list[int] = []
     real = payload.Codecs.decode
 
@@ -117,6 +114,15 @@ def test_a_sequential_reader_decompresses_each_block_once(
         return real(self, codec, blob)
 
     monkeypatch.setattr(payload.Codecs, "decode", counting)
+    return calls
+
+
+def test_a_sequential_reader_decompresses_each_block_once(
+    conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apply_batch(conn, _rows(3000))
+    reader = connect(conn.filename, readonly=True)
+    calls = _count_decodes(monkeypatch)
     for _, codec, blob in stored(reader):
         payload.decode(reader, codec, blob)
     assert len(calls) == len(blocks.plan(_rows(3000))) >= 2  # once per block, not per row (3,000)
@@ -153,14 +159,7 @@ def test_a_row_of_the_batch_being_written_reads_back_from_its_own_bytes(
     # those of the batch come from the rows given to write, no block decompressed; once the
     # transaction is over, from the blocks again (and nothing of the batch is kept)
     rows = _rows(3000)
-    calls: list[int] = []
-    real = payload.Codecs.decode
-
-    def counting(self: payload.Codecs, codec: int, blob: bytes | str) -> bytes:
-        calls.append(codec)
-        return real(self, codec, blob)
-
-    monkeypatch.setattr(payload.Codecs, "decode", counting)
+    calls = _count_decodes(monkeypatch)
     seen: list[bool] = []
     real_finish = writer._finish
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 import weakref
 import zlib
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import apsw
 
+from ingestd.core import timefmt
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
@@ -153,7 +154,7 @@ def seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
         why = "its waiting lines do not run on from offset 0"
     if not sealed:
         log.warning("open_block_unsealable", open_id=block_id, reason=why)
-        conn.execute("DELETE FROM payload_open_blocks WHERE id = ?", (block_id,))
+    conn.execute("DELETE FROM payload_open_blocks WHERE id = ?", (block_id,))  # sealed or retired
     conn.execute("RELEASE payload_seal")
     return sealed
 
@@ -177,25 +178,24 @@ def _seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
         "INSERT INTO payload_sealed (open_id, block_id, crc) VALUES (?, ?, ?)", (block_id, sealed_as, zlib.crc32(data))
     )
     conn.execute("DELETE FROM payload_open WHERE open_id = ?", (block_id,))
-    conn.execute("DELETE FROM payload_open_blocks WHERE id = ?", (block_id,))
     return True
 
 
-def idle_before(received_at: str) -> str:
-    """The ``updated_at`` below which an open block is idle, for rows received at ``received_at``
-    (canonical UTC, ``YYYY-MM-DDTHH:MM:SS.sssZ``): ``SEAL_IDLE`` earlier, same spelling. Pure."""
-    at = datetime.strptime(received_at, "%Y-%m-%dT%H:%M:%S.%fZ") - SEAL_IDLE
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+def idle_before(received_at: str) -> str | None:
+    """The ``updated_at`` below which an open block is idle, for rows received at ``received_at``:
+    ``SEAL_IDLE`` earlier, in the canonical spelling (``timefmt``); None when ``received_at`` is
+    not an instant. Pure."""
+    at = timefmt.parse(received_at)
+    return None if at is None else timefmt.format_utc(at - SEAL_IDLE)
 
 
 def seal_idle(conn: Any, received_at: str, compress: Compress, decode: Decode) -> int:
     """Seal up to ``SEAL_IDLE_MAX`` open blocks nothing was appended to for ``SEAL_IDLE`` before
     ``received_at`` (the newest receipt time of the rows being written). Inside the caller's
     write transaction; returns how many were sealed."""
-    try:
-        before = idle_before(received_at)
-    except ValueError:
-        return 0  # not a canonical time: no block is judged idle by it
+    before = idle_before(received_at)
+    if before is None:
+        return 0  # not a time: no block is judged idle by it
     ids = [
         int(r[0])
         for r in conn.execute(

@@ -43,6 +43,7 @@ from ingestd import logs
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
+from ingestd.store import dictionary as zdict
 from ingestd.store import payload_blocks as blocks
 from ingestd.store import payload_open as opened
 from ingestd.store.dictionary import (
@@ -50,9 +51,6 @@ from ingestd.store.dictionary import (
     LEVEL,
     TRAIN_D,
     TRAIN_K,
-    TRAIN_MAX_BYTES,
-    TRAIN_MIN_ROWS,
-    TRAIN_ROWS,
     Pretrained,
     ahead_dictionary,
     dictionary_id,
@@ -274,10 +272,10 @@ def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[Ne
     out: list[bytes] = []
     size = 0
     stored = conn.execute(
-        "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (TRAIN_ROWS,)
+        "SELECT codec, payload FROM events_raw WHERE source != 'ingestd' ORDER BY id LIMIT ?", (zdict.TRAIN_ROWS,)
     )
     for c, p in stored:
-        if len(out) >= TRAIN_ROWS or size >= TRAIN_MAX_BYTES:
+        if len(out) >= zdict.TRAIN_ROWS or size >= zdict.TRAIN_MAX_BYTES:
             break
         data = decode(conn, int(c), p)
         out.append(data)
@@ -294,10 +292,10 @@ def _train(
     ``ahead``: trained ahead from this batch (``pretrain``), used when its samples are these."""
     top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     logged = (int(top) if top is not None else 0) + len(rows)
-    if logged < max(TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
+    if logged < max(zdict.TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
         return codecs
     samples, batch, n_stored = _samples(conn, rows)
-    if len(samples) < TRAIN_MIN_ROWS:
+    if len(samples) < zdict.TRAIN_MIN_ROWS:
         return codecs
     dictionary = ahead_dictionary(ahead if ahead is not None and codecs.level == LEVEL else None, batch, n_stored)
     if dictionary is None:

@@ -243,7 +243,7 @@ def test_pipelined_ingest_trains_before_the_first_transaction_and_compresses_on_
 def test_a_first_batch_too_small_to_train_early_is_trained_when_handed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # fewer than TRAIN_ROWS lines in the first batch: trained on the reading thread at the hand-off
+    # fewer than TRAIN_ROWS lines in the first batch (500): trained on the reading thread at the hand-off
     # (not on the writer), the same dictionary as the sequential path's
     trained: list[str] = []
     real_train = zstandard.train_dictionary
@@ -252,7 +252,6 @@ def test_a_first_batch_too_small_to_train_early_is_trained_when_handed_over(
         trained.append(threading.current_thread().name)
         return real_train(*args, **kw)
 
-    monkeypatch.setattr(payload, "TRAIN_ROWS", 10**6)
     monkeypatch.setattr(zstandard, "train_dictionary", train)
     pip = _ingest(CORPUS, tmp_path / "pipe.db", batch_rows=500, pipeline=True)
     assert trained == ["MainThread"]

@@ -100,8 +100,8 @@ def test_an_unknown_codec_or_a_damaged_value_is_a_storage_error() -> None:
 def test_rows_before_the_dictionary_are_plain_zstd_then_the_dictionary_is_trained_andstored(
     conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 300)
-    monkeypatch.setattr(payload, "TRAIN_ROWS", 400)
+    monkeypatch.setattr(zdict, "TRAIN_MIN_ROWS", 300)
+    monkeypatch.setattr(zdict, "TRAIN_ROWS", 400)
     monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)  # the per-row codecs (blocks: test_payload_blocks)
     apply_batch(conn, _rows(200))
     assert {c for _, c, _ in stored(conn)} == {payload.PLAIN}
@@ -123,7 +123,7 @@ def test_rows_before_the_dictionary_are_plain_zstd_then_the_dictionary_is_traine
 def test_a_dictionary_trained_in_a_rolled_back_batch_is_never_referenced(
     conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 100)
+    monkeypatch.setattr(zdict, "TRAIN_MIN_ROWS", 100)
 
     def boom(c: apsw.Connection) -> None:
         c.executemany(
@@ -180,7 +180,7 @@ def test_verify_names_a_payload_that_does_not_decode(conn: apsw.Connection) -> N
 def test_a_failed_training_is_retried_once_the_log_has_doubled(
     conn: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 100)
+    monkeypatch.setattr(zdict, "TRAIN_MIN_ROWS", 100)
     calls: list[int] = []
 
     def refuse(*args: object, **kw: object) -> object:
@@ -203,8 +203,8 @@ def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_wa
 ) -> None:
     # pretrain: the writer skips its own training only when its samples are the same row objects
     # and the log holds none of them yet; the dictionary is then the one it would have trained
-    monkeypatch.setattr(payload, "TRAIN_MIN_ROWS", 300)
-    monkeypatch.setattr(payload, "TRAIN_ROWS", 400)
+    monkeypatch.setattr(zdict, "TRAIN_MIN_ROWS", 300)
+    monkeypatch.setattr(zdict, "TRAIN_ROWS", 400)
     monkeypatch.setattr(blocks, "BLOCK_MIN_BYTES", 10**9)
     rows = _rows(500)
     copies = _rows(500)  # equal rows, other objects

@@ -70,19 +70,10 @@ def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) 
     return default_s
 
 
-_CLOCK: list[tuple[int, str]] = [(-1, "")]
-
-
 def clock_bound(now_ns: int) -> str:
     """The clock reading ``now_ns`` (ns since the epoch) rounded up to the next whole second,
-    canonical UTC: a bound no receipt time stamped before it exceeds. Formatted once per second
-    (it is read in every write transaction)."""
-    sec = now_ns // 1_000_000_000 + 1
-    last = _CLOCK[0]
-    if last[0] != sec:
-        last = (sec, from_epoch_ns(sec * 1_000_000_000))
-        _CLOCK[0] = last
-    return last[1]
+    canonical UTC: a bound no receipt time stamped before it exceeds."""
+    return from_epoch_ns((now_ns // 1_000_000_000 + 1) * 1_000_000_000)
 
 
 def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None = None) -> str:

@@ -96,26 +96,19 @@ def _fix(pin: Pin) -> str:
     return f"restore migrations/{pin.stem}.sql to the released version and ship the change as a new migration"
 
 
-def plan(
-    files: list[FileOnDisk],
-    applied: list[Applied],
-    pins: tuple[Pin, ...] = PINS,
-    late: dict[int, frozenset[int]] | None = None,
-) -> Plan:
+def plan(files: list[FileOnDisk], applied: list[Applied], pins: tuple[Pin, ...] = PINS) -> Plan:
     """Decide what a migration run does. Pure.
 
     Args:
         files: the migration files found on disk.
         applied: the ledger rows.
-        pins: the released migrations (``PINS``).
-        late: migration id -> the later ids it may still be applied after (``LATE``, the default
-            with ``PINS``); any other pending id below an applied one is refused.
+        pins: the released migrations (``PINS``; with them, ``LATE``'s exceptions to the order:
+            any other pending id below an applied one is refused).
 
     Returns:
         A ``Plan``; ``problems`` names every migration that does not match and says what to do.
     """
-    if late is None:
-        late = LATE if pins is PINS else {}
+    late = LATE if pins is PINS else {}
     problems: list[str] = []
     ids = [p.id for p in pins]
     if ids != sorted(set(ids)):

@@ -71,13 +71,13 @@ class Pretrained:
     dictionary: bytes | None
 
 
-def pretrain(samples: Sequence[NewLogRow], level: int = LEVEL) -> Pretrained:
+def pretrain(samples: Sequence[NewLogRow]) -> Pretrained:
     """Train the dictionary on ``samples`` (``sample_rows`` of a first batch) as ``_train`` would
     over a log that holds no line yet. Any thread (zstd releases the GIL while it trains); touches
     no database. ``_train`` stores it only when its own samples are exactly these rows."""
     try:
         trained = zstandard.train_dictionary(
-            DICT_BYTES, cast(Any, [r.payload for r in samples]), k=TRAIN_K, d=TRAIN_D, level=level
+            DICT_BYTES, cast(Any, [r.payload for r in samples]), k=TRAIN_K, d=TRAIN_D, level=LEVEL
         )
     except zstandard.ZstdError:
         return Pretrained(tuple(samples), None)

@@ -297,7 +297,7 @@ def _train(
     samples, batch, n_stored = _samples(conn, rows)
     if len(samples) < zdict.TRAIN_MIN_ROWS:
         return codecs
-    dictionary = ahead_dictionary(ahead if ahead is not None and codecs.level == LEVEL else None, batch, n_stored)
+    dictionary = ahead_dictionary(ahead if codecs.level == LEVEL else None, batch, n_stored)
     if dictionary is None:
         try:
             trained = zstandard.train_dictionary(

@@ -232,6 +232,6 @@ def test_a_dictionary_trained_ahead_is_stored_only_for_exactly_the_samples_it_wa
     assert dictionary("same", [(rows, fake)]) == fake.dictionary and calls == []
     truth = dictionary("writer", [(rows, None)])
     assert len(calls) == 1 and truth != fake.dictionary
-    assert zdict.pretrain(zdict.sample_rows(rows), zdict.LEVEL).dictionary == truth  # deterministic
+    assert zdict.pretrain(zdict.sample_rows(rows)).dictionary == truth  # deterministic
     assert dictionary("copies", [(copies, fake)]) == truth  # other objects: trained by the writer
     assert dictionary("logged", [(rows[:200], None), (rows[200:], fake)]) != fake.dictionary  # lines stored already

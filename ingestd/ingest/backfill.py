@@ -316,12 +316,12 @@ def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher)
             sids.update(str(r[0]) for r in conn.execute(_SESSIONS_OF_ORIGIN, (low, high, o)))
     missing = sids - _session_ids(conn)
     if missing:
-
-        def write() -> int:
-            window = b.watchdog_window_s
-            return reproject_sessions(conn, missing, ctx=b.ctx, cache=b.tail.cache, watchdog_window_s=window)
-
-        n = int(write() if b.tail.write is None else b.tail.write(write))
+        window = b.watchdog_window_s
+        n = int(
+            b.tail.run_write(
+                lambda: reproject_sessions(conn, missing, ctx=b.ctx, cache=b.tail.cache, watchdog_window_s=window)
+            )
+        )
         log.info("sessions_reprojected", sessions=len(missing), rows=n)
 
 

@@ -91,8 +91,7 @@ class WriterPipe(Generic[T]):
         if self._failed:
             raise RuntimeError("put after a failed apply")
         if prepare is not None:
-            with self._taken:  # one producer: once free, the slot stays free until this put
-                self._taken.wait_for(lambda: self._q.empty())
+            self.wait_free()  # one producer: once free, the slot stays free until this put
             item = prepare(item)
         self._q.put(item)
 

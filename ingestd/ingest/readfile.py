@@ -83,6 +83,10 @@ class Tailing:
     component: str = "tailer"
     write: Callable[[Callable[[], Any]], Any] | None = None
 
+    def run_write(self, fn: Callable[[], Any]) -> Any:
+        """Run the write ``fn`` through ``write``, or here when there is none; its result."""
+        return fn() if self.write is None else self.write(fn)
+
     @classmethod
     def one_shot(cls) -> Tailing:
         """A one-shot run's (``ingestd ingest``, its reader process): no framer kept; a transient refusal
@@ -129,10 +133,8 @@ class Batcher:
         self.prefold = None
         if self.pipe is not None:
             self.pipe.put(batch, self.prepare)
-        elif self.tail.write is not None:
-            self.tail.write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
         else:
-            self._apply(batch)
+            self.tail.run_write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
 
     def finish(self) -> None:
         """Wait for the writer thread (when pipelined) and re-raise its error."""

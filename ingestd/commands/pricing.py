@@ -186,11 +186,8 @@ def register(cli: click.Group) -> None:
 _OPTION_OF = {
     "model": "MODEL",
     "effective_from": "--effective-from",
-    "rates": "--input/--output/...",
-    "long_context": "--long-context",
     "long_context.threshold": "--long-context-threshold",
     "long_context.rates": "--long-context",
-    "speed_multipliers": "--speed",
     "server_tool_fees": "--web-search-fee",
 }
 

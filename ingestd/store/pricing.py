@@ -211,7 +211,6 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
         InputError: naming the first bad entry and what is wrong with it, or two entries that price
             one (model, bucket, effective_from) differently (``_add_once``).
     """
-    out: list[PriceRow] = []
     seen: _Seen = {}
     for i, item in enumerate(_row_list(doc)):
         if not isinstance(item, dict):
@@ -235,7 +234,6 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
         for bucket, rate in rates.items():
             value = _usd(i, f"rates.{bucket}", f"rate for {bucket} (USD per MTok)", rate)
             _add_once(
-                out,
                 seen,
                 i,
                 PriceRow(
@@ -251,7 +249,7 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
                     fee if bucket == "output" else None,
                 ),
             )
-    return out
+    return [row for _, row in seen.values()]  # in first-seen order
 
 
 # Insert or replace one price row (SQLite and PostgreSQL alike; ``price_params`` binds it).
@@ -282,8 +280,8 @@ def price_params(r: PriceRow, verified_at: str) -> tuple[Any, ...]:
     )
 
 
-def _add_once(out: list[PriceRow], seen: _Seen, i: int, row: PriceRow) -> None:
-    """Append ``row`` (of JSON item ``i``) unless an equal row of its (model, bucket, effective_from)
+def _add_once(seen: _Seen, i: int, row: PriceRow) -> None:
+    """Add ``row`` (of JSON item ``i``) unless an equal row of its (model, bucket, effective_from)
     came before; refuse one that differs: only one can be stored, and the last must not win silently.
 
     Raises:
@@ -293,7 +291,6 @@ def _add_once(out: list[PriceRow], seen: _Seen, i: int, row: PriceRow) -> None:
     first = seen.get(key)
     if first is None:
         seen[key] = (i, row)
-        out.append(row)
         return
     if first[1] != row:
         a, b = first[1].to_json(), row.to_json()

@@ -67,7 +67,7 @@ export function sessionsView(refresh) {
         ),
       ),
     );
-    body.replaceChildren(rows.length || state.rows.length ? table : h("p", { class: "banner" }, "No sessions yet. Start Claude Code with the hooks installed, or run ingestd ingest."));
+    body.replaceChildren(rows.length ? table : h("p", { class: "banner" }, "No sessions yet. Start Claude Code with the hooks installed, or run ingestd ingest."));
   }
 
   let typing = null;

@@ -12,16 +12,17 @@ from ingestd.errors import ConfigError, MigrationError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def store_flag(help: str) -> Callable[[F], F]:
+    """The ``--store URL`` option (env ``INGESTD_STORE``, into ``store_url``) with ``help``: what
+    the command does with the central store."""
+    return click.option("--store", "store_url", default=None, envvar="INGESTD_STORE", metavar="URL", help=help)
+
+
 def store_option(f: F) -> F:
     """``--store URL``: read the central PostgreSQL store (team mode, SPEC §13) instead of ``--db``."""
-    return click.option(
-        "--store",
-        "store_url",
-        default=None,
-        envvar="INGESTD_STORE",
-        metavar="URL",
-        help="Read the central PostgreSQL store (team mode) instead of the local database; the URL holds no "
-        "password (libpq's ~/.pgpass or PG* environment supply it) [env INGESTD_STORE].",
+    return store_flag(
+        "Read the central PostgreSQL store (team mode) instead of the local database; the URL holds no "
+        "password (libpq's ~/.pgpass or PG* environment supply it) [env INGESTD_STORE]."
     )(f)
 
 

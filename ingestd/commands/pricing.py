@@ -19,6 +19,7 @@ from ingestd.commands._common import (
     open_store,
     store_option,
 )
+from ingestd.commands._store import store_flag
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
 from ingestd.readcap import MIB, read_capped
@@ -27,14 +28,9 @@ from ingestd.store import pricing
 
 PRICE_FILE_MAX_BYTES = 16 * MIB  # a price list is kilobytes: anything this large is the wrong file
 
-store_write_option = click.option(
-    "--store",
-    "store_url",
-    default=None,
-    envvar="INGESTD_STORE",
-    metavar="URL",
-    help="Write to the central PostgreSQL store (team mode; what `cost --store` prices with) instead of the "
-    "local database; the URL holds no password [env INGESTD_STORE].",
+store_write_option = store_flag(
+    "Write to the central PostgreSQL store (team mode; what `cost --store` prices with) instead of the "
+    "local database; the URL holds no password [env INGESTD_STORE]."
 )
 
 

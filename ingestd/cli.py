@@ -92,21 +92,21 @@ def _check_settings(command: str | None) -> None:
     """Load the settings once for every command, as ``serve`` does: a missing ``INGESTD_CONFIG``
     file, an unknown key or a bad value is refused (``ConfigError``) whether or not the command
     uses a setting. ``status`` only warns on stderr: it is what one runs when something is wrong.
-    The file as read is kept in the command's context (``configfile.CONFIG_META``), so the command resolves its
+    The file as read is kept in the command's context (``settings.CONFIG_META``), so the command resolves its
     own settings from this reading (``commands._common.load_settings``) instead of reading it again.
     Reads the environment and the config file."""
-    from ingestd import configfile, settings
+    from ingestd import settings
 
     env = dict(os.environ)
     try:
-        config = configfile.read_config(env)
+        config = settings.read_config(env)
         settings.resolve({}, env, config)
     except IngestdError as e:
         if command != "status":
             raise
         click.echo(f"ingestd: warning: {e.message}", err=True)
         return
-    click.get_current_context().meta[configfile.CONFIG_META] = config
+    click.get_current_context().meta[settings.CONFIG_META] = config
 
 
 def main() -> None:

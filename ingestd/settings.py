@@ -1,4 +1,4 @@
-"""The settings table and its one pure resolver: every tunable of every command, ``serve``'s included.
+"""The settings table, its one pure resolver and the config file: every tunable of every command.
 
 Each setting is a row ``(name, default, help)`` with a kind and bounds; the unit is in the
 name (``_days``, ``_s``, ``_ms``, ``_bytes``, ``_rows``). A value is resolved in this order, first
@@ -7,22 +7,31 @@ found wins::
     explicit argument (a CLI flag) → environment INGESTD_<NAME> → config file → default
 
 The resolver is pure: the environment and the parsed config file are passed in.
-The shell reads the file with ``ingestd.configfile`` (TOML, keys are the setting
+The shell reads the config file (``load``: TOML, keys are the setting
 names, e.g. ``retention_events_days = 120`` or ``port = 9000``) and resolves once per command
 (``ingestd serve`` once at start; the daemon hands the result to whoever needs a value).
 A command's flags for its settings are generated from this table
 (``ingestd.commands._common.setting_options``), so a flag, its environment variable and its
 config key always name the same thing. Adding a setting is adding a row.
+
+The config file (``default_config_path``, ``load_config_file``, ``read_config``, ``load``) is read
+here and nowhere else: ``ingestd.cli`` reads it once per command, before the command runs,
+and the command resolves its settings from that reading (``ingestd.commands._common.load_settings``).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from ingestd import files
 from ingestd.errors import ConfigError
+from ingestd.files import read_capped
 
 Value = int | float | bool | str | None
 
@@ -54,6 +63,10 @@ class Setting:
     high: int | float = MAX_INT
     choices: tuple[str, ...] = ()
 
+
+# The names of this machine's loopback: the bind rule (an address beyond them needs a token), the
+# Host and Origin rules, and the hooks ingestd writes.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("retention_events_days", 90, "Prune `events` rows older than this many days.", "int"),
@@ -357,3 +370,77 @@ def resolve(
 
 DEFAULTS: Settings = resolve({}, {}, {})
 """Every setting at its default: the defaults the daemon's configuration records are built from."""
+
+
+CONFIG_MAX_BYTES = 1 << 20  # a config file is a few lines: a larger one is the wrong file
+CONFIG_META = "ingestd.config"
+"""Key of the config file as ``ingestd.cli`` read it (``read_config``), in the click context's ``meta``."""
+
+
+def default_config_path(env: Mapping[str, str]) -> Path:
+    """``$INGESTD_CONFIG``, else ``$XDG_CONFIG_HOME/ingestd/config.toml``, else ``~/.config/ingestd/config.toml``."""
+    if env.get("INGESTD_CONFIG"):
+        return Path(env["INGESTD_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "ingestd" / "config.toml"
+
+
+def load_config_file(path: Path, *, required: bool = False) -> dict[str, object]:
+    """Read the TOML config file; a missing file is an empty config unless ``required``. Reads the filesystem.
+
+    The file is checked as the database is (``ingestd.files``): it decides where the daemon
+    listens, which web origins may write to it and where the log is shipped, so a file (or a
+    directory holding it) that others can change is refused; one owned by root is accepted.
+
+    Args:
+        required: the user named the file (``INGESTD_CONFIG``): its absence is an error, not a
+            silent fall-back to the defaults.
+
+    Raises:
+        ConfigError: the file is missing and ``required``, exists but is not valid TOML, is larger
+            than ``CONFIG_MAX_BYTES``, or others can change it.
+    """
+    try:
+        try:
+            root_owned = path.stat().st_uid == 0
+        except FileNotFoundError:
+            raise
+        except OSError:
+            root_owned = False  # reported below, by the check or the read
+        files.require_safe(files.problems([path], uid=0 if root_owned else None))
+        data = read_capped(path, CONFIG_MAX_BYTES, "config file")
+    except FileNotFoundError:  # missing, or removed between the check and the read: one answer
+        if not required:
+            return {}
+        raise ConfigError(
+            f"config file {path} (named by INGESTD_CONFIG) does not exist: create it or unset INGESTD_CONFIG",
+            path=str(path),
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e}", path=str(path)) from e
+    try:
+        return dict(tomllib.loads(data.decode("utf-8")))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}", path=str(path)) from e
+
+
+def read_config(env: Mapping[str, str]) -> dict[str, object]:
+    """The config file ``env`` names (``default_config_path``), parsed; required when ``INGESTD_CONFIG``
+    names it. Reads the filesystem.
+
+    Raises:
+        ConfigError: as ``load_config_file``.
+    """
+    return load_config_file(default_config_path(env), required=bool(env.get("INGESTD_CONFIG")))
+
+
+def load(
+    args: Mapping[str, object | None], env: Mapping[str, str], config: Mapping[str, object] | None = None
+) -> Settings:
+    """Resolve every setting (``settings.resolve``) with the config file ``env`` names, read here
+    unless ``config`` is that file already read (``read_config``). Reads the filesystem.
+
+    Raises:
+        ConfigError: the file cannot be read (``load_config_file``), or a setting is wrong.
+    """
+    return resolve(args, env, read_config(env) if config is None else config)

@@ -1,4 +1,4 @@
-"""``ingestd.atomicfile``: the one way ingestd rewrites a whole file."""
+"""``ingestd.files``: the one way ingestd rewrites a whole file."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestd import atomicfile
+from ingestd import files
 
 
 def test_replace_writes_exactly_the_mode_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -17,11 +17,11 @@ def test_replace_writes_exactly_the_mode_and_leaves_no_temporary(tmp_path: Path)
     path.chmod(0o644)
     old_umask = os.umask(0o077)
     try:
-        atomicfile.replace(path, b"new", 0o640)
+        files.replace(path, b"new", 0o640)
     finally:
         os.umask(old_umask)
     assert path.read_bytes() == b"new" and stat.S_IMODE(path.stat().st_mode) == 0o640
-    atomicfile.replace(path, "again", 0o600)
+    files.replace(path, "again", 0o600)
     assert path.read_text() == "again" and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
 
@@ -30,14 +30,14 @@ def test_replace_survives_a_leftover_temporary_and_a_failed_write_leaves_the_old
     path = tmp_path / "f"
     path.write_text("kept")
     (tmp_path / f".f.tmp{os.getpid()}").write_text("half")  # left by a crash of a process with our pid
-    atomicfile.replace(path, "whole", 0o600)
+    files.replace(path, "whole", 0o600)
     assert path.read_text() == "whole"
     with pytest.raises(OSError):
-        atomicfile.replace(tmp_path / "missing-dir" / "f", "x", 0o600)
+        files.replace(tmp_path / "missing-dir" / "f", "x", 0o600)
     # a write failing once the temporary exists (here: text that cannot be encoded) leaves the old
     # file as it was and no temporary behind
     with pytest.raises(UnicodeEncodeError):
-        atomicfile.replace(path, "\ud800", 0o600)
+        files.replace(path, "\ud800", 0o600)
     assert path.read_text() == "whole"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
 
@@ -47,5 +47,5 @@ def test_write_new_never_follows_a_planted_symlink(tmp_path: Path) -> None:
     victim.write_text("mine")
     (tmp_path / "link").symlink_to(victim)
     with pytest.raises(FileExistsError):
-        atomicfile.write_new(tmp_path / "link", "evil", 0o600)
+        files.write_new(tmp_path / "link", "evil", 0o600)
     assert victim.read_text() == "mine"

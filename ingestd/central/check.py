@@ -20,9 +20,9 @@ from ingestd.central.pg import pg_errors
 from ingestd.central.project import PROJECT_LOCK, PROJECTION_TABLES, project_store
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
+from ingestd.projection.verify import MAX_DETAILS, Check
 from ingestd.report.status import UNPRICED_SQL, unpriced_section
 from ingestd.store import rollup
-from ingestd.verify import MAX_DETAILS, Check
 
 # table -> (columns compared, order): every column except token_usage's surrogate id.
 DIGEST: dict[str, tuple[str, str]] = {

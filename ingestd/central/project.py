@@ -23,6 +23,11 @@ hold once, under the host with the better evidence.
 Status: each session's watchdog ``as_of`` is the newest log time of the hosts that logged it
 (``hosts.log_as_of``, with that host's window), so a session seen by one host gets the status
 its own machine gives it.
+
+In each slice's transaction of ``project_store``: the central watchdog pass (``watchdog``:
+``ingestd.store.watchdog_pass.watchdog_pass`` per session, with the ``as_of`` and window of the hosts
+that logged it, ``hosts.log_as_of``, ``hosts.watchdog_window_s``) and titles from summaries
+(``resolve_titles``: the central form of ``ingestd.store.titles``, SPEC §4.1).
 """
 
 from __future__ import annotations
@@ -32,17 +37,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import psycopg
 
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
-from ingestd.central.titles import resolve_titles
-from ingestd.central.watchdog import watchdog
 from ingestd.core import derive, projector
+from ingestd.core.blocks import ts_of
+from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
+from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
 
 PROJECT_LOCK = 0x696E6765_7374_02
@@ -375,3 +382,110 @@ def project_store(
         if on_slice is not None:
             on_slice(new, n_sessions)
     return ProjectResult(slices, rows, sessions, through, reprojected)
+
+
+_CUT = (
+    "CREATE TEMP TABLE watchdog_cut ON COMMIT DROP AS"
+    " SELECT sh.session_id, max(h.cutoff) AS cutoff FROM session_hosts sh"
+    " JOIN (SELECT unnest(%s::text[]) AS host_id, unnest(%s::text[]) AS cutoff) h ON h.host_id = sh.host_id"
+    " GROUP BY sh.session_id"
+)
+_ALIVE = (
+    "WITH RECURSIVE alive(session_id, id) AS ("
+    " SELECT a.session_id, a.id FROM agents a JOIN watchdog_cut c ON c.session_id = a.session_id"
+    " WHERE a.status IN ('working', 'waiting') AND a.last_seen_at >= c.cutoff"
+    " UNION SELECT a.session_id, a.parent_agent_id FROM agents a JOIN alive"
+    " ON a.session_id = alive.session_id AND a.id = alive.id WHERE a.parent_agent_id IS NOT NULL) "
+)
+_IDLE = (
+    "UPDATE agents a SET status = 'unknown' FROM watchdog_cut c WHERE c.session_id = a.session_id"
+    " AND a.status IN ('working', 'waiting') AND a.last_seen_at < c.cutoff"
+    " AND NOT EXISTS (SELECT 1 FROM alive WHERE alive.session_id = a.session_id AND alive.id = a.id)"
+)
+_BACK = (
+    "UPDATE agents a SET status = a.evidence_status WHERE a.status = 'unknown'"
+    " AND a.evidence_status IN ('working', 'waiting')"
+    " AND EXISTS (SELECT 1 FROM alive WHERE alive.session_id = a.session_id AND alive.id = a.id)"
+)
+_IDLE_SESSIONS = (
+    "UPDATE sessions s SET status = 'unknown' FROM watchdog_cut c WHERE c.session_id = s.id"
+    " AND s.status IN ('working', 'waiting') AND s.last_activity_at < c.cutoff"
+)
+
+
+def watchdog(pg: psycopg.Connection[Any]) -> int:
+    """The watchdog pass of ``ingestd.store.watchdog_pass.watchdog_pass``, per session with its hosts' ``as_of``.
+
+    Call inside a transaction. Returns the agents moved to ``unknown``.
+    """
+    hosts: list[str] = []
+    cutoffs: list[str] = []
+    for h, as_of, window in pg.execute("SELECT host_id, log_as_of, watchdog_window_s FROM hosts"):
+        cut = watchdog_cutoff(as_of, int(window or WATCHDOG_WINDOW_S)) if isinstance(as_of, str) else None
+        if cut is not None:
+            hosts.append(str(h))
+            cutoffs.append(cut)
+    pg.execute(_CUT, (hosts, cutoffs))
+    n = pg.execute(_ALIVE + _IDLE).rowcount
+    pg.execute(_ALIVE + _BACK)
+    pg.execute(_IDLE_SESSIONS)
+    pg.execute("DROP TABLE watchdog_cut")
+    return n
+
+
+# The title of a session with no title of its own: its latest summary (ingestd.store.titles._REFRESH;
+# then the host id, between two hosts' copies of one file).
+_REFRESH = (
+    "UPDATE sessions SET title = s.summary, title_source = CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END"
+    " FROM (SELECT u.sid, (SELECT m.summary FROM summaries m WHERE m.leaf_session = u.sid"
+    "   ORDER BY m.leaf_at DESC, m.origin DESC, m.origin_gen DESC, m.origin_offset DESC, m.host_id DESC LIMIT 1)"
+    "   AS summary FROM unnest(%s::text[]) AS u(sid)) AS s"
+    " WHERE sessions.id = s.sid AND (sessions.title_source IS NULL OR sessions.title_source = 'summary')"
+    " AND (sessions.title IS DISTINCT FROM s.summary OR sessions.title_source IS DISTINCT FROM"
+    "   CASE WHEN s.summary IS NULL THEN NULL ELSE 'summary' END)"
+)
+
+_SLICE_SUMMARIES = (
+    "SELECT m.host_id, m.origin, m.origin_gen, m.origin_offset, m.leaf_uuid, m.leaf_session, m.leaf_at"
+    " FROM summaries m WHERE (m.host_id, m.origin) IN (SELECT DISTINCT e.host_id, e.origin FROM events_raw e"
+    " WHERE e.id > %s AND e.id <= %s AND e.source = 'jsonl')"
+)
+_LEAF_ROWS = (
+    "SELECT session_id, payload, received_at FROM events_raw WHERE host_id = %s AND origin = %s"
+    " AND source = 'jsonl' AND id <= %s AND session_id IS NOT NULL AND position(%s::bytea in payload) > 0"
+)
+
+
+def resolve_titles(pg: psycopg.Connection[Any], mark: int, through: int, sids: list[str]) -> None:
+    """Join summaries to their leaf's session and give untitled sessions their summary title.
+
+    The central form of ``ingestd.store.titles`` (SPEC §4.1): every summary of a file (of one host)
+    that the slice ``(mark, through]`` added rows to gets, as its leaf, the smallest (session id,
+    record time) among the records of that file whose ``uuid`` is its ``leaf_uuid`` (the log through
+    ``through``; the same minimum the local store reaches in any arrival order). Then every session
+    the slice re-folded or whose summaries moved gets ``titles.refresh``'s title. In the caller's
+    transaction.
+    """
+    retitle = set(sids)
+    for h, origin, gen, offset, leaf, old, old_at in pg.execute(_SLICE_SUMMARIES, (mark, through)).fetchall():
+        best: tuple[str, str] | None = None
+        for sid, payload, received_at in pg.execute(
+            _LEAF_ROWS, (h, origin, through, b'"uuid":' + orjson.dumps(leaf))
+        ).fetchall():
+            obj = decode_row(LogRow(0, "jsonl", "", bytes(payload), str(received_at), sid, origin))
+            if obj is None or obj.get("uuid") != leaf:
+                continue
+            cand = (str(sid), ts_of(obj, str(received_at)))
+            if best is None or cand < best:
+                best = cand
+        if best is not None and best != (old, old_at):
+            pg.execute(
+                "UPDATE summaries SET leaf_session = %s, leaf_at = %s"
+                " WHERE host_id = %s AND origin = %s AND origin_gen = %s AND origin_offset = %s",
+                (best[0], best[1], h, origin, gen, offset),
+            )
+            retitle.add(best[0])
+            if old is not None:
+                retitle.add(str(old))
+    if retitle:
+        pg.execute(_REFRESH, (sorted(retitle),))

@@ -12,9 +12,9 @@ import apsw
 import click
 import orjson
 
-from ingestd import configfile, deepjson, filecheck
+from ingestd import deepjson, files, settings
 from ingestd import settings as settings_mod
-from ingestd.claudedir import claude_config_dir
+from ingestd.claude.paths import claude_config_dir
 
 # the central store's options and connections, kept in their own module and importable from here
 from ingestd.commands._store import open_store as open_store
@@ -22,9 +22,9 @@ from ingestd.commands._store import store_connection as store_connection
 from ingestd.commands._store import store_option as store_option
 from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
+from ingestd.projection.reproject import StaleProjection, stale_projection
 from ingestd.store.connection import connect, default_db_path, require_writable
 from ingestd.store.migrate import migrate, status
-from ingestd.store.projrev import StaleProjection, stale_projection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,11 +120,11 @@ def load_settings(args: Mapping[str, object | None], env: Mapping[str, str] | No
     broken file). Reads the config file at most once per command.
 
     Raises:
-        ConfigError: as ``configfile.load``.
+        ConfigError: as ``settings.load``.
     """
     ctx = click.get_current_context(silent=True)
-    config = None if ctx is None else ctx.meta.get(configfile.CONFIG_META)
-    return configfile.load(args, dict(os.environ) if env is None else env, config)
+    config = None if ctx is None else ctx.meta.get(settings.CONFIG_META)
+    return settings.load(args, dict(os.environ) if env is None else env, config)
 
 
 def json_option(f: F) -> F:
@@ -133,7 +133,7 @@ def json_option(f: F) -> F:
 
 
 def default_projects(env: dict[str, str]) -> list[Path]:
-    """``projects`` in Claude Code's config directory (``claudedir.claude_config_dir``):
+    """``projects`` in Claude Code's config directory (``paths.claude_config_dir``):
     ``$CLAUDE_CONFIG_DIR/projects`` when set and not empty, else ``~/.claude/projects``."""
     return [claude_config_dir(env) / "projects"]
 
@@ -189,7 +189,7 @@ def require_db(path: Path) -> None:
 
 
 def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
-    """Refuse, before anything is written, what ``ingest`` and ``serve`` refuse (``ingestd.filecheck``).
+    """Refuse, before anything is written, what ``ingest`` and ``serve`` refuse (``ingestd.files``).
 
     Every command that writes the database (or its backups) calls this first: the database, its
     ``-wal``, ``-shm`` and ``.lock``, and with ``backup_dir`` that directory and its backups. Reads only.
@@ -197,7 +197,7 @@ def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
     Raises:
         ConfigError: naming each unsafe file or directory and the command that fixes it.
     """
-    filecheck.require_safe(filecheck.store_problems(db_path, backup_dir))
+    files.require_safe(files.store_problems(db_path, backup_dir))
 
 
 def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
@@ -208,7 +208,7 @@ def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
 
     Raises:
         ConfigError: ``create`` is False and the database does not exist; the database or a file
-            beside it is not the user's own or is writable by others (``ingestd.filecheck``).
+            beside it is not the user's own or is writable by others (``ingestd.files``).
         MigrationError: the ledger refuses (see ``ingestd migrate --status``).
     """
     path = resolve_db(db_path)
@@ -264,7 +264,7 @@ def open_read_db_stale(
 
     Projections computed under older projector rules, or left part-built by an interrupted
     re-projection, are read as they are, with a note on stderr naming the command that
-    re-projects (``ingestd.store.projrev``); with ``refuse_stale`` (the reports of figures:
+    re-projects (``ingestd.projection.reproject``); with ``refuse_stale`` (the reports of figures:
     ``cost``, ``sessions``, ``tree``) they are refused instead, as pending migrations are: their
     figures are not the log's. Projections of a newer ingestd are never refused (``ingestd
     migrate`` cannot mend them; the note says to upgrade).
@@ -318,7 +318,7 @@ def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, 
 
 
 def reproject_if_stale(conn: apsw.Connection, path: Path) -> int | None:
-    """``ingestd.ingest.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
+    """``ingestd.projection.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
 
     Returns:
         None when the projections were current; else the number of log rows re-projected.
@@ -329,7 +329,7 @@ def reproject_if_stale(conn: apsw.Connection, path: Path) -> int | None:
         MigrationError: the database was projected by a newer ingestd.
     """
     # Imported here: only writers pay for the projector's import.
-    from ingestd.ingest.reproject import ensure_current
+    from ingestd.projection.reproject import ensure_current
     from ingestd.store.identity import database_identity
 
     try:

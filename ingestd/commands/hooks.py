@@ -12,15 +12,14 @@ from typing import Any, TypeVar
 
 import click
 
-from ingestd import hooksetup
 from ingestd import settings as settings_mod
-from ingestd.claudedir import claude_config_dir
+from ingestd.claude import hooksetup
+from ingestd.claude.paths import Installed, claude_config_dir, find_installed
 from ingestd.commands._common import IntRange, db_option, load_settings, resolve_db, setting_option
 from ingestd.daemon import presence
 from ingestd.daemon.bind import DEFAULT_PORT, reach_host
 from ingestd.errors import ConfigError
-from ingestd.http.auth import LOOPBACK_HOSTS
-from ingestd.installpath import Installed, find_installed
+from ingestd.settings import LOOPBACK_HOSTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -142,7 +141,7 @@ _HOST_HELP = (
 
 def _target(address: HookAddress, token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
     """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``found``,
-    ``installpath.find_installed``), so ``make clean`` or moving the clone does not break them."""
+    ``paths.find_installed``), so ``make clean`` or moving the clone does not break them."""
     return hooksetup.HookTarget(
         port=address.port, token_env=token_env, legacy=legacy, python=found.python, host=address.host
     )

@@ -22,7 +22,7 @@ from ingestd.commands._common import (
 from ingestd.commands._store import store_flag
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import InputError
-from ingestd.readcap import MIB, read_capped
+from ingestd.files import MIB, read_capped
 from ingestd.report.words import plural
 from ingestd.store import pricing
 

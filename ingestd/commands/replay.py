@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ingestd import filecheck
+from ingestd import files
 from ingestd.commands._common import (
     db_option,
     emit_json,
@@ -18,9 +18,9 @@ from ingestd.commands._common import (
     store_option,
 )
 from ingestd.errors import CheckFailed, ConfigError
-from ingestd.replay import ReplayResult, replay, total_rows
+from ingestd.projection.replay import ReplayResult, replay, total_rows
+from ingestd.projection.reproject import StaleProjection
 from ingestd.store.connection import on_read_only_media
-from ingestd.store.projrev import StaleProjection
 
 
 def _print(result: ReplayResult) -> None:
@@ -92,8 +92,8 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
     # the live database is opened to write (its snapshot is taken through WAL) and a copy of the
     # whole log goes into the work directory: both are checked as `ingest` checks the database
     # the default work directory, the database's, is checked with it; every finding in one refusal
-    extra = filecheck.dir_problems(workdir) if workdir is not None else []
-    filecheck.require_safe(filecheck.store_problems(path) + extra)
+    extra = files.dir_problems(workdir) if workdir is not None else []
+    files.require_safe(files.store_problems(path) + extra)
     bar = sys.stderr.isatty() and not as_json
     result = _replay_with_bar(path, workdir) if bar else replay(path, workdir=workdir)
     if as_json:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ingestd import service
+from ingestd.claude import service
+from ingestd.claude.paths import find_installed
 from ingestd.commands._common import (
     IntRange,
     db_option,
@@ -20,7 +21,6 @@ from ingestd.commands._common import (
 )
 from ingestd.errors import ConfigError
 from ingestd.http import auth
-from ingestd.installpath import find_installed
 
 
 def _platform(platform: str | None) -> str:

@@ -16,8 +16,8 @@ from ingestd.commands._common import (
     store_option,
 )
 from ingestd.errors import CheckFailed, ConfigError
+from ingestd.projection.verify import run_checks
 from ingestd.store.connection import connect_for_check
-from ingestd.verify import run_checks
 
 
 def register(cli: click.Group) -> None:

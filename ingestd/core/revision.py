@@ -6,7 +6,7 @@ read into log rows (framing, keys, session-of-line); it is stored on every tail 
 Bump ``PROJECTION_REVISION`` in the same commit as any change to what the projector
 derives from a given log (a new rule, a changed precedence, a new column's value):
 writers then re-project existing databases from their logs on first open
-(``ingestd.ingest.reproject``), so live projections always equal a replay.
+(``ingestd.projection.reproject``), so live projections always equal a replay.
 
 History:
     1: the rules as of the first release (outcome causes, agent-collision rule,

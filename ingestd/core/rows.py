@@ -167,7 +167,7 @@ class AgentKey(NamedTuple):
 
 class Checkpoint(NamedTuple):
     """Tail state of one file (``ingest_checkpoints``, key ``(root, origin)``), committed with the
-    rows read from it (SPEC §7). Not a WAL checkpoint (``ingestd.daemon.walcheckpoint``).
+    rows read from it (SPEC §7). Not a WAL checkpoint (``ingestd.store.walcheckpoint``).
 
     Attributes:
         root: str, the projects root (absolute path).

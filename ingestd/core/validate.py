@@ -24,7 +24,7 @@ and whatever of the record is sound is still projected:
   fractional, a string, ``1e400``, beyond ``MAX_TOKENS``): that bucket counts 0, the
   message's other buckets count.
 - ``storage``: the database refused the row although it passed these checks (the shell
-  isolates it by splitting the batch, ``ingestd.store.isolate``); recorded by the shell.
+  isolates it by splitting the batch, ``ingestd.store.writer``); recorded by the shell.
 
 The guard triggers stay as the last line of defence; in normal operation they never fire.
 """

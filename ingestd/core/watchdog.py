@@ -2,7 +2,7 @@
 
 Agents and sessions idle for ``window_s`` before the log's newest time go ``unknown``. The
 store's pass (``ingestd.store.watchdog_pass``) applies a cutoff computed here; the daemon's
-tick (``ingestd.daemon.watchdog``) logs a ``watchdog`` row built here, recording the clock and
+tick (``ingestd.daemon.root``) logs a ``watchdog`` row built here, recording the clock and
 the window so every writer and a replay apply the same ones.
 """
 

@@ -1,6 +1,6 @@
 """Checks the daemon runs on its own files and database (SPEC §10), and reports to ``Health``.
 
-- ``check_files``: before the lock, the ssh-like checks (``ingestd.filecheck``) on the database,
+- ``check_files``: before the lock, the ssh-like checks (``ingestd.files``) on the database,
   its ``-wal``, ``-shm`` and ``.lock``, the backups directory and its backups.
 - ``check_at_start``: ``PRAGMA quick_check`` once, in the background (a large database must not
   delay the receiver), interrupted at shutdown; a finding makes ``/api/health`` 503.
@@ -15,9 +15,9 @@ from typing import Any
 
 import apsw
 
-from ingestd import filecheck
-from ingestd.daemon.health import Health
+from ingestd import files
 from ingestd.errors import StorageError
+from ingestd.http.health import Health
 from ingestd.logs import get_logger
 from ingestd.retention.backup import default_backup_dir
 from ingestd.store.connection import connect, require_writable
@@ -26,7 +26,7 @@ log = get_logger("ingestd.serve")
 
 
 def check_files(db_path: Path, backup_dir: Path | None) -> None:
-    """The ssh-like file checks (``ingestd.filecheck``) on the files the daemon will write.
+    """The ssh-like file checks (``ingestd.files``) on the files the daemon will write.
 
     The database, its ``-wal``, ``-shm`` and ``.lock``, the backups directory (``backup_dir``; None:
     the default, next to ``db_path`` as given, link or not) and its backups (the token file is
@@ -37,7 +37,7 @@ def check_files(db_path: Path, backup_dir: Path | None) -> None:
         StorageError: this user cannot write the database or its ``-wal`` / ``-shm`` (``require_writable``).
     """
     backups = backup_dir or default_backup_dir(db_path)  # where backups go: ``backup_dir_from``'s default
-    filecheck.require_safe(filecheck.store_problems(db_path, backups))
+    files.require_safe(files.store_problems(db_path, backups))
     require_writable(db_path)
 
 

@@ -44,7 +44,7 @@ class ServeConfig:
         stall_after_s: float, a writer or tailer stuck this long makes ``/api/health`` 503.
         backup_dir: Path | None, where backups go (checked with the database's files; None: the default).
         settings: Settings, the resolved table, for the scheduled jobs and shipping.
-        hook_writer: str, ``process`` (``ingestd.daemon.writerproc``) or ``thread`` (``Committer``).
+        hook_writer: str, ``process`` (``ingestd.daemon.writerproc``) or ``thread`` (``ThreadWriter``).
         event_loop: str, ``uvloop`` or ``asyncio`` (``ingestd.daemon.main.loop_factory``).
     """
 

@@ -19,6 +19,15 @@ writing thread is started in ``IngestRunner.__init__`` (the event loop's thread)
 A change names files: only those are looked at (no walk of the roots), and the fold states
 of the sessions being followed live as long as the runner (``FoldCache``), so appending a
 line to a long session costs work proportional to that line, not to the session (SPEC §7).
+
+Progress of the daemon's start-up backfill: log lines always, a progress bar on a terminal.
+
+The start-up catch-up of a large history takes seconds (13 s for 287 MB, issue 15), and until
+it ends the tailer follows nothing new, so the operator is told how far it got: one log line
+when it starts (``backfill_started total_bytes``), one every ``LOG_EVERY_S`` seconds
+(``backfill_progress bytes total_bytes percent``) and one when it ends (``backfill_finished``).
+On a terminal a rich progress bar on stderr shows the same bytes. The callbacks run on the
+ingest thread (``IngestRunner``).
 """
 
 from __future__ import annotations
@@ -26,25 +35,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 import apsw
 
 from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
-from ingestd.daemon.progress import BackfillProgress
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.readfile import Tailing
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
-from ingestd.store.foldcache import FoldCache
 from ingestd.store.identity import database_identity
-from ingestd.store.isolate import Backoff
 from ingestd.store.stall import NO_REPORT, StallReport
+from ingestd.store.writer import Backoff, FoldCache
 
 log = get_logger("ingestd.tailer")
 
@@ -213,3 +222,75 @@ class IngestRunner:
         self._pool.submit(_close).result()
         self._pool.shutdown(wait=True)
         self._writer.shutdown(wait=True)
+
+
+LOG_EVERY_S = 5.0
+
+
+class BackfillProgress:
+    """``on_total`` / ``advance`` callbacks for ``ingest_roots``; ``close`` logs the end.
+
+    Args:
+        stream: where a progress bar may go (default stderr); only a terminal gets one.
+        clock: monotonic seconds (tests pass a fake).
+        log_every_s: float, seconds between ``backfill_progress`` log lines.
+    """
+
+    def __init__(
+        self,
+        *,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        log_every_s: float = LOG_EVERY_S,
+    ) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._clock = clock
+        self._every = log_every_s
+        self.total_bytes: int | None = None
+        self.done_bytes = 0
+        self._t0 = clock()
+        self._last_log = self._t0
+        self._bar: Any = None
+        self._task: Any = None
+
+    def on_total(self, n: int) -> None:
+        """The bytes the backfill will read (called once, before reading)."""
+        self.total_bytes = n
+        log.info("backfill_started", total_bytes=n)
+        if n and hasattr(self._stream, "isatty") and self._stream.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+            self._bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                console=Console(file=self._stream),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("start-up backfill", total=n)
+
+    def advance(self, n: int) -> None:
+        """``n`` more bytes were read."""
+        self.done_bytes += n
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+        now = self._clock()
+        if now - self._last_log >= self._every:
+            self._last_log = now
+            log.info("backfill_progress", **self._fields())
+
+    def _fields(self) -> dict[str, Any]:
+        total = self.total_bytes or 0
+        # Files that grew during the backfill are read past the planned total: 100 %, not more.
+        pct = min(100.0, round(100.0 * self.done_bytes / total, 1)) if total else 100.0
+        return {"bytes": self.done_bytes, "total_bytes": total, "percent": pct}
+
+    def close(self) -> None:
+        """Stop the bar (if any) and log ``backfill_finished`` with the elapsed time."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        log.info("backfill_finished", elapsed_s=round(self._clock() - self._t0, 3), **self._fields())

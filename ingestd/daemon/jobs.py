@@ -1,21 +1,37 @@
-"""The daemon's periodic jobs: scheduled prune and backup, and team-mode shipping.
+"""The daemon's periodic jobs: the watchdog tick, scheduled prune and backup, team-mode shipping.
 
-Each is a coroutine the app starts in its ``cleanup_ctx`` (``ingestd.http.app``) and stops by
-setting ``stop``; the blocking work runs off the loop. Both read the settings the daemon resolved
-once at start (``ServeConfig.settings``), never the environment or the config file again.
+Each is a coroutine the composition root (``ingestd.daemon.root``) starts in the app's
+``cleanup_ctx`` and stops by setting ``stop``; the blocking work runs off the loop. They read the
+settings the daemon resolved once at start (``ServeConfig``, ``ServeConfig.settings``), never the
+environment or the config file again.
+
+The watchdog tick (DESIGN.md "Status") advances ``as_of`` when agents have gone quiet. The pass
+that marks agents ``unknown`` (``ingestd.store.watchdog_pass``) runs inside the write path after
+every transaction, with ``as_of = max(events_raw.received_at)``. Live, nothing else would move that
+clock forward while Claude Code is silent, so every ``interval_s`` ``watchdog_loop`` asks whether
+any non-terminal agent's ``last_seen_at`` is older than ``now - window`` and, only then, logs a
+``watchdog`` row (source ``ingestd``, payload ``{"as_of": now, "window_s": w}``) through the
+writer. A replay sees the same row, so it reaches the same statuses. The row and the cutoff are
+built in the core (``ingestd.core.watchdog``). The clock is injected (``clock() -> ns since the
+epoch``) so tests never sleep.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from ingestd.core.timefmt import from_epoch_ns
+from ingestd.core.watchdog import tick_cutoff, watchdog_row
 from ingestd.daemon.config import ServeConfig
-from ingestd.errors import IngestdError
+from ingestd.errors import IngestdError, StorageError
+from ingestd.http.hooks import HookWriter
 from ingestd.logs import get_logger
+from ingestd.store.watchdog_pass import stale_count
 
 log = get_logger("ingestd.serve")
 
@@ -144,3 +160,38 @@ async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
                 await asyncio.wait_for(stop.wait(), wait_s)
     finally:
         await loop.run_in_executor(None, shipper.close)
+
+
+watchdog_log = get_logger("ingestd.watchdog")
+
+Clock = Callable[[], int]
+
+
+async def watchdog_tick(writer: HookWriter, clock: Clock, window_s: float) -> int:
+    """One watchdog check; returns how many agents the logged row will move (0: none logged).
+
+    Raises:
+        StorageError: the database refused the read or the write.
+    """
+    now_ns = clock()
+    cutoff = tick_cutoff(now_ns, window_s)
+
+    # a partial of a module-level function: the writer may be a process (it is pickled)
+    n: int = await writer.call(functools.partial(stale_count, cutoff=cutoff))
+    if n:
+        await writer.submit([watchdog_row(now_ns, window_s)])
+        watchdog_log.info("watchdog_tick", stale_agents=n, as_of=from_epoch_ns(now_ns))
+    return n
+
+
+async def watchdog_loop(
+    writer: HookWriter, clock: Clock, *, window_s: float, interval_s: float, stop: asyncio.Event
+) -> None:
+    """Tick every ``interval_s`` until ``stop`` is set; a failing tick is logged and retried next time."""
+    while not stop.is_set():
+        try:
+            await watchdog_tick(writer, clock, window_s)
+        except StorageError as e:
+            watchdog_log.error("watchdog_failed", error=str(e))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)

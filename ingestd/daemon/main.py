@@ -4,7 +4,7 @@
 logging and runs ``serve`` in ``asyncio.run``. ``serve``
 takes the single-instance lock and binds the port before any database work (so either failure
 is reported at once), prepares the database (``prepare_db``: migrations, re-projection, the
-watchdog window logged), builds the app (``ingestd.http.app.make_app``), listens through the
+watchdog window logged), builds the app (``ingestd.daemon.root.assemble``), listens through the
 connection guard, and on SIGINT/SIGTERM/SIGHUP stops accepting, drains the writer, commits and closes.
 """
 
@@ -21,17 +21,18 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from ingestd.daemon import checks, presence, watchdog
+from ingestd.core.watchdog import watchdog_row
+from ingestd.daemon import checks, presence
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon.bind import bind_socket
 from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.jobs import cancel
+from ingestd.daemon.root import assemble
 from ingestd.http import auth
-from ingestd.http.app import make_app
 from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.parseerrors import json_errors
-from ingestd.ingest.reproject import ensure_current
 from ingestd.logs import get_logger
+from ingestd.projection.reproject import ensure_current
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
@@ -56,7 +57,7 @@ def prepare_db(cfg: ServeConfig) -> None:
         if folded:
             log.info("reprojected", log_rows=folded, reason="the projector's rules changed")
         if effective_window(conn) != max(1, int(cfg.watchdog_window_s)):
-            apply_batch(conn, [watchdog.watchdog_row(time.time_ns(), cfg.watchdog_window_s)], ctx=ctx)
+            apply_batch(conn, [watchdog_row(time.time_ns(), cfg.watchdog_window_s)], ctx=ctx)
     finally:
         conn.close()
 
@@ -181,7 +182,7 @@ async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int]
     await loop.run_in_executor(None, prepare_db, cfg)
     limits = _limits(cfg)
     conns = ConnectionGuard(limits)
-    app = make_app(cfg, conns=conns)
+    app = assemble(cfg, conns=conns)
     # aiohttp's own keep-alive timer is a backstop behind the guard's.
     runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1)
     await runner.setup()

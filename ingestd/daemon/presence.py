@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ingestd import __version__, atomicfile
+from ingestd import __version__, files
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.daemon.bind import reach_host
 from ingestd.daemon.lock import PROC_LOCKS, holder_from_proc_locks
@@ -43,7 +43,7 @@ def state_path(db_path: Path) -> Path:
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
     """Write ``doc`` atomically (a temporary file renamed over the old one), private (0600)."""
-    atomicfile.replace(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", 0o600)
+    files.replace(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", 0o600)
 
 
 def write_started(db_path: Path, *, host: str, port: int, now: datetime) -> Path:

@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingestd.daemon.health import TAILER, Health
 from ingestd.errors import IngestdError
+from ingestd.http.health import TAILER, Health
 from ingestd.logs import get_logger
 
 log = get_logger("ingestd.tailer")

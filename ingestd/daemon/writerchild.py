@@ -1,7 +1,7 @@
 """The writer process's side (``ingestd.daemon.writerproc``): the hook writer off the event loop's core.
 
 The daemon's event loop only speaks HTTP; this process owns the hook write connection and runs
-the same ``ApplyFn`` the in-process ``Committer`` runs (``ingestd.daemon.apply.make_store``: append,
+the same ``ApplyFn`` the in-process ``ThreadWriter`` runs (``ingestd.daemon.hookwriter.make_apply``: append,
 fold, upserts, watchdog pass, one ``BEGIN IMMEDIATE`` transaction), with group commit: it takes
 every frame that has arrived, puts all their log rows in one transaction, commits, and only then
 answers. A grouped transaction that fails is retried one submission at a time, so one bad
@@ -31,13 +31,13 @@ from typing import Any
 import apsw
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon.committer import ApplyFn
+from ingestd.daemon.hookwriter import ApplyFn
 from ingestd.daemon.lifeline import die_with_daemon
-from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.errors import StorageError
 from ingestd.logs import configure, get_logger
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.walcheckpoint import WalCheckpointer
 
 log = get_logger("ingestd.writerproc")
 

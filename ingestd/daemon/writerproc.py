@@ -1,8 +1,8 @@
-"""The hook writer in a process of its own (``ProcCommitter``): the event loop keeps one core for HTTP.
+"""The hook writer in a process of its own (``ProcessWriter``): the event loop keeps one core for HTTP.
 
-In the thread ``Committer`` the writer and the event loop share one GIL: every SQLite call
+In the thread ``ThreadWriter`` the writer and the event loop share one GIL: every SQLite call
 releases it and must win it back from the loop (a millisecond each under load), so a grouped
-transaction of a few hook deliveries took several times its CPU in wall time. ``ProcCommitter``
+transaction of a few hook deliveries took several times its CPU in wall time. ``ProcessWriter``
 has the same face (``submit``, ``call``, ``stop``, the counters) and hands the rows to a writer
 process (``ingestd.daemon.writerchild``) over a socket pair read and written by the event loop
 itself: every delivery queued in one turn of the loop travels in one frame, the process groups
@@ -10,7 +10,7 @@ every frame that arrived into one transaction, and a future resolves only when t
 its transaction committed (a 2xx still means on disk).
 
 When the process dies (killed, out of memory): every delivery still waiting is answered at once
-with ``CommitterClosed`` (503), ``/api/health`` names the writer as failing, new deliveries get
+with ``WriterClosed`` (503), ``/api/health`` names the writer as failing, new deliveries get
 503 until a new process is ready (after ``restart_delay_s``); then health clears. Nothing
 acknowledged is lost: only committed rows were acknowledged. The processes come from a
 ``forkserver`` (one fork of a clean interpreter that has imported the writer's modules), never a
@@ -32,15 +32,18 @@ from typing import Any
 
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import writerchild as child
-from ingestd.daemon.committer import ApplyFn, CommitterClosed, CommitterOverloaded, Released, enqueue_and_wait
-from ingestd.daemon.health import WRITER, Health
+from ingestd.daemon.hookwriter import ApplyFn, enqueue_and_wait
 from ingestd.errors import StorageError
+from ingestd.http.health import WRITER, Health
+from ingestd.http.hooks import Released, WriterClosed, WriterOverloaded
 from ingestd.logs import get_logger
 
 log = get_logger("ingestd.writerproc")
 
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(["ingestd.daemon.forkserverinit", "ingestd.daemon.writerchild", "ingestd.daemon.apply"])
+_CTX.set_forkserver_preload(
+    ["ingestd.daemon.forkserverinit", "ingestd.daemon.writerchild", "ingestd.daemon.hookwriter"]
+)
 START_TIMEOUT_S = 120.0
 # A writer that dies or fails to start again and again is retried less and less often: the delay
 # doubles up to this cap, and falls back to ``restart_delay_s`` once a process has lived this long.
@@ -68,7 +71,7 @@ def _handshake(sock: socket.socket, timeout_s: float) -> None:
 class _Link(asyncio.Protocol):
     """The loop's end of the socket pair: replies in, end of the process noticed."""
 
-    def __init__(self, owner: ProcCommitter) -> None:
+    def __init__(self, owner: ProcessWriter) -> None:
         self._owner = owner
         self._reader = child.FrameReader()
 
@@ -80,13 +83,13 @@ class _Link(asyncio.Protocol):
         self._owner._lost(self)
 
 
-class ProcCommitter:
+class ProcessWriter:
     """The hook writer as a process; see the module docstring.
 
     Args:
         db_path: the database the process opens (and migrates).
         make_apply: builds the ``ApplyFn`` inside the process (module-level, it is pickled);
-            default ``ingestd.daemon.apply.make_store``.
+            default ``ingestd.daemon.hookwriter.make_apply``.
         max_group_rows: int, rows per grouped transaction at most.
         max_pending: int, deliveries waiting beyond which ``submit`` refuses (503).
         health: told busy / ok / failed (part ``"writer"``), and failed when the process dies.
@@ -106,9 +109,9 @@ class ProcCommitter:
         restart_delay_s: float = 1.0,
     ) -> None:
         if make_apply is None:
-            from ingestd.daemon.apply import make_store
+            from ingestd.daemon.hookwriter import make_apply
 
-            make_apply = make_store
+            make_apply = make_apply
         self._db_path = db_path
         self._make_apply = make_apply
         self._max_group_rows = max_group_rows
@@ -184,7 +187,7 @@ class ProcCommitter:
         if self._loop is None or self._stopping:
             return
         if _running_loop() is self._loop:
-            raise RuntimeError("ProcCommitter.stop blocks: call it off the event loop (run_in_executor)")
+            raise RuntimeError("ProcessWriter.stop blocks: call it off the event loop (run_in_executor)")
         self._stopping = True
         with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._loop.call_soon_threadsafe(self._send_stop)
@@ -218,9 +221,9 @@ class ProcCommitter:
     # -- submitting (loop side) -------------------------------------------------------
     def _enqueue(self, item: tuple[int, int, Any]) -> asyncio.Future[Any]:
         if self._stopping or self._transport is None or self._loop is None:
-            raise CommitterClosed("the writer is stopped")
+            raise WriterClosed("the writer is stopped")
         if len(self._futs) >= self._max_pending:
-            raise CommitterOverloaded("the writer queue is full", pending=len(self._futs))
+            raise WriterOverloaded("the writer queue is full", pending=len(self._futs))
         fut: asyncio.Future[Any] = self._loop.create_future()
         self._futs[item[1]] = fut
         if not self._outbox:
@@ -234,12 +237,12 @@ class ProcCommitter:
         """Commit ``rows`` (grouped with concurrent submissions); the number inserted.
 
         ``released`` is called once, on the loop, when the rows leave the queue: the process answered
-        for them or ended (``committer.wait_committed``); at once when they are refused without trying.
+        for them or ended (``hookwriter.wait_committed``); at once when they are refused without trying.
 
         Raises:
             StorageError: the transaction failed (nothing of these rows was written).
-            CommitterClosed: stopped, or the process is gone (a new one is starting).
-            CommitterOverloaded: too much is waiting.
+            WriterClosed: stopped, or the process is gone (a new one is starting).
+            WriterOverloaded: too much is waiting.
             TimeoutError: not committed within ``timeout_s`` (the rows may still commit).
         """
         assert self._loop is not None
@@ -288,7 +291,7 @@ class ProcCommitter:
                 continue
             self._calls.discard(i)
             cause, failure, storage = value
-            if fut is not None and not fut.done():  # the words of the thread Committer
+            if fut is not None and not fut.done():  # the words of the thread ThreadWriter
                 fut.set_exception(StorageError(failure if storage else f"projection failed: {failure}", cause=cause))
         for inserted, deliveries in groups:
             self.committed_rows += inserted
@@ -309,7 +312,7 @@ class ProcCommitter:
         self._calls.clear()
         self._outbox.clear()
         for f in waiting:
-            f.set_exception(CommitterClosed("the writer process exited; retry later"))
+            f.set_exception(WriterClosed("the writer process exited; retry later"))
         if self._stopping:
             return
         self._health.failed(WRITER, "the writer process exited; restarting")

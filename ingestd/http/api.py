@@ -3,7 +3,7 @@
 Routes (``add_api_routes``):
 
 - ``GET /api/health``: ``{"status": "ok", "schema_version", "now"}``, or 503 in the error shape with
-  every reason (``ingestd.daemon.health``, one vocabulary): the database not writable (read-only
+  every reason (``ingestd.http.health``, one vocabulary): the database not writable (read-only
   file, directory or file system; the last write refused), ``PRAGMA quick_check`` failed at start,
   the writer or the tailer stalled (a unit of work running too long, or retrying a transient
   refusal) or failing (503 ``unhealthy``)
@@ -39,9 +39,8 @@ from aiohttp import web
 
 from ingestd import deepjson
 from ingestd.core.timefmt import format_utc
-from ingestd.daemon import presence
-from ingestd.daemon.health import Health
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
+from ingestd.http.health import Health
 from ingestd.http.hooks import error_response
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.sessions import Narrow, projects_report, sessions_report
@@ -200,15 +199,18 @@ async def status(request: web.Request) -> web.Response:
     health_state = request.app.get(HEALTH)
     stalls = [] if health_state is None else health_state.stalls()
 
+    describe = request.app[DAEMON_STATE]
+
     def build(c: apsw.Connection) -> dict[str, Any]:
         # on the worker thread, like the database reads: the state file is a file read too
-        daemon = presence.self_report(db_path, now).to_json()
+        daemon = None if describe is None else describe(now)
         return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stalls}
 
     return await _run(request, build)
 
 
 OPENAPI = web.AppKey("openapi", bytes)
+DAEMON_STATE: web.AppKey[Callable[[datetime], dict[str, Any]] | None] = web.AppKey("daemon_state")
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -216,14 +218,21 @@ async def openapi(request: web.Request) -> web.Response:
     return web.Response(body=request.app[OPENAPI], content_type="application/json")
 
 
-def add_api_routes(app: web.Application, db_path: str | os.PathLike[str]) -> None:
+def add_api_routes(
+    app: web.Application,
+    db_path: str | os.PathLike[str],
+    daemon_state: Callable[[datetime], dict[str, Any]] | None = None,
+) -> None:
     """Register the read API on ``app``; each request reads ``db_path`` through its own read-only connection.
 
     Args:
         app: the daemon's application (its middlewares apply: the token rule, the error shape).
         db_path: the database file the writer writes.
+        daemon_state: the daemon describing itself at a given time (``/api/status``'s ``daemon``;
+            None: null).
     """
     app[READ_DB] = Path(db_path)
+    app[DAEMON_STATE] = daemon_state
     app[OPENAPI] = OPENAPI_PATH.read_bytes()
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/sessions", sessions)

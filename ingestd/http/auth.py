@@ -11,12 +11,12 @@ import hmac
 from collections.abc import Mapping
 from pathlib import Path
 
-from ingestd import filecheck
+from ingestd import files
 from ingestd.errors import ConfigError
-from ingestd.readcap import read_capped
+from ingestd.files import read_capped
+from ingestd.settings import LOOPBACK_HOSTS
 
 TOKEN_FILE_MAX_BYTES = 64 << 10  # a token is a line: a larger file is the wrong one
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str]) -> str | None:
@@ -24,7 +24,7 @@ def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str
 
     Raises:
         ConfigError: a source is given but empty, unreadable or both are given; the file is not
-            the user's own or is readable or writable by group or others (``ingestd.filecheck``).
+            the user's own or is readable or writable by group or others (``ingestd.files``).
     """
     if env_name and file:
         raise ConfigError("give either --token-env or --token-file, not both")
@@ -35,7 +35,7 @@ def load_token(*, env_name: str | None, file: Path | None, env: Mapping[str, str
         return value
     if file:
         # Checked like ssh checks a key: a token others can read (or replace) is no secret.
-        filecheck.require_safe(filecheck.problems([file], secret=True))
+        files.require_safe(files.problems([file], secret=True))
         try:
             value = read_capped(file, TOKEN_FILE_MAX_BYTES, "token file").decode("utf-8").strip()
         except UnicodeDecodeError:

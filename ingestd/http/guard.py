@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from ingestd.errors import ConfigError
-from ingestd.http.auth import LOOPBACK_HOSTS
 from ingestd.http.hooks import error_response
 from ingestd.logs import get_logger
+from ingestd.settings import LOOPBACK_HOSTS
 
 log = get_logger("ingestd.http")
 

@@ -33,9 +33,11 @@ import functools
 import itertools
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+import apsw
 import orjson
 from aiohttp import web
 
@@ -43,13 +45,53 @@ from ingestd.core import hookkeys
 from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes, value_marks
 from ingestd.core.records import NewLogRow
 from ingestd.core.timefmt import from_epoch_ns
-from ingestd.daemon.committer import CommitterClosed, CommitterOverloaded, HookWriter
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
-from ingestd.store.keyed import payload_under_key
+from ingestd.store.logrows import payload_under_key
 
 log = get_logger("ingestd.http")
+
+
+# Told, once, on the loop, that rows a writer was handed are no longer held by it (``wait_committed``).
+Released = Callable[[], None]
+
+
+class HookWriter(Protocol):
+    """What the receiver, and the daemon's other parts, need of the writer they are handed (the
+    daemon's hook writer, ``ingestd.daemon.hookwriter``: a thread or a process)."""
+
+    committed_rows: int
+    committed_batches: int
+    committed_deliveries: int
+
+    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the writer (its thread or process) on ``loop`` and wait, without blocking the loop,
+        until its connection is open and migrated.
+
+        Raises:
+            StorageError: the database could not be opened or migrated (or the process did not start).
+        """
+
+    async def submit(
+        self, rows: Sequence[NewLogRow], timeout_s: float | None = None, released: Released | None = None
+    ) -> int:
+        """Commit ``rows``; the number inserted (see ``ThreadWriter.submit``; ``released``: ``wait_committed``)."""
+
+    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+        """Run ``fn(conn)`` where the write connection lives."""
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Drain, commit, close."""
+
+
+class WriterClosed(StorageError):
+    """The writer has stopped (shutdown in progress)."""
+
+
+class WriterOverloaded(StorageError):
+    """Too much work is queued: answer 503 rather than wait."""
+
 
 JSON = "application/json"
 
@@ -202,7 +244,7 @@ def _writer_failed(request: web.Request, e: TimeoutError | StorageError, late: s
     the work without trying (503 unavailable), or failed it (500, logged)."""
     if isinstance(e, TimeoutError):
         return _reject(request, 503, "timeout", f"the database did not {late} in time; retry later")
-    if isinstance(e, CommitterOverloaded | CommitterClosed):
+    if isinstance(e, WriterOverloaded | WriterClosed):
         return _reject(request, 503, "unavailable", f"{e}; retry later")
     log.error("hook_storage_error", error=str(e))
     return _reject(request, *STORAGE_FAILED)

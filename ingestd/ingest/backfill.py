@@ -22,15 +22,15 @@ from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
-from ingestd.daemon.walcheckpoint import WAL_PAGES, WalCheckpointer
 from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, read_plans
-from ingestd.ingest.rebuild import reproject_sessions
 from ingestd.ingest.scan import discover, found_at, text_name
 from ingestd.ingest.summary import Summary
 from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
+from ingestd.projection.rebuild import reproject_sessions
 from ingestd.store.connection import connect
+from ingestd.store.walcheckpoint import WAL_PAGES, WalCheckpointer
 
 log = get_logger("ingestd.ingest")
 

@@ -29,10 +29,8 @@ from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.scan import Found
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
-from ingestd.store.foldcache import FoldCache
-from ingestd.store.isolate import Backoff, apply_isolating
 from ingestd.store.payload_blocks import PreBlocks
-from ingestd.store.writer import Prefold
+from ingestd.store.writer import Backoff, FoldCache, Prefold, apply_isolating
 
 log = get_logger("ingestd.ingest")
 
@@ -67,7 +65,7 @@ class Tailing:
         framers: dict (root, origin) -> (generation, ``Framer``): framers of files whose last line is
             still torn; the next read resumes where this one stopped (one pass over a growing line).
             None: not kept (a one-shot run reads each file once).
-        backoff: retries of transient refusals (``ingestd.store.isolate``); the daemon's retries
+        backoff: retries of transient refusals (``ingestd.store.writer``); the daemon's retries
             until they clear, reported as a stall; None: ``Backoff()``'s default.
         should_stop: polled between chunks; True stops reading (shutdown) after committing.
         component: str, the part a stall is reported under.

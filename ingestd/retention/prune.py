@@ -15,7 +15,7 @@ rebuilt rows the receipt covers and keeps rows of later log rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -343,59 +343,3 @@ def prune(
         )
         for t in targets(policy)
     ]
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """A ``prune_receipts`` row: what a replay must not bring back.
-
-    Attributes:
-        target: str, table or ``backups``.
-        cutoff: str, canonical UTC.
-        rows: int.
-        watermark: int | None, ``max(events_raw.id)`` when the prune started.
-    """
-
-    target: str
-    cutoff: str
-    rows: int
-    watermark: int | None
-
-
-def receipts(conn: apsw.Connection) -> list[Receipt]:
-    """Every real (not dry-run) receipt, oldest first. Read-only."""
-    with storage_errors():
-        return [
-            Receipt(str(r[0]), str(r[1]), int(r[2]), None if r[3] is None else int(r[3]))
-            for r in conn.execute(
-                "SELECT target, cutoff, rows, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
-            )
-        ]
-
-
-def apply_receipts(conn: apsw.Connection, recs: list[Receipt], sessions: Sequence[str] | None = None) -> int:
-    """Delete from a *rebuilt* database what the receipts say prune removed. Call inside a write txn.
-
-    ``events``: rows with ``occurred_at < cutoff`` and ``raw_event_id <= watermark`` (later log rows
-    were never pruned). ``token_usage``: rows with ``occurred_at < cutoff`` (usage rows carry no log id).
-    ``sessions``: only the rows of these sessions (the live path, ``store.pruned.enforce``); None: all.
-
-    Returns:
-        Rows removed.
-    """
-    only, args = (
-        ("", ()) if sessions is None else (f" AND session_id IN ({', '.join('?' * len(sessions))})", tuple(sessions))
-    )
-    removed = 0
-    for r in recs:
-        if r.target == "events":
-            conn.execute(
-                f"DELETE FROM events WHERE occurred_at < ? AND raw_event_id <= ?{only}",
-                (r.cutoff, r.watermark if r.watermark is not None else -1, *args),
-            )
-        elif r.target == "token_usage":
-            conn.execute(f"DELETE FROM token_usage WHERE occurred_at < ?{only}", (r.cutoff, *args))
-        else:
-            continue
-        removed += conn.changes()
-    return removed

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import apsw
 
 from ingestd.errors import BusyError, ConfigError, IntegrityError, PragmaError, StorageError
-from ingestd.filecheck import not_regular
+from ingestd.files import not_regular
 
 BUSY_TIMEOUT_MS = 5000
 # The writer's page cache, KiB (SQLite's default is 2 MiB). The token_usage B-trees take

@@ -1,4 +1,8 @@
-"""The log (``events_raw``): appending rows and reading a session's rows back (SPEC §3, DESIGN.md)."""
+"""The log (``events_raw``): appending rows and reading a session's rows back (SPEC §3, DESIGN.md).
+
+``payload_under_key``: the payload stored under one idempotency key (the receiver's check that a
+client-keyed retry is the same event, SPEC §3; ``ingestd.http.hooks``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ import apsw
 import orjson
 
 from ingestd.core.records import LogRow, NewLogRow
+from ingestd.store.payload import decode, encode_rows
 from ingestd.store.payload import decode as decode_payload
-from ingestd.store.payload import encode_rows
 from ingestd.store.payload_blocks import PreBlocks
 
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
@@ -21,7 +25,7 @@ INSERT_LOG = (
     " ON CONFLICT (idempotency_key) DO NOTHING"
 )
 
-# Rows the database refused to project (isolated by ``ingestd.store.isolate``) are never folded.
+# Rows the database refused to project (isolated by ``ingestd.store.writer``) are never folded.
 NOT_ISOLATED = " AND id NOT IN (SELECT raw_event_id FROM quarantine WHERE reason = 'storage')"
 
 
@@ -96,3 +100,16 @@ def append(
         str(k): int(i) for i, k in conn.execute("SELECT id, idempotency_key FROM events_raw WHERE id > ?", (before,))
     }
     return got, after - before
+
+
+def payload_under_key(conn: Any, key: str) -> bytes | None:
+    """The bytes of the log row whose ``idempotency_key`` is ``key``, as read; None when there is
+    none. Read-only (one lookup on the key's UNIQUE index). Module level so the writer process
+    can run it (``HookWriter.call`` pickles it).
+
+    Raises:
+        StorageError: the payload cannot be decoded (``payload.decode``).
+    """
+    for codec, blob in conn.execute("SELECT codec, payload FROM events_raw WHERE idempotency_key = ?", (key,)):
+        return decode(conn, codec, blob)
+    return None

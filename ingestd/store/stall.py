@@ -1,7 +1,7 @@
 """Stalls: a writer retrying a transient refusal (busy, full, I/O) says so (SPEC §12, §10).
 
-``ingestd.store.isolate.retrying`` reports each retry, and the end of them, to the ``StallReport``
-its ``Backoff`` names. In the daemon that is its ``Health`` (``ingestd.daemon.health``): the part
+``ingestd.store.writer.retrying`` reports each retry, and the end of them, to the ``StallReport``
+its ``Backoff`` names. In the daemon that is its ``Health`` (``ingestd.http.health``): the part
 is *stalled* while it retries, ``/api/health`` answers 503 with the reason and ``/api/status``
 lists it, in the one vocabulary of health problems. The CLI reports to nobody (``NO_REPORT``):
 its log lines say it, and it gives up after a few attempts.
@@ -23,7 +23,7 @@ from typing import Protocol
 
 import orjson
 
-from ingestd import atomicfile
+from ingestd import files
 
 
 class StallReport(Protocol):
@@ -94,7 +94,7 @@ def write_mirror(path: Path, stalls: Sequence[Stall]) -> None:
                 for s in stalls
             ],
         }
-        atomicfile.replace(path, orjson.dumps(doc), 0o600)
+        files.replace(path, orjson.dumps(doc), 0o600)
 
 
 def read_mirror(db_path: Path, now_unix_s: float) -> list[dict[str, object]]:

@@ -3,7 +3,7 @@
 Agents and sessions idle for the window before the log's newest time go ``unknown``. The
 cutoff is computed in the core (``ingestd.core.watchdog``); the window is a parameter (how it
 is found is the caller's business; ``effective_window`` reads the one the log recorded). The
-daemon's clock tick that logs a ``watchdog`` row is ``ingestd.daemon.watchdog``.
+daemon's clock tick that logs a ``watchdog`` row is ``ingestd.daemon.root``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claude Code's config directory is found by one rule (``claudedir.claude_config_dir``), read by
+"""Claude Code's config directory is found by one rule (``paths.claude_config_dir``), read by
 ``ingest`` / ``serve`` / ``service`` (its ``projects``) and ``hooks`` (its ``settings.json``) alike."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ingestd
-from ingestd.claudedir import claude_config_dir
+from ingestd.claude.paths import claude_config_dir
 from ingestd.commands._common import default_projects
 from ingestd.commands.hooks import _path
 
@@ -39,4 +39,4 @@ def test_only_the_rule_reads_the_variable() -> None:
         for p in root.rglob("*.py")
         if re.search(r"""(get|environ)\(\s*["']CLAUDE_CONFIG_DIR["']""", p.read_text())
     }
-    assert readers == {"claudedir.py"}
+    assert readers == {"claude/paths.py"}

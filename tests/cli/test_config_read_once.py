@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ingestd import configfile
+from ingestd import settings
 from ingestd.cli import cli
 
 
@@ -21,13 +21,13 @@ def test_the_config_file_is_read_once(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("INGESTD_CONFIG", str(config))
     monkeypatch.setenv("INGESTD_DB", str(tmp_path / "x.db"))
     reads: list[Path] = []
-    real = configfile.load_config_file
+    real = settings.load_config_file
 
     def counted(path: Path, **kwargs: Any) -> dict[str, object]:
         reads.append(path)
         return real(path, **kwargs)
 
-    monkeypatch.setattr(configfile, "load_config_file", counted)
+    monkeypatch.setattr(settings, "load_config_file", counted)
     r = CliRunner().invoke(cli, argv, env={"HOME": str(tmp_path)})
     assert reads == [config], r.output
     if argv[0] == "hooks":  # and the command did use that reading

@@ -1,5 +1,5 @@
 """A file the user names is read whole only up to a cap: a larger one (``/dev/zero``, the wrong file)
-is a one-line error, exit 2, never a ``MemoryError`` traceback (``ingestd.readcap``).
+is a one-line error, exit 2, never a ``MemoryError`` traceback (``ingestd.files``).
 
 Regression: ``( ulimit -v 2000000; ingestd pricing load /dev/zero )`` ended in a MemoryError traceback.
 """
@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hooksetup, readcap
+from ingestd import files
+from ingestd.claude import hooksetup
 from ingestd.cli import cli
-from ingestd.configfile import load_config_file
 from ingestd.errors import ConfigError, InputError
 from ingestd.http import auth
+from ingestd.settings import load_config_file
 
 
 def test_pricing_load_of_dev_zero_is_one_line_exit_2_under_a_memory_limit(tmp_path: Path) -> None:
@@ -40,11 +41,11 @@ def test_pricing_load_of_dev_zero_is_one_line_exit_2_under_a_memory_limit(tmp_pa
 def test_read_capped_reads_up_to_the_cap_and_refuses_past_it(tmp_path: Path) -> None:
     f = tmp_path / "f"
     f.write_bytes(b"x" * 10)
-    assert readcap.read_capped(f, 10, "thing") == b"x" * 10
+    assert files.read_capped(f, 10, "thing") == b"x" * 10
     with pytest.raises(ConfigError, match=r"f: the thing is larger than 9 bytes"):
-        readcap.read_capped(f, 9, "thing")
+        files.read_capped(f, 9, "thing")
     with pytest.raises(InputError):
-        readcap.read_capped(f, 9, "thing", InputError)
+        files.read_capped(f, 9, "thing", InputError)
 
 
 def private(path: Path, size: int, fill: bytes = b" ") -> Path:

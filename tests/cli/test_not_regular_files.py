@@ -1,6 +1,6 @@
 """A path the user names that is not a regular file (a FIFO, a device, a directory) is refused by
 kind before it is opened, and the advice is naming another file, never ``chmod`` on a path the
-user does not own (``filecheck.file_problems``, ``readcap.read_capped``).
+user does not own (``files.file_problems``, ``files.read_capped``).
 
 Regression (breaker3): ``INGESTD_CONFIG=/dev/null`` and ``--db /dev/null`` said ``fix: chmod 600
 /dev/null``, ``INGESTD_CONFIG=/tmp`` said ``chmod 700 /tmp``, a FIFO as the config file or as
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ingestd import filecheck, readcap
-from ingestd.configfile import load_config_file
+from ingestd import files
 from ingestd.errors import ConfigError, InputError
+from ingestd.settings import load_config_file
 from ingestd.store.connection import connect
 
 
@@ -39,7 +39,7 @@ def fifo(tmp_path: Path) -> Path:
 
 def test_a_fifo_is_read_without_waiting_for_a_writer_and_refused(fifo: Path) -> None:
     with pytest.raises(InputError, match=r"f is a FIFO \(named pipe\), not a regular file"):
-        readcap.read_capped(fifo, 10, "price file", InputError)  # would block in open() without O_NONBLOCK
+        files.read_capped(fifo, 10, "price file", InputError)  # would block in open() without O_NONBLOCK
 
 
 @pytest.mark.parametrize(("path", "kind"), [("/dev/null", "a character device"), ("/tmp", "a directory")])
@@ -85,13 +85,13 @@ def test_a_loose_file_of_root_accepted_as_the_config_is_not_to_be_chmodded(tmp_p
     os.chown(f, 65534, 65534)
     os.chmod(f, 0o666)
     # as if a user (65534's file, checked for uid 65534 while root runs) cannot chmod it
-    assert [g.fix for g in filecheck.file_problems(f, uid=65534)] == [f"use a file of your own instead of {f}"]
-    assert [g.fix for g in filecheck.file_problems(f)][1:] == [f"chmod 600 {f}"]  # after the chown
+    assert [g.fix for g in files.file_problems(f, uid=65534)] == [f"use a file of your own instead of {f}"]
+    assert [g.fix for g in files.file_problems(f)][1:] == [f"chmod 600 {f}"]  # after the chown
 
 
 def test_a_file_where_the_backups_directory_should_be_is_a_finding(tmp_path: Path) -> None:
     (tmp_path / "bk").write_text("")
-    found = filecheck.store_problems(tmp_path / "x.db", tmp_path / "bk")
+    found = files.store_problems(tmp_path / "x.db", tmp_path / "bk")
     assert [(f.problem, f.fix) for f in found] == [
         ("is a regular file, not a directory", f"name a directory instead of {tmp_path / 'bk'}")
     ]
@@ -128,7 +128,7 @@ def test_a_refused_file_leaves_no_descriptor_open_and_names_the_path(tmp_path: P
     before = _open_fds()
     for _ in range(50):
         with pytest.raises(InputError) as e:
-            readcap.read_capped(path, 10, "price file", InputError)
+            files.read_capped(path, 10, "price file", InputError)
         assert str(path) in str(e.value) and "nothing was read" in str(e.value)
     assert _open_fds() == before
 

@@ -9,9 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
-from ingestd.configfile import load
 from ingestd.errors import ConfigError
-from ingestd.settings import number_text, resolve
+from ingestd.settings import load, number_text, resolve
 
 
 @pytest.mark.parametrize("raw", ["１７４００", "17_400", "١٧٤٠٠", "+17400", "-1", "0x10", "17400.0", "", " "])

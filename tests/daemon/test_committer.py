@@ -11,9 +11,10 @@ import apsw
 import pytest
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
-from ingestd.daemon.committer import Committer, CommitterClosed, wait_committed
+from ingestd.daemon import hookwriter
+from ingestd.daemon.hookwriter import ThreadWriter, wait_committed
 from ingestd.errors import StorageError
+from ingestd.http.hooks import WriterClosed
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.support import log_rows
@@ -37,9 +38,9 @@ async def test_concurrent_submissions_share_transactions(tmp_path: Path) -> None
     def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
         gate.wait(5)  # hold the first transaction so the rest queue up behind it
         calls.append(len(rows))
-        return apply_mod.store_rows(conn, rows)
+        return hookwriter.store_rows(conn, rows)
 
-    w = Committer(lambda: _open(db), apply)
+    w = ThreadWriter(lambda: _open(db), apply)
     w.start(asyncio.get_running_loop())
     tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(200)]
     await asyncio.sleep(0)
@@ -60,9 +61,9 @@ async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, erro
         gate.wait(5)
         if any(r.session_id == "poison" for r in rows):
             raise error
-        return apply_mod.store_rows(conn, rows)
+        return hookwriter.store_rows(conn, rows)
 
-    w = Committer(lambda: _open(db), apply)
+    w = ThreadWriter(lambda: _open(db), apply)
     w.start(asyncio.get_running_loop())
     good = [asyncio.create_task(w.submit([_row(f"g{i}")])) for i in range(5)]
     bad = asyncio.create_task(w.submit([_row("p", "poison")]))
@@ -77,20 +78,20 @@ async def test_a_failing_batch_does_not_sink_its_neighbours(tmp_path: Path, erro
 
 async def test_stop_drains_queued_work_then_refuses(tmp_path: Path) -> None:
     db = tmp_path / "w.db"
-    w = Committer(lambda: _open(db), apply_mod.store_rows)
+    w = ThreadWriter(lambda: _open(db), hookwriter.store_rows)
     w.start(asyncio.get_running_loop())
     tasks = [asyncio.create_task(w.submit([_row(f"k{i}")])) for i in range(50)]
     await asyncio.sleep(0)
     await asyncio.get_running_loop().run_in_executor(None, w.stop)
     await asyncio.gather(*tasks)
     assert log_rows(db) == 50
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(WriterClosed):
         await w.submit([_row("late")])
 
 
 async def test_duplicate_keys_insert_once(tmp_path: Path) -> None:
     db = tmp_path / "w.db"
-    w = Committer(lambda: _open(db), apply_mod.store_rows)
+    w = ThreadWriter(lambda: _open(db), hookwriter.store_rows)
     w.start(asyncio.get_running_loop())
     await asyncio.gather(*(w.submit([_row("same")]) for _ in range(10)))
     w.stop()
@@ -110,7 +111,7 @@ async def test_open_lets_the_loop_run_while_the_connection_opens(tmp_path: Path)
         return _open(db)
 
     loop = asyncio.get_running_loop()
-    w = Committer(slow_open, apply_mod.store_rows)
+    w = ThreadWriter(slow_open, hookwriter.store_rows)
     opened = asyncio.create_task(w.open(loop))
     for _ in range(200):  # the loop turns while the thread opens
         if opening.is_set():
@@ -126,7 +127,7 @@ async def test_open_lets_the_loop_run_while_the_connection_opens(tmp_path: Path)
         raise StorageError("cannot open for the test")
 
     with pytest.raises(StorageError, match="cannot open for the test"):
-        await Committer(refuse, apply_mod.store_rows).open(loop)
+        await ThreadWriter(refuse, hookwriter.store_rows).open(loop)
 
 
 @pytest.mark.parametrize("outcome", ["committed", "refused", "cancelled wait"])

@@ -12,10 +12,10 @@ import pytest
 
 from ingestd.core import hookkeys
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import hookwriter
 from ingestd.daemon import writerchild as child
 from ingestd.http.hooks import hook_row
-from ingestd.replay.dump import TABLES, canonical_rows, columns
+from ingestd.projection.dump import TABLES, canonical_rows, columns
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 
@@ -78,7 +78,7 @@ def _run(db: Path, groups: list[list[NewLogRow]]) -> dict[str, list[Any]]:
     """Each group through the writer process's ``process`` (one item per delivery): one transaction each."""
     conn = connect(db)
     migrate(conn)
-    apply = apply_mod.make_store()
+    apply = hookwriter.make_apply()
     n = 0
     for group in groups:
         items = []

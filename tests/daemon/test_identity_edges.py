@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.daemon.ingestrun import IngestRunner
-from ingestd.replay.run import replay
+from ingestd.projection.replay import replay
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 

@@ -21,7 +21,7 @@ from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.projection.rebuild import rebuild_projections
 from ingestd.store.writer import apply_batch
 from tests.ingest.support import count, dump, new_db
 

@@ -14,10 +14,10 @@ from structlog.testing import capture_logs
 
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.ingestrun import BackfillProgress
 from ingestd.daemon.main import serve
-from ingestd.daemon.progress import BackfillProgress
+from ingestd.daemon.root import assemble
 from ingestd.errors import DaemonError
-from ingestd.http.app import make_app
 from tests.reliability.support import q
 from tests.support import until
 
@@ -64,7 +64,7 @@ async def test_the_first_backup_waits_for_the_startup_backfill(
     backups = tmp_path / "backups"
     cfg = ServeConfig(db_path=db, projects=(root,), watchdog_interval_s=3600, rescan_interval_s=3600)
     with capture_logs() as logs:
-        await aiohttp_client(make_app(cfg, ingest=slow_backfill))
+        await aiohttp_client(assemble(cfg, ingest=slow_backfill))
         await until("the schedule to wait", lambda: any(e["event"] == "schedule_waiting" for e in logs))
         for _ in range(20):  # give a wrongly ordered schedule every chance to run
             await asyncio.sleep(0.01)

@@ -107,12 +107,12 @@ def test_state_file_round_trip_and_a_foreign_pid(tmp_path: Path) -> None:
 
 async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_client: Any) -> None:
     from ingestd.daemon.config import ServeConfig
-    from ingestd.http.app import make_app
+    from ingestd.daemon.root import assemble
 
     db = tmp_path / "api.db"
     started = datetime(2026, 1, 1, tzinfo=UTC)
     presence.write_started(db, host="127.0.0.1", port=7391, now=started)
-    client = await aiohttp_client(make_app(ServeConfig(db_path=db, schedule=False, watchdog_interval_s=3600)))
+    client = await aiohttp_client(assemble(ServeConfig(db_path=db, schedule=False, watchdog_interval_s=3600)))
     resp = await client.get("/api/status")
     doc = await resp.json()
     assert resp.status == 200, doc

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import TAILER, make_app
+from ingestd.daemon.root import TAILER, assemble
 from tests.daemon.support import user_line
 from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import q
@@ -36,7 +36,7 @@ async def test_live_transcript_append_torn_truncate_delete(tmp_path: Path, aioht
     f.write_bytes(line(1))  # present before start: the catch-up reads it
     db = tmp_path / "t.db"
     cfg = ServeConfig(db_path=db, projects=(root,), schedule=False, watchdog_interval_s=3600, rescan_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg), headers=JSON_HEADERS)
+    client = await aiohttp_client(assemble(cfg), headers=JSON_HEADERS)
     await until("catch-up", lambda: len(offsets(db)) == 1)
 
     # append: projected promptly

@@ -9,9 +9,9 @@ from pathlib import Path
 import apsw
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon.walcheckpoint import WalCheckpointer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.walcheckpoint import WalCheckpointer
 from ingestd.store.writer import apply_batch
 from tests.support import wait_for
 

@@ -13,12 +13,11 @@ import orjson
 import pytest
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
-from ingestd.daemon import writeprobe
+from ingestd.daemon import hookwriter
 from ingestd.daemon.config import ServeConfig
-from ingestd.daemon.health import WRITER, Health
+from ingestd.daemon.root import assemble
 from ingestd.errors import StorageError
-from ingestd.http.app import make_app
+from ingestd.http.health import WRITER, Health
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.hookclient import JSON_HEADERS
@@ -42,30 +41,30 @@ BODY = orjson.dumps(
 async def test_a_writer_failed_by_a_full_database_is_healthy_again_without_a_hook(
     tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writeprobe, "PROBE_INTERVAL_S", 0.05)
+    monkeypatch.setattr(hookwriter, "PROBE_INTERVAL_S", 0.05)
     full = [True]
 
     def filling(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
         # a real SQLITE_FULL: the database may not grow while "the disk is full"
         pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
         conn.execute(f"PRAGMA max_page_count = {pages if full[0] else 1 << 30}")
-        return apply_mod.store_rows(conn, batch)
+        return hookwriter.store_rows(conn, batch)
 
     cfg = ServeConfig(db_path=tmp_path / "f.db", tail=False, schedule=False, watchdog_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg, apply=filling), headers=JSON_HEADERS)
+    client = await aiohttp_client(assemble(cfg, apply=filling), headers=JSON_HEADERS)
     r = await client.post("/hooks", data=BODY)
     assert r.status == 500
     health = await client.get("/api/health")
     assert health.status == 503
     assert "database or disk is full" in (await health.json())["error"]["message"]
-    real_probe = writeprobe.probe
+    real_probe = hookwriter.probe
 
     def probe(conn: apsw.Connection) -> None:  # the probe meets the same disk: refused while it is full
         if full[0]:
             raise StorageError("database error: database or disk is full")
         real_probe(conn)
 
-    monkeypatch.setattr(writeprobe, "probe", probe)
+    monkeypatch.setattr(hookwriter, "probe", probe)
     await asyncio.sleep(0.5)  # ten probe intervals on a full disk: still failing
     assert (await client.get("/api/health")).status == 503
     full[0] = False  # room again, and no hook arrives
@@ -97,7 +96,7 @@ async def test_a_refused_probe_leaves_the_failure_and_its_age() -> None:
     health = Health(clock=lambda: now[0])
     health.failed(WRITER, "the last write failed: database error: database or disk is full")
     writer, stop = _Refusing(), asyncio.Event()
-    task = asyncio.create_task(writeprobe.run(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
+    task = asyncio.create_task(hookwriter.probe_loop(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
     await until("three probes", lambda: writer.calls >= 3)
     now[0] = 130.0
     assert health.problems() == [
@@ -124,7 +123,7 @@ async def test_a_failure_during_the_probe_is_not_cleared_by_its_success() -> Non
     health = Health()
     health.failed(WRITER, reason)
     writer, stop = _FailingMeanwhile(health, reason), asyncio.Event()
-    task = asyncio.create_task(writeprobe.run(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
+    task = asyncio.create_task(hookwriter.probe_loop(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
     await until("three probes", lambda: writer.calls >= 3)
     failure = health.failure(WRITER)
     assert failure is not None and failure.reason == reason
@@ -134,7 +133,7 @@ async def test_a_failure_during_the_probe_is_not_cleared_by_its_success() -> Non
 
 async def test_a_healthy_writer_is_not_probed() -> None:
     writer, stop = _Refusing(), asyncio.Event()
-    task = asyncio.create_task(writeprobe.run(writer, Health(), stop, interval_s=0.01))  # type: ignore[arg-type]
+    task = asyncio.create_task(hookwriter.probe_loop(writer, Health(), stop, interval_s=0.01))  # type: ignore[arg-type]
     await asyncio.sleep(0.1)
     stop.set()
     await asyncio.wait_for(task, 5)
@@ -146,7 +145,7 @@ def test_the_probe_commits_a_write_and_leaves_the_database_as_it_was(tmp_path: P
     migrate(conn)
     before = conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
     changes = conn.total_changes()
-    writeprobe.probe(conn)
+    hookwriter.probe(conn)
     assert conn.total_changes() == changes + 2  # one row in and out, committed
     assert conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall() == before
     conn.close()

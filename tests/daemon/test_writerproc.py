@@ -1,4 +1,4 @@
-"""The hook writer as a process (``ProcCommitter``): same rows and projections as the thread, group
+"""The hook writer as a process (``ProcessWriter``): same rows and projections as the thread, group
 commit, failure isolation, a dead process answered at once (503, health) and replaced, clean stop."""
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ import pytest
 
 from ingestd.core import hookkeys
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
-from ingestd.daemon.committer import ApplyFn, Committer, CommitterClosed
+from ingestd.daemon import hookwriter
 from ingestd.daemon.config import ServeConfig
-from ingestd.daemon.health import WRITER, Health
+from ingestd.daemon.hookwriter import ApplyFn, ThreadWriter
+from ingestd.daemon.root import WRITER as WRITER_KEY
+from ingestd.daemon.root import assemble
 from ingestd.daemon.writerchild import CALL, FrameReader, frame, from_wire, process, wire_row
-from ingestd.daemon.writerproc import ProcCommitter
+from ingestd.daemon.writerproc import ProcessWriter
 from ingestd.errors import StorageError
-from ingestd.http.app import WRITER as WRITER_KEY
-from ingestd.http.app import make_app
-from ingestd.http.hooks import hook_row
-from ingestd.replay.dump import canonical_rows
+from ingestd.http.health import WRITER, Health
+from ingestd.http.hooks import WriterClosed, hook_row
+from ingestd.projection.dump import canonical_rows
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.hookclient import JSON_HEADERS
@@ -63,7 +63,7 @@ def _tables(db: Path) -> dict[str, list[Any]]:
 
 def refuse_stop_events() -> ApplyFn:
     """An ``ApplyFn`` (built in the writer process) that refuses any batch holding a ``Stop``."""
-    store = apply_mod.make_store()
+    store = hookwriter.make_apply()
 
     def apply(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
         if any(r.event_type == "Stop" for r in rows):
@@ -73,13 +73,13 @@ def refuse_stop_events() -> ApplyFn:
     return apply
 
 
-async def _started(db: Path, **kw: Any) -> ProcCommitter:
-    w = ProcCommitter(db, log_level="warning", **kw)
+async def _started(db: Path, **kw: Any) -> ProcessWriter:
+    w = ProcessWriter(db, log_level="warning", **kw)
     await w.open(asyncio.get_running_loop())
     return w
 
 
-async def _stop(w: ProcCommitter) -> None:
+async def _stop(w: ProcessWriter) -> None:
     await asyncio.get_running_loop().run_in_executor(None, w.stop)
 
 
@@ -118,7 +118,7 @@ async def test_the_process_writes_what_the_thread_writes(tmp_path: Path) -> None
         migrate(conn)
         return conn
 
-    t = Committer(open_thread, apply_mod.make_store())
+    t = ThreadWriter(open_thread, hookwriter.make_apply())
     t.start(asyncio.get_running_loop())
     await asyncio.gather(*(t.submit([r]) for r in rows))
     t.stop()
@@ -153,10 +153,10 @@ async def test_a_killed_writer_process_is_503_then_replaced(tmp_path: Path) -> N
     waiting = asyncio.create_task(w.submit([_hook(1)]))
     await asyncio.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(WriterClosed):
         await asyncio.wait_for(waiting, 10)  # answered at once, never a hang
     assert any("writer process exited" in p for p in health.problems())
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(WriterClosed):
         await w.submit([_hook(2)])  # no process yet: refused, not queued
     for _ in range(200):
         if w.pid is not None:
@@ -177,7 +177,7 @@ async def test_stop_commits_what_was_sent_then_refuses(tmp_path: Path) -> None:
     await _stop(w)
     assert all(not isinstance(r, BaseException) for r in await asyncio.gather(*pending, return_exceptions=True))
     assert log_rows(tmp_path / "w.db") == 30
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(WriterClosed):
         await w.submit([_hook(99)])
 
 
@@ -225,12 +225,12 @@ async def test_a_database_it_cannot_open_fails_the_start(tmp_path: Path) -> None
 async def test_the_daemon_answers_503_while_its_writer_process_is_gone(aiohttp_client: Any, tmp_path: Path) -> None:
     cfg = ServeConfig(db_path=tmp_path / "d.db", tail=False, schedule=False, watchdog_interval_s=3600)
     assert cfg.hook_writer == "process"  # the default
-    app = make_app(cfg)
+    app = assemble(cfg)
     client = await aiohttp_client(app, headers=JSON_HEADERS)
     body = orjson.dumps({"hook_event_name": "Stop", "session_id": "s-gone"})
     assert (await client.post("/hooks", data=body)).status == 200
     writer = app[WRITER_KEY]
-    assert isinstance(writer, ProcCommitter) and writer.pid is not None
+    assert isinstance(writer, ProcessWriter) and writer.pid is not None
     pid = writer.pid
     os.kill(pid, signal.SIGKILL)
     for _ in range(200):  # until the loop has seen the end of the process
@@ -268,7 +268,7 @@ def _a_cursor(conn: apsw.Connection) -> Any:
 
 def test_a_writer_that_keeps_dying_is_restarted_less_and_less_often(tmp_path: Path) -> None:
     # it was retried every second for ever, an error line each time
-    w = ProcCommitter(tmp_path / "w.db", restart_delay_s=1.0)
+    w = ProcessWriter(tmp_path / "w.db", restart_delay_s=1.0)
     assert [w._next_delay() for _ in range(7)] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
     w._note_exit(5.0)  # died young: still backed off
     assert w._next_delay() == 30.0
@@ -290,7 +290,7 @@ async def test_the_end_of_a_process_is_reaped_off_the_loop(tmp_path: Path) -> No
             self.exitcode = -9
 
     health = Health()
-    w = ProcCommitter(tmp_path / "w.db", health=health, restart_delay_s=60)
+    w = ProcessWriter(tmp_path / "w.db", health=health, restart_delay_s=60)
     loop = asyncio.get_running_loop()
     link, proc = object(), SlowToReap()
     w._loop, w._link, w._proc = loop, link, proc  # type: ignore[assignment]
@@ -298,7 +298,7 @@ async def test_the_end_of_a_process_is_reaped_off_the_loop(tmp_path: Path) -> No
     t0 = time.monotonic()
     w._lost(link)  # type: ignore[arg-type]
     assert time.monotonic() - t0 < 0.1
-    with pytest.raises(CommitterClosed):
+    with pytest.raises(WriterClosed):
         await waiting
     for _ in range(200):
         if any("exit code -9" in p for p in health.problems()):
@@ -323,7 +323,7 @@ class _Ended:
         self.exitcode = -9
 
 
-def _lost_one(w: ProcCommitter, proc: _Ended) -> None:
+def _lost_one(w: ProcessWriter, proc: _Ended) -> None:
     link = object()
     w._loop, w._link, w._proc = asyncio.get_running_loop(), link, proc  # type: ignore[assignment]
     w._lost(link)  # type: ignore[arg-type]
@@ -335,7 +335,7 @@ async def test_a_process_that_dies_just_before_a_stop_is_said_once(tmp_path: Pat
     # stop cancels; stop() found no process: a writer that died just before a stop left no line
     from structlog.testing import capture_logs
 
-    w = ProcCommitter(tmp_path / "w.db", restart_delay_s=60)
+    w = ProcessWriter(tmp_path / "w.db", restart_delay_s=60)
     with capture_logs() as logs:
         _lost_one(w, proc := _Ended(known))
         said_at_once = [e["event"] for e in logs]
@@ -381,7 +381,7 @@ def test_a_call_result_is_pickled_once_in_the_process(tmp_path: Path) -> None:
     conn = connect(tmp_path / "w.db")
     migrate(conn)
     Travels.reduced = 0
-    results, groups = process(conn, apply_mod.store_rows, [(CALL, 7, pickle.dumps(_travels))])
+    results, groups = process(conn, hookwriter.store_rows, [(CALL, 7, pickle.dumps(_travels))])
     reply = frame((results, groups))
     conn.close()
     assert Travels.reduced == 1

@@ -1,4 +1,4 @@
-"""Only the hooks ingestd wrote are ingestd's (``ingestd.hookowner``): a hook the user wrote by hand
+"""Only the hooks ingestd wrote are ingestd's (``ingestd.claude.hooksetup``): a hook the user wrote by hand
 to the daemon's own URL survives install / uninstall round trips; an older install is upgraded."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hookowner, hooksetup
+from ingestd.claude import hooksetup
 from ingestd.cli import cli
 
-MARK = dict([hookowner.INSTALLED_BY])
+MARK = dict([hooksetup.INSTALLED_BY])
 
 # Hooks a user writes by hand to the daemon's own endpoint: not marked, so not ours
 USERS_OWN: list[dict[str, Any]] = [
@@ -85,14 +85,14 @@ def test_an_older_install_is_replaced_not_doubled_and_uninstalled(home: Path) ->
 
 def test_the_marks_are_exact() -> None:
     fwd = {"type": "command", "command": "/usr/bin/python3 -m ingestd.forward --url http://x/hooks"}
-    assert hookowner.is_ours(fwd)
-    assert not hookowner.is_ours({"type": "command", "command": "/usr/bin/python3 -m ingestd.forwarder"})
-    assert not hookowner.is_ours({"type": "command", "command": "unbalanced 'quote -m ingestd.forward"})
-    assert hookowner.is_ours({"type": "http", "url": "http://10.1.2.3:7391/hooks", "headers": MARK})
-    assert not hookowner.is_ours(
+    assert hooksetup.is_ours(fwd)
+    assert not hooksetup.is_ours({"type": "command", "command": "/usr/bin/python3 -m ingestd.forwarder"})
+    assert not hooksetup.is_ours({"type": "command", "command": "unbalanced 'quote -m ingestd.forward"})
+    assert hooksetup.is_ours({"type": "http", "url": "http://10.1.2.3:7391/hooks", "headers": MARK})
+    assert not hooksetup.is_ours(
         {"type": "http", "url": "http://10.1.2.3:7391/hooks", "headers": {"X-Ingestd-Hook": ""}}
     )
-    older = hookowner.ours_in(_older_install({"type": "command", "command": "say done"}))
+    older = hooksetup.ours_in(_older_install({"type": "command", "command": "say done"}))
     token = {"headers": {"Authorization": "Bearer ${T}"}, "allowedEnvVars": ["T"]}
     assert older({"type": "http", "url": "http://[::1]:9000/hooks", "timeout": 5, **token})
     assert not older({"type": "http", "url": "http://127.0.0.1:9000/hooks", "timeout": 5, "headers": {"A": "b"}})

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hookowner, hooksetup, settingsfile
+from ingestd.claude import hooksetup, settingsjson
 from ingestd.cli import cli
 from ingestd.errors import InputError
 
@@ -363,7 +363,7 @@ def test_only_the_newest_five_backups_are_kept(home: Path) -> None:
     assert mine in kept
     ours = [b for b in kept if b != mine]
     assert len(ours) == 5
-    assert [b.read_text() for b in settingsfile.backups_of(path)] == contents[-5:]  # the newest five, in order
+    assert [b.read_text() for b in settingsjson.backups_of(path)] == contents[-5:]  # the newest five, in order
     assert mine.read_text() == "x"
 
 
@@ -460,7 +460,7 @@ def test_hand_laid_out_lines_are_left_alone_by_an_install(home: Path) -> None:
 
 def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Path) -> None:
     path = home / ".claude" / "settings.json"
-    ours = {"type": "http", "url": "http://localhost:7391/hooks", "headers": dict([hookowner.INSTALLED_BY])}
+    ours = {"type": "http", "url": "http://localhost:7391/hooks", "headers": dict([hooksetup.INSTALLED_BY])}
     text = (
         '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}, '
         + json.dumps(ours)
@@ -476,7 +476,7 @@ def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Pa
 
 def test_command_hooks_run_the_installed_ingestd_not_the_clone(tmp_path: Path, home: Path) -> None:
     # issue 15: hook commands pointed into the clone's .venv, so `make clean` broke them silently
-    from ingestd.installpath import find_installed
+    from ingestd.claude.paths import find_installed
 
     tool_python = tmp_path / "pipx" / "venvs" / "ingestd" / "bin" / "python"
     tool_python.parent.mkdir(parents=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingestd import hooksetup
+from ingestd.claude import hooksetup
 from ingestd.cli import cli
 from tests.hooksetup.test_hooksetup import USER_SETTINGS
 

@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import hookwriter
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import make_app
+from ingestd.daemon.root import assemble
 from ingestd.http.conns import BUSY, IDLE, ConnectionGuard, ConnLimits
 from tests.hookclient import JSON_HEADERS
 
@@ -22,7 +22,7 @@ BODY = orjson.dumps({"hook_event_name": "Stop", "session_id": "s1"})
 
 def _app(db: Path, **kw: Any) -> web.Application:
     cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, hook_writer="thread", **kw)
-    return make_app(cfg, apply=apply_mod.store_rows)
+    return assemble(cfg, apply=hookwriter.store_rows)
 
 
 async def _code(resp: Any) -> tuple[int, str]:
@@ -66,7 +66,7 @@ async def test_the_connection_guard_sees_every_request_start_and_finish(aiohttp_
     conns.started = start  # type: ignore[method-assign,assignment]
     conns.finished = finish  # type: ignore[method-assign,assignment]
     cfg = ServeConfig(db_path=tmp_path / "d.db", tail=False, schedule=False, watchdog_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg, apply=apply_mod.store_rows, conns=conns), headers=JSON_HEADERS)
+    client = await aiohttp_client(assemble(cfg, apply=hookwriter.store_rows, conns=conns), headers=JSON_HEADERS)
     assert (await client.post("/hooks", data=BODY)).status == 200
     assert (await client.get("/nowhere")).status == 404  # raised by the route: still finished
     assert (await client.get("/", headers={"Host": "evil.example"})).status == 421  # refused: still finished

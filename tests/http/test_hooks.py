@@ -2,7 +2,7 @@
 
 Most tests inject ``apply`` (the writer thread in this process: failures and stalls on demand); the
 tests marked ``WRITERS`` run once with that thread and once with the daemon's default, the writer
-process (``ingestd.daemon.writerproc``) running the real ``make_store``."""
+process (``ingestd.daemon.writerproc``) running the real ``make_apply``."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from aiohttp.test_utils import TestClient
 
 from ingestd.core.decode import decoded_bytes
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import hookwriter
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import WRITER, make_app
+from ingestd.daemon.root import WRITER, assemble
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from ingestd.store.payload import register_sql
@@ -47,13 +47,13 @@ WRITERS = pytest.mark.parametrize("hook_writer", ["thread", "process"])
 @pytest.fixture
 def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     async def make(hook_writer: str = "thread", **kw: Any) -> Client:
-        apply = kw.pop("apply", apply_mod.store_rows) if hook_writer == "thread" else None
+        apply = kw.pop("apply", hookwriter.store_rows) if hook_writer == "thread" else None
         cfg = ServeConfig(
             db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, hook_writer=hook_writer, **kw
         )
-        app = make_app(cfg, apply=apply)
+        app = assemble(cfg, apply=apply)
         client: Client = await aiohttp_client(app, headers=JSON_HEADERS)
-        assert type(app[WRITER]).__name__ == ("ProcCommitter" if hook_writer == "process" else "Committer")
+        assert type(app[WRITER]).__name__ == ("ProcessWriter" if hook_writer == "process" else "ThreadWriter")
         return client
 
     return make
@@ -67,7 +67,7 @@ def stuck_writer() -> tuple[threading.Event, threading.Event, Any]:
     def stuck(conn: apsw.Connection, batch: Sequence[NewLogRow]) -> int:
         entered.set()
         release.wait(10)
-        return apply_mod.store_rows(conn, batch)
+        return hookwriter.store_rows(conn, batch)
 
     return entered, release, stuck
 
@@ -225,7 +225,7 @@ async def test_500_fixed_body_when_the_database_refuses(make_client: MakeClient,
             "CREATE TEMP TRIGGER IF NOT EXISTS refuse BEFORE INSERT ON main.events"
             " BEGIN SELECT RAISE(ABORT, 'refused'); END"
         )
-        return apply_mod.store_rows(conn, batch)
+        return hookwriter.store_rows(conn, batch)
 
     client = await make_client(apply=refusing)
     r1 = await client.post("/hooks", data=body())

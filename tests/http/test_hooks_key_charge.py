@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from ingestd.core.decode import decoded_bytes
-from ingestd.daemon import apply as apply_mod
+from ingestd.daemon import hookwriter
 from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.root import assemble
 from ingestd.http import hooks as hooks_mod
-from ingestd.http.app import make_app
 from ingestd.http.hooks import HookConfig
-from ingestd.store.keyed import payload_under_key
+from ingestd.store.logrows import payload_under_key
 from tests.hookclient import JSON_HEADERS
 
 
@@ -52,7 +52,7 @@ async def test_a_keyed_body_stays_charged_while_its_key_is_checked(
     wide = _body(p=[{}] * 50_000)
     cost = decoded_bytes(wide)
     hooks = HookConfig(max_decoded_bytes_in_flight=cost + cost // 2, hook_timeout_ms=5000)
-    client = await aiohttp_client(make_app(_config(tmp_path, hooks), apply=apply_mod.store_rows), headers=JSON_HEADERS)
+    client = await aiohttp_client(assemble(_config(tmp_path, hooks), apply=hookwriter.store_rows), headers=JSON_HEADERS)
     loop = asyncio.get_running_loop()
     first = asyncio.ensure_future(client.post("/hooks", data=wide, headers={"Idempotency-Key": "k1"}))
     try:
@@ -72,7 +72,7 @@ async def test_the_commit_and_the_key_check_share_one_deadline(
     # the commit takes 0.25 s and the check 0.3 s: each under the 0.4 s timeout, together over it
     def slow_apply(conn: Any, rows: Any) -> int:
         time.sleep(0.25)
-        return apply_mod.store_rows(conn, rows)
+        return hookwriter.store_rows(conn, rows)
 
     def slow_check(conn: Any, key: str) -> Any:
         time.sleep(0.3)
@@ -80,7 +80,7 @@ async def test_the_commit_and_the_key_check_share_one_deadline(
 
     monkeypatch.setattr(hooks_mod, "payload_under_key", slow_check)
     client = await aiohttp_client(
-        make_app(_config(tmp_path, HookConfig(hook_timeout_ms=400)), apply=slow_apply), headers=JSON_HEADERS
+        assemble(_config(tmp_path, HookConfig(hook_timeout_ms=400)), apply=slow_apply), headers=JSON_HEADERS
     )
     resp = await client.post("/hooks", data=_body(), headers={"Idempotency-Key": "k1"})
     assert resp.status == 503 and (await resp.json())["error"]["code"] == "timeout"

@@ -9,8 +9,8 @@ import apsw
 
 from ingestd.errors import StorageError
 from ingestd.ingest import readfile
-from ingestd.replay.dump import TABLES, canonical_rows
-from ingestd.store import isolate
+from ingestd.projection.dump import TABLES, canonical_rows
+from ingestd.store import writer
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.payload import register_sql
@@ -24,7 +24,7 @@ def new_db(path: Path) -> apsw.Connection:
 
 
 def dump(conn: apsw.Connection) -> dict[str, list[Any]]:
-    """Every projection table as replay compares it (``ingestd.replay.dump``)."""
+    """Every projection table as replay compares it (``ingestd.projection.dump``)."""
     return {t: canonical_rows(conn, t) for t, _ in TABLES}
 
 
@@ -36,7 +36,7 @@ def count(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> int:
 def refuse_second_batch(monkeypatch: Any) -> list[int]:
     """Make the ingest writer refuse its second batch with ``StorageError("disk full")`` (a
     ``pytest.MonkeyPatch`` on ``readfile.apply_isolating``); returns the rows of each batch tried."""
-    real = isolate.apply_isolating
+    real = writer.apply_isolating
     calls: list[int] = []
 
     def refusing(conn: Any, rows: Any, **kw: Any) -> Any:

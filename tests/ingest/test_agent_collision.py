@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 from ingestd.core.records import NewLogRow
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.projection.rebuild import rebuild_projections
 from ingestd.report.tree import tree_report
 from ingestd.store.writer import apply_batch
 from tests.ingest.support import dump, new_db

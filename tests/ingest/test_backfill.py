@@ -13,8 +13,8 @@ import pytest
 from ingestd.core.touch import Ctx
 from ingestd.ingest import scan
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.rebuild import rebuild_projections
 from ingestd.ingest.scan import discover
+from ingestd.projection.rebuild import rebuild_projections
 from ingestd.store.payload import decode as decode_payload
 from tests.ingest.support import count, dump, new_db
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.projection.rebuild import rebuild_projections
 from tests.ingest.support import count, dump, new_db
 
 SID = "99999999-9999-4999-8999-999999999999"

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.commands._common import open_db
 from ingestd.core.revision import PROJECTION_REVISION
-from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
-from ingestd.replay.dump import canonical_rows
+from ingestd.projection.dump import canonical_rows
+from ingestd.projection.reproject import PROJECTION_TABLES, stored_revision
 from ingestd.store.connection import connect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"

@@ -12,10 +12,9 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core.revision import PROJECTION_REVISION
-from ingestd.ingest import reproject
-from ingestd.ingest.reproject import PROJECTION_TABLES, stored_revision
-from ingestd.replay.dump import canonical_rows
-from ingestd.store import projrev
+from ingestd.projection import rebuild, reproject
+from ingestd.projection.dump import canonical_rows
+from ingestd.projection.reproject import PROJECTION_TABLES, stored_revision
 from ingestd.store.connection import connect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
@@ -85,13 +84,13 @@ def test_cost_and_replay_read_the_staleness_once(tmp_path: Path, monkeypatch: py
     # cost computed it in open_read_db and again itself; replay opened a second connection for its hint
     db, _ = stale_db(tmp_path)
     calls: list[object] = []
-    real = projrev.stored_revision
+    real = reproject.stored_revision
 
     def counted(conn: Any) -> str | None:
         calls.append(conn)
         return real(conn)
 
-    monkeypatch.setattr(projrev, "stored_revision", counted)
+    monkeypatch.setattr(reproject, "stored_revision", counted)
     res = CliRunner().invoke(cli, ["cost", "--db", str(db), "--json"])
     assert res.exit_code == 2 and "ingestd migrate --db" in res.stderr
     assert len(calls) == 1
@@ -132,7 +131,7 @@ def test_ctrl_c_during_migrates_reprojection_says_so_and_readers_say_run_it_agai
     def interrupted(*args: object, **kwargs: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(reproject, "rebuild_projections", interrupted)
+    monkeypatch.setattr(rebuild, "rebuild_projections", interrupted)
     res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
     assert res.exit_code == 130
     assert "Aborted!" not in res.output

@@ -24,7 +24,7 @@ from ingestd.errors import StorageError
 from ingestd.ingest import backfill, readfile, worker
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.worker import ReaderFailed, _from_wire, _to_wire
-from ingestd.store import isolate, writer
+from ingestd.store import writer
 from tests.ingest.support import dump, new_db, refuse_second_batch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -298,7 +298,7 @@ def _beside_a_writer(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch,
     db = tmp_path / f"{name}.db"
     conn = new_db(db)
     other = new_db(db)
-    real = isolate.apply_isolating
+    real = writer.apply_isolating
     calls: list[int] = []
 
     def beside(c: Any, rows: Any, **k: Any) -> Any:

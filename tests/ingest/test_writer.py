@@ -9,8 +9,7 @@ import pytest
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
-from ingestd.store.foldcache import FoldCache
-from ingestd.store.writer import apply_batch
+from ingestd.store.writer import FoldCache, apply_batch
 from tests.ingest.support import count, dump, new_db
 
 SID = "66666666-6666-4666-8666-666666666666"

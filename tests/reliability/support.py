@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ingestd.replay import replay
+from ingestd.projection.replay import replay
 from ingestd.store.connection import connect
 from ingestd.store.payload import register_sql
 

@@ -19,7 +19,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import make_app
+from ingestd.daemon.root import assemble
 from tests.hookclient import JSON_HEADERS
 from tests.reliability.support import SID, assert_kept, q, snapshot
 
@@ -207,7 +207,7 @@ CASES = [
 @pytest.fixture
 async def client(aiohttp_client: Callable[..., Awaitable[Client]], tmp_path: Path) -> AsyncIterator[Client]:
     cfg = ServeConfig(db_path=tmp_path / "h.db", tail=False, schedule=False, watchdog_interval_s=3600)
-    c = await aiohttp_client(make_app(cfg), headers=JSON_HEADERS)
+    c = await aiohttp_client(assemble(cfg), headers=JSON_HEADERS)
     # the baseline: one good delivery stored before every bad one
     resp = await c.post("/hooks", data=ev(name="UserPromptSubmit", sid=SID, prompt="hello"))
     assert resp.status == 200

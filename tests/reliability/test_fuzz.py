@@ -34,12 +34,11 @@ from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
 from ingestd.core.touch import Ctx
 from ingestd.daemon.config import ServeConfig
-from ingestd.http.app import make_app
+from ingestd.daemon.root import assemble
 from ingestd.store.connection import connect
-from ingestd.store.foldcache import FoldCache
 from ingestd.store.migrate import migrate
 from ingestd.store.payload import register_sql
-from ingestd.store.writer import apply_batch
+from ingestd.store.writer import FoldCache, apply_batch
 from tests.reliability.support import assert_replay_ok
 
 QUICK = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -209,7 +208,7 @@ class HookHarness:
         self.db = db
         self.loop = asyncio.new_event_loop()
         cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600)
-        self.client: TestClient[Any, Any] = TestClient(TestServer(make_app(cfg)), loop=self.loop)
+        self.client: TestClient[Any, Any] = TestClient(TestServer(assemble(cfg)), loop=self.loop)
         self.loop.run_until_complete(self.client.start_server())
         self.reader = connect(db, readonly=True)
         register_sql(self.reader)

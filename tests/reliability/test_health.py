@@ -20,12 +20,11 @@ from aiohttp.test_utils import TestClient
 
 from ingestd.core.ledger import PINS
 from ingestd.core.records import NewLogRow
-from ingestd.daemon import apply as apply_mod
-from ingestd.daemon import checks
+from ingestd.daemon import checks, hookwriter
 from ingestd.daemon.config import ServeConfig
-from ingestd.daemon.health import Health
+from ingestd.daemon.root import WRITER, assemble
 from ingestd.errors import BusyError
-from ingestd.http.app import WRITER, make_app
+from ingestd.http.health import Health
 from ingestd.http.hooks import HookConfig
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
@@ -48,7 +47,7 @@ def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     async def make(**kw: Any) -> Client:
         app_kw = {k: kw.pop(k) for k in ("apply", "ingest", "changes") if k in kw}
         cfg = ServeConfig(**{"db_path": db, "tail": False, "schedule": False, "watchdog_interval_s": 3600, **kw})
-        client: Client = await aiohttp_client(make_app(cfg, **app_kw), headers=JSON_HEADERS)
+        client: Client = await aiohttp_client(assemble(cfg, **app_kw), headers=JSON_HEADERS)
         return client
 
     return make
@@ -131,7 +130,7 @@ async def test_a_stuck_commit_is_503_writer_stalled_then_200(make_client: MakeCl
 
     def stuck(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
         release.wait(30)  # a disk that stopped answering, a lock held elsewhere
-        return apply_mod.store_rows(conn, rows)
+        return hookwriter.store_rows(conn, rows)
 
     client = await make_client(apply=stuck, stall_after_s=0.2, hooks=HookConfig(hook_timeout_ms=20000))
     post = asyncio.ensure_future(client.post("/hooks", data=HOOK))
@@ -201,11 +200,11 @@ def test_a_commit_on_the_tailers_connection_counts_as_progress(tmp_path: Path) -
 async def test_the_tailer_reports_its_retries_to_the_daemons_health(aiohttp_client: Any, db: Path) -> None:
     # one stall mechanism: the tailer's backoff reports to the app's Health, which mirrors the file
     from ingestd.daemon.ingestrun import IngestRunner
+    from ingestd.daemon.root import TAILER, assemble
     from ingestd.http.api import HEALTH
-    from ingestd.http.app import TAILER, make_app
     from ingestd.store import stall
 
-    app = make_app(ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600))
+    app = assemble(ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600))
     await aiohttp_client(app)
     runner = app[TAILER]._ingest
     assert isinstance(runner, IngestRunner) and runner._tailing.backoff is not None

@@ -252,9 +252,9 @@ def test_a_row_the_database_refuses_is_isolated_and_the_rest_commits(tmp_path: P
 
 
 def test_transient_refusals_are_retried_and_shown_as_a_stall() -> None:
-    from ingestd.daemon.health import Health
     from ingestd.errors import BusyError, StorageError
-    from ingestd.store import isolate
+    from ingestd.http.health import Health
+    from ingestd.store import writer
     from ingestd.store.writer import BatchResult
 
     calls: list[int] = []
@@ -272,17 +272,17 @@ def test_transient_refusals_are_retried_and_shown_as_a_stall() -> None:
         seen.append(health.stalls())
         problems.append(health.problems())
 
-    policy = isolate.Backoff(first_s=0.01, max_attempts=None, wait=wait, report=health)
-    assert isolate.retrying("tailer", flaky, policy).inserted == 1
+    policy = writer.Backoff(first_s=0.01, max_attempts=None, wait=wait, report=health)
+    assert writer.retrying("tailer", flaky, policy).inserted == 1
     assert len(calls) == 3 and [s[0]["component"] for s in seen] == ["tailer", "tailer"]
     assert seen[-1][0]["retries"] == 2 and "I/O" in str(seen[-1][0]["reason"])
     assert problems[-1][0].startswith("tailer stalled: retrying for ") and "disk I/O error" in problems[-1][0]
     assert health.stalls() == [] and health.problems() == []  # cleared once the write went through
     with pytest.raises(BusyError):
-        isolate.retrying(
+        writer.retrying(
             "ingest",
             lambda: (_ for _ in ()).throw(BusyError("busy")),
-            isolate.Backoff(max_attempts=2, wait=lambda s: None, report=health),
+            writer.Backoff(max_attempts=2, wait=lambda s: None, report=health),
         )
     assert health.stalls() == []  # cleared when it gave up too
 
@@ -291,8 +291,8 @@ async def test_health_is_503_while_stalled(tmp_path: Path) -> None:
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
 
-    from ingestd.daemon.health import Health
     from ingestd.http.api import HEALTH, add_api_routes
+    from ingestd.http.health import Health
 
     db = tmp_path / "h.db"
     conn = connect(db)
@@ -535,7 +535,7 @@ def test_the_tailer_reads_a_growing_torn_line_once(tmp_path: Path) -> None:
 
 
 def test_ingestd_status_shows_the_daemons_stall_from_its_mirror_file(tmp_path: Path) -> None:
-    from ingestd.daemon.health import Health
+    from ingestd.http.health import Health
     from ingestd.store import stall
 
     db = tmp_path / "m.db"

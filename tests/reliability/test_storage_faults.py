@@ -168,11 +168,11 @@ def test_ingest_fault_is_a_clean_error_and_a_rerun_completes_exactly(
 
 
 async def test_hook_receiver_disk_full_answers_500_then_recovers(aiohttp_client: Any, tmp_path: Path) -> None:
-    from ingestd.daemon import apply as apply_mod
+    from ingestd.daemon import hookwriter
     from ingestd.daemon.config import ServeConfig
-    from ingestd.http.app import make_app
+    from ingestd.daemon.root import assemble
 
-    store = apply_mod.make_store()
+    store = hookwriter.make_apply()
     limit: list[int | None] = [None]
 
     def apply(conn: apsw.Connection, rows: Any) -> int:
@@ -183,7 +183,7 @@ async def test_hook_receiver_disk_full_answers_500_then_recovers(aiohttp_client:
 
     db = tmp_path / "h.db"
     cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600)
-    client = await aiohttp_client(make_app(cfg, apply=apply), headers=JSON_HEADERS)
+    client = await aiohttp_client(assemble(cfg, apply=apply), headers=JSON_HEADERS)
     statuses: dict[str, int] = {}
     for i in range(40):
         key = f"k-{i}"

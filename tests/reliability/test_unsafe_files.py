@@ -23,7 +23,7 @@ from unittest import mock
 import pytest
 from click.testing import CliRunner
 
-from ingestd import filecheck
+from ingestd import files
 from ingestd.cli import cli
 from ingestd.errors import ConfigError
 from ingestd.store.connection import connect
@@ -31,7 +31,7 @@ from ingestd.store.migrate import migrate
 from tests.support import can_bind_mount
 
 OTHER_UID = 4242  # no such user: ``user_name`` shows the number
-ME = filecheck.user_name(os.geteuid())
+ME = files.user_name(os.geteuid())
 
 
 def make_db(directory: Path) -> Path:
@@ -132,23 +132,23 @@ def test_token_file_readable_by_others_is_refused(tmp_path: Path) -> None:
     assert f"{token}: mode 0644: readable or writable by group and others; fix: chmod 600 {token}" in out
     assert "s3cret" not in out
     os.chmod(token, 0o600)
-    assert filecheck.problems([token], secret=True) == []
+    assert files.problems([token], secret=True) == []
     os.chown(token, OTHER_UID, 0)
     assert f"fix: chown {ME} {token}" in serve(db, "--token-file", str(token))[1]
 
 
 def test_own_private_files_pass_and_a_symlink_is_checked_at_its_target(tmp_path: Path) -> None:
     db = make_db(tmp_path / "d")
-    assert filecheck.problems(filecheck.database_files(db)) == []
+    assert files.problems(files.database_files(db)) == []
     link = tmp_path / "link.db"
     link.symlink_to(db)
     os.chmod(db, 0o664)
-    assert [f.path for f in filecheck.problems(filecheck.database_files(link))] == [str(db)]
+    assert [f.path for f in files.problems(files.database_files(link))] == [str(db)]
     quoted = tmp_path / "it's here"
     quoted.mkdir()
     (quoted / "f").write_bytes(b"")
     os.chmod(quoted / "f", 0o660)
-    assert filecheck.file_problems(quoted / "f")[0].fix == f"chmod 600 {shlex.quote(str(quoted / 'f'))}"
+    assert files.file_problems(quoted / "f")[0].fix == f"chmod 600 {shlex.quote(str(quoted / 'f'))}"
 
 
 # -- read-only media -------------------------------------------------------------------------
@@ -203,13 +203,13 @@ def test_serve_checks_the_files_once_before_the_lock(
     # again after the lock; now the command's one check covers the backups too
     db = make_db(tmp_path / "d")
     checked: list[Path] = []
-    real_files = filecheck.database_files
+    real_files = files.database_files
 
     def counting(db_path: Path) -> list[Path]:
         checked.append(db_path)
         return real_files(db_path)
 
-    monkeypatch.setattr(filecheck, "database_files", counting)
+    monkeypatch.setattr(files, "database_files", counting)
     code, out = serve(db)
     assert code == 0, out
     assert checked == [db]

@@ -1,4 +1,4 @@
-"""Every command that writes refuses what ``ingest`` and ``serve`` refuse (SPEC §10, ``ingestd.filecheck``).
+"""Every command that writes refuses what ``ingest`` and ``serve`` refuse (SPEC §10, ``ingestd.files``).
 
 Regression: ``migrate`` applied migrations to a 0666 database, ``backup`` copied a 0666 database
 and wrote into a 0777 (world-writable, not sticky) directory, all with exit 0. Each writer is run
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingestd import filecheck
+from ingestd import files
 from ingestd.cli import cli
 from tests.reliability.test_unsafe_files import make_db
 
@@ -111,6 +111,6 @@ def test_a_loose_backups_directory_holding_backups_is_one_finding(tmp_path: Path
     (backups / "x-20260101T000000.000Z.db").write_bytes(b"")
     os.chmod(backups / "x-20260101T000000.000Z.db", 0o600)
     os.chmod(backups, 0o777)
-    found = filecheck.store_problems(db, backups)
+    found = files.store_problems(db, backups)
     paths = [f.path for f in found]
     assert str(backups) in paths and len(paths) == len(set(paths)), found

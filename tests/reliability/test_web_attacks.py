@@ -23,8 +23,8 @@ from aiohttp.test_utils import TestClient
 
 from ingestd import forward
 from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.root import assemble
 from ingestd.http import guard
-from ingestd.http.app import make_app
 from tests.hookclient import JSON_HEADERS, corpus_hook_bodies, first_of_each_event
 from tests.reliability.support import SID, q
 
@@ -54,7 +54,7 @@ def db(tmp_path: Path) -> Path:
 def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     async def make(**kw: Any) -> Client:
         cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
-        client: Client = await aiohttp_client(make_app(cfg))
+        client: Client = await aiohttp_client(assemble(cfg))
         return client
 
     return make

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import apsw
 
-from ingestd.replay import TABLES, compare, first_differences, replay
+from ingestd.projection.dump import TABLES, compare, first_differences
+from ingestd.projection.replay import replay
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect
 

@@ -141,7 +141,7 @@ def test_both_ways_of_rebuilding_agree_and_a_small_log_starts_no_process(
 ) -> None:
     # a small log is rebuilt here (two processes cost ~0.7 s, more than its rebuilds); a large one in
     # two processes: the same rebuilds either way, both equal to the live projections
-    from ingestd.replay.run import PARALLEL_MIN_ROWS, replay
+    from ingestd.projection.replay import PARALLEL_MIN_ROWS, replay
 
     db = _ingested(tmp_path / "f.db", projects)
     phases: list[str] = []
@@ -161,13 +161,15 @@ def test_the_rebuild_processes_yield_to_the_daemon(
     import subprocess
     import sys
 
-    from ingestd.replay import run
+    from ingestd.projection import replay
 
-    code = "import os; from ingestd.replay.run import _yield_to_daemon as y; y(); y(); print(os.getpriority(0, 0))"
+    code = (
+        "import os; from ingestd.projection.replay import _yield_to_daemon as y; y(); y(); print(os.getpriority(0, 0))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert int(out.stdout) == max(run.REBUILD_NICE, os.getpriority(os.PRIO_PROCESS, 0))
+    assert int(out.stdout) == max(replay.REBUILD_NICE, os.getpriority(os.PRIO_PROCESS, 0))
     db = _ingested(tmp_path / "f.db", projects)
     calls: list[int] = []
-    monkeypatch.setattr(run, "_yield_to_daemon", lambda: calls.append(1))
-    run._rebuild_file(str(db), str(tmp_path / "r.db"), 100, "log", None)
+    monkeypatch.setattr(replay, "_yield_to_daemon", lambda: calls.append(1))
+    replay._rebuild_file(str(db), str(tmp_path / "r.db"), 100, "log", None)
     assert calls == [1]

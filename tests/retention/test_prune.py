@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.errors import ConfigError
 from ingestd.retention import prune as pr
-from ingestd.store import rollup
+from ingestd.store import pruned, rollup
 from ingestd.store.connection import connect
 
 NOW = datetime(2026, 4, 3, 0, 0, tzinfo=UTC)  # 90 days back: 2026-01-03T00:00Z
@@ -95,7 +95,7 @@ def test_receipt_written_per_target_with_watermark(db_path: Path) -> None:
     rows = conn.execute("SELECT ran_at, target, cutoff, rows, dry_run, max_raw_event_id FROM prune_receipts").fetchall()
     mark = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     assert rows == [("2026-04-03T00:00:00.000Z", "events", "2026-01-03T00:00:00.000Z", 4, 0, mark)]
-    assert pr.receipts(conn) == [pr.Receipt("events", "2026-01-03T00:00:00.000Z", 4, mark)]
+    assert pruned.receipts(conn) == [pruned.Receipt("events", "2026-01-03T00:00:00.000Z", 4, mark)]
 
 
 def test_dry_run_writes_no_receipt(db_path: Path) -> None:
@@ -119,9 +119,9 @@ def test_cli_dry_run_prints_the_rows(db_path: Path) -> None:
 def test_apply_receipts_removes_only_covered_rows(db_path: Path) -> None:
     conn = connect(db_path)
     before = conn.execute("SELECT raw_event_id FROM events ORDER BY 1").fetchall()
-    recs = [pr.Receipt("events", "2026-01-03T00:00:00.000Z", 4, before[2][0])]
+    recs = [pruned.Receipt("events", "2026-01-03T00:00:00.000Z", 4, before[2][0])]
     conn.execute("BEGIN")
-    removed = pr.apply_receipts(conn, recs)
+    removed = pruned.apply_receipts(conn, recs)
     conn.execute("ROLLBACK")
     # only rows at or below the watermark are covered; later log rows were never pruned
     assert 0 < removed <= 4

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.daemon.ingestrun import IngestRunner
+from ingestd.projection.verify import check_pruned
 from ingestd.retention import prune as pr
-from ingestd.store import rollup
+from ingestd.store import pruned, rollup
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.pruned import covering
-from ingestd.verify import check_pruned
 
 PROJ = Path(__file__).resolve().parents[2] / "fixtures/projects/-home-u-proj"
 FIXTURE = PROJ / "44444444-4444-4444-8444-444444444444.jsonl"
@@ -98,12 +98,12 @@ def test_verify_names_a_row_older_than_a_receipt_cutoff(fresh: Path, tmp_path: P
 
 
 def test_covering_keeps_the_latest_usage_cutoff_and_the_undominated_event_receipts() -> None:
-    u1 = pr.Receipt("token_usage", "2026-01-01T00:00:00.000Z", 1, 5)
-    u2 = pr.Receipt("token_usage", "2026-02-01T00:00:00.000Z", 1, 3)
-    e1 = pr.Receipt("events", "2026-01-01T00:00:00.000Z", 1, 5)
-    e2 = pr.Receipt("events", "2026-02-01T00:00:00.000Z", 1, 9)  # dominates e1
-    e3 = pr.Receipt("events", "2026-03-01T00:00:00.000Z", 1, 7)  # later cutoff, lower watermark: both kept
-    backups = pr.Receipt("backups", "2026-03-01T00:00:00.000Z", 1, None)
+    u1 = pruned.Receipt("token_usage", "2026-01-01T00:00:00.000Z", 1, 5)
+    u2 = pruned.Receipt("token_usage", "2026-02-01T00:00:00.000Z", 1, 3)
+    e1 = pruned.Receipt("events", "2026-01-01T00:00:00.000Z", 1, 5)
+    e2 = pruned.Receipt("events", "2026-02-01T00:00:00.000Z", 1, 9)  # dominates e1
+    e3 = pruned.Receipt("events", "2026-03-01T00:00:00.000Z", 1, 7)  # later cutoff, lower watermark: both kept
+    backups = pruned.Receipt("backups", "2026-03-01T00:00:00.000Z", 1, None)
     assert covering([u1, e1, u2, e2, backups, e3]) == [u2, e2, e3]
     assert covering([e1, e1]) == [e1]
     assert covering([]) == []

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestd.configfile import default_config_path, load_config_file
 from ingestd.errors import ConfigError
-from ingestd.settings import SETTINGS, resolve
+from ingestd.settings import SETTINGS, default_config_path, load_config_file, resolve
 
 
 def test_defaults_are_the_spec_policy() -> None:
@@ -73,7 +72,7 @@ def test_a_config_file_gone_before_it_is_read_is_missing_like_one_never_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # was: two missing-file errors, the one after the check without the way out (unset INGESTD_CONFIG)
-    import ingestd.configfile
+    import ingestd.settings
 
     p = tmp_path / "config.toml"
     with pytest.raises(ConfigError) as never:
@@ -84,7 +83,7 @@ def test_a_config_file_gone_before_it_is_read_is_missing_like_one_never_there(
         path.unlink()
         raise FileNotFoundError(2, "No such file or directory", str(path))
 
-    monkeypatch.setattr(ingestd.configfile, "read_capped", removed_meanwhile)
+    monkeypatch.setattr(ingestd.settings, "read_capped", removed_meanwhile)
     with pytest.raises(ConfigError) as gone:
         load_config_file(p, required=True)
     assert gone.value.message == never.value.message

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingestd import service
+from ingestd.claude import service
 from ingestd.cli import cli
 
 
@@ -197,7 +197,7 @@ def test_uninstall_reports_each_command_and_removes_the_file_whatever_the_manage
 
     def run(argv: Sequence[str]) -> tuple[int, str]:
         calls.append(list(argv))
-        return (5, "Unit ingestd.service not loaded.") if "disable" in argv else (0, "")
+        return (5, "Unit ingestd.claude.service not loaded.") if "disable" in argv else (0, "")
 
     path = tmp_path / "u" / service.UNIT_NAME
     path.parent.mkdir()
@@ -205,7 +205,7 @@ def test_uninstall_reports_each_command_and_removes_the_file_whatever_the_manage
     done = service.uninstall("linux", path, stop=True, run=run)
     assert not path.exists()
     assert done == [
-        f"systemctl --user disable --now {service.UNIT_NAME}: exit 5: Unit ingestd.service not loaded.",
+        f"systemctl --user disable --now {service.UNIT_NAME}: exit 5: Unit ingestd.claude.service not loaded.",
         "systemctl --user daemon-reload: ok",
         f"{path}: removed",
     ]

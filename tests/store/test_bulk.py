@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingestd.store import bulk, rollup
+from ingestd.store import rollup, upsert
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.upsert import UPSERT_TOKENS
@@ -52,15 +52,15 @@ def _run(conn: apsw.Connection, ops: list[tuple[Any, ...]], min_rows: int) -> No
         if o[0] != "batch":
             apply(conn, o)
             continue
-        old = bulk.BULK_MIN_ROWS
-        bulk.BULK_MIN_ROWS = min_rows
+        old = upsert.BULK_MIN_ROWS
+        upsert.BULK_MIN_ROWS = min_rows
         try:
             with conn:
-                bulk.upsert_token_usage(conn, UPSERT_TOKENS, o[1])
+                upsert.upsert_token_usage(conn, UPSERT_TOKENS, o[1])
         except apsw.ConstraintError:
             pass  # a refused batch (a time the guard rejects) leaves nothing: the transaction rolled back
         finally:
-            bulk.BULK_MIN_ROWS = old
+            upsert.BULK_MIN_ROWS = old
         assert conn.execute("SELECT count(*) FROM rollup_deferred").fetchall()[0][0] == 0
 
 
@@ -98,7 +98,7 @@ def test_large_batch_takes_the_bulk_path_and_matches(tmp_path: Path) -> None:
     calls: list[str] = []
     grouped.set_exec_trace(lambda _c, sql, _b: calls.append(sql) or True)
     with grouped:
-        bulk.upsert_token_usage(grouped, UPSERT_TOKENS, rows)
+        upsert.upsert_token_usage(grouped, UPSERT_TOKENS, rows)
     grouped.set_exec_trace(None)
     assert any(s.startswith("INSERT INTO token_usage_rollup") for s in calls)  # it was the bulk path
     for sql in TABLES:

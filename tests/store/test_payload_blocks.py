@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
+from ingestd.projection.verify import check_append_only, check_payloads
 from ingestd.store import payload, writer
 from ingestd.store import payload_blocks as blocks
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.writer import apply_batch
-from ingestd.verify import check_append_only, check_payloads
 from tests.store.conftest import stored
 
 T = "2026-01-01T00:00:00.000Z"

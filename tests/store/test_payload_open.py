@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
+from ingestd.projection.verify import check_append_only, check_payloads
 from ingestd.store import payload
 from ingestd.store import payload_blocks as blocks
 from ingestd.store import payload_open as opened
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
-from ingestd.verify import check_append_only, check_payloads
 from tests.store.conftest import stored
 from tests.store.test_payload_blocks import _line
 

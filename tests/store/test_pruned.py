@@ -9,9 +9,9 @@ import apsw
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingestd.retention.prune import Receipt
 from ingestd.store import pruned
 from ingestd.store.connection import write_txn
+from ingestd.store.pruned import Receipt
 
 _INSERT = (
     "INSERT INTO prune_receipts (ran_at, target, cutoff, rows, dry_run, max_raw_event_id) VALUES (?, ?, ?, 0, 0, ?)"

@@ -17,7 +17,7 @@ import pytest
 from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import NewLogRow, line_row
-from ingestd.ingest.rebuild import rebuild_projections
+from ingestd.projection.rebuild import rebuild_projections
 from ingestd.store.writer import apply_batch
 from tests.ingest.support import dump, new_db
 

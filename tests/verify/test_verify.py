@@ -11,8 +11,8 @@ import orjson
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.projection.verify import run_checks
 from ingestd.store.connection import connect
-from ingestd.verify import run_checks
 
 
 def _run(db: Path) -> tuple[int, dict[str, object]]:
@@ -142,7 +142,7 @@ def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) 
     # breaker6: `verify` beside a busy daemon said "FAIL append_only: check could not run: database
     # is locked" one run in two: its deferred transaction read, then could not become a write after
     # the daemon committed. It now takes the write lock first, waiting as any writer does.
-    from ingestd.verify import check_append_only
+    from ingestd.projection.verify import check_append_only
 
     writer = connect(db_path)
     holding, go = threading.Event(), threading.Event()
@@ -170,7 +170,7 @@ def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) 
 def test_a_read_only_database_file_is_checked_without_probes(db_path: Path) -> None:
     # breaker6: a database the user may read but not write failed verify ("attempt to write a
     # readonly database"); its triggers are still checked, the probes are said to be skipped.
-    from ingestd.verify import check_append_only
+    from ingestd.projection.verify import check_append_only
 
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     got = check_append_only(conn)

@@ -3,7 +3,7 @@
 - ``detect_style`` / ``render``: the file's layout (indent of spaces or tabs of any width, or one
   line; the space after colons; ASCII escapes; a final newline) is detected and reused, so a
   rewrite in a regular style changes only the lines whose content changes.
-- ``write_new`` (``ingestd.atomicfile``): a new file with exactly a given mode (a backup keeps the
+- ``write_new`` (``ingestd.files``): a new file with exactly a given mode (a backup keeps the
   original's mode: a 0600 settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
   symlink planted at its name.
 - ``splice_install`` / ``splice_uninstall``: ingestd's hooks inserted into or cut out of the

@@ -1,15 +1,30 @@
-"""The commit thread (``Committer``): the daemon's only write connection, with group commit.
+"""The hook writer: the daemon's one write connection for hooks, with group commit.
 
-Not to be confused with ``ingestd.store.writer``, the one write path it calls inside each
-grouped transaction. The event loop never touches SQLite for writes. It hands the committer either log rows
-(``submit``) or a callable (``call``: short reads such as the watchdog's) and awaits an
-asyncio future. The thread takes everything queued, puts every pending batch of log
-rows into one ``BEGIN IMMEDIATE`` transaction (one fsync for many concurrent hook
-deliveries), commits, and only then resolves the futures: a 2xx means committed.
-If a grouped transaction fails, each batch is retried alone so one bad batch cannot
-sink its neighbours. WAL checkpoints never run on the loop: in ``serve`` the
-connection's automatic checkpoint is handed to ``ingestd.daemon.walcheckpoint`` (its own
-thread and connection, off the commit path); this thread adds a passive one when idle.
+Hook deliveries (and the watchdog's rows and short reads) reach the write path,
+``ingestd.store.writer.apply_isolating``, through here. The event loop never touches SQLite for
+writes: it hands the writer either log rows (``submit``) or a callable (``call``: short reads
+such as the watchdog's) and awaits an asyncio future. ``ThreadWriter`` is the writer on a thread
+of the daemon (``ingestd.daemon.writerproc.ProcessWriter`` the same in a process): the thread
+takes everything queued, puts every pending batch of log rows into one ``BEGIN IMMEDIATE``
+transaction (one fsync for many concurrent hook deliveries), commits, and only then resolves the
+futures: a 2xx means committed. If a grouped transaction fails, each batch is retried alone so one
+bad batch cannot sink its neighbours. WAL checkpoints never run on the loop: in ``serve`` the
+connection's automatic checkpoint is handed to ``ingestd.store.walcheckpoint`` (its own thread and
+connection, off the commit path); this thread adds a passive one when idle.
+
+What the writer runs per grouped transaction (``make_apply``): ``apply_isolating`` bound to a fold
+cache that lives as long as the writer, so a hook for a session already seen costs work
+proportional to the new rows only.
+
+A failing writer is probed (``probe_loop``): ``Health`` counts the writer as failing from a failed
+write until its next success, and only a hook (or a watchdog row) makes a write, so after a full
+disk had room again ``/api/health`` would say 503 until some hook happened to arrive. While the
+writer is failing, ``probe_loop`` asks the writer itself (its process or thread, its connection)
+every ``interval_s`` to make one small write, and a success clears the failure. The write
+(``probe``) inserts and deletes one ``meta`` row in one ``BEGIN IMMEDIATE`` transaction: nothing
+changes in the database, yet the commit appends the touched pages to the WAL, which is what a full
+disk, a read-only file or an I/O error refuses (a ``BEGIN IMMEDIATE`` / ``ROLLBACK`` alone writes
+nothing and succeeds on a full disk).
 """
 
 from __future__ import annotations
@@ -22,15 +37,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import apsw
 
 from ingestd.core.records import NewLogRow
-from ingestd.daemon.health import WRITER, Health
+from ingestd.core.touch import Ctx
 from ingestd.errors import StorageError
+from ingestd.http.health import WRITER, Health
+from ingestd.http.hooks import HookWriter, Released, WriterClosed, WriterOverloaded
 from ingestd.logs import get_logger
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import storage_errors, write_txn
+from ingestd.store.identity import identity_in_txn
+from ingestd.store.writer import Backoff, FoldCache, apply_batch, apply_isolating
 
 log = get_logger("ingestd.committer")
 
@@ -39,42 +58,6 @@ log = get_logger("ingestd.committer")
 # (``ingestd.store.writer.apply_batch``); returns the number of rows actually inserted
 # (duplicates skipped). On error nothing of the rows remains.
 ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
-
-
-class HookWriter(Protocol):
-    """What the daemon's parts need of a writer: ``Committer`` (a thread) or
-    ``ingestd.daemon.writerproc.ProcCommitter`` (a process)."""
-
-    committed_rows: int
-    committed_batches: int
-    committed_deliveries: int
-
-    async def open(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the writer (its thread or process) on ``loop`` and wait, without blocking the loop,
-        until its connection is open and migrated.
-
-        Raises:
-            StorageError: the database could not be opened or migrated (or the process did not start).
-        """
-
-    async def submit(
-        self, rows: Sequence[NewLogRow], timeout_s: float | None = None, released: Released | None = None
-    ) -> int:
-        """Commit ``rows``; the number inserted (see ``Committer.submit``; ``released``: ``wait_committed``)."""
-
-    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
-        """Run ``fn(conn)`` where the write connection lives."""
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Drain, commit, close."""
-
-
-class CommitterClosed(StorageError):
-    """The writer has stopped (shutdown in progress)."""
-
-
-class CommitterOverloaded(StorageError):
-    """Too much work is queued: answer 503 rather than wait."""
 
 
 @dataclass(slots=True)
@@ -90,10 +73,6 @@ class _Call:
 
 
 _STOP = object()
-
-
-# Told, once, on the loop, that rows a writer was handed are no longer held by it (``wait_committed``).
-Released = Callable[[], None]
 
 
 def _expire(fut: asyncio.Future[Any]) -> None:
@@ -152,7 +131,7 @@ async def enqueue_and_wait(
     released: Released | None,
 ) -> Any:
     """``enqueue()`` a submission on a writer and ``wait_committed`` for it: the one submit path of
-    both writers (``Committer``, ``writerproc.ProcCommitter``).
+    both writers (``ThreadWriter``, ``writerproc.ProcessWriter``).
 
     Raises:
         StorageError: ``enqueue`` refused it without trying (``released`` is called at once);
@@ -167,7 +146,7 @@ async def enqueue_and_wait(
     return await wait_committed(loop, fut, timeout_s, released)
 
 
-class Committer:
+class ThreadWriter:
     """Owns the write connection and the thread; see the module docstring.
 
     Args:
@@ -235,9 +214,9 @@ class Committer:
     # -- submitting (loop side) -------------------------------------------------------
     def _enqueue(self, item: Any) -> None:
         if self._closed or self._thread is None:
-            raise CommitterClosed("the writer is stopped")
+            raise WriterClosed("the writer is stopped")
         if self._pending >= self._max_pending:
-            raise CommitterOverloaded("the writer queue is full", pending=self._pending)
+            raise WriterOverloaded("the writer queue is full", pending=self._pending)
         self._pending += 1
         self._q.put(item)
 
@@ -255,7 +234,7 @@ class Committer:
 
         Raises:
             StorageError: the transaction failed (nothing of these rows was written).
-            CommitterClosed, CommitterOverloaded: refused without trying.
+            WriterClosed, WriterOverloaded: refused without trying.
             TimeoutError: not committed within ``timeout_s``.
         """
         assert self._loop is not None
@@ -379,3 +358,83 @@ class Committer:
     def _idle_checkpoint(self, conn: apsw.Connection) -> None:
         with contextlib.suppress(StorageError), storage_errors():
             conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+
+
+# Hooks are never retried here: a busy database must answer 503 within the hook timeout.
+HOOK_BACKOFF = Backoff(max_attempts=1)
+
+
+def make_apply(*, ctx: Ctx | None = None) -> ApplyFn:
+    """An ``ApplyFn`` over ``apply_isolating`` with its own ``FoldCache``.
+
+    ``ctx`` defaults to the database's identity. The watchdog pass applies the window the log
+    records (the daemon logs its own at start, ``ingestd.daemon.main``).
+    """
+    cache = FoldCache()
+    chosen: list[Ctx] = [ctx] if ctx is not None else []
+
+    def store(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+        if not chosen:
+            # Called inside the writer's transaction: the database's identity, so edges
+            # the daemon projects match what `ingest` and `replay` project.
+            chosen.append(identity_in_txn(conn))
+        # a delivery the database refuses is logged and quarantined, never a 500 for the group
+        return apply_isolating(
+            conn,
+            rows,
+            component=WRITER,
+            backoff=HOOK_BACKOFF,
+            ctx=chosen[0],
+            cache=cache,
+        ).inserted
+
+    return store
+
+
+def store_rows(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+    """``apply_batch`` without a shared cache (tests, one-off writes); rows inserted."""
+    return apply_batch(conn, rows).inserted
+
+
+probe_log = get_logger("ingestd.serve")
+
+PROBE_INTERVAL_S = 2.0
+PROBE_KEY = "ingestd.write_probe"
+
+
+def _insert_and_delete(conn: apsw.Connection) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '')", (PROBE_KEY,))
+    conn.execute("DELETE FROM meta WHERE key = ?", (PROBE_KEY,))
+
+
+def probe(conn: apsw.Connection) -> None:
+    """One committed write on ``conn`` that leaves the database as it was (see the module docstring).
+
+    Raises:
+        StorageError: the database refused it (full, read-only, I/O, busy past the timeout).
+    """
+    write_txn(conn, _insert_and_delete)
+
+
+async def probe_loop(writer: HookWriter, health: Health, stop: asyncio.Event, interval_s: float | None = None) -> None:
+    """Until ``stop``: every ``interval_s`` (default ``PROBE_INTERVAL_S``) while the writer is failing, probe it.
+
+    Side effects: one write through ``writer`` per probe; ``health.ok(WRITER)`` after one succeeds
+    (logged once, ``writer_recovered``), unless another write failed while the probe ran (a full
+    disk fails every write with the same text, so the failure is compared by identity). A refused
+    probe changes nothing (the failure stays). A plain sleep per tick (no task or timer per
+    ``wait_for``): the daemon cancels this coroutine when it stops.
+    """
+    every_s = PROBE_INTERVAL_S if interval_s is None else interval_s
+    while not stop.is_set():
+        await asyncio.sleep(every_s)
+        before = health.failure(WRITER)
+        if before is None or stop.is_set():
+            continue
+        try:
+            await writer.call(probe)
+        except StorageError:
+            continue  # still refused: the failure (and its age) stands
+        if health.failure(WRITER) is before:  # no newer failure arrived while the probe ran
+            health.ok(WRITER)
+            probe_log.info("writer_recovered", was=before.reason)

@@ -1,4 +1,6 @@
-"""Files checked the way ssh's ``StrictModes`` checks keys (SPEC §10).
+"""Files: checked before they are trusted, rewritten whole atomically, read whole with a cap.
+
+Checks (``problems``, ``require_safe``): files are checked the way ssh's ``StrictModes`` checks keys (SPEC §10).
 
 The database, its ``-wal`` and ``-shm``, the daemon's ``.lock``, the backups and the token file
 must be owned by the user running ingestd and not writable by group or others (the token file
@@ -13,6 +15,18 @@ only its directory is checked. Symlinks are followed (the file that is used is t
 
 ``problems`` is read-only and returns every finding; ``require_safe`` raises on the first ones
 with the file's name and the command that fixes it.
+
+Atomic writes (``replace``, ``write_new``): a small file is written so a reader sees the old bytes
+or the new ones, never a part. Every file ingestd rewrites whole goes through ``replace``: the daemon's state file
+(``ingestd.daemon.presence``), the stalls mirror (``ingestd.store.stall``), the service unit
+(``ingestd.claude.service``) and Claude Code's ``settings.json`` (``ingestd.claude.hooksetup``); new private
+files through ``write_new``.
+
+Capped reads (``read_capped``): a file named on the command line or in a setting (a price list, the
+config file, the token file, Claude Code's ``settings.json``) is read into memory whole to be
+parsed. Without a cap, a wrong name (``/dev/zero``, a multi-gigabyte log) ended in a ``MemoryError``
+traceback or an exhausted machine; with it, at most ``limit_bytes + 1`` bytes are read and a larger
+file is a one-line error (exit 2) naming it.
 """
 
 from __future__ import annotations
@@ -25,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestd.errors import ConfigError
+from ingestd.errors import ConfigError, IngestdError
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,3 +228,75 @@ def require_safe(findings: list[Finding]) -> None:
         path=findings[0].path,
         fix=findings[0].fix,
     )
+
+
+def write_new(path: Path, data: bytes | str, mode: int) -> None:
+    """Create ``path`` (it must not exist, and is never a symlink followed) with exactly ``mode``; fsynced.
+
+    Raises:
+        FileExistsError: ``path`` exists (a symlink included).
+        OSError: the directory refuses the file.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as fh:
+        os.fchmod(fh.fileno(), mode)  # exactly the mode, whatever the umask
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def replace(path: Path, data: bytes | str, mode: int) -> None:
+    """Replace ``path`` with ``data`` atomically: a temporary file beside it, renamed over it.
+
+    The temporary name (``.<name>.tmp<pid>``) is this process's own, so two processes writing
+    one file never share a half-written temporary; a left-over one of this pid is replaced.
+    ``path`` itself is replaced, not followed: resolve a symlink first to write through it.
+
+    Raises:
+        OSError: the directory refuses the file or the rename.
+    """
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        write_new(tmp, data, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+MIB = 1 << 20
+
+
+def read_capped(path: Path, limit_bytes: int, what: str, error: type[IngestdError] = ConfigError) -> bytes:
+    """The bytes of the file at ``path``, refused when longer than ``limit_bytes``. Reads the filesystem.
+
+    Args:
+        path: the file: a regular one (a FIFO, device, socket or directory is refused by kind, named
+            by its path; a FIFO is opened without waiting for a writer, so a wrong name never hangs).
+        limit_bytes: the largest size accepted, in bytes.
+        what: what the file is, for the message (``"price file"``).
+        error: the ``IngestdError`` class raised for a file that is too large or not a regular file.
+
+    Raises:
+        error: the file holds more than ``limit_bytes`` bytes (the message names it and the cap),
+            or it is not a regular file (the message names it and its kind).
+        OSError: the file cannot be opened or read (``FileNotFoundError`` included): the caller says how.
+
+    The descriptor opened is closed on every path, a refusal or an error included.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        kind = kind_name(os.fstat(fd).st_mode)
+        if kind is not None:  # before open(fd): on a directory it raises, naming the fd, not the path
+            msg = f"{path} is {kind}, not a regular file: name the {what} itself; nothing was read"
+            raise error(msg, path=str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as fh:  # owns fd from here: closing fh closes it
+        data = fh.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        cap = f"{limit_bytes // MIB} MiB" if limit_bytes % MIB == 0 else f"{limit_bytes} bytes"
+        raise error(f"{path}: the {what} is larger than {cap}; is it the right file? nothing was read", path=str(path))
+    return data

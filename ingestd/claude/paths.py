@@ -1,10 +1,14 @@
-"""Which ``ingestd`` a service unit or a hook command should run: one that survives the clone.
+"""Where things are: Claude Code's config directory, and the ``ingestd`` that long-lived commands run.
 
-A command written into a systemd unit, a launchd agent or Claude Code's ``settings.json`` outlives
-the shell that wrote it. Pointing it into a clone's ``.venv`` breaks it silently on ``make clean`` or
-when the clone moves (issue 15), so the rule is: the ``ingestd`` on ``PATH`` (``pipx install .`` and
-``uv tool install .`` put a stable one there), else this interpreter, with a warning saying why that
-is fragile and how to fix it.
+``claude_config_dir``: where Claude Code keeps its configuration directory (``~/.claude``), as
+Claude Code finds it.
+
+``find_installed``: which ``ingestd`` a service unit or a hook command should run, one that survives
+the clone. A command written into a systemd unit, a launchd agent or Claude Code's ``settings.json``
+outlives the shell that wrote it. Pointing it into a clone's ``.venv`` breaks it silently on ``make
+clean`` or when the clone moves (issue 15), so the rule is: the ``ingestd`` on ``PATH`` (``pipx
+install .`` and ``uv tool install .`` put a stable one there), else this interpreter, with a warning
+saying why that is fragile and how to fix it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,3 +92,18 @@ def find_installed(env: dict[str, str]) -> Installed:
         f"this interpreter ({sys.executable}; no ingestd on PATH)",
         f"{sys.executable} is {where}: if it goes, this breaks; {fix}",
     )
+
+
+def claude_config_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's config directory: ``$CLAUDE_CONFIG_DIR`` when set and not empty (it moves the
+    whole of ``~/.claude``: ``projects/`` and ``settings.json`` alike), else ``$HOME/.claude`` (the
+    user's home directory when ``HOME`` is unset or empty). Reads only ``env`` (and, without
+    ``HOME``, the password database); touches no file.
+
+    Args:
+        env: the environment (``os.environ`` or a test's mapping).
+    """
+    base = env.get("CLAUDE_CONFIG_DIR")
+    if base:
+        return Path(base)
+    return Path(env.get("HOME") or os.path.expanduser("~")) / ".claude"

@@ -4,9 +4,9 @@
    daemon can keep writing; everything below reads the snapshot).
 2. Rebuild every projection from the snapshot's ``events_raw`` alone into two
    fresh migrated databases, with different batch sizes and reversed origin
-   order (``ingestd.ingest.rebuild.rebuild_projections``), copying the price rows
+   order (``ingestd.projection.rebuild.rebuild_projections``), copying the price rows
    first (they are operator data, not log) and honouring prune receipts after
-   (``ingestd.retention.prune.apply_receipts``: what prune removed stays removed).
+   (``ingestd.store.pruned.apply_receipts``: what prune removed stays removed).
 3. Compare canonical dumps of every projection table (every column, ordered by
    primary key), streamed: a per-table digest first, and only for a table whose
    digests differ, a merge walk that materialises the first differing rows.
@@ -31,9 +31,9 @@ from typing import Any, Protocol
 import apsw
 
 from ingestd.errors import StorageError
-from ingestd.replay.dump import TABLES, Comparison, compare
-from ingestd.retention import prune as pr
+from ingestd.projection.dump import TABLES, Comparison, compare
 from ingestd.retention.backup import copy_database
+from ingestd.store import pruned
 from ingestd.store.connection import (
     connect,
     connect_for_check,
@@ -101,10 +101,10 @@ def rebuild_into(
     """
     _copy_prices(src, dst)
     rebuilder(src, dst, batch_size=batch_size, origin_order=origin_order)
-    recs = pr.receipts(src)
+    recs = pruned.receipts(src)
     if not recs:
         return 0
-    return write_txn(dst, lambda c: pr.apply_receipts(c, recs))
+    return write_txn(dst, lambda c: pruned.apply_receipts(c, recs))
 
 
 def live_ctx(conn: apsw.Connection) -> tuple[str, str] | None:
@@ -123,9 +123,9 @@ def live_ctx(conn: apsw.Connection) -> tuple[str, str] | None:
 
 
 def default_rebuilder(ctx: tuple[str, str] | None = None) -> Rebuilder:
-    """``ingestd.ingest.rebuild.rebuild_projections`` with the live ``(instance, host_id)`` (the ingestion side's)."""
+    """``rebuild.rebuild_projections`` with the live ``(instance, host_id)`` (the ingestion side's)."""
     from ingestd.core.touch import Ctx
-    from ingestd.ingest.rebuild import rebuild_projections
+    from ingestd.projection.rebuild import rebuild_projections
 
     the_ctx = Ctx(instance=ctx[0], host_id=ctx[1]) if ctx is not None else Ctx()
 
@@ -229,7 +229,7 @@ def replay(
         snap = run.snapshot(db_path)
         with storage_errors():
             log_rows = int(str(snap.execute("SELECT count(*) FROM events_raw").fetchall()[0][0]))
-        recs = pr.receipts(snap)
+        recs = pruned.receipts(snap)
         plan = (("replay_a", batch_sizes[0], "origin"), ("replay_b", batch_sizes[1], "reverse"))
         if rebuilder is None and log_rows >= parallel_min_rows:
             sides = [("live", snap), *run.rebuild_parallel(snap, plan)]

@@ -8,7 +8,7 @@ One ``Health`` object per daemon. The parts that do the work tell it what happen
 - ``failed(part, reason)`` when a unit of work fails: the part is *failing* from the first
   failure until its next success (a read-only database fails every write at once);
 - ``retrying(part, reason)`` / ``retried(part)`` from the retry loop of a write the database
-  refused for a while (busy, full, I/O: ``ingestd.store.isolate.retrying``, whose ``Backoff``
+  refused for a while (busy, full, I/O: ``ingestd.store.writer.retrying``, whose ``Backoff``
   reports here): the part is *stalled, retrying* until its write goes through; these stalls are
   also listed in ``/api/status`` (``stalls()``) and mirrored to ``<db>.stalls.json`` for
   ``ingestd status`` in another process (``ingestd.store.stall``);

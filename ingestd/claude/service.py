@@ -1,9 +1,9 @@
 """``ingestd service install | uninstall | status``: keep ``ingestd serve`` running (issue 15).
 
-Linux: a systemd *user* unit, ``$XDG_CONFIG_HOME/systemd/user/ingestd.service``, logging to the
+Linux: a systemd *user* unit, ``$XDG_CONFIG_HOME/systemd/user/ingestd.claude.service``, logging to the
 journal (``journalctl --user -u ingestd``). macOS: a launchd agent,
 ``~/Library/LaunchAgents/io.github.ingestd.plist``, logging to ``<state dir>/ingestd.log`` (launchd
-has no journal for agents). Both run ``ingestd serve`` from a stable path (``installpath``) with the
+has no journal for agents). Both run ``ingestd serve`` from a stable path (``ingestd.claude.paths``) with the
 database and projects roots written as absolute paths (a service does not see the login shell's
 environment), start at login and restart on failure. Rendering is pure; ``install`` writes the file
 and asks the service manager to load it (``systemctl --user`` / ``launchctl``), ``uninstall``
@@ -20,12 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingestd import atomicfile
-from ingestd.configfile import default_config_path
+from ingestd import files
 from ingestd.errors import ConfigError
-from ingestd.settings import SETTINGS, env_name
+from ingestd.settings import SETTINGS, default_config_path, env_name
 
-UNIT_NAME = "ingestd.service"
+UNIT_NAME = "ingestd.claude.service"
 AGENT_LABEL = "io.github.ingestd"
 RESTART_SEC = 5
 
@@ -208,7 +207,7 @@ def install(spec: ServiceSpec, path: Path, *, start: bool, run: Runner = run_com
         spec.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if start and path.exists():  # bootstrap refuses a loaded label: unload the old one first
             run(_manager(spec.platform, path, "uninstall")[0])
-    atomicfile.replace(path, render(spec), 0o644)
+    files.replace(path, render(spec), 0o644)
     return _run_all(_manager(spec.platform, path, "install"), run) if start else []
 
 

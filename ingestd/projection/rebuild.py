@@ -20,11 +20,10 @@ from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
 from ingestd.store.connection import write_txn
-from ingestd.store.foldcache import FoldCache
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.watchdog_pass import clock_bound, effective_window, newest_before, reference, watchdog_pass
-from ingestd.store.writer import SessionWork, fold_into
+from ingestd.store.writer import FoldCache, SessionWork, fold_into
 
 ORDERS = ("log", "origin", "reverse")
 
@@ -55,7 +54,7 @@ def logged_window(src: apsw.Connection) -> int | None:
 
 def isolated_ids(src: apsw.Connection) -> set[int]:
     """Log ids of the rows the database refused to project live, from their ``quarantine``
-    marker rows (``ingestd.store.isolate``): a rebuild does not fold them either. Read-only."""
+    marker rows (``ingestd.store.writer``): a rebuild does not fold them either. Read-only."""
     out: set[int] = set()
     for codec, stored in src.execute(
         "SELECT codec, payload FROM events_raw WHERE source = 'ingestd' AND event_type = 'quarantine'"

@@ -18,6 +18,7 @@ import apsw
 
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import StorageError
+from ingestd.projection.reproject import stale_projection
 from ingestd.store import migrate as mig
 from ingestd.store import payload_blocks as blocks
 from ingestd.store import payload_open as opened
@@ -25,7 +26,6 @@ from ingestd.store import pruned, rollup
 from ingestd.store.connection import translate
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK
-from ingestd.store.projrev import stale_projection
 
 MAX_DETAILS = 20
 # name -> (table, verb, word in its message); payload_codecs holds the dictionaries compressed

@@ -9,13 +9,13 @@ those get a command forwarder:
 whatever happens, the token read from the environment, never on the command line).
 
 The merge is non-destructive: the user's own hooks and every other key stay as they are; our
-entries are recognised by the marks ingestd writes (``ingestd.hookowner``: an http hook carrying the
+entries are recognised by the marks ingestd writes (``is_ours``: an http hook carrying the
 ``X-Ingestd-Hook`` header, a command running ``ingestd.forward``; never by URL alone, which the user's
 own hook may share) so installing twice changes nothing and ``uninstall`` removes only ours.
 Before a write the old file is copied to ``settings.json.bak-<UTC stamp>`` with the old file's
 mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a dotfiles
-repository) is written through the link (``ingestd.settingsfile``). An install is spliced into the
-text (``settingsfile.splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
+repository) is written through the link (``ingestd.claude.settingsjson``). An install is spliced into the
+text (``settingsjson.splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
 the user's own layout stays, the ``--dry-run`` diff shows only the lines that change, and install
 then uninstall gives the file back byte for byte. When splicing cannot be done (an install that
 replaces older hooks of ours, a text the splice would not reproduce), the document is re-rendered
@@ -25,6 +25,23 @@ or whose ``hooks`` block is not the shape Claude Code expects (``{event: [{"matc
 "hooks": [{...}, ...]}, ...]}``), is refused and left untouched: merging into a shape we do not
 understand would either drop the user's data or write a file Claude Code rejects. The planning
 functions are pure; ``apply_plan`` does the I/O.
+
+Which hooks in a Claude Code settings file are ingestd's (``is_ours``, ``ours_in``, pure): only
+those ``ingestd hooks install`` wrote. ``install`` replaces ours and ``uninstall`` removes them, so
+adopting a hook the user wrote by hand (an http hook to the daemon's URL, say) would delete it
+later. Ours are marked where written:
+
+- a command hook runs ``<python> -m ingestd.forward`` (``MARKER``), the forwarder ingestd ships;
+- an http hook carries the header ``INSTALLED_BY`` (a header is a documented field of Claude Code's
+  http hooks and the daemon ignores it; an unknown key in the hook could make Claude Code refuse
+  the file). Its URL says nothing: the user's own hook can post to the same one.
+
+Http hooks written before the header existed had one exact shape (``_unmarked``: url
+``http://<loopback>:<port>/hooks``, timeout 5, and with a token ``Authorization: Bearer ${NAME}``
+with ``allowedEnvVars: [NAME]``, nothing else). They are taken as ours only in a file that an
+older install wrote: it has our forwarder (every install wrote one, for SessionStart) and no
+marked http hook. A hook of the user's in exactly that shape in such a file cannot be told apart
+from ours.
 """
 
 from __future__ import annotations
@@ -37,15 +54,17 @@ import re
 import shlex
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from ingestd import atomicfile, settingsfile
+from ingestd import files
+from ingestd.claude import settingsjson
 from ingestd.errors import ConfigError, InputError
-from ingestd.hookowner import INSTALLED_BY, MARKER, ours_in
-from ingestd.hookowner import is_ours as is_ours  # which hooks are ours is decided there
-from ingestd.readcap import MIB, read_capped
+from ingestd.files import MIB, read_capped
+from ingestd.settings import LOOPBACK_HOSTS
 
 # Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
 HTTP_EVENTS = (
@@ -69,7 +88,7 @@ TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailur
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
-render = settingsfile.render  # the block `hooks print` shows, laid out as Claude Code writes it
+render = settingsjson.render  # the block `hooks print` shows, laid out as Claude Code writes it
 # What Claude Code can interpolate as ``${NAME}`` in http hook headers (a POSIX shell name).
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -120,7 +139,7 @@ def check_env_name(name: str) -> str:
 
 def settings_path(project: Path | None, config_dir: Path) -> Path:
     """``<project>/.claude/settings.json``, else the user's: ``<config_dir>/settings.json``
-    (``config_dir`` is Claude Code's config directory, ``claudedir.claude_config_dir``:
+    (``config_dir`` is Claude Code's config directory, ``paths.claude_config_dir``:
     ``$CLAUDE_CONFIG_DIR`` moves its user settings too)."""
     if project is not None:
         return project / ".claude" / "settings.json"
@@ -136,7 +155,7 @@ def forward_command(t: HookTarget) -> str:
 
 
 def _http_hook(t: HookTarget) -> dict[str, Any]:
-    headers = {INSTALLED_BY[0]: INSTALLED_BY[1]}  # the mark that makes it ours (ingestd.hookowner)
+    headers = {INSTALLED_BY[0]: INSTALLED_BY[1]}  # the mark that makes it ours (ingestd.claude.hooksetup)
     hook: dict[str, Any] = {"type": "http", "url": t.url, "timeout": HTTP_TIMEOUT_S, "headers": headers}
     if t.token_env:
         headers["Authorization"] = f"Bearer ${{{t.token_env}}}"
@@ -211,7 +230,7 @@ def _hooks_shape_error(doc: dict[str, Any]) -> str | None:
 
 
 def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``settings`` without ingestd's hooks (``hookowner.ours_in``; groups and events emptied
+    """A copy of ``settings`` without ingestd's hooks (``ours_in``; groups and events emptied
     by that go too)."""
     is_ours = ours_in(settings)
     out = copy.deepcopy(settings)
@@ -324,9 +343,9 @@ def plan(path: Path, old_text: str | None, action: str, target: HookTarget) -> P
     new = install(doc, target) if action == "install" else remove_ours(doc)
     crlf = uses_crlf(old_text)
     text = old_text.replace("\r\n", "\n") if old_text is not None and crlf else old_text
-    style = settingsfile.detect_style(text)
+    style = settingsjson.detect_style(text)
     spliced = _splice(text, doc, new, style, action)
-    out = spliced if spliced is not None else settingsfile.render(new, style)
+    out = spliced if spliced is not None else settingsjson.render(new, style)
     return Plan(path, old_text, out.replace("\n", "\r\n") if crlf else out)
 
 
@@ -341,13 +360,13 @@ def uses_crlf(text: str | None) -> bool:
 
 
 def _splice(
-    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsfile.Style, action: str
+    old_text: str | None, old: dict[str, Any], new: dict[str, Any], style: settingsjson.Style, action: str
 ) -> str | None:
-    """The change made in place in the user's text (``settingsfile.splice_*``), or None to re-render."""
+    """The change made in place in the user's text (``settingsjson.splice_*``), or None to re-render."""
     if action == "install":
         # a pure insertion only: replacing older hooks of ours is a re-render
-        return settingsfile.splice_install(old_text, old, new, style) if remove_ours(old) == old else None
-    return settingsfile.splice_uninstall(old_text, new, ours_in(old))
+        return settingsjson.splice_install(old_text, old, new, style) if remove_ours(old) == old else None
+    return settingsjson.splice_uninstall(old_text, new, ours_in(old))
 
 
 def apply_plan(p: Plan, stamp: str) -> Path | None:
@@ -355,7 +374,7 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
 
     A symlinked settings file is written through the link (the target is replaced atomically;
     the link stays). The backup sits beside the path as given, with the old file's mode, and only
-    the newest ``settingsfile.KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
+    the newest ``settingsjson.KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
     when there was none).
 
     Args:
@@ -374,15 +393,83 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
         # After the newest of this second: a name pruned a moment ago is not reused (it would sort oldest).
         taken = [
             int(m.group(2) or 0)
-            for b in settingsfile.backups_of(p.path)
-            if (m := settingsfile.BACKUP_NAME.search(b.name)) and m.group(1) == stamp
+            for b in settingsjson.backups_of(p.path)
+            if (m := settingsjson.BACKUP_NAME.search(b.name)) and m.group(1) == stamp
         ]
         n = max(taken) + 1 if taken else 0
         backup = p.path.with_name(f"{p.path.name}.bak-{stamp}" + (f"-{n}" if n else ""))
         while os.path.lexists(backup):
             n += 1
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
-        atomicfile.write_new(backup, p.old_text, mode)
-        settingsfile.prune_backups(p.path)
-    atomicfile.replace(target, p.new_text, mode)
+        files.write_new(backup, p.old_text, mode)
+        settingsjson.prune_backups(p.path)
+    files.replace(target, p.new_text, mode)
     return backup
+
+
+MARKER = "ingestd.forward"
+INSTALLED_BY = ("X-Ingestd-Hook", "installed by ingestd hooks install")
+_UNMARKED_TIMEOUT_S = 5  # the timeout every unmarked install wrote (hooksetup.HTTP_TIMEOUT_S)
+
+
+def is_forwarder(hook: Any) -> bool:
+    """A command hook whose command runs ``<python> -m ingestd.forward ...``."""
+    if not isinstance(hook, dict) or hook.get("type") != "command" or not isinstance(hook.get("command"), str):
+        return False
+    try:
+        argv = shlex.split(hook["command"])
+    except ValueError:
+        return False
+    return argv[1:3] == ["-m", MARKER]
+
+
+def is_marked(hook: Any) -> bool:
+    """An http hook carrying ingestd's ``INSTALLED_BY`` header."""
+    if not isinstance(hook, dict) or hook.get("type") != "http":
+        return False
+    headers = hook.get("headers")
+    return isinstance(headers, dict) and headers.get(INSTALLED_BY[0]) == INSTALLED_BY[1]
+
+
+def is_ours(hook: Any) -> bool:
+    """A hook ingestd wrote and marked (``is_forwarder`` or ``is_marked``)."""
+    return is_forwarder(hook) or is_marked(hook)
+
+
+def _unmarked(hook: Any) -> bool:
+    """Exactly the http hook installs wrote before ``INSTALLED_BY`` (see the module docstring)."""
+    if not isinstance(hook, dict) or hook.get("type") != "http" or hook.get("timeout") != _UNMARKED_TIMEOUT_S:
+        return False
+    url = hook.get("url")
+    if not isinstance(url, str):
+        return False
+    u = urlsplit(url)
+    if u.scheme != "http" or u.hostname not in LOOPBACK_HOSTS or u.path != "/hooks" or u.query or u.fragment:
+        return False
+    keys = set(hook) - {"type", "url", "timeout"}
+    if not keys:
+        return True
+    names = hook.get("allowedEnvVars")
+    if keys != {"headers", "allowedEnvVars"} or not isinstance(names, list) or len(names) != 1:
+        return False
+    return hook.get("headers") == {"Authorization": f"Bearer ${{{names[0]}}}"}
+
+
+def _hooks_of(settings: dict[str, Any]) -> Iterator[Any]:
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    for groups in hooks.values():
+        for g in groups if isinstance(groups, list) else ():
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+                yield from g["hooks"]
+
+
+def ours_in(settings: dict[str, Any]) -> Callable[[Any], bool]:
+    """The test for ingestd's hooks in ``settings``: ``is_ours``, and in a file an older install
+    wrote (our forwarder, no marked http hook) the unmarked http hooks it wrote too."""
+    every = list(_hooks_of(settings))
+    older = any(is_forwarder(h) for h in every) and not any(is_marked(h) for h in every)
+    if not older:
+        return is_ours
+    return lambda hook: is_ours(hook) or _unmarked(hook)

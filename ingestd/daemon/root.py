@@ -1,0 +1,235 @@
+"""The composition root: the daemon assembled from its parts (``assemble``).
+
+``assemble`` builds every part the daemon runs and hands each what it consumes: the health state,
+the WAL checkpointer, the hook writer (``ingestd.daemon.hookwriter``: a thread, or a process) and
+the HTTP app over them (``ingestd.http.app.make_app``: the receiver, the read API, the live view),
+then the background work, each started and stopped in the app's ``cleanup_ctx``: the writer first
+(so everything else can write), then the tailer (catch-up, then follow), the watchdog tick, the
+scheduled retention jobs (whose first run waits for the catch-up), shipping (``ingestd.daemon.jobs``)
+and the probe of a failing writer. The process around it (lock, port, database preparation,
+signals) is ``ingestd.daemon.main``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+from aiohttp import web
+
+from ingestd.daemon import checks, hookwriter, jobs, presence
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.hookwriter import ApplyFn, ThreadWriter
+from ingestd.daemon.ingestrun import IngestRunner
+from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
+from ingestd.daemon.writerproc import ProcessWriter
+from ingestd.http import guard
+from ingestd.http import health as health_mod
+from ingestd.http.api import HEALTH
+from ingestd.http.app import Ctx, make_app
+from ingestd.http.conns import ConnectionGuard
+from ingestd.http.health import Health
+from ingestd.http.hooks import HookWriter
+from ingestd.logs import get_logger
+from ingestd.store import stall
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+from ingestd.store.walcheckpoint import WalCheckpointer
+
+log = get_logger("ingestd.serve")
+
+CONFIG = web.AppKey("config", ServeConfig)
+WRITER = web.AppKey("writer", HookWriter)
+TAILER = web.AppKey("tailer", Tailer)
+STOP = web.AppKey("stop", asyncio.Event)
+CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
+
+
+def _open_write_conn(db_path: Path) -> apsw.Connection:
+    conn = connect(db_path)
+    migrate(conn)
+    return conn
+
+
+def assemble(
+    cfg: ServeConfig,
+    *,
+    apply: ApplyFn | None = None,
+    clock: Callable[[], int] = time.time_ns,
+    changes: ChangeSource = watch_changes,
+    ingest: IngestFn | None = None,
+    conns: ConnectionGuard | None = None,
+) -> web.Application:
+    """The daemon's application; its background work starts when it starts (``cleanup_ctx``).
+
+    Args:
+        cfg: the configuration.
+        apply: what the writer runs per grouped transaction (tests inject failures).
+        clock: ns since the epoch, for the watchdog.
+        changes: the tailer's change source.
+        ingest: override the tailer's ingest function (tests); default the ingest code.
+        conns: the connection guard ``serve`` wraps the listening socket's connections in.
+
+    Raises:
+        ConfigError: an ``allowed_origins`` item is not an origin.
+    """
+    policy = guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins)
+    health = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
+    # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
+    checkpointer = WalCheckpointer(lambda: connect(cfg.db_path))
+    writer = _make_writer(cfg, apply, health, checkpointer)
+
+    def daemon_state(now: datetime) -> dict[str, Any]:
+        return presence.self_report(cfg.db_path, now).to_json()
+
+    app = make_app(
+        policy=policy,
+        token=cfg.token,
+        hooks=cfg.hooks,
+        writer=writer,
+        health=health,
+        db_path=cfg.db_path,
+        daemon_state=daemon_state,
+        background=[
+            _writer_ctx,
+            _tailer_ctx(clock, changes, ingest),
+            _watchdog_ctx(clock),
+            _schedule_ctx,
+            _ship_ctx,
+            _probe_ctx,
+        ],
+        conns=conns,
+    )
+    app[CONFIG] = cfg
+    app[STOP] = asyncio.Event()
+    app[CHECKPOINTER] = checkpointer
+    app[WRITER] = writer
+    return app
+
+
+def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer) -> HookWriter:
+    """A writer process (``cfg.hook_writer == "process"``), else the thread; an injected ``apply``
+    (tests) runs on the thread, in this process."""
+    if apply is None and cfg.hook_writer == "process":
+        return ProcessWriter(cfg.db_path, health=health, log_level=cfg.settings.get_str("log_level"))
+    return ThreadWriter(
+        lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
+        apply if apply is not None else hookwriter.make_apply(),
+        health=health,
+    )
+
+
+async def _writer_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The checkpointer and the writer (thread or process: ``HookWriter.open``), then the start-up checks;
+    drained at the end."""
+    cfg, writer, checkpointer = app[CONFIG], app[WRITER], app[CHECKPOINTER]
+    loop = asyncio.get_running_loop()
+    checkpointer.start()
+    try:
+        await writer.open(loop)
+    except BaseException:
+        checkpointer.stop()
+        raise
+    log.info("writer_started", db=str(cfg.db_path))
+    check = asyncio.create_task(checks.check_at_start(cfg.db_path, app[HEALTH], app[STOP]))
+    yield
+    app[STOP].set()
+    await check
+    await loop.run_in_executor(None, writer.stop)
+    await loop.run_in_executor(None, checkpointer.stop)
+    log.info(
+        "writer_stopped",
+        rows=writer.committed_rows,
+        batches=writer.committed_batches,
+        deliveries_per_commit=round(writer.committed_deliveries / max(1, writer.committed_batches), 2),
+    )
+
+
+def _tailer_ctx(clock: Callable[[], int], changes: ChangeSource, ingest: IngestFn | None) -> Ctx:
+    """The tailer (catch-up, then follow) on its own ingest thread and connection."""
+
+    async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
+        cfg, health, checkpointer = app[CONFIG], app[HEALTH], app[CHECKPOINTER]
+        runner: IngestRunner | None = None
+        run_ingest: IngestFn
+        if ingest is None:
+            run_ingest = runner = IngestRunner(
+                lambda: checks.report_commits(
+                    checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER
+                ),
+                cfg.projects,
+                clock=clock,
+                max_line_bytes=cfg.max_line_bytes,
+                report=health,
+            )
+        else:
+            run_ingest = ingest
+        tailer = app[TAILER] = Tailer(
+            cfg.projects,
+            run_ingest,
+            changes=changes,
+            rescan_interval_s=cfg.rescan_interval_s,
+            health=health,
+        )
+        task = asyncio.create_task(tailer.run(app[STOP])) if cfg.tail and cfg.projects else None
+        yield
+        app[STOP].set()
+        await jobs.cancel(task)
+        if runner is not None:
+            await asyncio.get_running_loop().run_in_executor(None, runner.close)
+
+    return tailer_ctx
+
+
+def _watchdog_ctx(clock: Callable[[], int]) -> Ctx:
+    """The watchdog tick every ``watchdog_interval_s`` with the daemon's one window."""
+
+    async def watchdog_ctx(app: web.Application) -> AsyncIterator[None]:
+        cfg = app[CONFIG]
+        task = asyncio.create_task(
+            jobs.watchdog_loop(
+                app[WRITER],
+                clock,
+                window_s=cfg.watchdog_window_s,
+                interval_s=cfg.watchdog_interval_s,
+                stop=app[STOP],
+            )
+        )
+        yield
+        app[STOP].set()
+        await jobs.cancel(task)
+
+    return watchdog_ctx
+
+
+async def _schedule_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Scheduled prune and backup (``ingestd.daemon.jobs.schedule_loop``), unless ``cfg.schedule`` is off."""
+    cfg = app[CONFIG]
+    # The first backup waits for the start-up backfill: taken before it, it would be a copy of
+    # an empty database, shown as "last backup" for a day.
+    backfilled = app[TAILER].caught_up if cfg.tail and cfg.projects else None
+    task = asyncio.create_task(jobs.schedule_loop(cfg, app[STOP], backfilled)) if cfg.schedule else None
+    yield
+    app[STOP].set()
+    await jobs.cancel(task)
+
+
+async def _ship_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Team-mode shipping (``ingestd.daemon.jobs.ship_loop``; idle without ``ship_to``)."""
+    task = asyncio.create_task(jobs.ship_loop(app[CONFIG], app[STOP]))
+    yield
+    app[STOP].set()
+    await jobs.cancel(task)
+
+
+async def _probe_ctx(app: web.Application) -> AsyncIterator[None]:
+    """A failing writer probed until it writes again (``ingestd.daemon.hookwriter``)."""
+    task = asyncio.create_task(hookwriter.probe_loop(app[WRITER], app[HEALTH], app[STOP]))
+    yield
+    app[STOP].set()
+    await jobs.cancel(task)

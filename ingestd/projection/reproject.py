@@ -1,0 +1,223 @@
+"""Keeping live projections in step with the projector's rules (SPEC §4, §7): stale, and re-projected.
+
+Projections are a pure function of the log *and of the projector's rules*. When the
+rules change (``ingestd.core.revision.PROJECTION_REVISION`` is bumped), projections
+written by the older rules would disagree with a replay. On first open by a writer,
+a database whose ``meta.projection_revision`` differs is re-projected from its log:
+every projection table is cleared and rebuilt (prune receipts honoured, so nothing
+pruned comes back), then the revision is recorded. A crash or Ctrl-C part-way leaves the old
+revision recorded and ``meta.reprojecting`` set (readers say the projections are partial and to
+run ``migrate`` again), so the next writer simply starts over. A database projected by a newer
+ingestd (a higher revision) is refused, never re-projected with these older rules.
+
+The read side (``stale``, ``StaleProjection``): a database projected under older rules keeps its
+old rows until a writer opens it (``ingest``, ``serve``, ``migrate``) and re-projects it. Until then the reports of
+figures (``cost``, ``sessions``, ``tree``) refuse it, and ``status``, ``verify`` and ``replay`` say
+so; all name the command that fixes it, instead of reporting old figures as if they were current.
+Light on imports: readers must not pay for the projector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import apsw
+
+from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.errors import MigrationError
+from ingestd.store import pruned
+from ingestd.store.connection import connect, write_txn
+
+if TYPE_CHECKING:
+    from ingestd.core.touch import Ctx
+
+__all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
+
+# Children before parents (agents reference sessions); the rollup follows token_usage.
+PROJECTION_TABLES = (
+    "events",
+    "compactions",
+    "tool_calls",
+    "orchestration_edges",
+    "token_usage",
+    "agents",
+    "summaries",
+    "sessions",
+)
+
+
+def ensure_current(
+    conn: apsw.Connection,
+    db_path: Path,
+    *,
+    ctx: Ctx,
+    watchdog_window_s: int | None = None,
+) -> int | None:
+    """Re-project the whole log when the projector's rules changed since it was projected.
+
+    Args:
+        conn: the migrated write connection of ``db_path``, outside a transaction.
+        db_path: the database file (a second, read-only connection reads the log).
+        ctx: the database identity stamped on edges.
+        watchdog_window_s: int, seconds (None: the default window, ``WATCHDOG_WINDOW_S``).
+
+    Returns:
+        None when the projections were current; else the number of log rows re-projected.
+
+    Raises:
+        MigrationError: the database was projected by a newer ingestd (nothing is changed).
+
+    Side effects:
+        Clears and rebuilds every projection table (short transactions), then records
+        ``meta.projection_revision``.
+    """
+    stored = stored_revision(conn)
+    if stored == str(PROJECTION_REVISION):
+        return None
+    if is_newer(stored):
+        raise MigrationError(
+            f"the database at {db_path} was projected by a newer ingestd (projection revision {stored} > "
+            f"{PROJECTION_REVISION}): {UPGRADE}; this one will not re-project it with older rules",
+            path=str(db_path),
+        )
+    has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
+    folded = _reproject(conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s) if has_log else 0
+    write_txn(conn, _record_current)
+    return folded
+
+
+def _reproject(conn: apsw.Connection, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | None) -> int:
+    """Mark the re-projection, clear every projection table, rebuild them from the log of
+    ``db_path`` (read through a second, read-only connection) and re-apply the prune receipts;
+    the number of log rows folded."""
+    # here, not at the top: the readers of ``stale_projection`` must not pay for the projector
+    from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+    from ingestd.projection.rebuild import rebuild_projections
+
+    window_s = WATCHDOG_WINDOW_S if watchdog_window_s is None else watchdog_window_s
+
+    def clear(c: apsw.Connection) -> None:
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (REPROJECTING, str(PROJECTION_REVISION)),
+        )
+        for table in PROJECTION_TABLES:
+            c.execute(f"DELETE FROM {table}")
+
+    write_txn(conn, clear)
+    src = connect(db_path, readonly=True)
+    try:
+        folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=window_s)
+        recs = pruned.receipts(src)
+    finally:
+        src.close()
+    if recs:
+        write_txn(conn, lambda c: pruned.apply_receipts(c, recs))
+    return folded
+
+
+def _record_current(c: apsw.Connection) -> None:
+    """Record this ingestd's projection revision and drop the re-projection marker."""
+    c.execute(
+        "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(PROJECTION_REVISION),),
+    )
+    c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTING,))
+
+
+@dataclass(frozen=True, slots=True)
+class StaleProjection:
+    """Projections computed under rules other than this build's.
+
+    Attributes:
+        stored: str, ``meta.projection_revision``.
+        current: str, this build's ``PROJECTION_REVISION``.
+        fix: str, the command that re-projects, e.g. ``ingestd migrate --db /path/to.db``.
+        interrupted: bool, a re-projection started and did not finish (``REPROJECTING``): the
+            projection tables hold part of the log.
+    """
+
+    stored: str
+    current: str
+    fix: str
+    interrupted: bool = False
+
+    @property
+    def newer(self) -> bool:
+        """The database was projected by a newer ingestd (a higher revision than this build's)."""
+        return is_newer(self.stored)
+
+    def message(self) -> str:
+        """One sentence for a person: what is stale and what to run."""
+        if self.interrupted:
+            return (
+                f"a re-projection of this database was interrupted: its projections hold only part of "
+                f"its log until it is re-projected: run `{self.fix}` again"
+            )
+        if self.newer:
+            return (
+                f"this database was projected by a newer ingestd (projection revision {self.stored} > "
+                f"{self.current}); {self.fix}: figures read by this one may be wrong"
+            )
+        return (
+            f"this database's projections were computed under the projector's rules revision "
+            f"{self.stored} (this ingestd's is {self.current}): figures from them may be wrong "
+            f"until it is re-projected from its log: run `{self.fix}`"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """``{"stored_revision", "current_revision", "fix", "message"}``."""
+        return {
+            "stored_revision": self.stored,
+            "current_revision": self.current,
+            "fix": self.fix,
+            "message": self.message(),
+            "interrupted": self.interrupted,
+        }
+
+
+def is_newer(stored: str | None) -> bool:
+    """``stored`` (a ``meta.projection_revision``) is a higher revision than this build's ``PROJECTION_REVISION``.
+
+    A newer ingestd's rules are unknown to this one: re-projecting with this build's would
+    downgrade the database (breaker4), so writers refuse it and readers say to upgrade.
+    """
+    return stored is not None and stored.isascii() and stored.isdigit() and int(stored) > PROJECTION_REVISION
+
+
+UPGRADE = "upgrade ingestd"
+
+REPROJECTING = "reprojecting"
+"""``meta`` key set with the clearing of the projection tables and removed with the recording of
+the revision (``ingestd.projection.reproject``): present, a re-projection was interrupted (Ctrl-C)."""
+
+
+def stored_revision(conn: apsw.Connection) -> str | None:
+    """``meta.projection_revision``, or None. Read-only."""
+    rows = conn.execute("SELECT value FROM meta WHERE key = 'projection_revision'").fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def stale_projection(conn: apsw.Connection, db_path: Path | str) -> StaleProjection | None:
+    """The staleness of ``conn``'s projections, or None when they are current. Read-only.
+
+    A database whose log is empty has nothing projected, so it is never stale. Nor is one with no
+    revision recorded: every writer records it (``ensure_current``, since revision 1), so only a
+    database from before that or one written by library calls directly (tests) lacks it; a writer
+    still re-projects such a database on first open.
+
+    Args:
+        conn: a connection to a migrated database.
+        db_path: the database's path, named in the fix.
+    """
+    stored = stored_revision(conn)
+    current = str(PROJECTION_REVISION)
+    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (REPROJECTING,)).fetchall():
+        return StaleProjection(stored or "none", current, f"ingestd migrate --db {db_path}", interrupted=True)
+    if stored is None or stored == current or not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
+        return None
+    fix = UPGRADE if is_newer(stored) else f"ingestd migrate --db {db_path}"
+    return StaleProjection(stored, current, fix)

@@ -12,6 +12,7 @@ import pytest
 from ingestd import logs
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.realclaude.fixtures import claude, claude_code, recorder, standin  # noqa: F401 (fixtures for every test)
 
 # structlog loads at a command's first log line; tests capture lines with structlog.testing,
 # which must find ingestd's configuration already in place

@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
 import psycopg
 
 from ingestd.central.pg import pg_errors
 from ingestd.errors import ConfigError
-from ingestd.store.connection import set_meta
+from ingestd.store.connection import Db, set_meta
 
 
 class SecondCopy(ConfigError):
@@ -56,7 +55,7 @@ def diverged(
     )
 
 
-def refused(local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str) -> None:
+def refused(local: Db, pg: psycopg.Connection[Any], host_id: str) -> None:
     """After a ``SecondCopy``: say so in the store (``hosts.refused_at``, which ``status --store`` shows)
     and here (``meta.ship_refused``, which lets ``ship --set-host-id`` give this shipped database a
     new identity). Each in a transaction of its own."""

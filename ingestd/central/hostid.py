@@ -20,10 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from ingestd.errors import ConfigError
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import Db, write_txn
 from ingestd.store.identity import identity_in_txn, shipped_through
 
 MAX_HOST_ID = 200
@@ -62,7 +60,7 @@ def check_host_id(name: str) -> str:
     return name
 
 
-def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
+def set_host_id(conn: Db, name: str) -> HostIdChange:
     """Set ``meta.host_id`` to ``name`` and re-stamp this database's edges with it, in one transaction.
 
     Args:
@@ -79,7 +77,7 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
     """
     check_host_id(name)
 
-    def change(c: apsw.Connection) -> HostIdChange:
+    def change(c: Db) -> HostIdChange:
         old = identity_in_txn(c).host_id
         if old == name:
             return HostIdChange(old, name, 0)
@@ -100,12 +98,12 @@ def set_host_id(conn: apsw.Connection, name: str) -> HostIdChange:
     return write_txn(conn, change)
 
 
-def _refused_copy(c: apsw.Connection, host_id: str) -> bool:
+def _refused_copy(c: Db, host_id: str) -> bool:
     """Whether the store refused this database as a second copy shipping as ``host_id``. Read-only."""
     return bool(c.execute("SELECT 1 FROM meta WHERE key = 'ship_refused' AND value = ?", (host_id,)).fetchall())
 
 
-def _new_identity(c: apsw.Connection, old: str, name: str) -> HostIdChange:
+def _new_identity(c: Db, old: str, name: str) -> HostIdChange:
     """A refused copy becomes a host of its own: ``name`` and a new instance, its edges re-stamped with
     both (``replay`` stamps them from ``meta``), nothing shipped under ``name`` yet (so ``prune``
     keeps every row until it has travelled again). In the caller's transaction."""

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
 import psycopg
 from psycopg import errors as pgerr
 
@@ -34,7 +33,7 @@ from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import window_of
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
-from ingestd.store.connection import storage_errors, write_txn
+from ingestd.store.connection import Db, storage_errors, write_txn
 from ingestd.store.identity import database_identity, host_id_of
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.payload import size_of as payload_size
@@ -133,7 +132,7 @@ def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def pending(local: apsw.Connection, pg: psycopg.Connection[Any], *, sizes: bool = True) -> Pending:
+def pending(local: Db, pg: psycopg.Connection[Any], *, sizes: bool = True) -> Pending:
     """What ``ship`` would send now (``--dry-run``). Writes nothing to the store.
 
     Args:
@@ -174,7 +173,7 @@ def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
         )
 
 
-def _record_local(local: apsw.Connection, mark: int) -> None:
+def _record_local(local: Db, mark: int) -> None:
     """Keep the central mark in ``meta.shipped_through`` (only ever moves forward)."""
     write_txn(
         local,
@@ -203,15 +202,13 @@ def _copy(pg: psycopg.Connection[Any], sql: str, rows: list[Any], host_id: str |
                 cp.write_row((host_id, r[0], r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
 
 
-def _key_at(local: apsw.Connection, local_id: int) -> str | None:
+def _key_at(local: Db, local_id: int) -> str | None:
     with storage_errors():
         got = local.execute("SELECT idempotency_key FROM events_raw WHERE id = ?", (local_id,)).fetchall()
     return str(got[0][0]) if got else None
 
 
-def ship_batch(
-    local: apsw.Connection, pg: psycopg.Connection[Any], host_id: str, batch_rows: int
-) -> tuple[int, int, int]:
+def ship_batch(local: Db, pg: psycopg.Connection[Any], host_id: str, batch_rows: int) -> tuple[int, int, int]:
     """Ship the next batch in one store transaction.
 
     Returns:
@@ -271,7 +268,7 @@ def ship_batch(
     return len(rows), inserted, last
 
 
-def prepare(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Ctx:
+def prepare(local: Db, pg: psycopg.Connection[Any]) -> Ctx:
     """Once per store connection before shipping: migrate the store when behind, register this host.
 
     Returns:
@@ -289,7 +286,7 @@ def prepare(local: apsw.Connection, pg: psycopg.Connection[Any]) -> Ctx:
 
 
 def ship(
-    local: apsw.Connection,
+    local: Db,
     pg: psycopg.Connection[Any],
     *,
     batch_rows: int = DEFAULT_BATCH_ROWS,
@@ -358,7 +355,7 @@ class Shipper:
         self.url = url
         self.batch_rows = batch_rows
         self.max_batches = max_batches
-        self._local: apsw.Connection | None = None
+        self._local: Db | None = None
         self._pg: psycopg.Connection[Any] | None = None
         self._ident: Ctx | None = None  # ``prepare``d on the current store connection
 

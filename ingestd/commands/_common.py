@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-import apsw
 import click
 import orjson
 
@@ -23,7 +23,7 @@ from ingestd.commands._store import store_option as store_option
 from ingestd.core.ledger import Pin
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.projection.reproject import StaleProjection, stale_projection
-from ingestd.store.connection import connect, default_db_path, require_writable
+from ingestd.store.connection import Db, connect, connect_for_check, default_db_path, require_writable
 from ingestd.store.migrate import migrate, status
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -200,124 +200,129 @@ def require_safe_files(db_path: Path, backup_dir: Path | None = None) -> None:
     files.require_safe(files.store_problems(db_path, backup_dir))
 
 
-def open_db(db_path: Path | None, *, create: bool = True) -> apsw.Connection:
-    """Open the database for a command that writes: created when missing, migrated, projections current.
+# How a command opens the database (``open_db``).
+Mode = Literal["write", "update", "migrate", "read", "report", "check"]
 
-    Args:
-        create: False for a command that must not create a database (it then has to exist).
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A database a command opened (``open_db``), with what opening it found or did.
+
+    Attributes:
+        db: Db, the connection (read-only for ``read`` and ``report``).
+        stale: StaleProjection | None, the projections' staleness when opened (``read`` and
+            ``report``; None: current), for a command that reports it too (``cost``, ``replay``)
+            without computing it again.
+        migrated: tuple[Pin, ...], the migrations applied now, oldest first (the writing modes).
+        reprojected: int | None, the log rows re-projected now because the projector's rules
+            changed (the writing modes; None: the projections were current).
+    """
+
+    db: Db
+    stale: StaleProjection | None = None
+    migrated: tuple[Pin, ...] = ()
+    reprojected: int | None = None
+
+
+def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
+    """The one way a command opens the local database (``db_path``, else the default).
+
+    Modes:
+        ``write``: to write; created when missing, migrated, projections current (re-projected
+            from the log when the projector's rules changed since it was projected, said on
+            stderr). Unsafe files are refused first (``require_safe_files``), and a database this
+            user cannot write (``require_writable``).
+        ``update``: ``write`` for a command that must not create a database (it has to exist).
+        ``migrate``: ``write`` saying nothing itself (``ingestd migrate`` reports what was done).
+        ``read``: an existing, fully migrated database, read-only; changes nothing. Projections
+            computed under older projector rules, or left part-built by an interrupted
+            re-projection, are read as they are, with a note on stderr naming the command that
+            re-projects (``ingestd.projection.reproject``); projections of a newer ingestd too
+            (``ingestd migrate`` cannot mend them; the note says to upgrade). On read-only media
+            the database is opened read-only as it is (``connect``), not refused.
+        ``report``: ``read`` for the reports of figures (``cost``, ``sessions``, ``tree``): stale
+            or part-built projections are refused, as pending migrations are (their figures are
+            not the log's); a newer ingestd's are not.
+        ``check``: an existing database for a check that leaves its file's bytes as it found
+            them (``ingestd verify``: ``connect_for_check``), its files checked as the writing
+            modes check them (the check writes: its trigger probe is rolled back).
 
     Raises:
-        ConfigError: ``create`` is False and the database does not exist; the database or a file
-            beside it is not the user's own or is writable by others (``ingestd.files``).
-        MigrationError: the ledger refuses (see ``ingestd migrate --status``).
+        ConfigError: no database at the path (``update``, ``read``, ``report``, ``check``); the path is not a
+            regular file (``connect``); the database or a file beside it is not the user's own or
+            is writable by others (the writing modes, ``ingestd.files``); migrations are pending
+            (``read``, ``report``); the projections are stale or part-built (``report``; both
+            naming ``ingestd migrate``).
+        StorageError: this user cannot write the database file or its ``-wal`` / ``-shm``
+            (the writing modes, naming it).
+        MigrationError: the ledger refuses (see ``ingestd migrate --status``), or (the writing
+            modes) the database was projected by a newer ingestd.
+        click.exceptions.Exit: 130 on Ctrl-C during a re-projection (``reproject_if_stale``).
     """
     path = resolve_db(db_path)
-    if not create:
+    if mode in ("read", "report"):
+        return _open_to_read(path, refuse_stale=mode == "report")
+    if mode == "check":
+        if not path.exists():
+            raise ConfigError(f"no database at {path}: pass --db")
+        require_safe_files(path)
+        return Opened(connect_for_check(path))
+    if mode == "update":
         require_db(path)
-    conn, _applied, folded = open_current(path)
-    if folded:
+    require_safe_files(path)
+    require_writable(path)
+    db = connect(path)
+    migrated = tuple(migrate(db))
+    folded = reproject_if_stale(db, path)
+    if folded and mode != "migrate":
         click.echo(
             f"ingestd: the projector's rules changed since this database was projected: "
             f"re-projected {folded} log rows from the log",
             err=True,
         )
-    return conn
+    return Opened(db, migrated=migrated, reprojected=folded)
 
 
-def open_current(path: Path) -> tuple[apsw.Connection, list[Pin], int | None]:
-    """Open the database at ``path`` to write, created when missing, migrated, projections current.
-
-    Refuses unsafe files first (``require_safe_files``), applies every pending migration, and
-    re-projects from the log when the projector's rules changed since it was projected
-    (``ingest.reproject.ensure_current``): what every writing command needs before it writes.
-
-    Returns:
-        ``(conn, applied, folded)``: the connection; the migrations applied now (oldest first);
-        the log rows re-projected, or None when the projections were current.
-
-    Raises:
-        ConfigError: the database or a file beside it is not the user's own or is writable by others.
-        StorageError: this user cannot write the database file or its ``-wal`` / ``-shm`` (naming it).
-        MigrationError: the ledger refuses (see ``ingestd migrate --status``), or the database was
-            projected by a newer ingestd.
-        click.exceptions.Exit: 130 on Ctrl-C during the re-projection (``reproject_if_stale``).
-    """
-    require_safe_files(path)
-    require_writable(path)
-    conn = connect(path)
-    applied = migrate(conn)
-    return conn, applied, reproject_if_stale(conn, path)
-
-
-def open_read_db(db_path: Path | None) -> apsw.Connection:
-    """Open an existing, fully migrated database for a command that only reads. Changes nothing.
-
-    ``open_read_db_stale`` without the staleness (its note is printed all the same).
-    """
-    return open_read_db_stale(db_path)[0]
-
-
-def open_read_db_stale(
-    db_path: Path | None, *, refuse_stale: bool = False
-) -> tuple[apsw.Connection, StaleProjection | None]:
-    """Open an existing, fully migrated database for a command that only reads. Changes nothing.
-
-    Projections computed under older projector rules, or left part-built by an interrupted
-    re-projection, are read as they are, with a note on stderr naming the command that
-    re-projects (``ingestd.projection.reproject``); with ``refuse_stale`` (the reports of figures:
-    ``cost``, ``sessions``, ``tree``) they are refused instead, as pending migrations are: their
-    figures are not the log's. Projections of a newer ingestd are never refused (``ingestd
-    migrate`` cannot mend them; the note says to upgrade).
-
-    On read-only media the database is opened read-only as it is (``connect``), not refused.
-
-    Returns:
-        ``(conn, stale)``: a read-only connection, and the staleness of its projections (None when
-        current), for a command that reports it too (``cost``, ``replay``) without computing it again.
-
-    Raises:
-        ConfigError: no database at the path, the path is not a regular file (``connect``),
-            migrations are pending, or (``refuse_stale``) the projections are stale or part-built
-            (both naming ``ingestd migrate``).
-        MigrationError: the ledger refuses.
-    """
-    path = resolve_db(db_path)
-    if not path.exists():
-        raise ConfigError(f"no database at {path}: run `ingestd ingest` or `ingestd serve` first, or pass --db")
-    conn = connect(path, readonly=True)
-    st = status(conn)
+def _open_to_read(path: Path, *, refuse_stale: bool) -> Opened:
+    """``open_db``'s ``read`` and ``report`` modes."""
+    require_db(path)
+    db = connect(path, readonly=True)
+    st = status(db)
     if st.problems:
         raise MigrationError("; ".join(st.problems), problems=st.problems)
     if st.pending:
         names = ", ".join(f"{p.stem}" for p in st.pending)
         raise ConfigError(f"the database at {path} needs migrations {names}: run `ingestd migrate --db {path}`")
-    stale = stale_projection(conn, path)
+    stale = stale_projection(db, path)
     if stale is not None and refuse_stale and not stale.newer:
-        conn.close()
+        db.close()
         raise ConfigError(f"refused: {stale.message()}", stale=stale.to_json())
     if stale is not None:
         click.echo(f"ingestd: note: {stale.message()}", err=True)
-    return conn, stale
+    return Opened(db, stale=stale)
 
 
 def open_reader(
     db_path: Path | None, store_url: str | None, *, refuse_stale: bool = False
 ) -> tuple[Any, StaleProjection | None]:
     """The connection a report reads: the central store at ``store_url`` (``open_store``, never
-    stale) when given, else the local database (``open_read_db_stale``, ``refuse_stale`` passed
-    on). Same errors as those."""
-    return (open_store(store_url), None) if store_url else open_read_db_stale(db_path, refuse_stale=refuse_stale)
+    stale) when given, else the local database (``open_db``: ``report`` with ``refuse_stale``,
+    else ``read``). Same errors as those."""
+    if store_url:
+        return open_store(store_url), None
+    opened = open_db(db_path, "report" if refuse_stale else "read")
+    return opened.db, opened.stale
 
 
 def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, Any]:
     """``doc`` with ``stale_projection`` (``StaleProjection.to_json``) when ``stale`` (from
-    ``open_read_db_stale``), as ``cost --json`` has it; unchanged otherwise. Mutates ``doc``."""
+    ``open_db``), as ``cost --json`` has it; unchanged otherwise. Mutates ``doc``."""
     if stale is not None:
         doc["stale_projection"] = stale.to_json()
     return doc
 
 
-def reproject_if_stale(conn: apsw.Connection, path: Path) -> int | None:
+def reproject_if_stale(conn: Db, path: Path) -> int | None:
     """``ingestd.projection.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
 
     Returns:

@@ -10,7 +10,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import apsw
 import click
 
 from ingestd.commands._common import (
@@ -31,6 +30,7 @@ from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
 from ingestd.report.words import plural
+from ingestd.store.connection import Db
 from ingestd.store.identity import database_identity
 
 # With the ``reader_process`` setting, a one-shot ingest reads in a second process from this many
@@ -61,7 +61,7 @@ def _human(s: Summary) -> None:
     click.echo(f"elapsed {d['elapsed_s']} s  {d['mb_per_s'] or 0} MB/s")
 
 
-def _warn_clock(conn: apsw.Connection) -> None:
+def _warn_clock(conn: Db) -> None:
     """Say on stderr, loudly, what suggests a wrong clock (``status``'s ``clock`` rows)."""
     from ingestd.report.status import clock_section, clock_warnings  # only ingest's end needs it
 
@@ -86,7 +86,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
     # is locked as soon as it exists (a second shared hold of an existing one costs nothing).
     with identitylock.shared(path):
         try:
-            conn = open_db(path)
+            conn = open_db(path).db
         except OSError as e:
             raise ConfigError(f"cannot open the database: {e}: pass --db PATH") from e
         with identitylock.shared(path), contextlib.closing(conn):
@@ -101,7 +101,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
                 raise ConfigError(f"cannot read the projects root: {e}") from e
 
 
-def _ingest(conn: apsw.Connection, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
+def _ingest(conn: Db, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
     conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
     # read (and fold ahead) in a worker process when there is enough to read: the ``reader_process``

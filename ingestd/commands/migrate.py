@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_current, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, open_db, resolve_db
 from ingestd.core.ledger import Pin
 from ingestd.errors import MigrationError
 from ingestd.store import migrate as mig
@@ -45,7 +45,8 @@ def register(cli: click.Group) -> None:
         # A database projected by older rules is re-projected here too, not only by the next
         # writer: until then cost, sessions and titles would come from the old rules.
         created = not path.exists()  # a mistyped --db makes a new, empty database: say so (breaker6)
-        _conn, done, folded = open_current(path)
+        opened = open_db(path, "migrate")
+        done, folded = list(opened.migrated), opened.reprojected
         if as_json:
             emit_json(
                 {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import orjson
@@ -25,6 +24,7 @@ from ingestd.errors import InputError
 from ingestd.files import MIB, read_capped
 from ingestd.report.words import plural
 from ingestd.store import pricing
+from ingestd.store.connection import Reader
 
 PRICE_FILE_MAX_BYTES = 16 * MIB  # a price list is kilobytes: anything this large is the wrong file
 
@@ -38,7 +38,7 @@ def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.Price
     """Add ``rows`` to the central store at ``store_url`` when given, else to the local database."""
     verified_at = from_epoch_ns(time.time_ns())
     if store_url is None:
-        conn = open_db(db_path)
+        conn = open_db(db_path).db
         _warn_dropped(conn, rows)
         return pricing.add_prices(conn, rows, verified_at=verified_at)
     from ingestd.central import pricing as central_pricing
@@ -48,7 +48,7 @@ def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.Price
     return central_pricing.add_prices(store.conn, rows, verified_at=verified_at)
 
 
-def _warn_dropped(conn: Any, rows: list[pricing.PriceRow]) -> None:
+def _warn_dropped(conn: Reader, rows: list[pricing.PriceRow]) -> None:
     """Warn on stderr of every price dimension a row drops from the row in force before it
     (``pricing.dropped_dimensions``): that usage goes unpriced from the new row on."""
     for line in pricing.dropped_dimensions(conn, rows):

@@ -15,7 +15,6 @@ from ingestd.commands._common import (
     json_option,
     load_settings,
     open_db,
-    open_read_db,
     require_safe_files,
     resolve_db,
     setting_option,
@@ -69,7 +68,7 @@ def prune_cmd(
     # sharing the database could no longer open it); pending migrations are refused as by `sessions`.
     if not dry_run and not only:  # backup retention deletes in the backups directory
         require_safe_files(path, bk.backup_dir_from(settings, path))
-    conn = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
+    conn = open_db(db_path, "read" if dry_run else "update").db
     results, retention = prune_and_retain(
         conn, path, settings, datetime.now(UTC), policy=policy, dry_run=dry_run, backups=not only
     )

@@ -12,7 +12,7 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    open_read_db_stale,
+    open_db,
     resolve_db,
     store_connection,
     store_option,
@@ -82,7 +82,8 @@ def replay_cmd(db_path: Path | None, store_url: str | None, workdir: Path | None
             raise CheckFailed("central replay mismatch in " + ", ".join(outcome.differing))
         return
     path = resolve_db(db_path)
-    conn, stale = open_read_db_stale(path)  # there, and migrated: a log of an older schema is not replayed
+    opened = open_db(path, "read")  # there, and migrated: a log of an older schema is not replayed
+    conn, stale = opened.db, opened.stale
     conn.close()
     if workdir is None and on_read_only_media(path):
         raise ConfigError(
@@ -131,7 +132,7 @@ def _replay_with_bar(path: Path, workdir: Path | None) -> ReplayResult:
 
 def _mismatch_hint(stale: StaleProjection | None) -> str:
     """What a mismatch most likely means and what to run next, given the live projections'
-    staleness as the replay found it when it opened the database (``open_read_db_stale``)."""
+    staleness as the replay found it when it opened the database (``open_db``)."""
     if stale is not None:
         return f"{stale.message()}, then replay again"
     return (

@@ -14,7 +14,6 @@ from ingestd.commands._common import (
     json_option,
     load_settings,
     open_db,
-    open_read_db,
     require_db,
     require_safe_files,
     resolve_db,
@@ -66,7 +65,7 @@ def ship_cmd(
         raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
     where = describe(url)
     # a dry run changes nothing here either: no migration, no re-projection, no identity written
-    local = open_read_db(db_path) if dry_run else open_db(db_path, create=False)
+    local = open_db(db_path, "read" if dry_run else "update").db
     pg = store_connection(url)
     todo = pending(local, pg, sizes=dry_run)
     if dry_run:
@@ -132,7 +131,7 @@ def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
     held = lock.acquire(path)  # DaemonError naming the daemon's pid when one runs
     try:
         with identitylock.exclusive(path):  # DaemonError while an `ingest` runs with the current id
-            conn = open_db(path, create=False)
+            conn = open_db(path, "update").db
             try:
                 done = set_host_id(conn, name)
             finally:

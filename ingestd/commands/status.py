@@ -15,7 +15,7 @@ from ingestd.commands._common import (
     json_option,
     load_settings,
     note_stale,
-    open_read_db_stale,
+    open_db,
     resolve_db,
     store_connection,
     store_option,
@@ -95,7 +95,8 @@ def _local_status(
     """The local database's status document, with the daemon's presence and health (probed with
     its token when one is given), its writers' stalls and the staleness of the projection."""
     path = resolve_db(db_path)
-    conn, stale = open_read_db_stale(db_path)
+    opened = open_db(db_path, "read")
+    conn, stale = opened.db, opened.stale
     now = datetime.now(UTC)
     token = auth.load_token(env_name=token_env, file=token_file, env=dict(os.environ))
     daemon = presence.detect(path, now, token=token).to_json()

@@ -10,14 +10,13 @@ from ingestd.commands._common import (
     db_option,
     emit_json,
     json_option,
-    require_safe_files,
+    open_db,
     resolve_db,
     store_connection,
     store_option,
 )
-from ingestd.errors import CheckFailed, ConfigError
+from ingestd.errors import CheckFailed
 from ingestd.projection.verify import run_checks
-from ingestd.store.connection import connect_for_check
 
 
 def register(cli: click.Group) -> None:
@@ -38,10 +37,7 @@ def register(cli: click.Group) -> None:
             where = describe(store_url)
         else:
             path = resolve_db(db_path)
-            if not path.exists():
-                raise ConfigError(f"no database at {path}: pass --db")
-            require_safe_files(path)  # opened to write: the trigger probe, and the WAL files SQLite makes
-            checks = run_checks(connect_for_check(path))  # a -wal a kill -9 left stays as it is
+            checks = run_checks(open_db(path, "check").db)  # a -wal a kill -9 left stays as it is
             where = str(path)
         failed = [c for c in checks if not c.ok]
         if as_json:

@@ -20,7 +20,7 @@ from ingestd.errors import StorageError
 from ingestd.http.health import Health
 from ingestd.logs import get_logger
 from ingestd.retention.backup import default_backup_dir
-from ingestd.store.connection import connect, require_writable
+from ingestd.store.connection import Db, connect, require_writable
 
 log = get_logger("ingestd.serve")
 
@@ -57,7 +57,7 @@ def check_ship_to(url: str | None) -> None:
         check_url(url)
 
 
-def quick_check(conn: apsw.Connection) -> str | None:
+def quick_check(conn: Db) -> str | None:
     """``PRAGMA quick_check`` on ``conn``: None when it says ok, else its first findings (one line).
 
     Raises:
@@ -95,7 +95,7 @@ async def check_at_start(db_path: Path, health: Health, stop: asyncio.Event) -> 
         conn.close()
 
 
-def report_commits(conn: apsw.Connection, health: Health, part: str) -> apsw.Connection:
+def report_commits(conn: Db, health: Health, part: str) -> Db:
     """``conn`` with a commit hook telling ``health`` that ``part`` made progress (a long pass is not a stall)."""
 
     def committed() -> bool:

@@ -47,7 +47,7 @@ from ingestd.errors import StorageError
 from ingestd.http.health import WRITER, Health
 from ingestd.http.hooks import HookWriter, Released, WriterClosed, WriterOverloaded
 from ingestd.logs import get_logger
-from ingestd.store.connection import storage_errors, write_txn
+from ingestd.store.connection import Db, storage_errors, write_txn
 from ingestd.store.identity import identity_in_txn
 from ingestd.store.writer import Backoff, FoldCache, apply_batch, apply_isolating
 
@@ -57,7 +57,7 @@ log = get_logger("ingestd.committer")
 # Inserts the rows and projects them in ONE ``BEGIN IMMEDIATE`` transaction of its own
 # (``ingestd.store.writer.apply_batch``); returns the number of rows actually inserted
 # (duplicates skipped). On error nothing of the rows remains.
-ApplyFn = Callable[[apsw.Connection, Sequence[NewLogRow]], int]
+ApplyFn = Callable[[Db, Sequence[NewLogRow]], int]
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class _Rows:
 
 @dataclass(slots=True)
 class _Call:
-    fn: Callable[[apsw.Connection], Any]
+    fn: Callable[[Db], Any]
     fut: asyncio.Future[Any]
 
 
@@ -160,7 +160,7 @@ class ThreadWriter:
 
     def __init__(
         self,
-        open_conn: Callable[[], apsw.Connection],
+        open_conn: Callable[[], Db],
         apply: ApplyFn,
         *,
         max_group_rows: int = 4000,
@@ -247,7 +247,7 @@ class ThreadWriter:
 
         return int(await enqueue_and_wait(loop, enqueue, timeout_s, released))
 
-    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+    async def call(self, fn: Callable[[Db], Any]) -> Any:
         """Run ``fn(conn)`` on the writer thread (it manages its own transactions)."""
         assert self._loop is not None
         fut: asyncio.Future[Any] = self._loop.create_future()
@@ -310,7 +310,7 @@ class ThreadWriter:
             with contextlib.suppress(apsw.Error):
                 conn.close()
 
-    def _process(self, conn: apsw.Connection, items: list[Any]) -> None:
+    def _process(self, conn: Db, items: list[Any]) -> None:
         batches = [it for it in items if isinstance(it, _Rows)]
         done: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         if batches:
@@ -325,7 +325,7 @@ class ThreadWriter:
             self._post(done)
 
     def _commit_group(
-        self, conn: apsw.Connection, batches: list[_Rows]
+        self, conn: Db, batches: list[_Rows]
     ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
         t0 = time.perf_counter()
         rows = [r for b in batches for r in b.rows]
@@ -355,7 +355,7 @@ class ThreadWriter:
         # callers only rely on "committed".
         return [(b.fut, inserted, None) for b in batches]
 
-    def _idle_checkpoint(self, conn: apsw.Connection) -> None:
+    def _idle_checkpoint(self, conn: Db) -> None:
         with contextlib.suppress(StorageError), storage_errors():
             conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
 
@@ -373,7 +373,7 @@ def make_apply(*, ctx: Ctx | None = None) -> ApplyFn:
     cache = FoldCache()
     chosen: list[Ctx] = [ctx] if ctx is not None else []
 
-    def store(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+    def store(conn: Db, rows: Sequence[NewLogRow]) -> int:
         if not chosen:
             # Called inside the writer's transaction: the database's identity, so edges
             # the daemon projects match what `ingest` and `replay` project.
@@ -391,7 +391,7 @@ def make_apply(*, ctx: Ctx | None = None) -> ApplyFn:
     return store
 
 
-def store_rows(conn: apsw.Connection, rows: Sequence[NewLogRow]) -> int:
+def store_rows(conn: Db, rows: Sequence[NewLogRow]) -> int:
     """``apply_batch`` without a shared cache (tests, one-off writes); rows inserted."""
     return apply_batch(conn, rows).inserted
 
@@ -402,12 +402,12 @@ PROBE_INTERVAL_S = 2.0
 PROBE_KEY = "ingestd.write_probe"
 
 
-def _insert_and_delete(conn: apsw.Connection) -> None:
+def _insert_and_delete(conn: Db) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '')", (PROBE_KEY,))
     conn.execute("DELETE FROM meta WHERE key = ?", (PROBE_KEY,))
 
 
-def probe(conn: apsw.Connection) -> None:
+def probe(conn: Db) -> None:
     """One committed write on ``conn`` that leaves the database as it was (see the module docstring).
 
     Raises:

@@ -42,8 +42,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import apsw
-
 from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.touch import Ctx
@@ -51,6 +49,7 @@ from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.readfile import Tailing
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
+from ingestd.store.connection import Db
 from ingestd.store.identity import database_identity
 from ingestd.store.stall import NO_REPORT, StallReport
 from ingestd.store.writer import Backoff, FoldCache
@@ -104,7 +103,7 @@ class IngestRunner:
 
     def __init__(
         self,
-        open_conn: Callable[[], apsw.Connection],
+        open_conn: Callable[[], Db],
         roots: Sequence[Path],
         *,
         clock: Callable[[], int] = time.time_ns,
@@ -142,8 +141,8 @@ class IngestRunner:
         self._ctx: Ctx | None = None  # the database's identity, read on the worker thread
         self._first_full_scan = True  # the start-up backfill: its progress is shown (BackfillProgress)
 
-    def _conn(self) -> apsw.Connection:
-        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+    def _conn(self) -> Db:
+        conn: Db | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._open_conn()
             self._local.conn = conn

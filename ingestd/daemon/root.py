@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import apsw
 from aiohttp import web
 
 from ingestd.daemon import checks, hookwriter, jobs, presence
@@ -37,7 +36,7 @@ from ingestd.http.health import Health
 from ingestd.http.hooks import HookWriter
 from ingestd.logs import get_logger
 from ingestd.store import stall
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import WalCheckpointer
 
@@ -50,7 +49,7 @@ STOP = web.AppKey("stop", asyncio.Event)
 CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
 
 
-def _open_write_conn(db_path: Path) -> apsw.Connection:
+def _open_write_conn(db_path: Path) -> Db:
     conn = connect(db_path)
     migrate(conn)
     return conn

@@ -35,7 +35,7 @@ from ingestd.daemon.hookwriter import ApplyFn
 from ingestd.daemon.lifeline import die_with_daemon
 from ingestd.errors import StorageError
 from ingestd.logs import configure, get_logger
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import WalCheckpointer
 
@@ -127,9 +127,7 @@ def _error(e: BaseException) -> tuple[str, str, bool]:
 Groups = list[tuple[int, int]]
 
 
-def _commit(
-    conn: apsw.Connection, apply: ApplyFn, batches: list[tuple[int, list[NewLogRow]]]
-) -> tuple[list[Result], Groups]:
+def _commit(conn: Db, apply: ApplyFn, batches: list[tuple[int, list[NewLogRow]]]) -> tuple[list[Result], Groups]:
     """One transaction for every batch (split one by one when it fails): results and groups."""
     try:
         inserted = apply(conn, [r for _, rows in batches for r in rows])
@@ -147,7 +145,7 @@ def _commit(
     return [(i, True, inserted) for i, _ in batches], [(inserted, len(batches))]
 
 
-def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[list[Result], list[tuple[int, int]]]:
+def process(conn: Db, apply: ApplyFn, items: list[Any]) -> tuple[list[Result], list[tuple[int, int]]]:
     """Apply one drained list of items: the rows in one grouped transaction, then the calls, in order."""
     batches = [(it[1], [from_wire(w) for w in it[2]]) for it in items if it[0] == ROWS]
     results: list[Result] = []
@@ -166,7 +164,7 @@ def process(conn: apsw.Connection, apply: ApplyFn, items: list[Any]) -> tuple[li
     return results, groups
 
 
-def serve_parent(sock: socket.socket, conn: apsw.Connection, apply: ApplyFn, max_group_rows: int) -> None:
+def serve_parent(sock: socket.socket, conn: Db, apply: ApplyFn, max_group_rows: int) -> None:
     """Answer the parent until it says STOP or goes away (everything received is committed first)."""
     reader = FrameReader()
     pending: list[Any] = []
@@ -190,7 +188,7 @@ def serve_parent(sock: socket.socket, conn: apsw.Connection, apply: ApplyFn, max
             return
 
 
-def _open(db_path: str) -> tuple[apsw.Connection, WalCheckpointer]:
+def _open(db_path: str) -> tuple[Db, WalCheckpointer]:
     checkpointer = WalCheckpointer(lambda: connect(Path(db_path)))
     conn = connect(Path(db_path))
     migrate(conn)

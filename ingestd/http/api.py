@@ -34,7 +34,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import apsw
 from aiohttp import web
 
 from ingestd import deepjson
@@ -49,14 +48,14 @@ from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
 from ingestd.report.window import API_NAMES, make_window, resolve_zone
 from ingestd.settings import number_text
-from ingestd.store.connection import connect, scalar
+from ingestd.store.connection import Db, connect, scalar
 
 OPENAPI_PATH = Path(__file__).resolve().parent / "openapi.json"
 READ_DB = web.AppKey("read_db_path", Path)
 HEALTH = web.AppKey("health", Health)
 
 
-def _read(db_path: Path, fn: Callable[[apsw.Connection], dict[str, Any]]) -> dict[str, Any]:
+def _read(db_path: Path, fn: Callable[[Db], dict[str, Any]]) -> dict[str, Any]:
     conn = connect(db_path, readonly=True)
     try:
         return fn(conn)
@@ -94,7 +93,7 @@ def _limit(q: Mapping[str, str]) -> int | None:
     return n
 
 
-async def _run(request: web.Request, build: Callable[[apsw.Connection], dict[str, Any]]) -> web.Response:
+async def _run(request: web.Request, build: Callable[[Db], dict[str, Any]]) -> web.Response:
     db_path = request.app[READ_DB]
     try:
         doc = await asyncio.get_running_loop().run_in_executor(None, _read, db_path, build)
@@ -137,7 +136,7 @@ async def health(request: web.Request) -> web.Response:
     if reasons:
         return error_response(503, "unhealthy", "; ".join(reasons))
 
-    def build(conn: apsw.Connection) -> dict[str, Any]:
+    def build(conn: Db) -> dict[str, Any]:
         version = scalar(conn, "SELECT max(id) FROM schema_version")
         return {"status": "ok", "schema_version": version, "now": format_utc(datetime.now(UTC))}
 
@@ -201,7 +200,7 @@ async def status(request: web.Request) -> web.Response:
 
     describe = request.app[DAEMON_STATE]
 
-    def build(c: apsw.Connection) -> dict[str, Any]:
+    def build(c: Db) -> dict[str, Any]:
         # on the worker thread, like the database reads: the state file is a file read too
         daemon = None if describe is None else describe(now)
         return {**status_report(c, now=now, db_path=db_path, daemon=daemon), "stalls": stalls}

@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import apsw
 import orjson
 from aiohttp import web
 
@@ -48,6 +47,7 @@ from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
+from ingestd.store.connection import Db
 from ingestd.store.logrows import payload_under_key
 
 log = get_logger("ingestd.http")
@@ -78,7 +78,7 @@ class HookWriter(Protocol):
     ) -> int:
         """Commit ``rows``; the number inserted (see ``ThreadWriter.submit``; ``released``: ``wait_committed``)."""
 
-    async def call(self, fn: Callable[[apsw.Connection], Any]) -> Any:
+    async def call(self, fn: Callable[[Db], Any]) -> Any:
         """Run ``fn(conn)`` where the write connection lives."""
 
     def stop(self, timeout_s: float = 30.0) -> None:

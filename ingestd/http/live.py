@@ -39,7 +39,7 @@ from aiohttp import web
 from ingestd.errors import IngestdError
 from ingestd.http.hooks import error_response
 from ingestd.logs import get_logger
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 
 log = get_logger("ingestd.live")
 
@@ -50,7 +50,7 @@ MAX_SESSIONS_LISTED = 50
 RETRY_MS = 1000
 
 
-def _one_int(conn: apsw.Connection, sql: str) -> int:
+def _one_int(conn: Db, sql: str) -> int:
     # fetchall() runs the statement to its end, so this long-lived connection never keeps a read
     # snapshot open between polls (that would pin the WAL and hide later commits).
     value = conn.execute(sql).fetchall()[0][0]
@@ -100,7 +100,7 @@ class ChangeFeed:
         self.log_id = 0
         self.subscribers: set[_Subscriber] = set()
         self.closing = asyncio.Event()
-        self._conn: apsw.Connection | None = None
+        self._conn: Db | None = None
         self._data_version: int | None = None
         self._failing = False
 

@@ -22,11 +22,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import apsw
-
 from ingestd.core.records import NewLogRow
 from ingestd.logs import get_logger
 from ingestd.store import dictionary, payload
+from ingestd.store.connection import Db
 from ingestd.store.dictionary import Pretrained
 from ingestd.store.payload import PLAIN, Codecs, ahead_codecs
 from ingestd.store.payload_blocks import PreBlocks, precompress
@@ -65,7 +64,7 @@ class Ahead:
     here only before the first batch is handed over (the writer is idle then).
     """
 
-    def __init__(self, conn: apsw.Connection) -> None:
+    def __init__(self, conn: Db) -> None:
         self.conn = conn
         # the compressor used on this thread: a copy of the writer's current codec, or of the
         # dictionary trained here for the first batch

@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.revision import INGEST_REVISION
@@ -29,7 +27,7 @@ from ingestd.ingest.summary import Summary
 from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
 from ingestd.projection.rebuild import reproject_sessions
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 from ingestd.store.walcheckpoint import WAL_PAGES, WalCheckpointer
 
 log = get_logger("ingestd.ingest")
@@ -46,7 +44,7 @@ PIPELINE_BATCH_ROWS = 4000
 
 
 def ingest_roots(
-    conn: apsw.Connection,
+    conn: Db,
     roots: Sequence[Path],
     *,
     now: str,
@@ -110,7 +108,7 @@ def ingest_roots(
 
 def _read_all(
     b: Batcher,
-    conn: apsw.Connection,
+    conn: Db,
     plans: Sequence[Plan],
     now: str,
     progress: Progress | None,
@@ -142,14 +140,14 @@ def _read_all(
         log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
 
 
-def _smaller_cache(conn: apsw.Connection) -> int:
+def _smaller_cache(conn: Db) -> int:
     """Set ``conn``'s page cache to ``READER_CACHE_KIB``; return its ``PRAGMA cache_size`` before."""
     was: Any = conn.execute("PRAGMA cache_size").fetchall()[0][0]
     conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
     return int(was)
 
 
-def _first_id(conn: apsw.Connection) -> int | None:
+def _first_id(conn: Db) -> int | None:
     """The log id a reader process folds its first batch under: 1 when the log is empty (every
     session starts from nothing, as the worker's states do), else None (it does not fold ahead).
     The writer checks every batch's ids (``writer.Prefold``): a concurrent writer is caught there."""
@@ -161,7 +159,7 @@ def _batch_rows(b: Batcher) -> int:
     return PIPELINE_BATCH_ROWS if b.batch_rows == BATCH_ROWS else b.batch_rows
 
 
-def _pipelined(b: Batcher, conn: apsw.Connection) -> WalCheckpointer | None:
+def _pipelined(b: Batcher, conn: Db) -> WalCheckpointer | None:
     """Make ``b`` hand its batches to one writer thread (``PIPELINE_BATCH_ROWS`` unless the caller
     chose a batch size) and start the WAL checkpointer thread; returns it, to be stopped."""
     b.batch_rows = _batch_rows(b)
@@ -169,7 +167,7 @@ def _pipelined(b: Batcher, conn: apsw.Connection) -> WalCheckpointer | None:
     return _checkpointer(conn)
 
 
-def _totals(conn: apsw.Connection, summary: Summary) -> None:
+def _totals(conn: Db, summary: Summary) -> None:
     """Fill the summary's counts over the projections (sessions, agents, messages, quarantine)."""
     summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
     summary.agents = _count(conn, "SELECT count(*) FROM agents")
@@ -179,7 +177,7 @@ def _totals(conn: apsw.Connection, summary: Summary) -> None:
     }
 
 
-def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
+def _checkpointer(conn: Db) -> WalCheckpointer | None:
     """WAL checkpoints on a thread of their own while a pipelined ingest writes (None for a memory db).
 
     SQLite's automatic checkpoint copies the WAL into the database inside the ``COMMIT`` that
@@ -197,7 +195,7 @@ def _checkpointer(conn: apsw.Connection) -> WalCheckpointer | None:
 
 def _plan(
     b: Batcher,
-    conn: apsw.Connection,
+    conn: Db,
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
     on_total: Callable[[int], None] | None,
@@ -249,7 +247,7 @@ _CHECKPOINT_COLUMNS = (
 )
 
 
-def _checkpoints(conn: apsw.Connection, root_s: str, origins: Sequence[str] | None) -> dict[Any, tuple[Any, ...]]:
+def _checkpoints(conn: Db, root_s: str, origins: Sequence[str] | None) -> dict[Any, tuple[Any, ...]]:
     """origin -> checkpoint columns, for the whole root (``origins`` None) or just these origins."""
     if origins is None:
         return {r[0]: tuple(r[1:]) for r in conn.execute(_CHECKPOINT_COLUMNS, (root_s,))}
@@ -260,11 +258,11 @@ def _checkpoints(conn: apsw.Connection, root_s: str, origins: Sequence[str] | No
     return out
 
 
-def _session_ids(conn: apsw.Connection) -> set[str]:
+def _session_ids(conn: Db) -> set[str]:
     return {str(r[0]) for r in conn.execute("SELECT id FROM sessions")}
 
 
-def _trusted(conn: apsw.Connection, origin: str, cp: tuple[Any, ...], known: set[str] | None) -> bool:
+def _trusted(conn: Db, origin: str, cp: tuple[Any, ...], known: set[str] | None) -> bool:
     """Whether an unchanged file's checkpoint may skip it (SPEC §7).
 
     "A checkpoint is trusted only while the session it stands for still exists": the
@@ -304,7 +302,7 @@ _SESSIONS_OF_ORIGIN = (
 )
 
 
-def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher) -> None:
+def _restore_sessions(conn: Db, origins: Sequence[str], b: Batcher) -> None:
     """Re-project the sessions of re-read files that still have no ``sessions`` row.
 
     The re-read appended nothing when the log already held the file's lines (same keys), so
@@ -325,6 +323,6 @@ def _restore_sessions(conn: apsw.Connection, origins: Sequence[str], b: Batcher)
         log.info("sessions_reprojected", sessions=len(missing), rows=n)
 
 
-def _count(conn: apsw.Connection, sql: str) -> int:
+def _count(conn: Db, sql: str) -> int:
     v: Any = conn.execute(sql).fetchall()[0][0]
     return int(v)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
 import orjson
 
 from ingestd.core.decode import UNDECODABLE, decode_line
@@ -29,6 +28,7 @@ from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.scan import Found
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
+from ingestd.store.connection import Db
 from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.writer import Backoff, FoldCache, Prefold, apply_isolating
 
@@ -97,7 +97,7 @@ class Batcher:
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Db,
         ctx: Ctx,
         summary: Summary,
         batch_rows: int,

@@ -12,9 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, storage_errors
 
 # (table, primary key columns): every projection, checkpoints excluded (SPEC §9).
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -85,7 +83,7 @@ def _jsonable(d: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: (v.hex() if isinstance(v, bytes) else v) for k, v in d.items()}
 
 
-def columns(conn: apsw.Connection, table: str) -> tuple[str, ...]:
+def columns(conn: Db, table: str) -> tuple[str, ...]:
     """The table's compared columns in declaration order (empty when the table does not exist). Read-only.
 
     Arrival-order surrogate ids (``ARRIVAL_IDS``) are left out.
@@ -94,14 +92,14 @@ def columns(conn: apsw.Connection, table: str) -> tuple[str, ...]:
     return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})") if str(r[1]) not in skip)
 
 
-def _rows(conn: apsw.Connection, table: str, cols: Sequence[str], pk: Sequence[str]) -> Iterator[Row]:
+def _rows(conn: Db, table: str, cols: Sequence[str], pk: Sequence[str]) -> Iterator[Row]:
     sel = ", ".join(f'"{c}"' for c in cols)
     order = ", ".join(f'"{c}"' for c in pk)
     with storage_errors():
         yield from conn.execute(f'SELECT {sel} FROM "{table}" ORDER BY {order}')
 
 
-def canonical_rows(conn: apsw.Connection, table: str) -> list[Row]:
+def canonical_rows(conn: Db, table: str) -> list[Row]:
     """Every row of a projection table as replay compares it: compared columns, primary-key order.
 
     Materialises the table: for tests and small databases (``dump`` streams).
@@ -115,7 +113,7 @@ def encode(row: Row) -> bytes:
     return repr(row).encode("utf-8", "surrogatepass") + b"\n"
 
 
-def dump(conn: apsw.Connection, table: str, pk: Sequence[str], on_rows: Callable[[int], None] | None = None) -> Dump:
+def dump(conn: Db, table: str, pk: Sequence[str], on_rows: Callable[[int], None] | None = None) -> Dump:
     """Stream ``table`` in primary-key order into a digest. Read-only; bounded memory."""
     cols = columns(conn, table)
     h = hashlib.blake2b(digest_size=16)
@@ -145,9 +143,7 @@ def _sort_key(values: Row) -> tuple[tuple[int, Any], ...]:
     return tuple(one(v) for v in values)
 
 
-def first_differences(
-    left: apsw.Connection, right: apsw.Connection, table: str, pk: Sequence[str], limit: int = MAX_DIFFS
-) -> list[Difference]:
+def first_differences(left: Db, right: Db, table: str, pk: Sequence[str], limit: int = MAX_DIFFS) -> list[Difference]:
     """Merge-walk both tables in primary-key order; the first ``limit`` differing rows. Read-only."""
     lcols, rcols = columns(left, table), columns(right, table)
     if lcols != rcols:
@@ -218,7 +214,7 @@ class Comparison:
 
 
 def compare(
-    conns: Sequence[tuple[str, apsw.Connection]],
+    conns: Sequence[tuple[str, Db]],
     tables: Sequence[tuple[str, tuple[str, ...]]] = TABLES,
     *,
     limit: int = MAX_DIFFS,

@@ -11,7 +11,6 @@ import itertools
 import time
 from collections.abc import Iterable
 
-import apsw
 import orjson
 
 from ingestd.core.projector import given
@@ -19,7 +18,7 @@ from ingestd.core.records import LogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import Db, write_txn
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.watchdog_pass import clock_bound, effective_window, newest_before, reference, watchdog_pass
@@ -38,7 +37,7 @@ def _order_sql(origin_order: str) -> str:
     raise ValueError(f"origin_order must be one of {ORDERS}")
 
 
-def logged_window(src: apsw.Connection) -> int | None:
+def logged_window(src: Db) -> int | None:
     """The watchdog window the newest ``watchdog`` row of ``src``'s log records, else None. Read-only.
 
     Scans the log (no index on event_type): a rebuild reads all of it anyway.
@@ -52,7 +51,7 @@ def logged_window(src: apsw.Connection) -> int | None:
     return None
 
 
-def isolated_ids(src: apsw.Connection) -> set[int]:
+def isolated_ids(src: Db) -> set[int]:
     """Log ids of the rows the database refused to project live, from their ``quarantine``
     marker rows (``ingestd.store.writer``): a rebuild does not fold them either. Read-only."""
     out: set[int] = set()
@@ -69,8 +68,8 @@ def isolated_ids(src: apsw.Connection) -> set[int]:
 
 
 def rebuild_projections(
-    src: apsw.Connection,
-    dst: apsw.Connection,
+    src: Db,
+    dst: Db,
     *,
     batch_size: int = 5000,
     origin_order: str = "log",
@@ -131,22 +130,22 @@ def rebuild_projections(
     return total
 
 
-def _batches(src: apsw.Connection, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
+def _batches(src: Db, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
     """The session's log rows in ``order``, ``batch_size`` at a time, isolated ones (``skip``) left out."""
     cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
     while batch := [row_from_db(src, r) for r in itertools.islice(cur, batch_size)]:
         yield [r for r in batch if r.id not in skip] if skip else batch
 
 
-def _all_rows(src: apsw.Connection, sid: str, skip: set[int]) -> list[LogRow]:
+def _all_rows(src: Db, sid: str, skip: set[int]) -> list[LogRow]:
     """Every log row of the session by id, isolated ones (``skip``) left out: a refold's history."""
     cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY id", (sid,))
     return [r for r in (row_from_db(src, x) for x in cur) if r.id not in skip]
 
 
 def _flush(
-    src: apsw.Connection,
-    dst: apsw.Connection,
+    src: Db,
+    dst: Db,
     states: dict[str, SessionState],
     pending: list[SessionWork],
     ctx: Ctx,
@@ -156,7 +155,7 @@ def _flush(
 
 
 def reproject_sessions(
-    conn: apsw.Connection,
+    conn: Db,
     sids: Iterable[str],
     *,
     ctx: Ctx | None = None,
@@ -186,7 +185,7 @@ def reproject_sessions(
     ctx = ctx or Ctx()
     folded = 0
 
-    def run(c: apsw.Connection) -> None:
+    def run(c: Db) -> None:
         nonlocal folded
         states: dict[str, SessionState] = {}
         work: list[SessionWork] = []

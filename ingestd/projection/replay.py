@@ -35,6 +35,7 @@ from ingestd.projection.dump import TABLES, Comparison, compare
 from ingestd.retention.backup import copy_database
 from ingestd.store import pruned
 from ingestd.store.connection import (
+    Db,
     connect,
     connect_for_check,
     on_read_only_media,
@@ -56,15 +57,13 @@ PARALLEL_MIN_ROWS = 5000
 class Rebuilder(Protocol):
     """``rebuild_projections(src, dst, *, batch_size, origin_order)`` (the ingestion side)."""
 
-    def __call__(
-        self, src: apsw.Connection, dst: apsw.Connection, /, *, batch_size: int, origin_order: str
-    ) -> object: ...
+    def __call__(self, src: Db, dst: Db, /, *, batch_size: int, origin_order: str) -> object: ...
 
 
-def _scratch_db(path: Path) -> apsw.Connection:
+def _scratch_db(path: Path) -> Db:
     """A fresh, migrated database for a rebuild. Durability is irrelevant here: it is thrown away."""
     try:
-        conn = apsw.Connection(str(path))
+        conn = Db(str(path))
         conn.execute("PRAGMA journal_mode=MEMORY")
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -74,7 +73,7 @@ def _scratch_db(path: Path) -> apsw.Connection:
     return conn
 
 
-def _copy_prices(src: apsw.Connection, dst: apsw.Connection) -> None:
+def _copy_prices(src: Db, dst: Db) -> None:
     """Make ``dst``'s price rows exactly the source's (operator rows included), every column of them:
     the price dimensions (long-context threshold and rates, speed multipliers, web search fee) decide
     the rollup's tier and the cost as much as the five rates do."""
@@ -84,16 +83,14 @@ def _copy_prices(src: apsw.Connection, dst: apsw.Connection) -> None:
     names = ", ".join(cols)
     rows = src.execute(f"SELECT {names} FROM model_pricing").fetchall()
 
-    def body(c: apsw.Connection) -> None:
+    def body(c: Db) -> None:
         c.execute("DELETE FROM model_pricing")
         c.executemany(f"INSERT INTO model_pricing ({names}) VALUES ({', '.join('?' * len(cols))})", rows)
 
     write_txn(dst, body)
 
 
-def rebuild_into(
-    src: apsw.Connection, dst: apsw.Connection, rebuilder: Rebuilder, *, batch_size: int, origin_order: str
-) -> int:
+def rebuild_into(src: Db, dst: Db, rebuilder: Rebuilder, *, batch_size: int, origin_order: str) -> int:
     """Prices, then the projections from ``src``'s log, then prune receipts, into ``dst``.
 
     Returns:
@@ -107,7 +104,7 @@ def rebuild_into(
     return write_txn(dst, lambda c: pruned.apply_receipts(c, recs))
 
 
-def live_ctx(conn: apsw.Connection) -> tuple[str, str] | None:
+def live_ctx(conn: Db) -> tuple[str, str] | None:
     """The ``(instance, host_id)`` the live projector stamped on edges, so a rebuild stamps the same.
 
     ``meta`` keys ``instance`` and ``host_id`` when present; else the most common pair on the live
@@ -129,7 +126,7 @@ def default_rebuilder(ctx: tuple[str, str] | None = None) -> Rebuilder:
 
     the_ctx = Ctx(instance=ctx[0], host_id=ctx[1]) if ctx is not None else Ctx()
 
-    def run(src: apsw.Connection, dst: apsw.Connection, *, batch_size: int, origin_order: str) -> object:
+    def run(src: Db, dst: Db, *, batch_size: int, origin_order: str) -> object:
         return rebuild_projections(src, dst, batch_size=batch_size, origin_order=origin_order, ctx=the_ctx)
 
     return run
@@ -157,7 +154,7 @@ def _rebuild_file(
     Runs at ``REBUILD_NICE`` (side effect on the calling process)."""
     _yield_to_daemon()
     t = time.monotonic()
-    src = apsw.Connection(snapshot, flags=apsw.SQLITE_OPEN_READONLY)
+    src = Db(snapshot, flags=apsw.SQLITE_OPEN_READONLY)
     dst = _scratch_db(Path(dst_path))
     try:
         rebuild_into(src, dst, default_rebuilder(ctx), batch_size=batch_size, origin_order=origin_order)
@@ -257,7 +254,7 @@ class _Run:
     tmp: Path
     on_phase: Callable[[str], None] | None
     elapsed: dict[str, float] = field(default_factory=dict)
-    opened: list[apsw.Connection] = field(default_factory=list)
+    opened: list[Db] = field(default_factory=list)
 
     def phase(self, name: str) -> float:
         """Announce a phase; its start time."""
@@ -265,7 +262,7 @@ class _Run:
             self.on_phase(name)
         return time.monotonic()
 
-    def snapshot(self, db_path: Path) -> apsw.Connection:
+    def snapshot(self, db_path: Path) -> Db:
         """Copy the live database (backup API) and open the copy read-only."""
         t = self.phase("snapshot")
         # read only on a mounted backup; else a -wal a kill -9 left stays as it is
@@ -274,12 +271,12 @@ class _Run:
             copy_database(live_conn, self.tmp / "snapshot.db")
         finally:
             live_conn.close()
-        snap = apsw.Connection(str(self.tmp / "snapshot.db"), flags=apsw.SQLITE_OPEN_READONLY)
+        snap = Db(str(self.tmp / "snapshot.db"), flags=apsw.SQLITE_OPEN_READONLY)
         self.opened.append(snap)
         self.elapsed["snapshot"] = time.monotonic() - t
         return snap
 
-    def rebuild_parallel(self, snap: apsw.Connection, plan: Plan) -> list[tuple[str, apsw.Connection]]:
+    def rebuild_parallel(self, snap: Db, plan: Plan) -> list[tuple[str, Db]]:
         """The default rebuilds, independent and CPU-bound (the projector is Python): one process each."""
         t = self.phase("rebuild replay_a and replay_b (two processes)")
         ctx = live_ctx(snap)
@@ -295,12 +292,12 @@ class _Run:
         self.elapsed["rebuild_wall"] = time.monotonic() - t
         sides = []
         for name, _, _ in plan:
-            dst = apsw.Connection(str(self.tmp / f"{name}.db"), flags=apsw.SQLITE_OPEN_READONLY)
+            dst = Db(str(self.tmp / f"{name}.db"), flags=apsw.SQLITE_OPEN_READONLY)
             self.opened.append(dst)
             sides.append((name, dst))
         return sides
 
-    def rebuild_serial(self, snap: apsw.Connection, plan: Plan, build: Rebuilder) -> list[tuple[str, apsw.Connection]]:
+    def rebuild_serial(self, snap: Db, plan: Plan, build: Rebuilder) -> list[tuple[str, Db]]:
         """The rebuilds one after the other in this process, with ``build``."""
         sides = []
         for name, size, order in plan:

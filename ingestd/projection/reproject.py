@@ -23,12 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import apsw
-
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import MigrationError
 from ingestd.store import pruned
-from ingestd.store.connection import connect, write_txn
+from ingestd.store.connection import Db, connect, write_txn
 
 if TYPE_CHECKING:
     from ingestd.core.touch import Ctx
@@ -49,7 +47,7 @@ PROJECTION_TABLES = (
 
 
 def ensure_current(
-    conn: apsw.Connection,
+    conn: Db,
     db_path: Path,
     *,
     ctx: Ctx,
@@ -88,7 +86,7 @@ def ensure_current(
     return folded
 
 
-def _reproject(conn: apsw.Connection, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | None) -> int:
+def _reproject(conn: Db, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | None) -> int:
     """Mark the re-projection, clear every projection table, rebuild them from the log of
     ``db_path`` (read through a second, read-only connection) and re-apply the prune receipts;
     the number of log rows folded."""
@@ -98,7 +96,7 @@ def _reproject(conn: apsw.Connection, db_path: Path, *, ctx: Ctx, watchdog_windo
 
     window_s = WATCHDOG_WINDOW_S if watchdog_window_s is None else watchdog_window_s
 
-    def clear(c: apsw.Connection) -> None:
+    def clear(c: Db) -> None:
         c.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (REPROJECTING, str(PROJECTION_REVISION)),
@@ -118,7 +116,7 @@ def _reproject(conn: apsw.Connection, db_path: Path, *, ctx: Ctx, watchdog_windo
     return folded
 
 
-def _record_current(c: apsw.Connection) -> None:
+def _record_current(c: Db) -> None:
     """Record this ingestd's projection revision and drop the re-projection marker."""
     c.execute(
         "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
@@ -195,13 +193,13 @@ REPROJECTING = "reprojecting"
 the revision (``ingestd.projection.reproject``): present, a re-projection was interrupted (Ctrl-C)."""
 
 
-def stored_revision(conn: apsw.Connection) -> str | None:
+def stored_revision(conn: Db) -> str | None:
     """``meta.projection_revision``, or None. Read-only."""
     rows = conn.execute("SELECT value FROM meta WHERE key = 'projection_revision'").fetchall()
     return str(rows[0][0]) if rows else None
 
 
-def stale_projection(conn: apsw.Connection, db_path: Path | str) -> StaleProjection | None:
+def stale_projection(conn: Db, db_path: Path | str) -> StaleProjection | None:
     """The staleness of ``conn``'s projections, or None when they are current. Read-only.
 
     A database whose log is empty has nothing projected, so it is never stale. Nor is one with no

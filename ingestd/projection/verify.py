@@ -23,7 +23,7 @@ from ingestd.store import migrate as mig
 from ingestd.store import payload_blocks as blocks
 from ingestd.store import payload_open as opened
 from ingestd.store import pruned, rollup
-from ingestd.store.connection import translate
+from ingestd.store.connection import Db, translate
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.pricing import MAX_USD_PER_MTOK
 
@@ -66,7 +66,7 @@ class Check:
         return {"name": self.name, "ok": self.ok, "details": list(self.details)}
 
 
-def check_ledger(conn: apsw.Connection) -> Check:
+def check_ledger(conn: Db) -> Check:
     """Migration files and recorded checksums match their pins; nothing pending. Read-only."""
     st = mig.status(conn)
     problems = list(st.problems)
@@ -77,7 +77,7 @@ def check_ledger(conn: apsw.Connection) -> Check:
     return Check("ledger", not problems, problems or ok_detail)
 
 
-def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], what: str) -> str | None:
+def _expect_abort(conn: Db, sql: str, params: tuple[object, ...], what: str) -> str | None:
     """Run ``sql`` inside a savepoint that is always rolled back; None when a trigger aborted it."""
     conn.execute("SAVEPOINT verify_probe")
     try:
@@ -92,7 +92,7 @@ def _expect_abort(conn: apsw.Connection, sql: str, params: tuple[object, ...], w
     return f"{what} was NOT refused: the append-only trigger is missing or broken"
 
 
-def _block_probes(conn: apsw.Connection) -> list[tuple[str, tuple[object, ...], str]]:
+def _block_probes(conn: Db) -> list[tuple[str, tuple[object, ...], str]]:
     """The UPDATE and DELETE to refuse on ``payload_blocks`` (migration 0016) and ``payload_sealed``
     (0019), on probe rows inserted in the caller's transaction (rolled back); none for a table
     the database does not have."""
@@ -113,7 +113,7 @@ def _block_probes(conn: apsw.Connection) -> list[tuple[str, tuple[object, ...], 
     return probes
 
 
-def check_append_only(conn: apsw.Connection) -> Check:
+def check_append_only(conn: Db) -> Check:
     """The append-only triggers exist and abort an UPDATE and a DELETE. Changes nothing (always rolled back).
 
     The probes run in one ``BEGIN IMMEDIATE`` transaction: it waits (busy timeout) for a writer's
@@ -173,14 +173,14 @@ def check_append_only(conn: apsw.Connection) -> Check:
     )
 
 
-def check_rollup(conn: apsw.Connection) -> Check:
+def check_rollup(conn: Db) -> Check:
     """``token_usage_rollup`` equals the grouped scan of ``token_usage``. Read-only."""
     diffs = rollup.differences(conn, limit=MAX_DETAILS)
     n = conn.execute("SELECT count(*) FROM token_usage_rollup").fetchall()[0][0]
     return Check("rollup", not diffs, diffs or [f"{n} rollup rows equal the scan"])
 
 
-def check_foreign_keys(conn: apsw.Connection) -> Check:
+def check_foreign_keys(conn: Db) -> Check:
     """``PRAGMA foreign_key_check`` finds nothing. Read-only."""
     problems = []
     for table, rowid, parent, fkid in conn.execute("PRAGMA foreign_key_check"):
@@ -190,14 +190,14 @@ def check_foreign_keys(conn: apsw.Connection) -> Check:
     return Check("foreign_keys", not problems, problems or ["no dangling references"])
 
 
-def check_integrity(conn: apsw.Connection) -> Check:
+def check_integrity(conn: Db) -> Check:
     """``PRAGMA integrity_check`` says ok. Read-only."""
     rows = [r[0] for r in conn.execute(f"PRAGMA integrity_check({MAX_DETAILS})")]
     ok = rows == ["ok"]
     return Check("integrity", ok, ["ok"] if ok else rows)
 
 
-def check_usage_in_log(conn: apsw.Connection) -> Check:
+def check_usage_in_log(conn: Db) -> Check:
     """Every ``token_usage.message_id`` occurs in some log payload. Read-only.
 
     A full scan of the log (bounded memory: the set of distinct message ids, then one pass over
@@ -226,7 +226,7 @@ def check_usage_in_log(conn: apsw.Connection) -> Check:
     return Check("usage_in_log", not missing, details or [f"{total} messages found in the log"])
 
 
-def check_pruned(conn: apsw.Connection) -> Check:
+def check_pruned(conn: Db) -> Check:
     """No projection row is one a prune receipt covers (``ingestd.store.pruned``): what prune
     removed did not come back. Indexed range reads; read-only."""
     found = pruned.covered(conn, MAX_DETAILS)
@@ -234,7 +234,7 @@ def check_pruned(conn: apsw.Connection) -> Check:
     return Check("pruned", not found, found or [f"no row older than the cutoffs of {n} prune receipts"])
 
 
-def check_payloads(conn: apsw.Connection) -> Check:
+def check_payloads(conn: Db) -> Check:
     """Every log payload decodes with a codec its database holds (migration 0013). Read-only.
 
     A full scan of the log, each row decoded as every reader decodes it
@@ -258,7 +258,7 @@ def check_payloads(conn: apsw.Connection) -> Check:
     return Check("payloads", not problems, problems or [f"every payload decodes ({spread})"])
 
 
-def check_projection(conn: apsw.Connection) -> Check:
+def check_projection(conn: Db) -> Check:
     """The projections were computed under this build's projector rules (``meta.projection_revision``).
 
     Stale projections disagree with a replay and report old figures (cost, titles); the finding
@@ -270,7 +270,7 @@ def check_projection(conn: apsw.Connection) -> Check:
     return Check("projection", False, [stale.message()])
 
 
-def check_prices(conn: apsw.Connection) -> Check:
+def check_prices(conn: Db) -> Check:
     """Every rate is a finite number from 0 to ``MAX_USD_PER_MTOK`` (an infinite rate makes every cost infinite)."""
     bad = [
         f"model_pricing {m} {b} from {e}: usd_per_mtok {r!r} is not a rate"
@@ -280,7 +280,7 @@ def check_prices(conn: apsw.Connection) -> Check:
     return Check("prices", not bad, bad[:MAX_DETAILS] or ["every rate is finite"])
 
 
-CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
+CHECKS: tuple[tuple[str, Callable[[Db], Check]], ...] = (
     ("ledger", check_ledger),
     ("append_only", check_append_only),
     ("rollup", check_rollup),
@@ -294,7 +294,7 @@ CHECKS: tuple[tuple[str, Callable[[apsw.Connection], Check]], ...] = (
 )
 
 
-def run_checks(conn: apsw.Connection) -> list[Check]:
+def run_checks(conn: Db) -> list[Check]:
     """Run every check; a check that errors is a failed check naming the error. Changes no data.
 
     Args:

@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import apsw
-
 from ingestd.errors import InputError
 from ingestd.report.usage import Usage, load_rates
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, Reader, storage_errors
 from ingestd.store.rollup import RATE_SQL, TIER_SQL
 
 GROUPINGS = ("day", "model", "session", "project", "agent", "host")
@@ -38,7 +36,7 @@ _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
 }
 
 
-def host_expr(conn: Any, alias: str) -> str:
+def host_expr(conn: Reader, alias: str) -> str:
     """The host of a usage row: its ``host_id`` column in the central store (team mode, SPEC §13);
     in a local database, the database's own ``meta.host_id`` (one machine, one host)."""
     if getattr(conn, "central", False):
@@ -46,7 +44,7 @@ def host_expr(conn: Any, alias: str) -> str:
     return "COALESCE((SELECT value FROM meta WHERE key = 'host_id'), '')"
 
 
-def check_host(conn: Any, host: str) -> None:
+def check_host(conn: Reader, host: str) -> None:
     """Refuse a ``--host`` no usage can have: the central store's ``hosts`` (team mode), else this
     database's own ``meta.host_id``. Read-only.
 
@@ -65,7 +63,7 @@ def check_host(conn: Any, host: str) -> None:
         )
 
 
-def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
+def _rollup_rows(conn: Db, by: str | None, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
     key, source = (host_expr(conn, "r"), "token_usage_rollup r") if by == "host" else _ROLLUP_KEYS[by]
     where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
     if host is not None:
@@ -82,7 +80,7 @@ def _rollup_rows(conn: apsw.Connection, by: str | None, window: Window, host: st
     return rows if key else (("", *r) for r in rows)
 
 
-def _agent_rows(conn: apsw.Connection, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
+def _agent_rows(conn: Db, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
     where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
     if host is not None:
         where.append(f"{host_expr(conn, 't')} = ?")
@@ -96,7 +94,7 @@ def _agent_rows(conn: apsw.Connection, window: Window, host: str | None) -> Iter
     return conn.execute(sql, tuple(params))
 
 
-def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+def _describe_sessions(conn: Db, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
     out: dict[str, tuple[str | None, str | None]] = {}
     for sid in ids:
         for r in conn.execute("SELECT project_path, started_at FROM sessions WHERE id = ?", (sid,)):
@@ -104,9 +102,7 @@ def _describe_sessions(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, t
     return out
 
 
-def _describe_agents(
-    conn: apsw.Connection, keys: Iterable[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[str, str | None]]:
+def _describe_agents(conn: Db, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str | None]]:
     """(type, subagent_type) of each agent, keyed by (session_id, agent_id) (SPEC §4.2): one query
     per session, not per agent."""
     wanted = set(keys)
@@ -120,9 +116,7 @@ def _describe_agents(
     return out
 
 
-def cost_report(
-    conn: apsw.Connection, *, by: str | None, window: Window, zone: Zone, host: str | None = None
-) -> dict[str, Any]:
+def cost_report(conn: Db, *, by: str | None, window: Window, zone: Zone, host: str | None = None) -> dict[str, Any]:
     """Cost totals, optionally grouped. Read-only.
 
     Args:
@@ -179,7 +173,7 @@ def cost_report(
     }
 
 
-def _shape_rows(conn: apsw.Connection, by: str, groups: dict[str, Usage]) -> list[dict[str, Any]]:
+def _shape_rows(conn: Db, by: str, groups: dict[str, Usage]) -> list[dict[str, Any]]:
     order = sorted(groups) if by == "day" else sorted(groups, key=lambda k: (-groups[k].cost_usd, -groups[k].tokens, k))
     out: list[dict[str, Any]] = []
     sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups}) if by in ("session", "agent") else {}

@@ -9,12 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from ingestd.errors import InputError
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.report.window import Window, range_clauses
-from ingestd.store.connection import scalar, storage_errors
+from ingestd.store.connection import Db, scalar, storage_errors
 
 _COLUMNS = (
     "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
@@ -25,7 +23,7 @@ _COLUMNS = (
 SQLITE_MAX_INT = (1 << 63) - 1
 
 
-def session_usage(conn: apsw.Connection, session_id: str, rates: RateTable) -> Usage:
+def session_usage(conn: Db, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
     u = Usage()
     for model, bucket, rate_key, tier, speed, tokens, rows, searches in conn.execute(
@@ -37,7 +35,7 @@ def session_usage(conn: apsw.Connection, session_id: str, rates: RateTable) -> U
     return u
 
 
-def session_row(conn: apsw.Connection, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any]:
+def session_row(conn: Db, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any]:
     """Shape one ``sessions`` row (selected with ``_COLUMNS``) with its agents and usage."""
     sid = r[0]
     agents: dict[str, int] = {
@@ -100,7 +98,7 @@ class Narrow:
         return where, params
 
 
-def projects_report(conn: apsw.Connection) -> dict[str, Any]:
+def projects_report(conn: Db) -> dict[str, Any]:
     """Every project with sessions, by name: ``{"projects": [{"project", "sessions"}]}``; ``project`` is
     the real path, or the folder name of sessions with none (``Narrow.project_is`` takes it). Read-only."""
     with storage_errors():
@@ -112,7 +110,7 @@ def projects_report(conn: apsw.Connection) -> dict[str, Any]:
 
 
 def sessions_report(
-    conn: apsw.Connection,
+    conn: Db,
     *,
     window: Window,
     project: str | None = None,

@@ -12,23 +12,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.validate import FUTURE_DETAIL
 from ingestd.report.usage import Usage
-from ingestd.store.connection import scalar, storage_errors
+from ingestd.store.connection import Db, scalar, storage_errors
 from ingestd.store.identity import shipped_through, stored_identity
 from ingestd.store.watchdog_pass import effective_window
 
 ACTIVE_STATUSES = ("working", "waiting")
 
 
-def _counts(conn: apsw.Connection, sql: str) -> dict[str, int]:
+def _counts(conn: Db, sql: str) -> dict[str, int]:
     return {str(k): int(n) for k, n in conn.execute(sql)}
 
 
-def _schema(conn: apsw.Connection) -> dict[str, Any]:
+def _schema(conn: Db) -> dict[str, Any]:
     has_ledger = scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'")
     if not has_ledger:
         return {"version": None, "name": None, "applied_at": None}
@@ -38,7 +36,7 @@ def _schema(conn: apsw.Connection) -> dict[str, Any]:
     return {"version": row[0][0], "name": row[0][1], "applied_at": row[0][2]}
 
 
-def _database(conn: apsw.Connection, db_path: Path | None) -> dict[str, Any]:
+def _database(conn: Db, db_path: Path | None) -> dict[str, Any]:
     page_size = int(scalar(conn, "PRAGMA page_size") or 0)
     pages = int(scalar(conn, "PRAGMA page_count") or 0)
     free = int(scalar(conn, "PRAGMA freelist_count") or 0)
@@ -54,7 +52,7 @@ def _database(conn: apsw.Connection, db_path: Path | None) -> dict[str, Any]:
     return out
 
 
-def _tail(conn: apsw.Connection, now: datetime, last_ingest: str | None, stat_files: bool) -> dict[str, Any]:
+def _tail(conn: Db, now: datetime, last_ingest: str | None, stat_files: bool) -> dict[str, Any]:
     files = 0
     behind_recorded = 0
     behind_now = 0
@@ -88,7 +86,7 @@ def _tail(conn: apsw.Connection, now: datetime, last_ingest: str | None, stat_fi
 QUARANTINE_LISTED = 20  # the newest records listed; the counts cover all of them
 
 
-def quarantine_section(conn: apsw.Connection, *, limit: int = QUARANTINE_LISTED) -> dict[str, Any]:
+def quarantine_section(conn: Db, *, limit: int = QUARANTINE_LISTED) -> dict[str, Any]:
     """The quarantined records (SPEC §12): counted per reason, the newest ``limit`` listed. Read-only.
 
     Returns:
@@ -126,7 +124,7 @@ def _as_of(daemon: dict[str, Any] | None, *stamps: str | None) -> str | None:
     return max(known, default=None)
 
 
-def _host(conn: apsw.Connection, logged: int, ship_to: str | None) -> dict[str, Any]:
+def _host(conn: Db, logged: int, ship_to: str | None) -> dict[str, Any]:
     """This machine's identity (created once, on the first write) and its team-mode shipping mark.
 
     ``logged``: the ``events_raw`` row count, the unshipped rows when nothing is shipped (the
@@ -147,7 +145,7 @@ def _host(conn: apsw.Connection, logged: int, ship_to: str | None) -> dict[str, 
 
 
 def status_report(
-    conn: apsw.Connection,
+    conn: Db,
     *,
     now: datetime,
     db_path: Path | None = None,
@@ -208,7 +206,7 @@ def status_report(
 _FUTURE_DETAIL = f"%{FUTURE_DETAIL}%"
 
 
-def clock_section(conn: apsw.Connection, now: datetime) -> dict[str, Any]:
+def clock_section(conn: Db, now: datetime) -> dict[str, Any]:
     """Signs that a clock was wrong: ``future_receipts_until`` (the log's newest receipt time when
     it is after ``now``: read while the clock was ahead; the watchdog caps its reference at the
     clock) and ``refused_future_timestamps`` (records dated more than a day after their read time,
@@ -243,7 +241,7 @@ def _active(by_status: dict[str, int]) -> int:
     return sum(by_status.get(s, 0) for s in ACTIVE_STATUSES)
 
 
-def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:
+def _last_seen(conn: Db) -> dict[str, str | None]:
     """``last_ingest_at`` (a transcript line or checkpoint), ``last_hook_at``, ``last_commit_at``."""
     last_line = scalar(conn, "SELECT received_at FROM events_raw WHERE source = 'jsonl' ORDER BY id DESC LIMIT 1")
     last_ckpt = scalar(conn, "SELECT max(updated_at) FROM ingest_checkpoints")
@@ -254,14 +252,14 @@ def _last_seen(conn: apsw.Connection) -> dict[str, str | None]:
     }
 
 
-def _row_counts(conn: apsw.Connection) -> dict[str, int]:
+def _row_counts(conn: Db) -> dict[str, int]:
     """Rows of every table, by name (``sqlite_%`` tables left out)."""
     sql = "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
     tables = [r[0] for r in conn.execute(sql)]
     return {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
 
 
-def _marked_lines(conn: apsw.Connection, counters: dict[str, int]) -> dict[str, Any]:
+def _marked_lines(conn: Db, counters: dict[str, int]) -> dict[str, Any]:
     """``{"skipped": _skipped(...), "oversized": {"lines"}}`` from one count of the log's marked rows."""
     marked = _counts(
         conn, "SELECT event_type, count(*) FROM events_raw WHERE event_type IN ('invalid', 'oversized') GROUP BY 1"
@@ -295,7 +293,7 @@ def unpriced_section(rows: Iterable[Sequence[Any]]) -> dict[str, Any]:
     return unpriced.unpriced_json()
 
 
-def _last_prune(conn: apsw.Connection) -> dict[str, Any] | None:
+def _last_prune(conn: Db) -> dict[str, Any] | None:
     """The newest real (not dry-run) prune receipt, or None."""
     prune = conn.execute(
         "SELECT ran_at, target, cutoff, rows FROM prune_receipts WHERE dry_run = 0 ORDER BY ran_at DESC, id DESC"
@@ -306,7 +304,7 @@ def _last_prune(conn: apsw.Connection) -> dict[str, Any] | None:
     return {"ran_at": prune[0][0], "target": prune[0][1], "cutoff": prune[0][2], "rows": prune[0][3]}
 
 
-def _backup(conn: apsw.Connection) -> dict[str, Any]:
+def _backup(conn: Db) -> dict[str, Any]:
     """The ``meta`` keys ``last_backup*``, ``last_backup_at`` always present."""
     backup = _counts(conn, "SELECT key, 0 FROM meta WHERE key LIKE 'last_backup%'")
     backup_doc = {k: scalar(conn, "SELECT value FROM meta WHERE key = ?", (k,)) for k in sorted(backup)}

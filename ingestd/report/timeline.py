@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
 from ingestd.core.timefmt import parse
 from ingestd.report.tree import resolve_session
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, storage_errors
 
 
 def _duration_ms(started_at: str | None, ended_at: str | None) -> int | None:
@@ -25,7 +23,7 @@ def _duration_ms(started_at: str | None, ended_at: str | None) -> int | None:
     return max(0, round((end - start).total_seconds() * 1000))
 
 
-def timeline_report(conn: apsw.Connection, session: str) -> dict[str, Any]:
+def timeline_report(conn: Db, session: str) -> dict[str, Any]:
     """Tool calls and compactions of one session (``session``: an id or a unique prefix). Read-only.
 
     Returns:

@@ -14,16 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from ingestd.errors import InputError
 from ingestd.report.sessions import _COLUMNS, session_row
 from ingestd.report.usage import RateTable, Usage, load_rates
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, storage_errors
 from ingestd.store.rollup import RATE_SQL, TIER_SQL
 
 
-def resolve_session(conn: apsw.Connection, prefix: str) -> str:
+def resolve_session(conn: Db, prefix: str) -> str:
     """The one session id equal to, or starting with, ``prefix``. Read-only.
 
     The CLI and the read API both come here, so they resolve alike: surrounding white space is
@@ -73,7 +71,7 @@ class _Agent:
     children: list[str] = field(default_factory=list)
 
 
-def _load(conn: apsw.Connection, sid: str, rates: RateTable) -> tuple[dict[str, _Agent], Usage]:
+def _load(conn: Db, sid: str, rates: RateTable) -> tuple[dict[str, _Agent], Usage]:
     agents = {
         r[0]: _Agent(r)
         for r in conn.execute(
@@ -174,7 +172,7 @@ def _node(
         stack[-1][1].merge(subtree)
 
 
-def tree_report(conn: apsw.Connection, session: str) -> dict[str, Any]:
+def tree_report(conn: Db, session: str) -> dict[str, Any]:
     """The agent tree of one session (``session``: an id or a unique prefix). Read-only.
 
     Returns:

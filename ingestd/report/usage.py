@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import apsw
-
 from ingestd.core.speeds import speed_multipliers
+from ingestd.store.connection import Db
 from ingestd.store.pricing import BUCKETS, rate_decimal
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
@@ -43,7 +42,7 @@ class Price:
 RateTable = dict[tuple[str, str, str], Price]
 
 
-def load_rates(conn: apsw.Connection) -> RateTable:
+def load_rates(conn: Db) -> RateTable:
     """Every price row as ``(model, bucket, effective_from) -> Price``. Read-only."""
     return {
         (r[0], r[1], r[2]): Price(

@@ -33,7 +33,7 @@ import apsw
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed, StorageError
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, on_read_only_media, scalar, set_meta, translate, unwritable
+from ingestd.store.connection import Db, connect, on_read_only_media, scalar, set_meta, translate, unwritable
 
 NAME_RE = re.compile(r"^(.+)-(\d{8}T\d{6})(?:\.(\d{3}))?Z\.db$")
 STAMP_FORMAT = "%Y%m%dT%H%M%S"
@@ -220,7 +220,7 @@ def _remove_partial(dest_path: Path) -> None:
         dest_path.with_name(dest_path.name + suffix).unlink(missing_ok=True)
 
 
-def copy_database(src: apsw.Connection, dest_path: Path) -> None:
+def copy_database(src: Db, dest_path: Path) -> None:
     """Copy ``src`` into a new file ``dest_path`` (0600) with the backup API, in one consistent step.
 
     The copy needs the database's size (page count x page size) free where it goes: checked
@@ -235,7 +235,7 @@ def copy_database(src: apsw.Connection, dest_path: Path) -> None:
         raise short
     _private_new_file(dest_path)
     try:
-        dest = apsw.Connection(str(dest_path))
+        dest = Db(str(dest_path))
         try:
             with dest.backup("main", src, "main") as b:
                 while not b.step(-1):
@@ -260,7 +260,7 @@ def check_copy(path: Path) -> tuple[str, dict[str, int]]:
         CheckFailed: the copy is not ``ok``.
     """
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        conn = Db(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
             counts: dict[str, int] = {}
@@ -313,7 +313,7 @@ def _new_dir(out_dir: Path) -> Iterator[None]:
         raise
 
 
-def _copy_into(src: apsw.Connection, out_dir: Path, now: datetime, stem: str) -> tuple[Path, str, dict[str, int]]:
+def _copy_into(src: Db, out_dir: Path, now: datetime, stem: str) -> tuple[Path, str, dict[str, int]]:
     """Copy ``src`` into ``out_dir`` under a partial name, check it, sync it and give it its backup
     name: ``(the backup's path, integrity, row counts)``. A copy that fails is removed.
 

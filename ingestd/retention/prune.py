@@ -19,11 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import apsw
-
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import ConfigError
-from ingestd.store.connection import scalar, storage_errors, write_txn
+from ingestd.store.connection import Db, scalar, storage_errors, write_txn
 
 PROTECTED: frozenset[str] = frozenset(
     {
@@ -118,7 +116,7 @@ def cutoff_for(now: datetime, days: int) -> str:
     return format_utc(now - timedelta(days=days))
 
 
-def candidates(conn: apsw.Connection, table: str, cutoff: str, batch_rows: int) -> Iterator[tuple[str, int]]:
+def candidates(conn: Db, table: str, cutoff: str, batch_rows: int) -> Iterator[tuple[str, int]]:
     """Every ``(occurred_at, id)`` older than ``cutoff`` in deletion order, read page by page. Read-only."""
     tcol, icol = check_table(table)
     last: tuple[str, int] | None = None
@@ -141,7 +139,7 @@ def candidates(conn: apsw.Connection, table: str, cutoff: str, batch_rows: int) 
 
 
 def prune_table(
-    conn: apsw.Connection,
+    conn: Db,
     table: str,
     *,
     now: datetime,
@@ -208,7 +206,7 @@ class _Deletion:
     receipt_id: int | None = None
     watermark: int | None = None
 
-    def batch(self, c: apsw.Connection) -> int:
+    def batch(self, c: Db) -> int:
         """Delete the next ``batch_rows`` rows (oldest first) inside the caller's transaction; rows deleted."""
         if self.receipt_id is None:
             self.watermark = scalar(c, "SELECT max(id) FROM events_raw")
@@ -276,7 +274,7 @@ def targets(policy: Policy) -> list[PruneTarget]:
     return out
 
 
-def unshipped(conn: apsw.Connection, target: PruneTarget, now: datetime, shipped_through: int) -> int:
+def unshipped(conn: Db, target: PruneTarget, now: datetime, shipped_through: int) -> int:
     """How many rows pruning ``target`` would delete that stand for log rows not shipped yet. Read-only.
 
     ``events`` rows carry their log row's id (``raw_event_id``); ``token_usage`` rows carry none,
@@ -296,7 +294,7 @@ def unshipped(conn: apsw.Connection, target: PruneTarget, now: datetime, shipped
 
 
 def prune(
-    conn: apsw.Connection,
+    conn: Db,
     policy: Policy,
     *,
     now: datetime,

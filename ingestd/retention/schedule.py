@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import apsw
-
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.errors import IngestdError
 from ingestd.logs import get_logger
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.settings import Settings
-from ingestd.store.connection import connect, scalar, set_meta
+from ingestd.store.connection import Db, connect, scalar, set_meta
 from ingestd.store.identity import shipped_through
 
 CHECK_EVERY_S = 3600
@@ -42,7 +40,7 @@ def due(last_run_at: str | None, now: datetime, interval_s: int) -> bool:
     return now - last >= timedelta(seconds=interval_s)
 
 
-def _job_due(conn: apsw.Connection, job: str, settings: Settings, now: datetime) -> bool:
+def _job_due(conn: Db, job: str, settings: Settings, now: datetime) -> bool:
     """``due`` for ``job`` from its ``meta`` stamp ``last_<job>_at`` and setting ``schedule_<job>_interval_s``."""
     last = scalar(conn, "SELECT value FROM meta WHERE key = ?", (f"last_{job}_at",))
     return due(last, now, settings.get_int(f"schedule_{job}_interval_s"))
@@ -77,7 +75,7 @@ class ScheduledRun:
 
 
 def prune_and_retain(
-    conn: apsw.Connection,
+    conn: Db,
     db_path: Path,
     settings: Settings,
     now: datetime,
@@ -126,9 +124,7 @@ def prune_and_retain(
     return pruned, retention
 
 
-def _scheduled_prune(
-    conn: apsw.Connection, db_path: Path, settings: Settings, now: datetime, run: ScheduledRun
-) -> None:
+def _scheduled_prune(conn: Db, db_path: Path, settings: Settings, now: datetime, run: ScheduledRun) -> None:
     """The prune job: ``prune_and_retain``, its stamp, its log lines; a failure goes to ``run.errors``."""
     try:
         pruned, retention = prune_and_retain(conn, db_path, settings, now, keep_keys=False)

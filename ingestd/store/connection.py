@@ -1,10 +1,12 @@
-"""apsw connections with the pragma policy of SPEC §6, and the one place apsw
-errors become ``IngestdError``\\ s.
+"""The database handle (``Db``), the pragma policy of SPEC §6, and the one place apsw errors
+become ``IngestdError``\\ s.
 
-Every connection sets and reads back each pragma (WAL, ``foreign_keys=ON``,
-``busy_timeout=5000``, ``synchronous``). ``synchronous=FULL`` in WAL mode syncs
-the WAL on every commit, which is what lets a 2xx to a hook mean "on disk".
-The database file is created 0600 inside a 0700 directory.
+``Db`` is an apsw connection that also holds what is kept per connection while it is open. It is
+opened by ``connect`` (to write, or ``readonly``) and ``connect_for_check`` (a check that leaves the
+database file's bytes alone); every connection sets and reads back each pragma (WAL,
+``foreign_keys=ON``, ``busy_timeout=5000``, ``synchronous``). ``synchronous=FULL`` in WAL mode syncs
+the WAL on every commit, which is what lets a 2xx to a hook mean "on disk". The database file is
+created 0600 inside a 0700 directory.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import apsw
 
@@ -33,6 +35,31 @@ WRITER_CACHE_KIB = 32768
 JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
+S = TypeVar("S")
+
+
+class Db(apsw.Connection):
+    """A connection to an ingestd database, and what is kept for it while it is open.
+
+    Every function that reads or writes the database takes one (``connect``,
+    ``connect_for_check`` and the commands' ``open_db`` open it; ``Db(path, flags=...)`` opens one
+    without the policy: a snapshot, a backup's copy). What a module keeps per connection lives
+    here, not in module-level dictionaries keyed by the connection: the module asks ``state`` for
+    its own instance of its state class (the payload codecs, the block caches, the open blocks read
+    sealed, the prune receipts' covering set), made on first use and gone with the connection.
+    """
+
+    def __init__(self, filename: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(filename, *args, **kwargs)
+        self._states: dict[type, object] = {}
+
+    def state(self, kind: type[S]) -> S:
+        """This connection's instance of ``kind`` (``kind()`` on first use)."""
+        got = self._states.get(kind)
+        if got is None:
+            got = self._states[kind] = kind()
+        return cast(S, got)
+
 
 # (apsw exception class, ingestd error class), most specific first. Tested table-driven.
 _ERROR_MAP: tuple[tuple[type[BaseException], type[StorageError]], ...] = (
@@ -126,7 +153,15 @@ def default_db_path(env: dict[str, str]) -> Path:
     return Path(base) / "ingestd" / "ingestd.db"
 
 
-def _set_and_check(conn: apsw.Connection, name: str, value: str, expect: str) -> None:
+class Reader(Protocol):
+    """What a report reads through: a ``Db``, or the central store's ``PgReadConn`` (team mode),
+    which takes the same SQL (``ingestd.central.pg``)."""
+
+    def execute(self, sql: str, bindings: Any = None, /) -> Any:
+        """Run one statement; its rows (an iterable of tuples, with ``fetchall``)."""
+
+
+def _set_and_check(conn: Db, name: str, value: str, expect: str) -> None:
     rows = list(conn.execute(f"PRAGMA {name}={value}"))
     got = rows[0][0] if rows else None
     if got is None:
@@ -135,7 +170,7 @@ def _set_and_check(conn: apsw.Connection, name: str, value: str, expect: str) ->
         raise PragmaError(f"PRAGMA {name} reads back {got!r}, expected {expect!r}", pragma=name)
 
 
-def apply_policy(conn: apsw.Connection, *, readonly: bool = False) -> None:
+def apply_policy(conn: Db, *, readonly: bool = False) -> None:
     """Set and read back every pragma of the policy.
 
     Raises:
@@ -163,7 +198,7 @@ def _private_file(path: Path) -> None:
         os.close(fd)
 
 
-def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Connection:
+def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> Db:
     """Open a connection with the policy applied.
 
     Args:
@@ -186,7 +221,7 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> apsw.Con
         if p != ":memory:" and not readonly:
             _private_file(Path(p))
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        conn = apsw.Connection(p, flags=flags)
+        conn = Db(p, flags=flags)
         apply_policy(conn, readonly=readonly or p == ":memory:")
     except apsw.CantOpenError as e:
         if not on_read_only_media(Path(p)):
@@ -209,7 +244,7 @@ READ_ONLY_MEDIA = (
 NOT_A_DATABASE = "{path} is not an ingestd database (SQLite: file is not a database): check --db"
 
 
-def connect_for_check(path: Path) -> apsw.Connection:
+def connect_for_check(path: Path) -> Db:
     """``connect(path)`` for a check that must leave the database file's bytes as it found them
     (``verify``, ``replay``'s snapshot). The data are the same either way.
 
@@ -241,7 +276,7 @@ def on_read_only_media(path: Path) -> bool:
         return False
 
 
-def _open_immutable(path: Path) -> apsw.Connection:
+def _open_immutable(path: Path) -> Db:
     """A read-only connection to a database on read-only media.
 
     A WAL database needs its ``-shm`` file even to be read; on read-only media (a mounted
@@ -252,14 +287,14 @@ def _open_immutable(path: Path) -> apsw.Connection:
     """
     uri = "file:" + urllib.parse.quote(os.path.realpath(path)) + "?mode=ro&immutable=1"
     try:
-        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        conn = Db(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         apply_policy(conn, readonly=True)
     except apsw.Error as e:
         raise translate(e) from e
     return conn
 
 
-def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
+def write_txn(conn: Db, fn: Callable[[Db], T]) -> T:
     """Run ``fn(conn)`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (rollback on error).
 
     Raises:
@@ -286,14 +321,14 @@ def write_txn(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
     return result
 
 
-def scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+def scalar(conn: Db, sql: str, params: tuple[Any, ...] = ()) -> Any:
     """First column of the first row, or None."""
     for row in conn.execute(sql, params):
         return row[0]
     return None
 
 
-def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
+def set_meta(conn: Db, key: str, value: str) -> None:
     """Upsert one ``meta`` row in its own short write transaction."""
     write_txn(
         conn,

@@ -10,13 +10,11 @@ from __future__ import annotations
 import socket
 import uuid
 
-import apsw
-
 from ingestd.core.touch import Ctx
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import Db, write_txn
 
 
-def stored_identity(conn: apsw.Connection) -> dict[str, str]:
+def stored_identity(conn: Db) -> dict[str, str]:
     """The ``meta`` keys ``instance`` and ``host_id`` that are present, by key. Read-only."""
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta WHERE key IN ('instance', 'host_id')")}
 
@@ -27,7 +25,7 @@ def default_host_id(hostname: str | None = None) -> str:
     return hostname or socket.gethostname()
 
 
-def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
+def identity_in_txn(conn: Db, *, hostname: str | None = None) -> Ctx:
     """``database_identity`` for a caller already inside a write transaction.
 
     Side effects:
@@ -43,12 +41,12 @@ def identity_in_txn(conn: apsw.Connection, *, hostname: str | None = None) -> Ct
     return Ctx(instance=rows["instance"], host_id=rows["host_id"])
 
 
-def host_id_of(conn: apsw.Connection) -> str:
+def host_id_of(conn: Db) -> str:
     """The database's host id, or the one its first writer will store (this machine's name). Read-only."""
     return stored_identity(conn).get("host_id") or default_host_id()
 
 
-def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> Ctx:
+def database_identity(conn: Db, *, hostname: str | None = None) -> Ctx:
     """The projector context of this database; created (and stored) on first use.
 
     Args:
@@ -68,7 +66,7 @@ def database_identity(conn: apsw.Connection, *, hostname: str | None = None) -> 
     return write_txn(conn, lambda c: identity_in_txn(c, hostname=hostname))
 
 
-def shipped_through(conn: apsw.Connection) -> int:
+def shipped_through(conn: Db) -> int:
     """``meta.shipped_through``: every local log row with ``id <=`` it is in the central store (team
     mode, SPEC §13; written by ``ingestd.central.ship`` after each committed batch). 0: none. Read-only."""
     for (v,) in conn.execute("SELECT value FROM meta WHERE key = 'shipped_through'"):

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
 import orjson
 
 from ingestd.core.records import LogRow, NewLogRow
+from ingestd.store.connection import Db
 from ingestd.store.payload import decode, encode_rows
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.payload_blocks import PreBlocks
@@ -29,12 +29,12 @@ INSERT_LOG = (
 NOT_ISOLATED = " AND id NOT IN (SELECT raw_event_id FROM quarantine WHERE reason = 'storage')"
 
 
-def row_from_db(conn: apsw.Connection, r: Sequence[Any]) -> LogRow:
+def row_from_db(conn: Db, r: Sequence[Any]) -> LogRow:
     """A ``LogRow`` from a ``SELECT {LOG_COLUMNS}`` row of ``conn`` (the payload decoded: the bytes as read)."""
     return LogRow(r[0], r[1], r[2], decode_payload(conn, r[9], r[3]), r[4], r[5], r[6], r[7], r[8])
 
 
-def session_rows(conn: apsw.Connection, sid: str, after_id: int = 0, before_id: int | None = None) -> list[LogRow]:
+def session_rows(conn: Db, sid: str, after_id: int = 0, before_id: int | None = None) -> list[LogRow]:
     """The session's log rows with ``after_id < id < before_id`` (no upper bound when None), by id,
     without the rows the database refused to project (``NOT_ISOLATED``). Read-only."""
     bound = " AND id < ?" if before_id is not None else ""
@@ -71,14 +71,12 @@ def quarantine_marker(row: NewLogRow, raw_event_id: int | None, detail: str) -> 
     )
 
 
-def _max_log_id(conn: apsw.Connection) -> int:
+def _max_log_id(conn: Db) -> int:
     v: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     return int(v) if v is not None else 0
 
 
-def append(
-    conn: apsw.Connection, rows: Sequence[NewLogRow], pre: PreBlocks | None = None
-) -> tuple[dict[str, int], int]:
+def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) -> tuple[dict[str, int], int]:
     """Insert log rows (existing keys skipped); return (key -> id of the inserted rows, rows inserted).
 
     Inside the write transaction nobody else appends, and SQLite gives each new row
@@ -102,7 +100,7 @@ def append(
     return got, after - before
 
 
-def payload_under_key(conn: Any, key: str) -> bytes | None:
+def payload_under_key(conn: Db, key: str) -> bytes | None:
     """The bytes of the log row whose ``idempotency_key`` is ``key``, as read; None when there is
     none. Read-only (one lookup on the key's UNIQUE index). Module level so the writer process
     can run it (``HookWriter.call`` pickles it).

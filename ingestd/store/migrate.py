@@ -13,12 +13,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
 from ingestd.core import ledger
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import MigrationError
-from ingestd.store.connection import storage_errors, write_txn
+from ingestd.store.connection import Db, storage_errors, write_txn
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -34,7 +32,7 @@ def files_on_disk(directory: Path = MIGRATIONS_DIR) -> list[ledger.FileOnDisk]:
     return out
 
 
-def _ensure_ledger(conn: apsw.Connection) -> None:
+def _ensure_ledger(conn: Db) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version ("
         " id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL, checksum TEXT)"
@@ -45,7 +43,7 @@ def _ensure_ledger(conn: apsw.Connection) -> None:
         conn.execute("ALTER TABLE schema_version ADD COLUMN checksum TEXT")
 
 
-def applied(conn: apsw.Connection) -> list[ledger.Applied]:
+def applied(conn: Db) -> list[ledger.Applied]:
     """The ledger rows (empty when there is no ledger). Read-only."""
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'").fetchall()
     if not exists:
@@ -67,7 +65,7 @@ class Status:
     problems: tuple[str, ...]
 
 
-def status(conn: apsw.Connection, directory: Path = MIGRATIONS_DIR) -> Status:
+def status(conn: Db, directory: Path = MIGRATIONS_DIR) -> Status:
     """What ``migrate`` would do. Read-only."""
     with storage_errors():
         rows = applied(conn)
@@ -76,7 +74,7 @@ def status(conn: apsw.Connection, directory: Path = MIGRATIONS_DIR) -> Status:
 
 
 def migrate(
-    conn: apsw.Connection,
+    conn: Db,
     *,
     directory: Path = MIGRATIONS_DIR,
     pins: tuple[ledger.Pin, ...] = ledger.PINS,
@@ -108,14 +106,14 @@ def migrate(
     return [pin for pin in p.pending if _apply_one(conn, directory, pin, stamp)]
 
 
-def _fill_checksums(c: apsw.Connection, pins: tuple[ledger.Pin, ...]) -> None:
+def _fill_checksums(c: Db, pins: tuple[ledger.Pin, ...]) -> None:
     """Record the pinned checksum of ledger rows written before checksums existed (NULL ones)."""
     _ensure_ledger(c)
     for pin in pins:
         c.execute("UPDATE schema_version SET checksum = ? WHERE id = ? AND checksum IS NULL", (pin.sha256, pin.id))
 
 
-def _apply_one(conn: apsw.Connection, directory: Path, pin: ledger.Pin, stamp: str) -> bool:
+def _apply_one(conn: Db, directory: Path, pin: ledger.Pin, stamp: str) -> bool:
     """Run migration ``pin`` and its ledger row in one transaction; False when another process
     applied it meanwhile.
 
@@ -124,7 +122,7 @@ def _apply_one(conn: apsw.Connection, directory: Path, pin: ledger.Pin, stamp: s
     """
     sql = (directory / f"{pin.stem}.sql").read_text(encoding="utf-8")
 
-    def step(c: apsw.Connection) -> bool:
+    def step(c: Db) -> bool:
         _ensure_ledger(c)
         if _applied_meanwhile(c, pin):
             return False
@@ -143,7 +141,7 @@ def _apply_one(conn: apsw.Connection, directory: Path, pin: ledger.Pin, stamp: s
         raise MigrationError(f"migration {pin.stem} failed and was rolled back: {e}", migration=pin.id) from e
 
 
-def _applied_meanwhile(c: apsw.Connection, pin: ledger.Pin) -> bool:
+def _applied_meanwhile(c: Db, pin: ledger.Pin) -> bool:
     """Whether another process applied ``pin`` since the plan was made (read under the write lock).
 
     ``ingestd serve`` and ``ingestd ingest`` started together on a new database both plan every

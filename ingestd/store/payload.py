@@ -32,11 +32,9 @@ codecs up to date, trains the dictionary when due, and returns the rows ready to
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import apsw
 import zstandard
 
 from ingestd import logs
@@ -46,6 +44,7 @@ from ingestd.logs import get_logger
 from ingestd.store import dictionary as zdict
 from ingestd.store import payload_blocks as blocks
 from ingestd.store import payload_open as opened
+from ingestd.store.connection import Db
 from ingestd.store.dictionary import (
     DICT_BYTES,
     LEVEL,
@@ -86,19 +85,15 @@ class Codecs:
         self.__init__(state["dictionaries"], state["level"])  # type: ignore[misc]
 
     @classmethod
-    def load(cls, conn: Any) -> Codecs:
-        """The codecs a database holds (``payload_codecs``; none before migration 0013). Read-only.
-
-        Args:
-            conn: an apsw or sqlite3 connection.
-        """
+    def load(cls, conn: Db) -> Codecs:
+        """The codecs a database holds (``payload_codecs``; none before migration 0013). Read-only."""
         has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payload_codecs'").fetchall()
         if not has:
             return cls({})
         rows = conn.execute(
             "SELECT id, dictionary FROM payload_codecs ORDER BY dictionary IS NOT NULL, created_at, rowid"
         ).fetchall()
-        return cls({int(i): (bytes(d) if d is not None else None) for i, d in rows})
+        return cls({cast(int, i): (cast(bytes, d) if d is not None else None) for i, d in rows})
 
     def _compressor(self) -> zstandard.ZstdCompressor:
         if self._cctx is None:
@@ -183,33 +178,37 @@ class Codecs:
             raise StorageError(f"a log payload (codec {codec}) has no readable zstd frame: {e}", codec=codec) from e
 
 
-# One Codecs per open connection (apsw connections; others are loaded per call). A codec id
-# names one dictionary for good (``_dictionary_id``), so a cached entry is never wrong, only
-# incomplete.
-_BY_CONN: weakref.WeakKeyDictionary[Any, Codecs] = weakref.WeakKeyDictionary()
-# Log rows (with the batch) when training last failed on a connection.
-_FAILED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+class _Kept:
+    """What a connection keeps of its database's codecs (``Db.state``).
+
+    Attributes:
+        codecs: Codecs | None, as last loaded or trained. A codec id names one dictionary for good
+            (``_dictionary_id``), so they are never wrong, only incomplete.
+        failed_at: int, log rows (with the batch) when training last failed (0: never).
+    """
+
+    __slots__ = ("codecs", "failed_at")
+
+    def __init__(self) -> None:
+        self.codecs: Codecs | None = None
+        self.failed_at = 0
 
 
-def codecs_of(conn: Any, *, need: int | None = None) -> Codecs:
-    """The codecs of ``conn``'s database, cached per connection. Read-only.
+def codecs_of(conn: Db, *, need: int | None = None) -> Codecs:
+    """The codecs of ``conn``'s database, kept for the connection. Read-only.
 
     Args:
-        conn: an apsw connection (a sqlite3 one is loaded afresh every call).
-        need: a codec id about to be decoded: a cache that lacks it is reloaded (another
+        need: a codec id about to be decoded: kept codecs that lack it are reloaded (another
             connection may have trained a dictionary since).
     """
-    try:
-        got = _BY_CONN.get(conn)
-    except TypeError:
-        return Codecs.load(conn)
+    kept = conn.state(_Kept)
+    got = kept.codecs
     if got is None or (need is not None and need != RAW and need not in got.dictionaries):
-        got = Codecs.load(conn)
-        _BY_CONN[conn] = got
+        got = kept.codecs = Codecs.load(conn)
     return got
 
 
-def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
+def decode(conn: Db, codec: int, blob: bytes | str) -> bytes:
     """The one way to read a stored payload: the bytes exactly as read. Read-only.
 
     Args:
@@ -228,7 +227,7 @@ def decode(conn: Any, codec: int, blob: bytes | str) -> bytes:
     return codecs_of(conn, need=codec).decode(codec, blob)
 
 
-def _per_row(conn: Any, codec: int, blob: bytes | str) -> bytes:
+def _per_row(conn: Db, codec: int, blob: bytes | str) -> bytes:
     """``decode`` for a value stored by a per-row codec (a waiting line, a block's frame): a
     reference codec there is damage, refused, never followed (it could point back at itself)."""
     if codec < RAW:
@@ -238,25 +237,24 @@ def _per_row(conn: Any, codec: int, blob: bytes | str) -> bytes:
     return decode(conn, codec, blob)
 
 
-def size_of(conn: Any, codec: int, blob: bytes | str) -> int:
+def size_of(conn: Db, codec: int, blob: bytes | str) -> int:
     """Bytes of a stored payload as read, without decoding it (``Codecs.size_of``). Read-only."""
     if codec in (blocks.BLOCK, opened.OPEN):
         return blocks.size_of(blob)
     return codecs_of(conn, need=codec).size_of(codec, blob)
 
 
-def _writer_codecs(conn: Any) -> Codecs:
+def _writer_codecs(conn: Db) -> Codecs:
     """The connection's codecs, checked against the database inside the write transaction (a
     dictionary this connection trained in a batch that rolled back is not written with)."""
     got = codecs_of(conn)
-    ids = {int(r[0]) for r in conn.execute("SELECT id FROM payload_codecs").fetchall()}
+    ids = {cast(int, r[0]) for r in conn.execute("SELECT id FROM payload_codecs").fetchall()}
     if ids != set(got.dictionaries):
-        got = Codecs.load(conn)
-        _BY_CONN[conn] = got
+        got = conn.state(_Kept).codecs = Codecs.load(conn)
     return got
 
 
-def _dictionary_id(conn: Any, dictionary: bytes) -> int:
+def _dictionary_id(conn: Db, dictionary: bytes) -> int:
     """The codec id of a new dictionary: derived from its bytes (``dictionary_id``), so one id never
     names two dictionaries, even across a rolled-back transaction and another writer's training;
     the next free id on the (unlikely) collision."""
@@ -266,7 +264,7 @@ def _dictionary_id(conn: Any, dictionary: bytes) -> int:
     return n
 
 
-def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[NewLogRow], int]:
+def _samples(conn: Db, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[NewLogRow], int]:
     """The first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's:
     ``(the lines' bytes, the batch's rows among them, how many were stored)``."""
     out: list[bytes] = []
@@ -286,13 +284,13 @@ def _samples(conn: Any, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[Ne
 
 
 def _train(
-    conn: Any, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str, ahead: Pretrained | None = None
+    conn: Db, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str, ahead: Pretrained | None = None
 ) -> Codecs:
     """Train the dictionary when the log is first big enough; store it (in the caller's transaction).
     ``ahead``: trained ahead from this batch (``pretrain``), used when its samples are these."""
     top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     logged = (int(top) if top is not None else 0) + len(rows)
-    if logged < max(zdict.TRAIN_MIN_ROWS, 2 * _FAILED.get(conn, 0)):
+    if logged < max(zdict.TRAIN_MIN_ROWS, 2 * conn.state(_Kept).failed_at):
         return codecs
     samples, batch, n_stored = _samples(conn, rows)
     if len(samples) < zdict.TRAIN_MIN_ROWS:
@@ -307,7 +305,7 @@ def _train(
             # Too little variety to train on: the rows stay plain zstd; tried again once the log
             # has doubled (not at every commit of a daemon receiving hooks).
             log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
-            _FAILED[conn] = logged
+            conn.state(_Kept).failed_at = logged
             return codecs
         dictionary = trained.as_bytes()
     new_id = _dictionary_id(conn, dictionary)
@@ -318,11 +316,11 @@ def _train(
     if logs.enabled("debug"):  # structlog is imported at a first line: not for a filtered one
         log.debug("payload_dictionary_trained", codec=new_id, samples=len(samples), dictionary_bytes=len(dictionary))
     got = Codecs({**codecs.dictionaries, new_id: dictionary}, codecs.level)
-    _BY_CONN[conn] = got
+    conn.state(_Kept).codecs = got
     return got
 
 
-def ahead_codecs(conn: Any, kept: Codecs | None = None) -> Codecs | None:
+def ahead_codecs(conn: Db, kept: Codecs | None = None) -> Codecs | None:
     """A copy of the codecs ``conn`` last wrote with, for compressing blocks ahead on another thread
     (``payload_blocks.precompress``), or None while it has no trained dictionary (the first batch
     of a new database trains one: blocks compressed before would be refused by ``write``).
@@ -333,10 +331,7 @@ def ahead_codecs(conn: Any, kept: Codecs | None = None) -> Codecs | None:
     shared between threads). A copy that is no longer current is harmless: ``write`` compares
     the codec and compresses itself.
     """
-    try:
-        got = _BY_CONN.get(conn)
-    except TypeError:
-        return None
+    got = conn.state(_Kept).codecs
     if got is None or got.current in (RAW, PLAIN):
         return None
     if kept is not None and kept.current == got.current and kept.level == got.level:
@@ -344,7 +339,7 @@ def ahead_codecs(conn: Any, kept: Codecs | None = None) -> Codecs | None:
     return Codecs(got.dictionaries, got.level)
 
 
-def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | None = None) -> list[tuple[Any, ...]]:
+def encode_rows(conn: Db, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | None = None) -> list[tuple[Any, ...]]:
     """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
 
     Inside the caller's write transaction: may train and store the dictionary (see the module
@@ -374,7 +369,7 @@ def encode_rows(conn: Any, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | No
     return out
 
 
-def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], codecs: Codecs) -> dict[int, bytes]:
+def _open_rows(conn: Db, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], codecs: Codecs) -> dict[int, bytes]:
     """The batch's new transcript lines that no block took, appended to their open blocks
     (``ingestd.store.payload_open``, migration 0019), then idle open blocks sealed; row index ->
     reference. Nothing for a batch without such lines (a hook's writes add no statement), before
@@ -393,7 +388,7 @@ def _open_rows(conn: Any, rows: Sequence[NewLogRow], refs: Mapping[int, bytes], 
     return out
 
 
-def register_sql(conn: apsw.Connection) -> None:
+def register_sql(conn: Db) -> None:
     """Make ``payload_bytes(codec, payload)`` callable in SQL on ``conn``: ``decode`` as a function,
     for ad hoc queries and tests (``SELECT payload_bytes(codec, payload) FROM events_raw``)."""
 

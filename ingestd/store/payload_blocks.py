@@ -26,16 +26,15 @@ The codec itself is not here: ``ingestd.store.payload`` passes its compressor an
 from __future__ import annotations
 
 import collections
-import contextlib
-import weakref
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from ingestd.core.keys import line_key_prefix
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
+from ingestd.store.connection import Db
 from ingestd.store.dictionary import Pretrained, same_rows
 
 # ``events_raw.codec`` of a row whose payload is a reference into ``payload_blocks``.
@@ -57,15 +56,26 @@ CACHE_BYTES = 8 * 1024 * 1024
 # folds read the newest lines), no more: a backfill's peak memory.
 WRITE_KEPT = 4
 
-# Per connection: block id -> (CRC-32, bytes), the most recently used last.
-_CACHE: weakref.WeakKeyDictionary[Any, collections.OrderedDict[int, tuple[int, bytes]]] = weakref.WeakKeyDictionary()
-# Per connection: the blocks its last ``write`` stored, block id -> (CRC-32, offset -> the row's
-# bytes): a row of the batch being written (a summary's leaf, ``ingestd.store.titles``) is read
-# back from the rows themselves, with no block decompressed; ``forget_batch`` drops it once the
-# batch's transaction is over.
-_WRITTEN: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, dict[int, bytes]]]] = weakref.WeakKeyDictionary()
-# Per connection: the tables ``has_table`` found (a table is never dropped).
-_HAS_TABLE: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+class _Kept:
+    """What a connection keeps of the blocks (``Db.state``).
+
+    Attributes:
+        recent: block id -> (CRC-32, bytes) of the blocks read last, the most recently used last
+            (the read cache: ``CACHE_BLOCKS``, ``CACHE_BYTES``).
+        written: the blocks the connection's last ``write`` stored, block id -> (CRC-32, offset ->
+            the row's bytes): a row of the batch being written (a summary's leaf,
+            ``ingestd.store.titles``) is read back from the rows themselves, with no block
+            decompressed; ``forget_batch`` empties it once the batch's transaction is over.
+        tables: the tables ``has_table`` found (a table is never dropped).
+    """
+
+    __slots__ = ("recent", "tables", "written")
+
+    def __init__(self) -> None:
+        self.recent: collections.OrderedDict[int, tuple[int, bytes]] = collections.OrderedDict()
+        self.written: dict[int, tuple[int, dict[int, bytes]]] = {}
+        self.tables: set[str] = set()
 
 
 def plan(rows: Sequence[NewLogRow], among: Iterable[int] | None = None) -> list[list[int]]:
@@ -141,51 +151,40 @@ def parse_ref(blob: bytes | str) -> tuple[int, int, int, int]:
     return vals[0], vals[1], vals[2], int.from_bytes(blob[pos:], "big")
 
 
-def has_table(conn: Any, name: str = "payload_blocks") -> bool:
+def has_table(conn: Db, name: str = "payload_blocks") -> bool:
     """Whether ``conn``'s database has table ``name`` (``payload_blocks``: migration 0016;
     ``payload_open``: 0019), remembered per connection once true (a table is never dropped).
     Read-only."""
-    try:
-        if name in _HAS_TABLE.get(conn, ()):
-            return True
-    except TypeError:
-        pass
+    tables = conn.state(_Kept).tables
+    if name in tables:
+        return True
     got = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchall())
     if got:
-        with contextlib.suppress(TypeError):
-            _HAS_TABLE.setdefault(conn, set()).add(name)
+        tables.add(name)
     return got
 
 
-def _remember(conn: Any, block_id: int, crc: int, data: bytes) -> None:
-    try:
-        cache = _CACHE.get(conn)
-        if cache is None:
-            cache = _CACHE[conn] = collections.OrderedDict()
-    except TypeError:
-        return  # a connection that takes no weak reference (sqlite3): nothing cached
+def _remember(conn: Db, block_id: int, crc: int, data: bytes) -> None:
+    cache = conn.state(_Kept).recent
     cache[block_id] = (crc, data)
     cache.move_to_end(block_id)
     while len(cache) > CACHE_BLOCKS or (len(cache) > 1 and sum(len(d) for _, d in cache.values()) > CACHE_BYTES):
         cache.popitem(last=False)
 
 
-def _cached(conn: Any, block_id: int, crc: int) -> bytes | None:
-    try:
-        cache = _CACHE.get(conn)
-    except TypeError:
-        return None
-    got = cache.get(block_id) if cache is not None else None
+def _cached(conn: Db, block_id: int, crc: int) -> bytes | None:
+    cache = conn.state(_Kept).recent
+    got = cache.get(block_id)
     if got is None or got[0] != crc:
         return None
-    cache.move_to_end(block_id)  # type: ignore[union-attr]
+    cache.move_to_end(block_id)
     return got[1]
 
 
 _KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key <= ?"
 
 
-def new_rows(conn: Any, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
+def new_rows(conn: Db, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
     """Indices of the batch's ``jsonl`` rows the insert will keep: of ``among`` (``first_lines``:
     the first of their key in the batch, so that no block holds bytes no row refers to), those
     not logged already (a file read again from its start). One range query on the key index per
@@ -273,7 +272,7 @@ def _made_for(pre: PreBlocks | None, rows: Sequence[NewLogRow]) -> bool:
 
 
 def write(
-    conn: Any,
+    conn: Db,
     rows: Sequence[NewLogRow],
     compress: Callable[[bytes], tuple[int, bytes]],
     codec: int,
@@ -330,31 +329,25 @@ def write(
             lines[offset] = line
             offset += len(line)
         written[block_id] = (crc, lines)
-    with contextlib.suppress(TypeError):
-        _WRITTEN[conn] = written
+    conn.state(_Kept).written = written
     return out
 
 
-def forget_batch(conn: Any) -> None:
+def forget_batch(conn: Db) -> None:
     """Drop what ``write`` kept of the batch's rows (at the end of its transaction, either way)."""
-    with contextlib.suppress(TypeError):
-        _WRITTEN.pop(conn, None)
+    conn.state(_Kept).written = {}
 
 
-def _in_batch(conn: Any, block_id: int, offset: int, length: int, crc: int) -> bytes | None:
+def _in_batch(conn: Db, block_id: int, offset: int, length: int, crc: int) -> bytes | None:
     """A row of the batch being written, from its bytes as given to ``write`` (None: not one)."""
-    try:
-        got = _WRITTEN.get(conn)
-    except TypeError:
-        return None
-    block = got.get(block_id) if got is not None else None
+    block = conn.state(_Kept).written.get(block_id)
     if block is None or block[0] != crc:
         return None
     line = block[1].get(offset)
     return line if line is not None and len(line) == length else None
 
 
-def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]) -> bytes:
+def read(conn: Db, blob: bytes | str, decompress: Callable[[int, bytes], bytes]) -> bytes:
     """A blocked row's bytes exactly as read, from its reference. Read-only (caches the block).
 
     Args:
@@ -369,7 +362,7 @@ def read(conn: Any, blob: bytes | str, decompress: Callable[[int, bytes], bytes]
 
 
 def read_slice(
-    conn: Any, block_id: int, offset: int, length: int, crc: int, decompress: Callable[[int, bytes], bytes]
+    conn: Db, block_id: int, offset: int, length: int, crc: int, decompress: Callable[[int, bytes], bytes]
 ) -> bytes:
     """``read`` given the reference's four fields (``parse_ref``): ``length`` bytes at ``offset`` of
     block ``block_id``, whose bytes have CRC-32 ``crc``. Read-only (caches the block).
@@ -394,7 +387,7 @@ def read_slice(
         frame = got[0][1]
         if not isinstance(frame, bytes):  # a block rewritten as TEXT by hand: no frame to read
             raise StorageError(f"payload block {block_id} is not stored as bytes: it is damaged", codec=BLOCK)
-        data = decompress(int(got[0][0]), frame)  # a damaged frame: StorageError, "does not decode"
+        data = decompress(cast(int, got[0][0]), frame)  # a damaged frame: StorageError, "does not decode"
         if zlib.crc32(data) != crc:
             raise StorageError(f"payload block {block_id} does not match its CRC: it is damaged", codec=BLOCK)
         _remember(conn, block_id, crc, data)

@@ -22,11 +22,10 @@ connection where the blocks it found sealed went.
 
 from __future__ import annotations
 
-import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import cast
 
 import apsw
 
@@ -35,6 +34,7 @@ from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
 from ingestd.store import payload_blocks as blocks
+from ingestd.store.connection import Db
 
 log = get_logger("ingestd.store.payload_open")
 
@@ -65,24 +65,27 @@ _WHERE = (
     " LEFT JOIN payload_open o ON o.open_id = k.id AND o.offset = ?2"
     " LEFT JOIN payload_sealed s ON s.open_id = k.id"
 )
-# Per connection: open block id -> (payload_blocks id, CRC) of the blocks read sealed (payload_sealed
-# is append-only; an entry a rolled-back seal left is caught by the block's CRC and dropped).
-_SEALED: weakref.WeakKeyDictionary[Any, dict[int, tuple[int, int]]] = weakref.WeakKeyDictionary()
 
 
-def has_tables(conn: Any) -> bool:
+class _Sealed(dict[int, tuple[int, int]]):
+    """What a connection keeps of the open blocks it read sealed (``Db.state``): open block id ->
+    (``payload_blocks`` id, CRC). ``payload_sealed`` is append-only; an entry a rolled-back seal
+    left is caught by the block's CRC and dropped."""
+
+
+def has_tables(conn: Db) -> bool:
     """Whether ``conn``'s database has the open-block tables (migration 0019). Read-only."""
     return blocks.has_table(conn, "payload_open")
 
 
-def _open_block(conn: Any, origin: str, gen: int, received_at: str) -> tuple[int, int]:
+def _open_block(conn: Db, origin: str, gen: int, received_at: str) -> tuple[int, int]:
     """``(id, size)`` of the origin generation's open block, opened when it has none."""
     got = conn.execute(
         "SELECT id, size FROM payload_open_blocks WHERE origin = ? AND origin_gen = ?", (origin, gen)
     ).fetchall()
     if got:
-        return int(got[0][0]), int(got[0][1])
-    block_id = int(conn.execute(_NEXT_ID).fetchall()[0][0])
+        return cast(int, got[0][0]), cast(int, got[0][1])
+    block_id = cast(int, conn.execute(_NEXT_ID).fetchall()[0][0])
     conn.execute(
         "INSERT INTO payload_open_blocks (id, origin, origin_gen, size, updated_at) VALUES (?, ?, ?, 0, ?)",
         (block_id, origin, gen, received_at),
@@ -91,7 +94,7 @@ def _open_block(conn: Any, origin: str, gen: int, received_at: str) -> tuple[int
 
 
 def append(
-    conn: Any, rows: Sequence[NewLogRow], indices: Sequence[int], encode: Encode, compress: Compress, decode: Decode
+    conn: Db, rows: Sequence[NewLogRow], indices: Sequence[int], encode: Encode, compress: Compress, decode: Decode
 ) -> dict[int, bytes]:
     """Append ``rows[i]`` (for ``i`` in ``indices``, in order) to their origin's open block.
 
@@ -131,7 +134,7 @@ def append(
     return out
 
 
-def seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
+def seal(conn: Db, block_id: int, compress: Compress, decode: Decode) -> bool:
     """Seal one open block: its lines as one ``payload_blocks`` frame, ``payload_sealed`` naming
     it, the waiting copies and the open block deleted. Inside the caller's write transaction, in a
     savepoint of its own; never fails the caller's batch.
@@ -159,7 +162,7 @@ def seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
     return sealed
 
 
-def _seal(conn: Any, block_id: int, compress: Compress, decode: Decode) -> bool:
+def _seal(conn: Db, block_id: int, compress: Compress, decode: Decode) -> bool:
     parts: list[bytes] = []
     size = 0
     for offset, codec, stored in conn.execute(
@@ -189,7 +192,7 @@ def idle_before(received_at: str) -> str | None:
     return None if at is None else timefmt.format_utc(at - SEAL_IDLE)
 
 
-def seal_idle(conn: Any, received_at: str, compress: Compress, decode: Decode) -> int:
+def seal_idle(conn: Db, received_at: str, compress: Compress, decode: Decode) -> int:
     """Seal up to ``SEAL_IDLE_MAX`` open blocks nothing was appended to for ``SEAL_IDLE`` before
     ``received_at`` (the newest receipt time of the rows being written). Inside the caller's
     write transaction; returns how many were sealed."""
@@ -206,21 +209,11 @@ def seal_idle(conn: Any, received_at: str, compress: Compress, decode: Decode) -
     return sum(seal(conn, block_id, compress, decode) for block_id in ids)
 
 
-def _memo(conn: Any) -> dict[int, tuple[int, int]] | None:
-    try:
-        got = _SEALED.get(conn)
-        if got is None:
-            got = _SEALED[conn] = {}
-        return got
-    except TypeError:
-        return None  # a connection that takes no weak reference (sqlite3): no memo
-
-
-def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
+def read(conn: Db, blob: bytes | str, decode: Decode) -> bytes:
     """An ``OPEN`` row's bytes exactly as read, from its reference. Read-only.
 
     One statement (``_WHERE``) finds the line waiting or its block sealed; a block read sealed is
-    remembered per connection (``_SEALED``), so a sequential reader (replay, verify, ship, the hook
+    remembered per connection (``_Sealed``), so a sequential reader (replay, verify, ship, the hook
     writer catching up on a session) pays no statement for the other rows of that block, and the
     block itself is decompressed once (``payload_blocks.read``'s cache).
 
@@ -235,23 +228,22 @@ def read(conn: Any, blob: bytes | str, decode: Decode) -> bytes:
             not match the reference's length and CRC.
     """
     block_id, offset, length, crc = blocks.parse_ref(blob)
-    memo = _memo(conn)
-    where = memo.get(block_id) if memo is not None else None
+    memo = conn.state(_Sealed)
+    where = memo.get(block_id)
     line: bytes | None = None
     if where is not None:
         try:
             line = blocks.read_slice(conn, where[0], offset, length, where[1], decode)
         except StorageError:
-            memo.pop(block_id, None)  # type: ignore[union-attr]  # a seal that rolled back: look again
+            memo.pop(block_id, None)  # a seal that rolled back: look again
     if line is None:
         got = conn.execute(_WHERE, (block_id, offset)).fetchall()[0]
         if got[1] is not None:
-            line = decode(int(got[0]), got[1])
+            line = decode(cast(int, got[0]), cast(bytes, got[1]))
         elif got[2] is not None:
-            where = (int(got[2]), int(got[3]))
+            where = (cast(int, got[2]), cast(int, got[3]))
             line = blocks.read_slice(conn, where[0], offset, length, where[1], decode)
-            if memo is not None:
-                memo[block_id] = where
+            memo[block_id] = where
         else:
             raise StorageError(
                 f"a log row refers to open payload block {block_id}, which neither payload_open nor "

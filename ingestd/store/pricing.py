@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import apsw
 import orjson
 
 from ingestd.core.speeds import speed_multipliers
 from ingestd.core.timefmt import canonical
 from ingestd.errors import InputError
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import Db, Reader, write_txn
 
 # Far above any real list price, far below where a REAL stops being exact to the cent:
 # a rate like 1e400 is a typo, and stored as a float it would become infinity.
@@ -86,7 +85,7 @@ _COLUMNS = (
 )
 
 
-def list_prices(conn: apsw.Connection, model: str | None = None) -> list[PriceRow]:
+def list_prices(conn: Db, model: str | None = None) -> list[PriceRow]:
     """Every price row (optionally for one model), ordered by model, bucket, effective_from. Read-only."""
     sql = f"SELECT {_COLUMNS} FROM model_pricing"
     params: tuple[Any, ...] = ()
@@ -303,14 +302,14 @@ def _add_once(seen: _Seen, i: int, row: PriceRow) -> None:
         )
 
 
-def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str) -> int:
+def add_prices(conn: Db, rows: list[PriceRow], *, verified_at: str) -> int:
     """Insert or replace price rows in one transaction; the rollup re-prices through its triggers.
 
     Returns:
         The number of rows written.
     """
 
-    def run(c: apsw.Connection) -> int:
+    def run(c: Db) -> int:
         for r in rows:
             c.execute(UPSERT_SQL, price_params(r, verified_at))
         return len(rows)
@@ -318,7 +317,7 @@ def add_prices(conn: apsw.Connection, rows: list[PriceRow], *, verified_at: str)
     return write_txn(conn, run)
 
 
-def dropped_dimensions(conn: Any, rows: list[PriceRow]) -> list[str]:
+def dropped_dimensions(conn: Reader, rows: list[PriceRow]) -> list[str]:
     """Warnings for new rows that drop a price dimension the row in force before them had. Read-only.
 
     ``conn``: a SQLite connection or the central store's (both take this query).

@@ -18,13 +18,10 @@ back either way. Claims of one message normally share their time (a copy of the 
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-import apsw
-
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, storage_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +41,7 @@ class Receipt:
     watermark: int | None
 
 
-def receipts(conn: apsw.Connection) -> list[Receipt]:
+def receipts(conn: Db) -> list[Receipt]:
     """Every real (not dry-run) receipt, oldest first. Read-only."""
     with storage_errors():
         return [
@@ -55,7 +52,7 @@ def receipts(conn: apsw.Connection) -> list[Receipt]:
         ]
 
 
-def apply_receipts(conn: apsw.Connection, recs: list[Receipt], sessions: Sequence[str] | None = None) -> int:
+def apply_receipts(conn: Db, recs: list[Receipt], sessions: Sequence[str] | None = None) -> int:
     """Delete from a *rebuilt* database what the receipts say prune removed. Call inside a write txn.
 
     ``events``: rows with ``occurred_at < cutoff`` and ``raw_event_id <= watermark`` (later log rows
@@ -107,29 +104,38 @@ def covering(recs: list[Receipt]) -> list[Receipt]:
 
 _RECEIPTS = "SELECT target, cutoff, max_raw_event_id FROM prune_receipts WHERE dry_run = 0 ORDER BY id"
 _NEWEST = "SELECT max(id) FROM prune_receipts"
-# per connection: (newest receipt id, the covering set of the receipts up to it). Receipts are only
-# ever added (prune never deletes one; ids are the rowid), so an unchanged max(id) is an unchanged set.
-_COVERING: weakref.WeakKeyDictionary[apsw.Connection, tuple[int, list[Receipt]]] = weakref.WeakKeyDictionary()
 
 
-def _covering_now(conn: apsw.Connection) -> list[Receipt]:
+class _Covering:
+    """What a connection keeps of the prune receipts (``Db.state``): the newest receipt id it read
+    and the covering set of the receipts up to it. Receipts are only ever added (prune never
+    deletes one; ids are the rowid), so an unchanged ``max(id)`` is an unchanged set."""
+
+    __slots__ = ("newest", "recs")
+
+    def __init__(self) -> None:
+        self.newest: int | None = None
+        self.recs: list[Receipt] = []
+
+
+def _covering_now(conn: Db) -> list[Receipt]:
     """The covering set of the database's receipts: one indexed read of ``max(id)`` when no receipt
     was added since this connection last read them, else the receipts are read again."""
     newest = conn.execute(_NEWEST).fetchall()[0][0]
     if newest is None:
         return []
-    known = _COVERING.get(conn)
-    if known is not None and known[0] == newest:
-        return known[1]
+    known = conn.state(_Covering)
+    if known.newest == newest:
+        return known.recs
     # read bare, not through ``receipts`` (its error wrapper costs more than the read); the
     # caller's transaction translates a refusal
     rows = conn.execute(_RECEIPTS).fetchall()
     recs = covering([Receipt(str(t), str(c), 0, None if w is None else int(w)) for t, c, w in rows])
-    _COVERING[conn] = (int(newest), recs)
+    known.newest, known.recs = int(newest), recs
     return recs
 
 
-def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
+def enforce(conn: Db, sessions: Collection[str]) -> int:
     """Delete the rows of ``sessions`` the prune receipts cover; call inside the writer's transaction.
 
     Only the sessions the transaction wrote can hold a row it brought back (every projection row
@@ -152,7 +158,7 @@ def enforce(conn: apsw.Connection, sessions: Collection[str]) -> int:
     return apply_receipts(conn, recs, sorted(sessions)) if recs else 0
 
 
-def covered(conn: apsw.Connection, limit: int) -> list[str]:
+def covered(conn: Db, limit: int) -> list[str]:
     """Up to ``limit`` lines naming projection rows a prune receipt covers (there should be none). Read-only."""
     found: list[str] = []
     for r in covering(receipts(conn)):

@@ -7,7 +7,7 @@ hold from ``token_usage`` and the rate rule, for the equivalence tests and
 
 from __future__ import annotations
 
-import apsw
+from ingestd.store.connection import Db
 
 RollupKey = tuple[str, str, str, str, str, int, str]  # session, model, bucket, slot, rate, tier, speed
 
@@ -52,12 +52,12 @@ ROLLUP_COLUMNS = (
 )
 
 
-def scan(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int, int]]:
+def scan(conn: Db) -> dict[RollupKey, tuple[int, int, int]]:
     """The rollup as a grouped scan of token_usage: key → (tokens, row_count, web_search_requests). Read-only."""
     return {(r[0], r[1], r[2], r[3], r[4], r[5], r[6]): (r[7], r[8], r[9]) for r in conn.execute(SCAN_SQL)}
 
 
-def stored(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int, int]]:
+def stored(conn: Db) -> dict[RollupKey, tuple[int, int, int]]:
     """The rollup table as it is: key → (tokens, row_count, web_search_requests). Read-only."""
     return {
         (r[0], r[1], r[2], r[3], r[4], r[5], r[6]): (r[7], r[8], r[9])
@@ -65,7 +65,7 @@ def stored(conn: apsw.Connection) -> dict[RollupKey, tuple[int, int, int]]:
     }
 
 
-def differences(conn: apsw.Connection, limit: int = 20) -> list[str]:
+def differences(conn: Db, limit: int = 20) -> list[str]:
     """Human-readable differences between the rollup and the scan (empty when equal). Read-only."""
     want, have = scan(conn), stored(conn)
     out = []
@@ -77,7 +77,7 @@ def differences(conn: apsw.Connection, limit: int = 20) -> list[str]:
     return out
 
 
-def rebuild(conn: apsw.Connection) -> None:
+def rebuild(conn: Db) -> None:
     """Replace the rollup with the scan. Call inside a write transaction."""
     conn.execute("DELETE FROM token_usage_rollup")
     conn.execute(f"INSERT INTO token_usage_rollup ({ROLLUP_COLUMNS}) " + SCAN_SQL)

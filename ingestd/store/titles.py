@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
 import orjson
 
 from ingestd.core.blocks import ts_of
@@ -34,6 +33,7 @@ from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.rows import SummaryRow
+from ingestd.store.connection import Db
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.sqlgen import upsert_sql
 
@@ -69,14 +69,14 @@ def _needle(leaf: str) -> bytes:
     return b'"uuid":' + orjson.dumps(leaf)
 
 
-def _set_leaf(conn: apsw.Connection, key: Sequence[Any], sid: str, at: str, old: str | None, out: set[str]) -> None:
+def _set_leaf(conn: Db, key: Sequence[Any], sid: str, at: str, old: str | None, out: set[str]) -> None:
     if conn.execute(_SET_LEAF, (*key, sid, at)).fetchall():
         out.add(sid)
         if old is not None:
             out.add(old)
 
 
-def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterable[SummaryRow]) -> set[str]:
+def resolve_summaries(log: Db, conn: Db, rows: Iterable[SummaryRow]) -> set[str]:
     """Store the projector's summary rows and find each one's leaf among its file's log rows.
 
     Args:
@@ -115,7 +115,7 @@ def resolve_summaries(log: apsw.Connection, conn: apsw.Connection, rows: Iterabl
     return out
 
 
-def resolve_leaves(conn: apsw.Connection, rows: Sequence[LogRow]) -> set[str]:
+def resolve_leaves(conn: Db, rows: Sequence[LogRow]) -> set[str]:
     """Set the leaf of every stored summary whose leaf record is among ``rows`` (just appended).
 
     One indexed query per call for the files ``rows`` come from; nothing more when none of them
@@ -150,7 +150,7 @@ def resolve_leaves(conn: apsw.Connection, rows: Sequence[LogRow]) -> set[str]:
     return out
 
 
-def refresh(conn: apsw.Connection, sids: Iterable[str]) -> None:
+def refresh(conn: Db, sids: Iterable[str]) -> None:
     """Give each of ``sids`` without a title of its own its latest summary (or none). In the caller's transaction."""
     todo = sorted(set(sids))
     if todo:

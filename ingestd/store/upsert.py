@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import apsw
-
 from ingestd.core.derive import Changes
 from ingestd.core.rows import (
     AgentRow,
@@ -33,6 +31,7 @@ from ingestd.core.rows import (
     ToolCallRow,
 )
 from ingestd.store import titles, upsert
+from ingestd.store.connection import Db
 from ingestd.store.rollup import RATE_SQL, ROLLUP_COLUMNS, SLOT_SQL, TIER_SQL
 from ingestd.store.sqlgen import upsert_sql
 
@@ -79,7 +78,7 @@ BUMP_STAT = (
 )
 
 
-def write_changes(conn: apsw.Connection, ch: Changes, log: apsw.Connection | None = None) -> None:
+def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
     """Upsert projection rows (inside the caller's transaction).
 
     Args:
@@ -115,7 +114,7 @@ def write_changes(conn: apsw.Connection, ch: Changes, log: apsw.Connection | Non
         upsert.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
 
 
-def write_checkpoints(conn: apsw.Connection, checkpoints: Iterable[Checkpoint]) -> None:
+def write_checkpoints(conn: Db, checkpoints: Iterable[Checkpoint]) -> None:
     """Upsert tail checkpoints (inside the caller's transaction)."""
     cps = list(checkpoints)
     if cps:
@@ -142,7 +141,7 @@ ROLLUP_SINCE = (
 )
 
 
-def upsert_token_usage(conn: apsw.Connection, upsert_sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+def upsert_token_usage(conn: Db, upsert_sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
     """Upsert ``rows`` (``derive.Changes.token_usage`` tuples) with ``upsert_sql``; inside a write transaction.
 
     Args:

@@ -24,7 +24,7 @@ import apsw
 
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
-from ingestd.store.connection import storage_errors
+from ingestd.store.connection import Db, storage_errors
 
 log = get_logger("ingestd.walcheckpoint")
 
@@ -39,7 +39,7 @@ class WalCheckpointer:
         wal_pages: int, pages in the WAL past which a checkpoint is due.
     """
 
-    def __init__(self, open_conn: Callable[[], apsw.Connection], *, wal_pages: int = WAL_PAGES) -> None:
+    def __init__(self, open_conn: Callable[[], Db], *, wal_pages: int = WAL_PAGES) -> None:
         self._open_conn = open_conn
         self._wal_pages = wal_pages
         self._due = threading.Event()
@@ -48,7 +48,7 @@ class WalCheckpointer:
         self.checkpoints = 0
         self.last: tuple[int, int] | None = None  # (frames in the WAL, frames copied) of the last one
 
-    def attach(self, conn: apsw.Connection) -> apsw.Connection:
+    def attach(self, conn: Db) -> Db:
         """Turn ``conn``'s automatic checkpoints off and signal this thread instead; returns ``conn``."""
         conn.wal_autocheckpoint(0)
 
@@ -75,7 +75,7 @@ class WalCheckpointer:
         self._thread = None
 
     def _run(self) -> None:
-        conn: apsw.Connection | None = None
+        conn: Db | None = None
         while not self._stop:
             self._due.wait()
             self._due.clear()

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import apsw
-
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, reference_time, watchdog_cutoff
+from ingestd.store.connection import Db
 
 # An agent is not idle while any agent below it is working: a main agent blocked on a long
 # Task is busy (found live: the parent showed `unknown` while its Explore subagent worked).
@@ -57,7 +56,7 @@ _ANY_UNKNOWN_AGENT = (
 )
 
 
-def effective_window(conn: apsw.Connection, default_s: int = WATCHDOG_WINDOW_S) -> int:
+def effective_window(conn: Db, default_s: int = WATCHDOG_WINDOW_S) -> int:
     """The watchdog window in force: the one the newest ``watchdog`` log row records, else ``default_s``.
 
     The window is part of the log (the daemon logs a row when it starts with a window other
@@ -76,7 +75,7 @@ def clock_bound(now_ns: int) -> str:
     return from_epoch_ns((now_ns // 1_000_000_000 + 1) * 1_000_000_000)
 
 
-def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None = None) -> str:
+def reference(conn: Db, newest: str, now: str, first_id: int | None = None) -> str:
     """The ``as_of`` to run the pass at: the log's newest time ``newest``, capped at the clock ``now``.
 
     ``newest`` not after ``now`` (the normal case) is returned without a read. Otherwise (the log
@@ -110,7 +109,7 @@ def reference(conn: apsw.Connection, newest: str, now: str, first_id: int | None
     return ref
 
 
-def newest_before(conn: Any, now: str, first_id: int = 0) -> str:
+def newest_before(conn: Db, now: str, first_id: int = 0) -> str:
     """The newest ``received_at`` not after ``now`` of the log rows from id ``first_id`` on ('' for none)."""
     v: Any = conn.execute(
         "SELECT max(received_at) FROM events_raw WHERE id >= ? AND received_at <= ?", (first_id, now)
@@ -118,7 +117,7 @@ def newest_before(conn: Any, now: str, first_id: int = 0) -> str:
     return v if isinstance(v, str) else ""
 
 
-def stale_count(conn: apsw.Connection, cutoff: str) -> int:
+def stale_count(conn: Db, cutoff: str) -> int:
     """How many agents and sessions a watchdog pass with ``cutoff`` would move to ``unknown``. Read-only."""
     agents: Any = conn.execute(
         _ALIVE + "SELECT count(*) FROM agents WHERE " + _IDLE_AGENTS,
@@ -131,7 +130,7 @@ def stale_count(conn: apsw.Connection, cutoff: str) -> int:
     return int(agents) + int(sessions)
 
 
-def watchdog_pass(conn: apsw.Connection, as_of: str, window_s: int) -> int:
+def watchdog_pass(conn: Db, as_of: str, window_s: int) -> int:
     """Move non-terminal agents (and sessions) idle for ``window_s`` before ``as_of`` to ``unknown``.
 
     An agent with a working descendant is not idle; one moved earlier gets its evidence status

@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-import apsw
-
 from ingestd.core import derive, projector
 from ingestd.core.records import LogRow, NewLogRow
 from ingestd.core.rows import Checkpoint
@@ -42,7 +40,7 @@ from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store import payload_blocks, pruned, stall, titles
-from ingestd.store.connection import write_txn
+from ingestd.store.connection import Db, write_txn
 from ingestd.store.logrows import append, quarantine_marker, session_rows
 from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.upsert import BUMP_STAT, write_changes, write_checkpoints
@@ -54,12 +52,12 @@ SessionWork = tuple[str, Sequence[LogRow], projector.History]
 
 
 def fold_into(
-    conn: apsw.Connection,
+    conn: Db,
     states: MutableMapping[str, SessionState],
     work: Iterable[SessionWork],
     ctx: Ctx,
     *,
-    log: apsw.Connection | None = None,
+    log: Db | None = None,
 ) -> None:
     """Fold these log rows into this transaction: each session's rows through the projector, then
     every touched projection row upserted (``upsert.write_changes``), in the caller's transaction.
@@ -144,7 +142,7 @@ class BatchResult:
 
 
 def apply_batch(
-    conn: apsw.Connection,
+    conn: Db,
     new_rows: Sequence[NewLogRow],
     *,
     checkpoints: Iterable[Checkpoint] = (),
@@ -185,7 +183,7 @@ def apply_batch(
     touched: list[str] = []
     seen: list[int] = []
 
-    def run(c: apsw.Connection) -> BatchResult:
+    def run(c: Db) -> BatchResult:
         rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
         if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
@@ -204,9 +202,7 @@ def apply_batch(
     return out
 
 
-def _write_forgetting(
-    conn: apsw.Connection, run: Callable[[apsw.Connection], BatchResult], cache: FoldCache, touched: list[str]
-) -> BatchResult:
+def _write_forgetting(conn: Db, run: Callable[[Db], BatchResult], cache: FoldCache, touched: list[str]) -> BatchResult:
     """``write_txn(conn, run)``; when it fails, ``cache`` forgets the sessions ``run`` named in
     ``touched`` (their states hold what rolled back). Either way the batch's rows kept for reading
     back (``payload_blocks.forget_batch``) are dropped."""
@@ -221,7 +217,7 @@ def _write_forgetting(
 
 
 def _append_batch(
-    c: apsw.Connection,
+    c: Db,
     new_rows: Sequence[NewLogRow],
     isolated: Mapping[str, str] | None,
     result: BatchResult,
@@ -291,7 +287,7 @@ def _sort_batch(rows_in: Sequence[NewLogRow], ids: Mapping[str, int]) -> _Sorted
 
 
 def _fold_batch(
-    c: apsw.Connection,
+    c: Db,
     cache: FoldCache,
     by_session: dict[str, list[LogRow]],
     first_id: int,
@@ -319,9 +315,7 @@ def _fold_batch(
     return version
 
 
-def _caught_up(
-    c: apsw.Connection, cache: FoldCache, sid: str, first_id: int, current: bool, ctx: Ctx
-) -> SessionState | None:
+def _caught_up(c: Db, cache: FoldCache, sid: str, first_id: int, current: bool, ctx: Ctx) -> SessionState | None:
     """``sid``'s cached state (taken out of ``cache``) brought up to the log just before ``first_id``:
     a miss, or a cache not known ``current``, folds the session's rows since the state's last id."""
     state, last_id = cache.take(sid)
@@ -337,14 +331,14 @@ def _caught_up(
     return state
 
 
-def _history(c: apsw.Connection, sid: str, rows: Sequence[LogRow]) -> projector.History:
+def _history(c: Db, sid: str, rows: Sequence[LogRow]) -> projector.History:
     """The session's whole log up to its last row of the batch, read only if a fold asks (a refold)."""
     last = rows[-1].id
     return lambda: session_rows(c, sid, 0, last + 1)
 
 
 def _write_prefold(
-    c: apsw.Connection, prefold: Prefold, cache: FoldCache, batch: _Sorted, first_id: int, ctx: Ctx, touched: list[str]
+    c: Db, prefold: Prefold, cache: FoldCache, batch: _Sorted, first_id: int, ctx: Ctx, touched: list[str]
 ) -> None:
     """Write the fold made ahead: the states behind it are the folder's, so ``cache``'s for the
     batch's sessions are stale from now on (taken out, named in ``touched``). A session the folder
@@ -372,9 +366,7 @@ def _write_prefold(
     write_changes(c, changes)
 
 
-def _finish(
-    c: apsw.Connection, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int, first_id: int
-) -> None:
+def _finish(c: Db, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int, first_id: int) -> None:
     """After the fold, inside the batch's transaction: resolve the titles of summaries whose leaf is
     among the batch's rows, commit the checkpoints, count the batch's lines, keep the logged window
     and the log's newest time, and run the watchdog pass at that time, capped at the clock
@@ -478,7 +470,7 @@ def retrying(component: str, fn: Callable[[], BatchResult], backoff: Backoff) ->
 
 
 def apply_isolating(
-    conn: apsw.Connection,
+    conn: Db,
     rows: Sequence[NewLogRow],
     *,
     checkpoints: Iterable[Checkpoint] = (),
@@ -516,7 +508,7 @@ def apply_isolating(
 class _Isolator:
     """One ``apply_isolating`` call: its arguments and the ``BatchResult`` summed over its parts."""
 
-    conn: apsw.Connection
+    conn: Db
     component: str
     policy: Backoff
     ctx: Ctx | None
@@ -602,7 +594,7 @@ class FoldCache:
         self.capacity = capacity
         self._d: collections.OrderedDict[str, tuple[SessionState, int]] = collections.OrderedDict()
         # (connection, its data_version) as of the end of the last committed batch
-        self.seen: tuple[apsw.Connection, int] | None = None
+        self.seen: tuple[Db, int] | None = None
         self.gap_queries = 0  # catch-up queries run (tests count them)
 
     def take(self, sid: str) -> tuple[SessionState | None, int]:

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import apsw
 import orjson
 
 from ingestd.core import rows
@@ -15,6 +14,7 @@ from ingestd.core.derive import Changes
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
+from ingestd.store.connection import Db
 from ingestd.store.migrate import migrate
 from ingestd.store.upsert import write_changes
 
@@ -78,7 +78,7 @@ _TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
 
 
 def _template() -> bytes:
-    conn = apsw.Connection(":memory:")
+    conn = Db(":memory:")
     conn.execute("PRAGMA foreign_keys = ON")
     migrate(conn)
     data = conn.serialize("main")
@@ -112,7 +112,7 @@ class Model:
     """
 
     def __init__(self) -> None:
-        self.conn = apsw.Connection(":memory:")
+        self.conn = Db(":memory:")
         self.conn.deserialize("main", _TEMPLATE)
         self.conn.execute("PRAGMA foreign_keys = ON")
 

@@ -22,6 +22,7 @@ from ingestd.core.touch import Ctx
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.projection.rebuild import rebuild_projections
+from ingestd.store.connection import Db
 from ingestd.store.writer import apply_batch
 from tests.ingest.support import count, dump, new_db
 
@@ -117,7 +118,7 @@ async def test_append_work_does_not_grow_with_session_length(
     # incremental == from scratch
     scratch = new_db(tmp_path / "scratch.db")
     ingest_roots(scratch, [root], now="2026-06-01T00:00:00.000Z")
-    live = apsw.Connection(str(tmp_path / "x.db"))
+    live = Db(str(tmp_path / "x.db"))
     assert dump(live) == dump(scratch)
 
 
@@ -126,7 +127,7 @@ async def test_another_writer_is_caught_up_with_only_its_rows(
 ) -> None:
     _root, _short, long, runner = setup
     work = Work(monkeypatch)
-    other = apsw.Connection(str(tmp_path / "x.db"))
+    other = Db(str(tmp_path / "x.db"))
     try:
         await runner(None)
         work.take()

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 
 from ingestd.core.records import NewLogRow
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import WalCheckpointer
 from ingestd.store.writer import apply_batch
@@ -55,7 +55,7 @@ def test_commits_leave_checkpoints_to_the_thread(tmp_path: Path) -> None:
     finally:
         cp.stop()
         conn.close()
-    check = apsw.Connection(str(db))
+    check = Db(str(db))
     assert check.execute("SELECT count(*) FROM events_raw").fetchall() == [(written + 1,)]
 
 

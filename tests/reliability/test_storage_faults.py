@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.commands import ingest as ingest_cmd
+from ingestd.commands._common import Opened
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.hookclient import JSON_HEADERS
@@ -78,13 +79,13 @@ def pages_for_two_files(tmp: Path) -> int:
         conn.close()
 
 
-def faulty_open(fault: Callable[[apsw.Connection], None]) -> Callable[..., apsw.Connection]:
+def faulty_open(fault: Callable[[apsw.Connection], None]) -> Callable[..., Opened]:
     real = ingest_cmd.open_db
 
-    def open_db(db_path: Path | None, **kw: Any) -> apsw.Connection:
-        conn = real(db_path, **kw)
-        fault(conn)
-        return conn
+    def open_db(db_path: Path | None, *args: Any) -> Opened:
+        opened = real(db_path, *args)
+        fault(opened.db)
+        return opened
 
     return open_db
 

@@ -3,13 +3,12 @@ words, whatever the case, where SQLite's ``lower`` can fold it."""
 
 from __future__ import annotations
 
-import apsw
-
 from ingestd.report.sessions import Narrow
+from ingestd.store.connection import Db
 
 
 def _found(search: str) -> list[str]:
-    conn = apsw.Connection(":memory:")
+    conn = Db(":memory:")
     conn.execute("CREATE TABLE sessions (id TEXT, title TEXT, project_path TEXT, project_slug TEXT, status TEXT)")
     conn.execute("INSERT INTO sessions VALUES ('a1b2', 'Été du Parseur', NULL, 'p', 'working')")
     conn.execute("INSERT INTO sessions VALUES ('c3d4', NULL, NULL, 'p', 'working')")

@@ -164,7 +164,7 @@ def test_a_row_of_the_batch_being_written_reads_back_from_its_own_bytes(
     real_finish = writer._finish
 
     def finish(c: apsw.Connection, *args: object) -> None:
-        blocks._CACHE.pop(c, None)  # not the read cache either
+        c.state(blocks._Kept).recent.clear()  # not the read cache either
         for (key, codec, blob), r in zip(stored(c), rows, strict=True):
             seen.append(
                 codec == blocks.BLOCK and payload.decode(c, codec, blob) == r.payload and key == r.idempotency_key
@@ -174,7 +174,7 @@ def test_a_row_of_the_batch_being_written_reads_back_from_its_own_bytes(
     monkeypatch.setattr(writer, "_finish", finish)
     apply_batch(conn, rows)
     assert seen == [True] * len(rows) and calls == []
-    assert conn not in blocks._WRITTEN
+    assert conn.state(blocks._Kept).written == {}
     for (_, codec, blob), r in zip(stored(conn), rows, strict=True):
         assert payload.decode(conn, codec, blob) == r.payload
     assert calls  # read from the blocks now
@@ -244,12 +244,12 @@ def test_the_read_cache_is_bounded_in_blocks_and_bytes(conn: apsw.Connection, mo
     n = blocks.CACHE_BLOCKS
     for i in range(n + 2):
         blocks._remember(conn, i, 0, b"x" * 1000)
-    assert list(blocks._CACHE[conn]) == list(range(2, n + 2))
+    assert list(conn.state(blocks._Kept).recent) == list(range(2, n + 2))
     monkeypatch.setattr(blocks, "CACHE_BYTES", 2500)
     blocks._remember(conn, n + 2, 0, b"x" * 1000)
-    assert list(blocks._CACHE[conn]) == [n + 1, n + 2]
+    assert list(conn.state(blocks._Kept).recent) == [n + 1, n + 2]
     blocks._remember(conn, n + 3, 0, b"x" * 9000)  # larger than the bound alone: kept, the only one
-    assert list(blocks._CACHE[conn]) == [n + 3]
+    assert list(conn.state(blocks._Kept).recent) == [n + 3]
 
 
 @given(

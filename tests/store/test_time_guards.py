@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ingestd.core.timefmt import canonical
+from ingestd.store.connection import Db
 
 ACCEPTED = [
     ("2025-03-01T10:17:00.000Z", "2025-03-01T10:17:00.000Z"),
@@ -93,6 +94,6 @@ def test_python_and_sql_agree(dt: object, offset_min: int) -> None:
     assert isinstance(dt, _dt.datetime)
     tz = _dt.timezone(_dt.timedelta(minutes=offset_min))
     spelled = dt.replace(tzinfo=tz).isoformat(timespec="milliseconds")
-    conn = apsw.Connection(":memory:")
+    conn = Db(":memory:")
     sql_canon = conn.execute("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ?)", (spelled,)).fetchall()[0][0]
     assert canonical(spelled) == sql_canon

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import apsw
 
+from ingestd.store.connection import Db
 from ingestd.store.upsert import UPSERT_AGENT
 from ingestd.store.watchdog_pass import stale_count, watchdog_pass
 
@@ -59,7 +60,7 @@ def test_the_result_does_not_depend_on_earlier_passes(db: apsw.Connection) -> No
     watchdog_pass(db, "2026-01-01T00:41:00.000Z", 600)
     live = statuses(db)
     assert live == {"s": "working", "c": "working", "g": "working", "d": "unknown"}
-    fresh = apsw.Connection(":memory:")
+    fresh = Db(":memory:")
     for sql in db.execute("SELECT sql FROM sqlite_master WHERE name IN ('agents', 'sessions')"):
         fresh.execute(sql[0])
     fresh.execute("INSERT INTO sessions (id, status) VALUES ('s', 'working')")

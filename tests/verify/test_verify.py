@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.projection.verify import run_checks
-from ingestd.store.connection import connect
+from ingestd.store.connection import Db, connect
 
 
 def _run(db: Path) -> tuple[int, dict[str, object]]:
@@ -172,7 +172,7 @@ def test_a_read_only_database_file_is_checked_without_probes(db_path: Path) -> N
     # readonly database"); its triggers are still checked, the probes are said to be skipped.
     from ingestd.projection.verify import check_append_only
 
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn = Db(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     got = check_append_only(conn)
     assert got.ok and "not probed: the database file is read-only" in got.details[0], got.details
     conn.execute("PRAGMA query_only = 1")

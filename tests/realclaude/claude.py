@@ -449,6 +449,9 @@ class Sdk:
             self.proc.wait(10)
         self._reader.join(10)
         stderr = self.proc.stderr.read() if self.proc.stderr else ""
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
         return self.proc.returncode, stderr
 
 

@@ -16,12 +16,12 @@ from typing import Any
 import psycopg
 
 from ingestd.central import migrate as mig
-from ingestd.central.pg import pg_errors
+from ingestd.central.pg import PgReadConn, pg_errors
 from ingestd.central.project import PROJECT_LOCK, PROJECTION_TABLES, project_store
 from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
 from ingestd.projection.verify import MAX_DETAILS, Check
-from ingestd.report.status import UNPRICED_SQL, unpriced_section
+from ingestd.report.status import UNPRICED_SQL, quarantine_section, unpriced_section
 from ingestd.store import rollup
 
 # table -> (columns compared, order): every column except token_usage's surrogate id.
@@ -140,7 +140,9 @@ def _by_status(pg: psycopg.Connection[Any], table: str) -> dict[str, Any]:
 
 
 def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, Any]:
-    """Health of the central store: ledger, hosts and their marks, projector lag, rows, statuses. Read-only."""
+    """Health of the central store: ledger, hosts and their marks, projector lag, rows, statuses and the
+    quarantined records (``report.status.quarantine_section``: a session the store refused is one).
+    Read-only."""
     with pg_errors():
         plan = mig.status(pg)
         applied = mig.applied(pg)
@@ -165,6 +167,9 @@ def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, An
         doc["sessions"] = _by_status(pg, "sessions")
         doc["agents"] = _by_status(pg, "agents")
         doc["unpriced"] = unpriced_section(pg.execute(UNPRICED_SQL))
+        if any(a.id >= 3 for a in applied):  # pg 0003 made the table
+            reader: Any = PgReadConn(pg)  # the reports' connection shape
+            doc["quarantine"] = quarantine_section(reader)
     return doc
 
 

@@ -7,6 +7,11 @@ the slice touches and re-folds each of them from all of its rows so far (any hos
 full rows: the projector's order independence makes that equal to any incremental fold, and it
 needs no fold state kept between runs or machines.
 
+A session whose rows the store refuses (``REFUSALS``: a value, a constraint, a size) is folded in a
+savepoint and rolled back alone, with a ``storage`` quarantine row (``fold_isolated``), so it never
+stops the projection of another session or host. The projector's rows are ``storable``
+(``ingestd.core.storable``), so text SQLite takes and PostgreSQL does not never gets that far.
+
 Safe to run from several machines at once: every slice's transaction first takes a
 transaction-scoped advisory lock (``PROJECT_LOCK``), so slices are folded one at a time and a
 killed run rolls back to the previous mark.
@@ -39,6 +44,7 @@ from typing import Any
 
 import orjson
 import psycopg
+from psycopg import errors as pgerr
 
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
@@ -48,9 +54,14 @@ from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.state import SessionState
+from ingestd.core.storable import storable
 from ingestd.core.touch import Ctx
+from ingestd.core.validate import STORAGE
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
+from ingestd.logs import get_logger
+
+log = get_logger("ingestd.central.project")
 
 PROJECT_LOCK = 0x696E6765_7374_02
 DEFAULT_BATCH_ROWS = 20_000
@@ -286,6 +297,38 @@ def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dic
     return n
 
 
+# What the store refuses for a reason in the rows themselves (a value, a constraint, a size limit),
+# never a connection or a lock: folded again it would be refused again.
+REFUSALS: tuple[type[BaseException], ...] = (psycopg.DataError, psycopg.IntegrityError, pgerr.ProgramLimitExceeded)
+REFUSED_DETAIL = "the central store refused the session's projection: "
+_NEWEST = (
+    "SELECT id, host_id, origin, origin_offset FROM events_raw WHERE session_id = %s AND id <= %s"
+    " ORDER BY id DESC LIMIT 1"
+)
+
+
+def fold_isolated(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dict[str, Ctx]) -> bool:
+    """``fold_session`` in a savepoint: a session whose rows the store refuses (``REFUSALS``) keeps
+    its rows as they were and gets a ``storage`` quarantine row naming the refusal (on its newest log
+    row, which ``status --store`` lists), logged, and the slice goes on: one poisoned session never
+    stops another session or host. Any other error propagates (the slice rolls back).
+
+    Returns:
+        bool, whether the session was folded.
+    """
+    try:
+        with pg.transaction():
+            fold_session(pg, sid, through, hosts)
+        return True
+    except REFUSALS as e:
+        detail = REFUSED_DETAIL + (str(e).strip().splitlines() or [type(e).__name__])[0]
+        log.warning("central_session_refused", session_id=sid, through=through, error=detail)
+    newest = pg.execute(_NEWEST, (sid, through)).fetchone()
+    if newest is not None:
+        pg.execute(UPSERT_QUARANTINE, (newest[0], STORAGE, newest[1], sid, newest[2], newest[3], storable(detail)))
+    return False
+
+
 def _hosts(pg: psycopg.Connection[Any]) -> dict[str, Ctx]:
     return {str(h): Ctx(instance=str(i), host_id=str(h)) for h, i in pg.execute("SELECT host_id, instance FROM hosts")}
 
@@ -329,7 +372,7 @@ def _fold_slice(pg: psycopg.Connection[Any], mark: int, batch_rows: int, reverse
     ]
     hosts = _hosts(pg)
     for sid in sids:
-        fold_session(pg, sid, through, hosts)
+        fold_isolated(pg, sid, through, hosts)
     resolve_titles(pg, mark, through, sids)
     watchdog(pg)
     pg.execute("UPDATE projector_progress SET projected_through = %s", (through,))

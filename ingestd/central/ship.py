@@ -10,6 +10,10 @@ and nothing doubled. After each commit the local database records the mark too
 (``meta.shipped_through``): ``prune`` reads it to keep what has not travelled yet (it may lag the
 central mark, never lead it).
 
+Payloads travel as the exact bytes (``bytea``); the log's event type, session and origin in their
+``storable`` form (``ingestd.core.storable``), which the log writes already, so a value SQLite
+took and PostgreSQL's ``text`` cannot (a U+0000 an older ingestd logged) never stops a host.
+
 A machine is known by ``meta.host_id`` (``ingestd.store.identity``, created once) and its
 ``meta.instance``: a second database claiming a host id the store already has for another
 instance is refused (two machines with the same host name), rather than mixing two logs; one
@@ -29,6 +33,7 @@ from psycopg import errors as pgerr
 from ingestd.central import copies
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
+from ingestd.core.storable import storable
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import window_of
 from ingestd.errors import ConfigError
@@ -189,6 +194,26 @@ def _payload(v: Any) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
 
 
+def _shippable(r: Any, payload: bytes) -> tuple[Any, ...]:
+    """A local log row (``_LOCAL_COLUMNS``) as the store takes it: its payload ``payload`` (the bytes
+    as read), its event type, session and origin in their ``storable`` form. The log writes these
+    columns storable already; an older ingestd's rows may hold a U+0000, which PostgreSQL's text
+    refuses (the origin keeps its length: only a hash index holds it whole)."""
+    sid = r[6]
+    return (
+        r[0],
+        r[1],
+        r[2],
+        storable(r[3]),
+        payload,
+        r[5],
+        None if sid is None else storable(sid),
+        storable(r[7], limit=None),
+        r[8],
+        r[9],
+    )
+
+
 def _copy(pg: psycopg.Connection[Any], sql: str, rows: list[Any], host_id: str | None) -> None:
     """COPY local log rows (binary), with ``host_id`` first when given."""
     with pg.cursor() as cur, cur.copy(sql) as cp:
@@ -235,7 +260,7 @@ def ship_batch(local: Db, pg: psycopg.Connection[Any], host_id: str, batch_rows:
         with storage_errors():
             # the store keeps the exact bytes (SPEC §3): payloads are shipped decoded
             rows: list[Any] = [
-                (*r[:4], decode_payload(local, r[10], r[4]), *r[5:10])
+                _shippable(r, decode_payload(local, r[10], r[4]))
                 for r in local.execute(
                     f"SELECT {_LOCAL_COLUMNS}, codec FROM events_raw WHERE id > ? ORDER BY id LIMIT ?",
                     (mark, batch_rows),

@@ -64,7 +64,7 @@ def register(cli: click.Group) -> None:
         are labelled as of when it last wrote.
 
         With --store: the central store's ledger, hosts and their high-water marks, projector lag,
-        rows and statuses.
+        rows, statuses and quarantined records.
 
         A daemon with a token answers its health probe only with that token (--token-file or
         --token-env, as given to `serve`); without it, status says it runs but not how it is.
@@ -157,3 +157,7 @@ def _print_central(doc: dict[str, Any]) -> None:
     for h in doc["hosts"]:
         if h["warning"]:
             console.print(f"warning: {h['warning']}", style="yellow")
+    if "quarantine" in doc:
+        from ingestd.report.statusview import render_quarantine
+
+        render_quarantine(console, doc["quarantine"])

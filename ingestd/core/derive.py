@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingestd.core.derive_agents import COMPACTION_PREFIX, View, agent_rows, legacy_agents, main_status
 from ingestd.core.rows import (
@@ -23,6 +24,7 @@ from ingestd.core.rows import (
     ToolCallRow,
 )
 from ingestd.core.state import TITLE_KINDS, SessionState
+from ingestd.core.storable import MAX_TEXT_BYTES, storable
 from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES
 from ingestd.core.touch import Ctx, Touched
 from ingestd.core.validate import INFER, occurred_of
@@ -85,6 +87,40 @@ class Changes:
         self.quarantine.extend(other.quarantine)
         self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)
+
+
+_SHORT = MAX_TEXT_BYTES // 4
+
+
+def _storable_rows(rows: list[Any]) -> None:
+    """Every text field of ``rows`` (named rows) in its ``storable`` form, in place."""
+    for i, row in enumerate(rows):
+        for v in row:
+            # ``storable``'s own first test, inlined: this runs for every text value projected
+            if type(v) is str and (len(v) > _SHORT or "\x00" in v or not v.isascii()) and storable(v) is not v:
+                rows[i] = row._make([storable(x) if type(x) is str else x for x in row])
+                break
+
+
+def storable_changes(ch: Changes) -> Changes:
+    """``ch`` with every text value of every row in its ``storable`` form (in place; returned).
+
+    The projector's last step, so both stores write the same text whatever the log holds.
+    """
+    for rows in (
+        ch.sessions,
+        ch.agents,
+        ch.edges,
+        ch.token_usage,
+        ch.tool_calls,
+        ch.compactions,
+        ch.events,
+        ch.quarantine,
+        ch.summaries,
+        ch.retracted_agents,
+    ):
+        _storable_rows(rows)
+    return ch
 
 
 def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:

@@ -76,7 +76,7 @@ def fold(
         log = list(history())
         state, more = _fold_once(_indexed(refold_state(state), log), session_id, log, ctx)
         changes.extend(more)
-    return state, changes
+    return state, derive.storable_changes(changes)
 
 
 def _indexed(state: SessionState, rows: Sequence[LogRow]) -> SessionState:

@@ -10,6 +10,7 @@ from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.framing import Line, Oversized
 from ingestd.core.keys import jsonl_key, jsonl_key_of_digest
 from ingestd.core.oversized import OVERSIZED, marker_payload, salvage_bytes, salvage_line
+from ingestd.core.storable import storable
 
 INVALID = "invalid"
 FILE_RESET = "file_reset"
@@ -23,10 +24,12 @@ class NewLogRow:
     Attributes:
         idempotency_key: str, unique key (``j:...`` transcript, hook keys from the receiver).
         source: str, ``jsonl`` | ``hook`` | ``ingestd``.
-        event_type: str, record ``type`` / ``hook_event_name`` / ``invalid`` / ``file_reset`` / ``meta``.
+        event_type: str, record ``type`` / ``hook_event_name`` / ``invalid`` / ``file_reset`` / ``meta``
+            (``storable``, as ``session_id``).
         payload: bytes, exactly as read.
         received_at: str, canonical UTC read / receipt time.
-        session_id: str | None, the session the row belongs to.
+        session_id: str | None, the session the row belongs to (``ingestd.core.storable``: the
+            form both stores hold; the payload keeps the exact bytes).
         origin: str, transcript path relative to its root, or ``hook``.
         origin_gen: int, rewrite generation.
         origin_offset: int | None, byte offset of the line (None for hooks).
@@ -136,8 +139,9 @@ def path_info(origin: str) -> PathInfo:
 def _session_of(sid: Any, path_session: str | None) -> str | None:
     """The session of a record whose ``sessionId`` is ``sid`` (SPEC §4.1): ``sid`` when it is a
     string that is not blank (empty or only white space: no session can be reached by it; a hook
-    body with one is refused), else ``path_session``."""
-    return sid if isinstance(sid, str) and sid and not sid.isspace() else path_session
+    body with one is refused), else ``path_session``; in its ``storable`` form (the log's
+    ``session_id`` column travels to the central store as it is)."""
+    return storable(sid) if isinstance(sid, str) and sid and not sid.isspace() else path_session
 
 
 def line_row(
@@ -183,8 +187,7 @@ def line_row(
         )
     sid = _session_of(obj.get("sessionId"), path_session)
     etype = obj.get("type")
-    if not isinstance(etype, str) or not etype:
-        etype = "untyped"
+    etype = storable(etype) if isinstance(etype, str) and etype else "untyped"
     return NewLogRow(
         key, "jsonl", etype, data, received_at, sid, origin, gen, line.offset, obj=obj, recovered=dec.recovered
     )

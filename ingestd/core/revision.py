@@ -52,9 +52,12 @@ History:
        ingestd logged whole; a long line only the lenient pass takes, ``decode.LENIENT_BYTES_PER_BYTE``)
        is salvaged from its head and tail, not decoded (SPEC §11); so is a line with an integer of
        more than ``decode.MAX_INT_DIGITS`` digits (``number_too_large``: its billed message was lost).
+    17: every projected text value is in its ``ingestd.core.storable`` form (no U+0000, at most 512
+       bytes), the same in both stores: a NUL the central store could not hold stopped its
+       projection for every host.
 """
 
-PROJECTION_REVISION = 16
+PROJECTION_REVISION = 17
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

@@ -43,6 +43,7 @@ from aiohttp import web
 from ingestd.core import hookkeys
 from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes, value_marks
 from ingestd.core.records import NewLogRow
+from ingestd.core.storable import storable
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import StorageError
 from ingestd.logs import get_logger
@@ -189,14 +190,15 @@ STORAGE_FAILED = (500, "storage_error", "the database refused the event; nothing
 
 
 def hook_row(event: hookkeys.HookEvent, body: bytes, key: str, received_ns: int) -> NewLogRow:
-    """The ``events_raw`` row of one accepted delivery (payload = the body bytes verbatim)."""
+    """The ``events_raw`` row of one accepted delivery (payload = the body bytes verbatim; the event
+    name and session id in their ``storable`` form, which the central store can hold too)."""
     return NewLogRow(
         idempotency_key=key,
         source="hook",
-        event_type=event.event_name,
+        event_type=storable(event.event_name),
         payload=body,
         received_at=from_epoch_ns(received_ns),
-        session_id=event.session_id,
+        session_id=storable(event.session_id),
         origin="hook",
         obj=event.body,
     )

@@ -89,12 +89,18 @@ QUARANTINE_LISTED = 20  # the newest records listed; the counts cover all of the
 def quarantine_section(conn: Db, *, limit: int = QUARANTINE_LISTED) -> dict[str, Any]:
     """The quarantined records (SPEC §12): counted per reason, the newest ``limit`` listed. Read-only.
 
+    Args:
+        conn: a local database, or the central store (``PgReadConn``, whose schema has the table).
+
     Returns:
         ``{"records": int, "by_reason": {reason: int}, "listed": [{"raw_event_id", "reason",
         "session_id", "origin", "origin_offset", "detail"}, ...]}`` newest first. A database
         without the table (before migration 0008) has none.
     """
-    if not scalar(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'"):
+    central = getattr(conn, "central", False)
+    if not central and not scalar(
+        conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'"
+    ):
         return {"records": 0, "by_reason": {}, "listed": []}
     by_reason = _counts(conn, "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
     listed = [

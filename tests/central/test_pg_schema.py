@@ -284,7 +284,7 @@ def test_a_store_at_0002_upgrades_with_its_rollup_regrouped(pg_url: str, tmp_pat
             "        ('h', 's', 'm2', 'claude-opus-4-6', 'input', 7, '2025-01-01T00:00:00Z')"
         )
         conn.commit()
-        assert [p.id for p in mig.migrate(conn)] == [3, 4]
+        assert [p.id for p in mig.migrate(conn)] == [p.id for p in ledger.PG_PINS[2:]]
         got = conn.execute(
             "SELECT bucket, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
             " FROM token_usage_rollup ORDER BY 1"

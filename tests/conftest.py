@@ -1,17 +1,20 @@
-"""Shared fixtures: a migrated database and the real corpus location."""
+"""Shared fixtures: a migrated database, the real corpus location, a PostgreSQL cluster."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
+import psycopg
 import pytest
 
 from ingestd import logs
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from tests.pgcluster import Cluster, bin_dir
 from tests.realclaude.fixtures import claude, claude_code, recorder, standin  # noqa: F401 (fixtures for every test)
 
 # structlog loads at a command's first log line; tests capture lines with structlog.testing,
@@ -47,6 +50,32 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"real corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL cluster per test session (per xdist worker), started by the first test
+    that asks; skipped, saying why, when PostgreSQL's binaries are not installed."""
+    bindir = bin_dir()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries not found (apt-get install postgresql; .ci/run does it)")
+    cluster = Cluster(bindir).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_pg_databases = itertools.count()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Cluster) -> str:
+    """The URL of a new, empty database in the session's cluster."""
+    name = f"t{next(_pg_databases)}"
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return pg_cluster.url(name)
 
 
 @pytest.fixture(autouse=True)

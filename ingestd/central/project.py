@@ -53,13 +53,26 @@ from ingestd.core.blocks import ts_of
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
-from ingestd.core.state import SessionState
+from ingestd.core.rows import (
+    AgentRow,
+    CompactionRow,
+    EdgeRow,
+    EventRow,
+    QuarantineRow,
+    SessionRow,
+    SummaryRow,
+    TokenUsageRow,
+    ToolCallRow,
+)
+from ingestd.core.state import SessionState, claim_order
 from ingestd.core.storable import storable
 from ingestd.core.touch import Ctx
 from ingestd.core.validate import STORAGE
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
+from ingestd.store.sqlgen import upsert_sql
+from ingestd.store.upsert import TOKEN_UPDATE, claim_where
 
 log = get_logger("ingestd.central.project")
 
@@ -80,90 +93,55 @@ PROJECTION_TABLES = (
     "quarantine",
 )
 
-UPSERT_SESSION = (
-    "INSERT INTO sessions (id, project_slug, project_path, started_at, last_activity_at, status, git_branch,"
-    " cc_version, title, slug, entrypoint, end_reason, title_source) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-    " ON CONFLICT (id) DO UPDATE SET project_slug=EXCLUDED.project_slug, project_path=EXCLUDED.project_path,"
-    " started_at=EXCLUDED.started_at, last_activity_at=EXCLUDED.last_activity_at, status=EXCLUDED.status,"
-    " git_branch=EXCLUDED.git_branch, cc_version=EXCLUDED.cc_version, title=EXCLUDED.title,"
-    " slug=EXCLUDED.slug, entrypoint=EXCLUDED.entrypoint, end_reason=EXCLUDED.end_reason,"
-    " title_source=EXCLUDED.title_source"
+# The local store's upserts (``ingestd.store.upsert``, built from the row types' fields), with the
+# host column a central row carries: the host whose slice wrote it.
+UPSERT_SESSION = upsert_sql("sessions", SessionRow._fields, ("id",), marks="%s")
+# Agents are keyed by (session_id, id) here: no claim between sessions is needed. ``evidence_status``
+# is bound from ``status`` (after the fields: ``_agent_params``).
+UPSERT_AGENT = upsert_sql(
+    "agents",
+    AgentRow._fields,
+    ("session_id", "id"),
+    extra=(("evidence_status", AgentRow._fields.index("status") + 1),),
+    marks="%s",
 )
-# Agents are keyed by (session_id, id) here: no claim between sessions is needed.
-UPSERT_AGENT = (
-    "INSERT INTO agents (id, session_id, type, subagent_type, status, parent_agent_id, first_seen_at,"
-    " last_seen_at, outcome_cause, is_compaction, description, evidence_status)"
-    " VALUES (%(id)s, %(sid)s, %(type)s, %(st)s, %(status)s, %(parent)s, %(first)s, %(last)s, %(cause)s,"
-    " %(comp)s, %(desc)s, %(status)s)"
-    " ON CONFLICT (session_id, id) DO UPDATE SET type=EXCLUDED.type, subagent_type=EXCLUDED.subagent_type,"
-    " status=EXCLUDED.status, evidence_status=EXCLUDED.evidence_status, parent_agent_id=EXCLUDED.parent_agent_id,"
-    " first_seen_at=EXCLUDED.first_seen_at, last_seen_at=EXCLUDED.last_seen_at,"
-    " outcome_cause=EXCLUDED.outcome_cause, is_compaction=EXCLUDED.is_compaction, description=EXCLUDED.description"
+UPSERT_EDGE = upsert_sql(
+    "orchestration_edges",
+    EdgeRow._fields,
+    ("session_id", "child_agent_id"),
+    update=EdgeRow._fields[2:3] + EdgeRow._fields[4:],
+    marks="%s",
 )
-UPSERT_EDGE = (
-    "INSERT INTO orchestration_edges (id, session_id, parent_agent_id, child_agent_id, source, instance,"
-    " host_id, created_at, tool_use_id) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-    " ON CONFLICT (session_id, child_agent_id) DO UPDATE SET parent_agent_id=EXCLUDED.parent_agent_id,"
-    " source=EXCLUDED.source, instance=EXCLUDED.instance, host_id=EXCLUDED.host_id,"
-    " created_at=EXCLUDED.created_at, tool_use_id=EXCLUDED.tool_use_id"
+# The one claim rule (``ingestd.store.upsert.claim_where``); host_id travels with the claim
+# (``fold_session``).
+_TOKEN_COLUMNS = ("host_id", *TokenUsageRow._fields[1:])
+_TOKEN_UPDATE = ("host_id", *TOKEN_UPDATE)
+UPSERT_TOKENS = upsert_sql(
+    "token_usage",
+    _TOKEN_COLUMNS,
+    ("message_id", "bucket"),
+    update=_TOKEN_UPDATE,
+    where=claim_where(_TOKEN_UPDATE),
+    marks="%s",
 )
-# The one-machine claim rule (ingestd.store.upsert.UPSERT_TOKENS): higher claim_rank, then earlier
-# occurred_at, then the smaller session id; host_id travels with the claim (``fold_session``).
-_BETTER = (
-    "(EXCLUDED.claim_rank > t.claim_rank OR (EXCLUDED.claim_rank = t.claim_rank AND"
-    " (EXCLUDED.occurred_at < t.occurred_at OR (EXCLUDED.occurred_at = t.occurred_at"
-    " AND EXCLUDED.session_id <= t.session_id))))"
+UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"), marks="%s")
+UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"), marks="%s")
+INSERT_EVENT = upsert_sql(
+    "events", ("raw_event_id", "host_id", *EventRow._fields[1:]), ("raw_event_id",), update=(), marks="%s"
 )
-_CHANGED = (
-    "(EXCLUDED.session_id, EXCLUDED.agent_id, EXCLUDED.model, EXCLUDED.tokens, EXCLUDED.is_compaction_baseline,"
-    " EXCLUDED.occurred_at, EXCLUDED.claim_rank, EXCLUDED.host_id, EXCLUDED.prompt_tokens, EXCLUDED.speed,"
-    " EXCLUDED.web_search_requests) IS DISTINCT FROM"
-    " (t.session_id, t.agent_id, t.model, t.tokens, t.is_compaction_baseline, t.occurred_at, t.claim_rank, t.host_id,"
-    " t.prompt_tokens, t.speed, t.web_search_requests)"
+UPSERT_QUARANTINE = upsert_sql(
+    "quarantine",
+    ("raw_event_id", "reason", "host_id", *QuarantineRow._fields[2:]),
+    ("raw_event_id", "reason"),
+    update=("detail",),
+    marks="%s",
 )
-UPSERT_TOKENS = (
-    "INSERT INTO token_usage AS t (host_id, session_id, agent_id, message_id, model, bucket, tokens,"
-    " is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)"
-    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-    " ON CONFLICT (message_id, bucket) DO UPDATE SET"
-    f" session_id = CASE WHEN {_BETTER} THEN EXCLUDED.session_id ELSE t.session_id END,"
-    f" agent_id = CASE WHEN {_BETTER} THEN EXCLUDED.agent_id ELSE t.agent_id END,"
-    f" model = CASE WHEN {_BETTER} THEN EXCLUDED.model ELSE t.model END,"
-    f" tokens = CASE WHEN {_BETTER} THEN EXCLUDED.tokens ELSE t.tokens END,"
-    f" is_compaction_baseline = CASE WHEN {_BETTER} THEN EXCLUDED.is_compaction_baseline"
-    " ELSE t.is_compaction_baseline END,"
-    f" occurred_at = CASE WHEN {_BETTER} THEN EXCLUDED.occurred_at ELSE t.occurred_at END,"
-    f" claim_rank = CASE WHEN {_BETTER} THEN EXCLUDED.claim_rank ELSE t.claim_rank END,"
-    f" host_id = CASE WHEN {_BETTER} THEN EXCLUDED.host_id ELSE t.host_id END,"
-    f" prompt_tokens = CASE WHEN {_BETTER} THEN EXCLUDED.prompt_tokens ELSE t.prompt_tokens END,"
-    f" speed = CASE WHEN {_BETTER} THEN EXCLUDED.speed ELSE t.speed END,"
-    f" web_search_requests = CASE WHEN {_BETTER} THEN EXCLUDED.web_search_requests ELSE t.web_search_requests END"
-    f" WHERE {_BETTER} AND {_CHANGED}"
-)
-UPSERT_TOOL = (
-    "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status)"
-    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (session_id, tool_use_id) DO UPDATE SET agent_id=EXCLUDED.agent_id,"
-    " tool_name=EXCLUDED.tool_name, started_at=EXCLUDED.started_at, ended_at=EXCLUDED.ended_at,"
-    " status=EXCLUDED.status"
-)
-UPSERT_COMPACTION = (
-    "INSERT INTO compactions (session_id, boundary_id, agent_id, occurred_at, trigger, pre_tokens)"
-    " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (session_id, boundary_id) DO UPDATE SET agent_id=EXCLUDED.agent_id,"
-    " occurred_at=EXCLUDED.occurred_at, trigger=EXCLUDED.trigger, pre_tokens=EXCLUDED.pre_tokens"
-)
-INSERT_EVENT = (
-    "INSERT INTO events (raw_event_id, host_id, session_id, agent_id, event_type, occurred_at)"
-    " VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (raw_event_id) DO NOTHING"
-)
-UPSERT_QUARANTINE = (
-    "INSERT INTO quarantine (raw_event_id, reason, host_id, session_id, origin, origin_offset, detail)"
-    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (raw_event_id, reason) DO UPDATE SET host_id=EXCLUDED.host_id,"
-    " session_id=EXCLUDED.session_id, origin=EXCLUDED.origin, origin_offset=EXCLUDED.origin_offset,"
-    " detail=EXCLUDED.detail"
-)
-UPSERT_SUMMARY = (
-    "INSERT INTO summaries (host_id, origin, origin_gen, origin_offset, file_session, leaf_uuid, summary)"
-    " VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (host_id, origin, origin_gen, origin_offset) DO NOTHING"
+UPSERT_SUMMARY = upsert_sql(
+    "summaries",
+    ("host_id", *SummaryRow._fields),
+    ("host_id", "origin", "origin_gen", "origin_offset"),
+    update=(),
+    marks="%s",
 )
 
 
@@ -194,20 +172,8 @@ def _payload(v: Any) -> bytes:
     return bytes(v) if not isinstance(v, bytes) else v
 
 
-def _agent_params(r: tuple[Any, ...]) -> dict[str, Any]:
-    return {
-        "id": r[0],
-        "sid": r[1],
-        "type": r[2],
-        "st": r[3],
-        "status": r[4],
-        "parent": r[5],
-        "first": r[6],
-        "last": r[7],
-        "cause": r[8],
-        "comp": r[9],
-        "desc": r[10],
-    }
+def _agent_params(r: AgentRow) -> tuple[Any, ...]:
+    return (*r, r.status)
 
 
 def write_changes(
@@ -252,15 +218,15 @@ def write_changes(
 
 
 def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[tuple[str, str], str]:
-    """(message_id, bucket) -> the host whose own log holds the best claim on it (SPEC §4.4 order:
-    higher claim_rank, then earlier occurred_at; then the smaller host id). Each host's rows are
-    folded alone to find its own claim."""
+    """(message_id, bucket) -> the host whose own log holds the best claim on it (the claim order,
+    ``claim_order``, with the host id as the last tie-break). Each host's rows are folded alone to
+    find its own claim."""
     best: dict[tuple[str, str], tuple[int, str, str]] = {}
     for h, rows in by_host.items():
         _, solo = projector.fold_log(sid, rows, hosts[h])
         for r in solo.token_usage:
-            key = (str(r[3]), str(r[5]))
-            cand = (-int(r[9]), str(r[8]), h)
+            key = (r.message_id, r.bucket)
+            cand = claim_order(r.claim_rank, r.occurred_at, h)
             if key not in best or cand < best[key]:
                 best[key] = cand
     return {k: v[2] for k, v in best.items()}

@@ -17,6 +17,14 @@ RANK_COPY = 0
 RANK_SIDECHAIN = 1
 RANK_MAIN = 2
 
+
+def claim_order(claim_rank: int, occurred_at: str, holder: str) -> tuple[int, str, str]:
+    """The sort key of a claim on a message's usage, best first: the higher ``claim_rank``, then the
+    earlier ``occurred_at`` (canonical UTC), then the smaller ``holder`` (the session id; the host id
+    between hosts). The stores' upserts apply the same order (``ingestd.store.upsert.claim_where``)."""
+    return (-claim_rank, occurred_at, holder)
+
+
 # Edge provenance, better first wins (SPEC §4.3).
 EDGE_RANK = {
     "tool_use": 5,

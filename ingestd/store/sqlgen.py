@@ -1,5 +1,6 @@
 """Upsert statements built from a row type's fields (``ingestd.core.rows``), so a table's column
-order is written once."""
+order is written once, for both stores: SQLite's (``?N`` placeholders) and the central
+PostgreSQL store's (``%s``, ``ingestd.central.project``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ def upsert_sql(
     update: Sequence[str] | None = None,
     extra: Sequence[tuple[str, int]] = (),
     where: str = "",
+    marks: str = "?",
 ) -> str:
     """``INSERT INTO table (fields) ... ON CONFLICT (key) DO UPDATE`` built from a row type's fields.
 
@@ -22,13 +24,21 @@ def upsert_sql(
         fields: its columns in binding order (a row type's ``_fields``).
         key: the conflict target.
         update: columns replaced on conflict (default every field outside ``key``); ``()``: DO NOTHING.
-        extra: ``(column, n)``: a further column bound to the n-th (1-based) field's value.
+        extra: ``(column, n)``: a further column bound to the n-th (1-based) field's value (with
+            ``%s`` marks, which cannot name a parameter twice, the caller binds that value again
+            after the fields').
         where: a ``WHERE`` clause of the update (``excluded`` / the table name visible).
+        marks: ``"?"`` (SQLite, numbered) or ``"%s"`` (psycopg).
     """
     cols = [*fields, *(c for c, _ in extra)]
-    marks = [f"?{i}" for i in range(1, len(fields) + 1)] + [f"?{n}" for _, n in extra]
+    if marks == "?":
+        params = [f"?{i}" for i in range(1, len(fields) + 1)] + [f"?{n}" for _, n in extra]
+    elif marks == "%s":
+        params = ["%s"] * len(cols)
+    else:
+        raise ValueError(f"placeholder style {marks!r}: '?' or '%s'")
     sets = update if update is not None else [c for c in cols if c not in key]
-    head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join(marks)}) ON CONFLICT ({', '.join(key)})"
+    head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join(params)}) ON CONFLICT ({', '.join(key)})"
     if not sets:
         return head + " DO NOTHING"
     return head + " DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in sets) + where

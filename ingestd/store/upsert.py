@@ -50,22 +50,33 @@ UPSERT_EDGE = upsert_sql(
     ("session_id", "child_agent_id"),
     update=EdgeRow._fields[2:3] + EdgeRow._fields[4:],
 )
-_TOKEN_UPDATE = tuple(f for f in TokenUsageRow._fields if f not in ("id", "message_id", "bucket"))
-# The better claim on a message wins whatever the order sessions are folded in (DESIGN.md):
-# higher claim_rank, then earlier occurred_at, then the smaller session id. A session's own
-# claim is its fold's current best: it replaces its earlier one (an inferred occurred_at,
-# ingestd.core.validate, can move either way as the file's timestamps arrive). Unchanged rows
-# are not rewritten.
+TOKEN_UPDATE = tuple(f for f in TokenUsageRow._fields if f not in ("id", "message_id", "bucket"))
+
+
+def claim_where(update: Sequence[str]) -> str:
+    """The ``WHERE`` of a ``token_usage`` upsert: the claim rule, and unchanged rows left alone.
+
+    The better claim on a message wins whatever the order sessions are written in (DESIGN.md,
+    ``ingestd.core.state.claim_order``): higher claim_rank, then earlier occurred_at, then the
+    smaller session id. A session's own claim of the same rank is its fold's current best: it
+    replaces its earlier one (an inferred occurred_at, ``ingestd.core.validate``, can move either
+    way as the file's timestamps arrive). Unchanged rows are not rewritten. Both stores read this
+    text: the central store's upsert is the same with its host column (``ingestd.central.project``).
+
+    Args:
+        update: the columns the upsert replaces, compared to find an unchanged row.
+    """
+    return (
+        " WHERE (excluded.claim_rank > token_usage.claim_rank"
+        "   OR (excluded.session_id = token_usage.session_id AND excluded.claim_rank = token_usage.claim_rank)"
+        "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
+        "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
+        " AND (" + " OR ".join(f"excluded.{c} IS DISTINCT FROM token_usage.{c}" for c in update) + ")"
+    )
+
+
 UPSERT_TOKENS = upsert_sql(
-    "token_usage",
-    TokenUsageRow._fields,
-    ("message_id", "bucket"),
-    update=_TOKEN_UPDATE,
-    where=" WHERE (excluded.claim_rank > token_usage.claim_rank"
-    "   OR (excluded.session_id = token_usage.session_id AND excluded.claim_rank = token_usage.claim_rank)"
-    "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
-    "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
-    " AND (" + " OR ".join(f"excluded.{c} IS NOT token_usage.{c}" for c in _TOKEN_UPDATE) + ")",
+    "token_usage", TokenUsageRow._fields, ("message_id", "bucket"), update=TOKEN_UPDATE, where=claim_where(TOKEN_UPDATE)
 )
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from tests.central.support import local_db, project, ship_all
-from tests.store.test_price_dimensions import SID, message, usage
+from tests.stores.test_prices import SID, message, usage
 
 NEW = "claude-newmodel-9"
 ZERO = {"cache_read": "0.1", "cache_write_5m": 1, "cache_write_1h": 2}  # priced, no tokens here

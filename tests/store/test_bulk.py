@@ -14,7 +14,8 @@ from ingestd.store import rollup, upsert
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.upsert import UPSERT_TOKENS
-from tests.store.test_rollup import BUCKETS, MODELS, PROMPTS, TIMES, apply, op
+from tests.stores.stores import SqliteStore
+from tests.stores.test_rollup import BUCKETS, MODELS, PROMPTS, TIMES, apply, op
 
 # a derive.Changes.token_usage row: (id, session_id, agent_id, message_id, model, bucket, tokens,
 # is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)
@@ -47,10 +48,11 @@ def _db() -> apsw.Connection:
     return conn
 
 
-def _run(conn: apsw.Connection, ops: list[tuple[Any, ...]], min_rows: int) -> None:
+def _run(conn: apsw.Connection, ops: list[tuple[Any, ...]], min_rows: int, tmp: Path) -> None:
+    store = SqliteStore(conn, tmp)
     for o in ops:
         if o[0] != "batch":
-            apply(conn, o)
+            apply(store, o)
             continue
         old = upsert.BULK_MIN_ROWS
         upsert.BULK_MIN_ROWS = min_rows
@@ -68,8 +70,8 @@ def _run(conn: apsw.Connection, ops: list[tuple[Any, ...]], min_rows: int) -> No
 @given(st.lists(st.one_of(batch, op), min_size=1, max_size=20))
 def test_bulk_equals_per_row_and_the_scan(tmp_path: Path, ops: list[tuple[Any, ...]]) -> None:
     per_row, grouped = _db(), _db()
-    _run(per_row, ops, min_rows=10**9)  # every batch through the per-row triggers
-    _run(grouped, ops, min_rows=1)  # every batch rolled up once
+    _run(per_row, ops, min_rows=10**9, tmp=tmp_path)  # every batch through the per-row triggers
+    _run(grouped, ops, min_rows=1, tmp=tmp_path)  # every batch rolled up once
     for sql in TABLES:
         assert grouped.execute(sql).fetchall() == per_row.execute(sql).fetchall(), sql
     assert rollup.differences(grouped) == []

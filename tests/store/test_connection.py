@@ -70,15 +70,3 @@ def test_write_txn_rolls_back_on_error(db: apsw.Connection) -> None:
     with pytest.raises(IntegrityError):
         write_txn(db, boom)
     assert db.execute("SELECT count(*) FROM meta").fetchall() == [(0,)]
-
-
-def test_append_only_log(db: apsw.Connection) -> None:
-    db.execute(
-        "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, origin)"
-        " VALUES ('k', 'hook', 'Stop', X'7B7D', '2025-01-01T00:00:00.000Z', 'hook')"
-    )
-    with pytest.raises(apsw.ConstraintError, match="append-only: rows are never updated"):
-        db.execute("UPDATE events_raw SET event_type = 'x'")
-    with pytest.raises(apsw.ConstraintError, match="append-only: rows are never deleted"):
-        db.execute("DELETE FROM events_raw")
-    assert db.execute("SELECT event_type FROM events_raw").fetchall() == [("Stop",)]

@@ -1,8 +1,9 @@
-"""The price model beyond five flat rates (SPEC §5.1, migrations 0011 and 0012), end to end.
+"""The price model beyond five flat rates (SPEC §5.1, migrations 0011 and 0012): ``pricing set`` /
+``load`` / ``list`` on a local database and what new rows do to its stored usage. The cost of each
+price dimension on either store is the contract suite's (``tests/stores/test_prices.py``).
 
-Transcript lines go through the projector and the store; the cost report's answer is checked
-against arithmetic written out here (USD per MTok x tokens / 10**6, from the seeded list prices of
-migration 0012), never against the code's own output.
+The cost report's answer is checked against arithmetic written out here (USD per MTok x tokens /
+10**6), never against the code's own output.
 """
 
 from __future__ import annotations
@@ -22,43 +23,11 @@ from ingestd.report.cost import cost_report
 from ingestd.report.window import Window, resolve_zone
 from ingestd.store import rollup
 from ingestd.store.writer import apply_batch
-from tests.ingest.support import new_db
+from tests.stores.test_prices import OPUS, SID, SONNET, WHEN, message, usage
 
-SID = "d1d1d1d1-0000-4000-8000-000000000001"
-SONNET = "claude-sonnet-4-5-20250929"  # long-context tier from 2025-09-29 (0012)
-OPUS = "claude-opus-4-6"  # fast mode 6x from 2026-02-05 (0012)
-WHEN = "2026-06-01T12:00:00.000Z"
 ALL = Window(None, None)
 ZERO_BUCKETS = ("--cache-read", "0.1", "--cache-write-5m", "1", "--cache-write-1h", "2")  # priced, 0 tokens here
 UTC = resolve_zone("UTC", {})
-
-
-def usage(inp: int = 0, out: int = 0, read: int = 0, w5: int = 0, w1: int = 0, **extra: Any) -> dict[str, Any]:
-    return {
-        "input_tokens": inp,
-        "output_tokens": out,
-        "cache_read_input_tokens": read,
-        "cache_creation_input_tokens": w5 + w1,
-        "cache_creation": {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1},
-        **extra,
-    }
-
-
-def message(mid: str, model: str, u: dict[str, Any], ts: str = WHEN) -> dict[str, Any]:
-    return {
-        "type": "assistant",
-        "sessionId": SID,
-        "uuid": f"u-{mid}-{len(orjson.dumps(u))}",
-        "timestamp": ts,
-        "message": {"id": mid, "model": model, "role": "assistant", "content": [{"type": "text", "text": "x"}],
-                    "usage": u},
-    }  # fmt: skip
-
-
-def cost(tmp_path: Path, recs: list[dict[str, Any]], name: str = "x") -> dict[str, Any]:
-    conn = new_db(tmp_path / f"{name}.db")
-    ingest(conn, recs)
-    return cost_report(conn, by=None, window=ALL, zone=UTC)
 
 
 def ingest(conn: Any, recs: list[dict[str, Any]]) -> None:
@@ -70,66 +39,6 @@ def ingest(conn: Any, recs: list[dict[str, Any]]) -> None:
     ]
     apply_batch(conn, rows)
     assert rollup.differences(conn) == []
-
-
-def test_long_context_just_over_the_threshold_prices_every_bucket_at_the_tier(tmp_path: Path) -> None:
-    # prompt = 150,000 input + 50,001 cache read = 200,001 > 200,000: Sonnet 4.5 premium rates
-    doc = cost(tmp_path, [message("m1", SONNET, usage(inp=150_000, read=50_001, out=1_000))])
-    want = (
-        Decimal(150_000) * 6 / 10**6
-        + Decimal(50_001) * Decimal("0.6") / 10**6
-        + Decimal(1_000) * Decimal("22.5") / 10**6
-    )
-    assert want == Decimal("0.9525006")
-    assert Decimal(doc["cost_usd"]) == want and doc["cost_complete"] is True
-
-
-def test_a_prompt_of_exactly_the_threshold_is_standard(tmp_path: Path) -> None:
-    doc = cost(tmp_path, [message("m1", SONNET, usage(inp=150_000, read=50_000, out=1_000))])
-    want = Decimal(150_000) * 3 / 10**6 + Decimal(50_000) * Decimal("0.3") / 10**6 + Decimal(1_000) * 15 / 10**6
-    assert Decimal(doc["cost_usd"]) == want == Decimal("0.48")
-
-
-def test_both_cache_writes_count_toward_the_prompt(tmp_path: Path) -> None:
-    # 100,000 + 60,000 + 30,000 (5m) + 10,001 (1h) = 200,001
-    doc = cost(tmp_path, [message("m1", SONNET, usage(inp=100_000, read=60_000, w5=30_000, w1=10_001, out=1_000))])
-    want = (
-        Decimal(100_000) * 6 + Decimal(60_000) * Decimal("0.6") + Decimal(30_000) * Decimal("7.5")
-        + Decimal(10_001) * 12 + Decimal(1_000) * Decimal("22.5")
-    ) / 10**6  # fmt: skip
-    assert Decimal(doc["cost_usd"]) == want == Decimal("1.003512")
-
-
-def test_fast_and_standard_speed(tmp_path: Path) -> None:
-    standard = Decimal(1_000) * 5 / 10**6 + Decimal(2_000) * 25 / 10**6
-    assert standard == Decimal("0.055")
-    doc = cost(tmp_path, [message("m1", OPUS, usage(inp=1_000, out=2_000, speed="standard"))], "std")
-    assert Decimal(doc["cost_usd"]) == standard
-    doc = cost(tmp_path, [message("m1", OPUS, usage(inp=1_000, out=2_000, speed="fast"))], "fast")
-    assert Decimal(doc["cost_usd"]) == 6 * standard == Decimal("0.33") and doc["cost_complete"] is True
-
-
-def test_an_unknown_speed_is_unpriced_never_standard(tmp_path: Path) -> None:
-    doc = cost(
-        tmp_path,
-        [
-            message("m1", OPUS, usage(inp=1_000, out=2_000, speed="turbo")),
-            message("m2", OPUS, usage(inp=10, out=10)),
-        ],
-    )
-    assert Decimal(doc["cost_usd"]) == Decimal(10) * 5 / 10**6 + Decimal(10) * 25 / 10**6  # m2 only
-    assert doc["cost_complete"] is False
-    assert doc["unpriced"][OPUS]["tokens"] == 3_000 and doc["unpriced"][OPUS]["reasons"] == ["speed:turbo"]
-
-
-def test_a_streamed_response_repeating_its_search_count_is_billed_once(tmp_path: Path) -> None:
-    st = {"server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 2}}
-    parts = [message("m1", SONNET, usage(inp=100, out=n, **st)) for n in (1, 20, 50)]  # three streamed parts
-    doc = cost(tmp_path, parts)
-    # tokens: the maximum over parts (100 input, 50 output); 3 searches at $10 per 1,000; fetches are free
-    want = Decimal(100) * 3 / 10**6 + Decimal(50) * 15 / 10**6 + 3 * Decimal(10) / 1_000
-    assert want == Decimal("0.03105")
-    assert Decimal(doc["cost_usd"]) == want and doc["web_search_requests"] == 3
 
 
 def test_searches_without_a_fee_make_the_answer_incomplete(tmp_path: Path, db_path: Path) -> None:
@@ -234,9 +143,9 @@ def test_bad_dimensions_are_refused_with_a_reason(db_path: Path) -> None:
         (["--speed", "fast"], "--speed takes NAME=VALUE"),
         (["--speed", "fast=-1"], "speed multiplier for 'fast' must be a number from 0"),
     ]
-    for extra, message in cases:
+    for extra, why in cases:
         res = CliRunner().invoke(cli, [*base, *extra])
-        assert res.exit_code != 0 and message in res.output, (extra, res.output)
+        assert res.exit_code != 0 and why in res.output, (extra, res.output)
 
 
 def test_the_seed_carries_sources_and_effective_dates(db_path: Path) -> None:

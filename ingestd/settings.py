@@ -155,13 +155,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("watchdog_interval_s", 30.0, "Seconds between the daemon's watchdog checks.", "float", 0.1),
     Setting("rescan_interval_s", 60.0, "Seconds between the daemon's safety-net rescans of the roots.", "float", 0.1),
     Setting(
-        "hook_writer",
-        "process",
-        "Where `serve` commits hooks: `process` (a writer process, off the event loop's core) or `thread`.",
-        "str",
-        choices=("process", "thread"),
-    ),
-    Setting(
         "event_loop",
         "uvloop",
         "The event loop of `serve`: `uvloop` (libuv; about half the loop's CPU per request) or `asyncio`.",

@@ -44,7 +44,6 @@ class ServeConfig:
         stall_after_s: float, a writer or tailer stuck this long makes ``/api/health`` 503.
         backup_dir: Path | None, where backups go (checked with the database's files; None: the default).
         settings: Settings, the resolved table, for the scheduled jobs and shipping.
-        hook_writer: str, ``process`` (``ingestd.daemon.writerproc``) or ``thread`` (``ThreadWriter``).
         event_loop: str, ``uvloop`` or ``asyncio`` (``ingestd.daemon.main.loop_factory``).
     """
 
@@ -66,7 +65,6 @@ class ServeConfig:
     stall_after_s: float = DEFAULTS.get_int("stall_after_ms") / 1000
     backup_dir: Path | None = None
     settings: Settings = DEFAULTS
-    hook_writer: str = DEFAULTS.get_str("hook_writer")
     event_loop: str = DEFAULTS.get_str("event_loop")
 
     @classmethod
@@ -107,6 +105,5 @@ class ServeConfig:
             stall_after_s=ms("stall_after_ms") / 1000,
             backup_dir=backup_dir_from(settings, db_path) if settings.get_opt_str("backup_dir") else None,
             settings=settings,
-            hook_writer=settings.get_str("hook_writer"),
             event_loop=settings.get_str("event_loop"),
         )

@@ -3,9 +3,8 @@
 Hook deliveries (and the watchdog's rows and short reads) reach the write path,
 ``ingestd.store.writer.apply_isolating``, through here. The event loop never touches SQLite for
 writes: it hands the writer either log rows (``submit``) or a callable (``call``: short reads
-such as the watchdog's) and awaits an asyncio future. ``ThreadWriter`` is the writer on a thread
-of the daemon (``ingestd.daemon.writerproc.ProcessWriter`` the same in a process): the thread
-takes everything queued, puts every pending batch of log rows into one ``BEGIN IMMEDIATE``
+such as the watchdog's) and awaits an asyncio future. ``ThreadWriter`` is the writer, on a thread
+of the daemon: the thread takes everything queued, puts every pending batch of log rows into one ``BEGIN IMMEDIATE``
 transaction (one fsync for many concurrent hook deliveries), commits, and only then resolves the
 futures: a 2xx means committed. If a grouped transaction fails, each batch is retried alone so one
 bad batch cannot sink its neighbours. WAL checkpoints never run on the loop: in ``serve`` the
@@ -19,7 +18,7 @@ proportional to the new rows only.
 A failing writer is probed (``probe_loop``): ``Health`` counts the writer as failing from a failed
 write until its next success, and only a hook (or a watchdog row) makes a write, so after a full
 disk had room again ``/api/health`` would say 503 until some hook happened to arrive. While the
-writer is failing, ``probe_loop`` asks the writer itself (its process or thread, its connection)
+writer is failing, ``probe_loop`` asks the writer itself (its thread, its connection)
 every ``interval_s`` to make one small write, and a success clears the failure. The write
 (``probe``) inserts and deletes one ``meta`` row in one ``BEGIN IMMEDIATE`` transaction: nothing
 changes in the database, yet the commit appends the touched pages to the WAL, which is what a full
@@ -124,28 +123,6 @@ async def wait_committed(
         timer.cancel()
 
 
-async def enqueue_and_wait(
-    loop: asyncio.AbstractEventLoop,
-    enqueue: Callable[[], asyncio.Future[Any]],
-    timeout_s: float | None,
-    released: Released | None,
-) -> Any:
-    """``enqueue()`` a submission on a writer and ``wait_committed`` for it: the one submit path of
-    both writers (``ThreadWriter``, ``writerproc.ProcessWriter``).
-
-    Raises:
-        StorageError: ``enqueue`` refused it without trying (``released`` is called at once);
-        whatever ``wait_committed`` raises.
-    """
-    try:
-        fut = enqueue()
-    except StorageError:
-        if released is not None:
-            released()
-        raise
-    return await wait_committed(loop, fut, timeout_s, released)
-
-
 class ThreadWriter:
     """Owns the write connection and the thread; see the module docstring.
 
@@ -238,14 +215,14 @@ class ThreadWriter:
             TimeoutError: not committed within ``timeout_s``.
         """
         assert self._loop is not None
-        loop = self._loop
-
-        def enqueue() -> asyncio.Future[int]:
-            fut: asyncio.Future[int] = loop.create_future()
+        fut: asyncio.Future[int] = self._loop.create_future()
+        try:
             self._enqueue(_Rows(rows, fut))
-            return fut
-
-        return int(await enqueue_and_wait(loop, enqueue, timeout_s, released))
+        except StorageError:
+            if released is not None:
+                released()  # refused without trying: given back at once
+            raise
+        return int(await wait_committed(self._loop, fut, timeout_s, released))
 
     async def call(self, fn: Callable[[Db], Any]) -> Any:
         """Run ``fn(conn)`` on the writer thread (it manages its own transactions)."""

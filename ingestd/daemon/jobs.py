@@ -176,7 +176,6 @@ async def watchdog_tick(writer: HookWriter, clock: Clock, window_s: float) -> in
     now_ns = clock()
     cutoff = tick_cutoff(now_ns, window_s)
 
-    # a partial of a module-level function: the writer may be a process (it is pickled)
     n: int = await writer.call(functools.partial(stale_count, cutoff=cutoff))
     if n:
         await writer.submit([watchdog_row(now_ns, window_s)])

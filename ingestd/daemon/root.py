@@ -1,7 +1,7 @@
 """The composition root: the daemon assembled from its parts (``assemble``).
 
 ``assemble`` builds every part the daemon runs and hands each what it consumes: the health state,
-the WAL checkpointer, the hook writer (``ingestd.daemon.hookwriter``: a thread, or a process) and
+the WAL checkpointer, the hook writer (``ingestd.daemon.hookwriter``) and
 the HTTP app over them (``ingestd.http.app.make_app``: the receiver, the read API, the live view),
 then the background work, each started and stopped in the app's ``cleanup_ctx``: the writer first
 (so everything else can write), then the tailer (catch-up, then follow), the watchdog tick, the
@@ -26,7 +26,6 @@ from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.hookwriter import ApplyFn, ThreadWriter
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
-from ingestd.daemon.writerproc import ProcessWriter
 from ingestd.http import guard
 from ingestd.http import health as health_mod
 from ingestd.http.api import HEALTH
@@ -112,10 +111,7 @@ def assemble(
 
 
 def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer) -> HookWriter:
-    """A writer process (``cfg.hook_writer == "process"``), else the thread; an injected ``apply``
-    (tests) runs on the thread, in this process."""
-    if apply is None and cfg.hook_writer == "process":
-        return ProcessWriter(cfg.db_path, health=health, log_level=cfg.settings.get_str("log_level"))
+    """The hook writer, running ``apply`` (tests inject one) or the daemon's own (``make_apply``)."""
     return ThreadWriter(
         lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
         apply if apply is not None else hookwriter.make_apply(),
@@ -124,7 +120,7 @@ def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkp
 
 
 async def _writer_ctx(app: web.Application) -> AsyncIterator[None]:
-    """The checkpointer and the writer (thread or process: ``HookWriter.open``), then the start-up checks;
+    """The checkpointer and the writer (``HookWriter.open``), then the start-up checks;
     drained at the end."""
     cfg, writer, checkpointer = app[CONFIG], app[WRITER], app[CHECKPOINTER]
     loop = asyncio.get_running_loop()

@@ -60,7 +60,7 @@ Released = Callable[[], None]
 
 class HookWriter(Protocol):
     """What the receiver, and the daemon's other parts, need of the writer they are handed (the
-    daemon's hook writer, ``ingestd.daemon.hookwriter``: a thread or a process)."""
+    daemon's hook writer, ``ingestd.daemon.hookwriter``)."""
 
     committed_rows: int
     committed_batches: int

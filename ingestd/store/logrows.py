@@ -102,8 +102,8 @@ def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) ->
 
 def payload_under_key(conn: Db, key: str) -> bytes | None:
     """The bytes of the log row whose ``idempotency_key`` is ``key``, as read; None when there is
-    none. Read-only (one lookup on the key's UNIQUE index). Module level so the writer process
-    can run it (``HookWriter.call`` pickles it).
+    none. Read-only (one lookup on the key's UNIQUE index; the receiver runs it on the writer's
+    connection, ``HookWriter.call``).
 
     Raises:
         StorageError: the payload cannot be decoded (``payload.decode``).

@@ -1,6 +1,7 @@
 """Group commit is exact: the hook deliveries of several sessions, interleaved in one grouped
-transaction of the writer process (``writerchild.process``), give every projection table the rows
-that the same deliveries give when each is committed alone, in its own transaction."""
+transaction of the hook writer (``ThreadWriter``: one ``make_apply`` call per group), give every
+projection table the rows that the same deliveries give when each is committed alone, in its own
+transaction."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 from ingestd.core import hookkeys
 from ingestd.core.records import NewLogRow
 from ingestd.daemon import hookwriter
-from ingestd.daemon import writerchild as child
 from ingestd.http.hooks import hook_row
 from ingestd.projection.dump import TABLES, canonical_rows, columns
 from ingestd.store.connection import connect
@@ -75,18 +75,13 @@ def _projections(db: Path) -> dict[str, list[Any]]:
 
 
 def _run(db: Path, groups: list[list[NewLogRow]]) -> dict[str, list[Any]]:
-    """Each group through the writer process's ``process`` (one item per delivery): one transaction each."""
+    """Each group as the hook writer commits one: the rows of its deliveries through one ``make_apply``
+    call, one transaction."""
     conn = connect(db)
     migrate(conn)
     apply = hookwriter.make_apply()
-    n = 0
     for group in groups:
-        items = []
-        for row in group:
-            items.append((child.ROWS, n, [child.wire_row(row)]))
-            n += 1
-        results, commits = child.process(conn, apply, items)
-        assert all(ok for _, ok, _ in results) and len(commits) == 1
+        assert apply(conn, group) == len(group)
     conn.close()
     return _projections(db)
 

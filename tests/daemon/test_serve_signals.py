@@ -27,12 +27,9 @@ def test_sighup_stops_the_daemon_cleanly(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_the_whole_group_stops_the_writer_process_cleanly_through_its_parent(
-    tmp_path: Path, sig: signal.Signals
-) -> None:
-    # breaker3: systemd's SIGTERM to the whole group (its default KillMode) killed the forkserver
-    # and the writer process too: writer_process_exited exit 255 at error level on every clean stop;
-    # a Ctrl-C (SIGINT to the foreground group) printed a KeyboardInterrupt traceback from the child
+def test_a_signal_to_the_whole_group_stops_the_daemon_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
+    # systemd's SIGTERM goes to the whole group (its default KillMode), a Ctrl-C's SIGINT to the
+    # foreground group: the daemon still drains its writer and stops cleanly, with no traceback
     import os
     import subprocess
 
@@ -51,5 +48,5 @@ def test_a_signal_to_the_whole_group_stops_the_writer_process_cleanly_through_it
     text = (tmp_path / "serve.log").read_text()
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     lines = [orjson.loads(x) for x in text.encode().splitlines() if x.startswith(b"{")]
-    ends = [(e["event"], e["level"], e.get("exit_code")) for e in lines if e["event"].startswith("writer_process")]
-    assert ends[1:] == [("writer_process_stopped", "info", 0)]
+    events = [e["event"] for e in lines]
+    assert "writer_stopped" in events and events[-1] == "stopped"

@@ -21,7 +21,7 @@ BODY = orjson.dumps({"hook_event_name": "Stop", "session_id": "s1"})
 
 
 def _app(db: Path, **kw: Any) -> web.Application:
-    cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, hook_writer="thread", **kw)
+    cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
     return assemble(cfg, apply=hookwriter.store_rows)
 
 

@@ -1,8 +1,7 @@
 """POST /hooks end to end through a real writer and a real database.
 
-Most tests inject ``apply`` (the writer thread in this process: failures and stalls on demand); the
-tests marked ``WRITERS`` run once with that thread and once with the daemon's default, the writer
-process (``ingestd.daemon.writerproc``) running the real ``make_apply``."""
+Most tests inject ``apply`` (failures and stalls on demand); the tests marked ``WRITERS`` run once
+with that and once with the daemon's own, ``hookwriter.make_apply``."""
 
 from __future__ import annotations
 
@@ -40,20 +39,17 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "ingestd.db"
 
 
-# the receiver behind either writer: the thread with an injected ``apply``, or the default process
-WRITERS = pytest.mark.parametrize("hook_writer", ["thread", "process"])
+# the receiver behind the writer with an injected ``apply`` (``store_rows``), or with the daemon's own
+WRITERS = pytest.mark.parametrize("hook_writer", ["thread", "default"])
 
 
 @pytest.fixture
 def make_client(aiohttp_client: Any, db: Path) -> MakeClient:
     async def make(hook_writer: str = "thread", **kw: Any) -> Client:
         apply = kw.pop("apply", hookwriter.store_rows) if hook_writer == "thread" else None
-        cfg = ServeConfig(
-            db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, hook_writer=hook_writer, **kw
-        )
+        cfg = ServeConfig(db_path=db, tail=False, schedule=False, watchdog_interval_s=3600, **kw)
         app = assemble(cfg, apply=apply)
         client: Client = await aiohttp_client(app, headers=JSON_HEADERS)
-        assert type(app[WRITER]).__name__ == ("ProcessWriter" if hook_writer == "process" else "ThreadWriter")
         return client
 
     return make
@@ -383,8 +379,8 @@ async def _tool_state(make_client: MakeClient, db: Path, deliveries: list[bytes]
         ("reversed", "thread"),
         ("duplicated", "thread"),
         ("post_only_then_pre", "thread"),
-        ("reversed", "process"),
-        ("duplicated", "process"),
+        ("reversed", "default"),
+        ("duplicated", "default"),
     ],
 )
 async def test_out_of_order_and_duplicate_deliveries_converge(
@@ -479,15 +475,12 @@ async def test_a_body_a_stopped_writer_refuses_gives_its_charge_back(make_client
     cost = decoded_bytes(wide)
     client = await make_client(hook_writer, hooks=HookConfig(max_decoded_bytes_in_flight=cost + cost // 2))
     writer: Any = client.server.app[WRITER]
-    flag = "_stopping" if hook_writer == "process" else "_closed"
-    setattr(writer, flag, True)  # refused at the queue, as during shutdown
+    writer._closed = True  # refused at the queue, as during shutdown
     try:
         for _ in range(3):
             await assert_error(await client.post("/hooks", data=wide), 503, "unavailable")
     finally:
-        # the fixture's stop must still stop it: a writer process left running (its socket open
-        # until a garbage collection) made pytest hang at exit, joining a child that ignores SIGTERM
-        setattr(writer, flag, False)
+        writer._closed = False  # the fixture's stop must still stop it
 
 
 async def test_a_timed_out_body_keeps_its_charge_until_its_row_leaves_the_queue(

@@ -33,7 +33,6 @@ def _config(tmp_path: Path, hooks: HookConfig) -> ServeConfig:
         tail=False,
         schedule=False,
         watchdog_interval_s=3600,
-        hook_writer="thread",
         hooks=hooks,
     )
 

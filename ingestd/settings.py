@@ -99,15 +99,6 @@ SETTINGS: tuple[Setting, ...] = (
         "length, hash, first 4 KiB, last 64 KiB), never held in memory whole.",
         "int",
     ),
-    Setting(
-        "reader_process",
-        True,
-        "`ingest` reads (and, into an empty log, folds ahead) in a second process while it writes, "
-        "when it has 64 MiB or more to read (issue 14: 0.93x the wall of c100, 0.65x of c1000; the two "
-        "processes together peak at 205 MiB on c100 and 250 MiB on c1000, under SPEC's 300 MB; "
-        "BENCHMARKS.md). Off: one process, reading and writing on two threads.",
-        "bool",
-    ),
     Setting("schedule_enabled", True, "The daemon runs prune and backup on schedule (off-switch).", "bool"),
     Setting("schedule_prune_interval_s", 86400, "Seconds between scheduled prunes.", "int"),
     Setting("schedule_backup_interval_s", 86400, "Seconds between scheduled backups.", "int"),

@@ -33,13 +33,6 @@ from ingestd.report.words import plural
 from ingestd.store.connection import Db
 from ingestd.store.identity import database_identity
 
-# With the ``reader_process`` setting, a one-shot ingest reads in a second process from this many
-# new bytes on. Measured at the stop's end with the process's memory bounds (BENCHMARKS.md, issue
-# 14, ninth round), one process against two, load about 1.5: 20 MB 1.48 against 1.75 s, 40 MB 2.60
-# against 3.21 s, 60 MB 3.24 against 3.13 s, c100 4.30 against 4.01 s, c1000 44.0 against 28.6 s:
-# the process pays from about 60 MB.
-READER_MIN_BYTES = 64 * 1024 * 1024
-
 
 def _human(s: Summary) -> None:
     d = s.to_json()
@@ -104,8 +97,6 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
 def _ingest(conn: Db, roots: list[Path], now: str, ctx: Ctx, show_progress: bool) -> Summary:
     conf = load_settings({})
     cap = conf.get_int("max_line_bytes")
-    # read (and fold ahead) in a worker process when there is enough to read: the ``reader_process``
-    # setting (INGESTD_READER_PROCESS), on by default
     read = functools.partial(
         ingest_roots,
         conn,
@@ -114,8 +105,6 @@ def _ingest(conn: Db, roots: list[Path], now: str, ctx: Ctx, show_progress: bool
         ctx=ctx,
         max_line_bytes=cap,
         pipeline=True,
-        reader_process=conf.get_bool("reader_process"),
-        reader_min_bytes=READER_MIN_BYTES,
     )
     if not show_progress:
         return read()

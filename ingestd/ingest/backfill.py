@@ -24,7 +24,6 @@ from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, read_plans
 from ingestd.ingest.scan import discover, found_at, text_name
 from ingestd.ingest.summary import Summary
-from ingestd.ingest.worker import ReaderProcess
 from ingestd.logs import get_logger
 from ingestd.projection.rebuild import reproject_sessions
 from ingestd.store.connection import Db, connect
@@ -33,11 +32,6 @@ from ingestd.store.walcheckpoint import WAL_PAGES, WalCheckpointer
 log = get_logger("ingestd.ingest")
 
 BATCH_ROWS = 20000
-# the writing connection's page cache (KiB) while a reader process runs: the two processes share
-# SPEC's 300 MB, and the cache's 32 MiB (``connection.WRITER_CACHE_KIB``) was the writing
-# process's largest single part; 16 MiB cost no CPU that showed on c100 or c1000 (BENCHMARKS.md,
-# issue 14, eighth round)
-READER_CACHE_KIB = 16384
 # pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
 # most three batches (read, waiting, written) are in memory
 PIPELINE_BATCH_ROWS = 4000
@@ -57,8 +51,6 @@ def ingest_roots(
     max_line_bytes: int = MAX_LINE_BYTES,
     pipeline: bool = False,
     tailing: Tailing | None = None,
-    reader_process: bool = False,
-    reader_min_bytes: int = 0,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
 
@@ -78,11 +70,6 @@ def ingest_roots(
             the same rows, transactions and order), in batches of ``PIPELINE_BATCH_ROWS``.
         tailing: the tailer's state kept across calls (``Tailing``); None: a one-shot ingest, which
             retries a transient refusal briefly (``Tailing.one_shot``) and fills the summary's totals.
-        reader_process: a one-shot ingest (``tailing`` None) reads, frames, decodes and keys the
-            lines in a worker process (``ingestd.ingest.worker``) while this one writes, pipelined
-            (same batches, rows, transactions and order); ignored for the tailer.
-        reader_min_bytes: int, bytes; with ``reader_process``, the process is started only when
-            the files to read hold at least this many new bytes (starting it costs ~0.1 s).
 
     Returns ``Summary``; raises ``OSError`` (a root cannot be listed) or ``StorageError`` (refused).
     """
@@ -91,12 +78,8 @@ def ingest_roots(
     tail = tailing or Tailing.one_shot()
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
-    plans, distrusted, to_read = _plan(b, conn, roots, paths, on_total)
-    # the reader process is forked before this process starts its threads (the writer, the WAL's)
-    reader = None
-    if reader_process and tailing is None and plans and to_read >= reader_min_bytes:
-        reader = ReaderProcess(plans, now, _batch_rows(b), b.max_line_bytes, b.ctx, _first_id(conn))
-    _read_all(b, conn, plans, now, progress, reader, pipeline)
+    plans, distrusted = _plan(b, conn, roots, paths, on_total)
+    _read_all(b, conn, plans, now, progress, pipeline)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)
@@ -106,52 +89,19 @@ def ingest_roots(
     return summary
 
 
-def _read_all(
-    b: Batcher,
-    conn: Db,
-    plans: Sequence[Plan],
-    now: str,
-    progress: Progress | None,
-    reader: ReaderProcess | None,
-    pipeline: bool,
-) -> None:
-    """Read ``plans`` into ``b``: from the reader process when there is one, else on this thread,
-    the writes on a writer thread (with the WAL checkpointer's) when pipelined or with a reader.
-    With a reader, ``conn``'s page cache is ``READER_CACHE_KIB`` meanwhile, then as it was.
-    Returns once every batch is written and the threads are stopped; raises what a write raised."""
-    cache = _smaller_cache(conn) if reader is not None else None
-    ckpt = _pipelined(b, conn) if pipeline or reader is not None else None
+def _read_all(b: Batcher, conn: Db, plans: Sequence[Plan], now: str, progress: Progress | None, pipeline: bool) -> None:
+    """Read ``plans`` into ``b`` on this thread, the writes on a writer thread (with the WAL
+    checkpointer's) when pipelined. Returns once every batch is written and the threads are stopped;
+    raises what a write raised."""
+    ckpt = _pipelined(b, conn) if pipeline else None
     try:
-        if reader is not None:
-            reader.feed(b, progress)
-        else:
-            read_plans(b, plans, now, progress)
+        read_plans(b, plans, now, progress)
     finally:
-        if reader is not None:
-            reader.close()
         b.finish()
         if ckpt is not None:
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
-        if cache is not None:
-            conn.execute(f"PRAGMA cache_size = {cache}")
-    if reader is not None:
-        log.info("reader_process_done", prefolds_written=reader.gate.accepted, prefold_refused=reader.gate.refused)
-
-
-def _smaller_cache(conn: Db) -> int:
-    """Set ``conn``'s page cache to ``READER_CACHE_KIB``; return its ``PRAGMA cache_size`` before."""
-    was: Any = conn.execute("PRAGMA cache_size").fetchall()[0][0]
-    conn.execute(f"PRAGMA cache_size = -{READER_CACHE_KIB}")
-    return int(was)
-
-
-def _first_id(conn: Db) -> int | None:
-    """The log id a reader process folds its first batch under: 1 when the log is empty (every
-    session starts from nothing, as the worker's states do), else None (it does not fold ahead).
-    The writer checks every batch's ids (``writer.Prefold``): a concurrent writer is caught there."""
-    return None if conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall() else 1
 
 
 def _batch_rows(b: Batcher) -> int:
@@ -199,9 +149,10 @@ def _plan(
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
     on_total: Callable[[int], None] | None,
-) -> tuple[list[Plan], list[str], int]:
-    """Plan the files to read (fingerprints, checkpoints): the plans in reading order, the
-    origins whose unchanged checkpoint was distrusted (re-read from byte 0), and the bytes to read."""
+) -> tuple[list[Plan], list[str]]:
+    """Plan the files to read (fingerprints, checkpoints): the plans in reading order and the
+    origins whose unchanged checkpoint was distrusted (re-read from byte 0); ``on_total`` is told
+    the bytes to read."""
     summary = b.summary
     plans: list[Plan] = []
     distrusted: list[str] = []
@@ -238,7 +189,7 @@ def _plan(
             total += max(0, f.size - (int(cp[1]) if cp is not None else 0))
     if on_total is not None:
         on_total(total)
-    return plans, distrusted, total
+    return plans, distrusted
 
 
 _CHECKPOINT_COLUMNS = (

@@ -30,7 +30,7 @@ from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
 from ingestd.store.connection import Db
 from ingestd.store.payload_blocks import PreBlocks
-from ingestd.store.writer import Backoff, FoldCache, Prefold, apply_isolating
+from ingestd.store.writer import Backoff, FoldCache, apply_isolating
 
 log = get_logger("ingestd.ingest")
 
@@ -40,7 +40,7 @@ CHUNK_BYTES = 8 << 20
 Progress = Callable[[int], None]
 # a batch as applied: its log rows, its checkpoints, its fold made ahead and its blocks of lines
 # compressed ahead (each None when not made)
-Batch = tuple[list[NewLogRow], list[Checkpoint], "Prefold | None", "PreBlocks | None"]
+Batch = tuple[list[NewLogRow], list[Checkpoint], "PreBlocks | None"]
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -117,18 +117,15 @@ class Batcher:
         self.max_line_bytes = MAX_LINE_BYTES
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
         self.pipe: WriterPipe[Batch] | None = None
-        # the next batch folded ahead by the reader process (``ingestd.ingest.worker``), if it was
-        self.prefold: Prefold | None = None
         # the work ``prepare`` does for the writer on this thread (blocks, a first dictionary)
         self.ahead = Ahead(conn)
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch: Batch = (self.rows, self.cps, self.prefold, None)
+        batch: Batch = (self.rows, self.cps, None)
         self.rows = []
         self.cps = []
-        self.prefold = None
         if self.pipe is not None:
             self.pipe.put(batch, self.prepare)
         else:
@@ -144,10 +141,10 @@ class Batcher:
         """The batch with its blocks of lines planned and compressed ahead (``ingestd.ingest.ahead``).
         Runs on the reading thread once the writer has taken the batch before (``WriterPipe.put``):
         zstd and CRC-32 release the GIL, so this overlaps the write."""
-        return (batch[0], batch[1], batch[2], self.ahead.prepare(batch[0]))
+        return (batch[0], batch[1], self.ahead.prepare(batch[0]))
 
     def _apply(self, batch: Batch) -> None:
-        rows, cps, prefold, pre_blocks = batch
+        rows, cps, pre_blocks = batch
         res = apply_isolating(
             self.conn,
             rows,
@@ -157,7 +154,6 @@ class Batcher:
             ctx=self.ctx,
             cache=self.tail.cache,
             watchdog_window_s=self.watchdog_window_s,
-            prefold=prefold,
             pre_blocks=pre_blocks,
         )
         self.summary.rows_inserted += res.inserted
@@ -212,11 +208,7 @@ def read_file(
 
 
 def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress | None) -> None:
-    """Read the planned files into ``b`` in order, flushing whenever a batch is full and at the end.
-
-    The same on the calling thread and in the reader process (``ingestd.ingest.worker``), so the
-    batches, and with them the transactions and checkpoints, are the same either way.
-    """
+    """Read the planned files into ``b`` in order, flushing whenever a batch is full and at the end."""
     summary, batch_rows = b.summary, b.batch_rows
     for root_s, f, cp in plans:
         try:

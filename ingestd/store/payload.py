@@ -24,10 +24,9 @@ written) first holds ``TRAIN_MIN_ROWS`` lines, from its first ``TRAIN_ROWS`` lin
 stored in the same transaction as the first rows written with it, and never changes
 (``payload_codecs`` is append-only, as the log).
 
-The compressor sits behind ``Codecs.encode(bytes) -> (codec, blob)``: a ``Codecs`` pickles
-(the zstd contexts are rebuilt in the receiving process), so a worker process can compress
-rows for the writer. ``encode_rows`` is the writer's entry point: it brings the connection's
-codecs up to date, trains the dictionary when due, and returns the rows ready to insert.
+The compressor sits behind ``Codecs.encode(bytes) -> (codec, blob)``. ``encode_rows`` is the
+writer's entry point: it brings the connection's codecs up to date, trains the dictionary when due,
+and returns the rows ready to insert.
 """
 
 from __future__ import annotations
@@ -66,8 +65,7 @@ class Codecs:
     """The payload codecs of one database: codec id -> zstd dictionary (None: no dictionary).
 
     ``encode`` writes with the newest codec (``current``); ``decode`` reads any codec the
-    database has. Picklable: only the ids and dictionary bytes travel, the zstd contexts are
-    made on first use in each process.
+    database has. The zstd contexts are made on first use.
     """
 
     def __init__(self, dictionaries: Mapping[int, bytes | None], level: int = LEVEL) -> None:
@@ -77,12 +75,6 @@ class Codecs:
         self.current = next(reversed(self.dictionaries), RAW)
         self._cctx: zstandard.ZstdCompressor | None = None
         self._dctx: dict[int, zstandard.ZstdDecompressor] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"dictionaries": self.dictionaries, "level": self.level}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["dictionaries"], state["level"])  # type: ignore[misc]
 
     @classmethod
     def load(cls, conn: Db) -> Codecs:

@@ -29,7 +29,7 @@ import collections
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from ingestd.core import derive, projector
 from ingestd.core.records import LogRow, NewLogRow
@@ -80,50 +80,6 @@ def fold_into(
 
 
 @dataclass(slots=True)
-class PrefoldGate:
-    """Shared by the prefolds of one run: once one is refused, every later one is too (the fold
-    states they were made from assumed the refused batch's ids)."""
-
-    refused: bool = False
-    accepted: int = 0  # prefolds written (tests and the log count them)
-
-
-@dataclass(slots=True)
-class Prefold:
-    """A batch folded ahead, outside the write transaction, under predicted log ids.
-
-    Attributes:
-        first_id: int, the id predicted for the batch's first row (the others follow in order).
-        changes: the projection rows of folding the batch's rows, by session in order of first
-            appearance, onto states that had seen exactly the rows of the earlier prefolds; a
-            session id in their place is a session the folder had no state for (evicted, or its
-            fold needed the session's log): the writer folds that one itself, there.
-        gate: the run's ``PrefoldGate``.
-    """
-
-    first_id: int
-    changes: list[derive.Changes | str]
-    gate: PrefoldGate
-
-
-def _prefold_holds(
-    pre: Prefold, new_rows: Sequence[NewLogRow], isolated: Mapping[str, str] | None, result: BatchResult
-) -> bool:
-    """Whether ``pre`` is this batch's fold: every row went in, at the predicted ids, and no
-    earlier prefold of the run was refused. A refusal closes the gate for the rest of the run."""
-    if pre.gate.refused:
-        return False
-    ids = result.log_ids
-    ok = not isolated and result.inserted == len(new_rows)
-    ok = ok and all(ids.get(r.idempotency_key) == pre.first_id + i for i, r in enumerate(new_rows))
-    if not ok:
-        pre.gate.refused = True
-    else:
-        pre.gate.accepted += 1
-    return ok
-
-
-@dataclass(slots=True)
 class BatchResult:
     """What one ``apply_batch`` did.
 
@@ -150,7 +106,6 @@ def apply_batch(
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     isolated: Mapping[str, str] | None = None,
-    prefold: Prefold | None = None,
     pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
@@ -165,8 +120,6 @@ def apply_batch(
         isolated: idempotency key -> the database's refusal, for rows to append without
             projecting them (``ingestd.store.writer``): each inserted one gets its
             ``quarantine_marker`` row, appended and folded in the same transaction.
-        prefold: the batch folded ahead (``Prefold``): its rows are written instead of folding
-            here when the ids are as predicted (``_prefold_holds``), else the batch is folded here.
         pre_blocks: the batch's blocks planned and compressed ahead, with a dictionary trained
             ahead (``payload_blocks.PreBlocks``): used where exactly what this transaction would make.
 
@@ -186,10 +139,7 @@ def apply_batch(
     def run(c: Db) -> BatchResult:
         rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
         batch = _sort_batch(rows_in, result.log_ids)
-        if prefold is not None and _prefold_holds(prefold, new_rows, isolated, result):
-            _write_prefold(c, prefold, cache, batch, first_id, ctx, touched)
-        else:
-            seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
+        seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
         pruned.enforce(c, batch.by_session)
         result.sessions = set(batch.by_session)
@@ -337,35 +287,6 @@ def _history(c: Db, sid: str, rows: Sequence[LogRow]) -> projector.History:
     return lambda: session_rows(c, sid, 0, last + 1)
 
 
-def _write_prefold(
-    c: Db, prefold: Prefold, cache: FoldCache, batch: _Sorted, first_id: int, ctx: Ctx, touched: list[str]
-) -> None:
-    """Write the fold made ahead: the states behind it are the folder's, so ``cache``'s for the
-    batch's sessions are stale from now on (taken out, named in ``touched``). A session the folder
-    left to this writer (a ``str`` in ``prefold.changes``) is folded here as ``_fold_batch`` would
-    (caught up from the log, its state kept in ``cache``) and its rows take its place in the order."""
-    cache.seen = None
-    mine = {p for p in prefold.changes if isinstance(p, str)}
-    for sid in batch.by_session:
-        touched.append(sid)
-        if sid not in mine:
-            cache.take(sid)
-    if len(prefold.changes) == 1 and not mine:
-        write_changes(c, cast(derive.Changes, prefold.changes[0]))
-        return
-    changes = derive.Changes()
-    for part in prefold.changes:
-        if isinstance(part, str):
-            rows = batch.by_session[part]
-            state = _caught_up(c, cache, part, first_id, False, ctx)
-            state, ch = projector.fold(state, part, rows, ctx, _history(c, part, rows))
-            cache.put(part, state, rows[-1].id)
-            changes.extend(ch)
-        else:
-            changes.extend(part)
-    write_changes(c, changes)
-
-
 def _finish(c: Db, batch: _Sorted, checkpoints: Iterable[Checkpoint], default_window_s: int, first_id: int) -> None:
     """After the fold, inside the batch's transaction: resolve the titles of summaries whose leaf is
     among the batch's rows, commit the checkpoints, count the batch's lines, keep the logged window
@@ -479,15 +400,12 @@ def apply_isolating(
     ctx: Ctx | None = None,
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
-    prefold: Prefold | None = None,
     pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
     Args:
         conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
-        prefold: as ``apply_batch``, for the whole batch only: once it is split, its parts are
-            folded by ``apply_batch`` (and the run's later prefolds refused: ``PrefoldGate``).
         pre_blocks: as ``apply_batch``, for the whole batch only (a part compresses its own).
         component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
@@ -499,7 +417,7 @@ def apply_isolating(
         StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
             any row (the checkpoints or the transaction itself).
     """
-    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, prefold, pre_blocks)
+    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, pre_blocks)
     iso.go(list(rows), list(checkpoints))
     return iso.total
 
@@ -514,8 +432,7 @@ class _Isolator:
     ctx: Ctx | None
     cache: FoldCache | None
     watchdog_window_s: int
-    prefold: Prefold | None = None  # for the whole batch, until it is split
-    pre_blocks: PreBlocks | None = None  # likewise
+    pre_blocks: PreBlocks | None = None  # for the whole batch, until it is split
     total: BatchResult = field(default_factory=BatchResult)
 
     def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
@@ -530,7 +447,6 @@ class _Isolator:
                 cache=self.cache,
                 watchdog_window_s=self.watchdog_window_s,
                 isolated=isolated,
-                prefold=self.prefold,
                 pre_blocks=self.pre_blocks,
             ),
             self.policy,
@@ -547,9 +463,6 @@ class _Isolator:
             if not about_rows(e) or not part:
                 raise
             err = e
-        if self.prefold is not None:
-            self.prefold.gate.refused = True
-            self.prefold = None
         self.pre_blocks = None
         if len(part) > 1:
             mid = len(part) // 2

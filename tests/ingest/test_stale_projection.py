@@ -81,7 +81,7 @@ def test_verify_and_replay_name_a_stale_projection(tmp_path: Path) -> None:
 
 
 def test_cost_and_replay_read_the_staleness_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # cost computed it in open_read_db and again itself; replay opened a second connection for its hint
+    # cost computed it in open_db and again itself; replay opened a second connection for its hint
     db, _ = stale_db(tmp_path)
     calls: list[object] = []
     real = reproject.stored_revision

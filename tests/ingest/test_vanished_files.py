@@ -33,10 +33,7 @@ def _tree(root: Path, n: int) -> list[Path]:
     return out
 
 
-@pytest.mark.parametrize("reader_process", [False, True])
-def test_files_removed_after_discovery_are_vanished_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader_process: bool
-) -> None:
+def test_files_removed_after_discovery_are_vanished_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "projects"
     files = _tree(root, 6)
     real = backfill.discover
@@ -51,11 +48,9 @@ def test_files_removed_after_discovery_are_vanished_not_read(
     conn = connect(tmp_path / "x.db")
     migrate(conn)
     with capture_logs() as logs:
-        s = ingest_roots(conn, [root], now=NOW, pipeline=True, reader_process=reader_process)
+        s = ingest_roots(conn, [root], now=NOW, pipeline=True)
     assert (s.files, s.files_read, s.files_vanished) == (6, 3, 3)
     assert s.rows_inserted == 3 and s.to_json()["files_vanished"] == 3
-    if reader_process:
-        return  # the warning is logged in the reader process, beyond capture_logs
     gone = sorted(e["origin"] for e in logs if e["event"] == "file_vanished")
     assert gone == sorted(f"-p/{p.name}" for p in files[::2])
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pickle
-
 import apsw
 import orjson
 import pytest
@@ -75,17 +73,6 @@ def test_codecs_round_trip_every_kind_of_payload() -> None:
     # incompressible bytes are kept as they are
     noise = bytes((i * 7919 + 13) % 251 for i in range(64))
     assert plain.encode(noise) == (payload.RAW, noise)
-
-
-def test_codecs_pickle_for_a_worker_process() -> None:
-    dictionary = zstandard.train_dictionary(zdict.DICT_BYTES, [_line(i) for i in range(400)]).as_bytes()
-    here = payload.Codecs({1: None, 2: dictionary})
-    here.encode(b"warm the compressor up")
-    there = pickle.loads(pickle.dumps(here))
-    assert there.current == 2 and there.dictionaries == here.dictionaries
-    codec, blob = there.encode(_line(3))
-    assert codec == 2 and here.decode(codec, blob) == _line(3)
-    assert blob == here.encode(_line(3))[1]
 
 
 def test_an_unknown_codec_or_a_damaged_value_is_a_storage_error() -> None:

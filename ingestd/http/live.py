@@ -90,6 +90,9 @@ class ChangeFeed:
         db_path: the database file (read through its own read-only connection, on a worker thread).
         interval_s: seconds between polls; the page's latency is at most this plus one fetch.
         max_streams: cap on concurrently open streams.
+
+    Attributes:
+        polls: int, polls done so far, a failed read included (a commit after the first is noticed).
     """
 
     def __init__(self, db_path: Path, *, interval_s: float = POLL_INTERVAL_S, max_streams: int = MAX_STREAMS) -> None:
@@ -98,6 +101,7 @@ class ChangeFeed:
         self.max_streams = max_streams
         self.boot = time.time_ns()
         self.log_id = 0
+        self.polls = 0
         self.subscribers: set[_Subscriber] = set()
         self.closing = asyncio.Event()
         self._conn: Db | None = None
@@ -159,6 +163,8 @@ class ChangeFeed:
                         change = (self.log_id, None)  # whatever happened meanwhile: refetch everything
                     if change is not None:
                         self.broadcast(*change)
+                finally:
+                    self.polls += 1
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.interval_s)
         finally:

@@ -59,14 +59,17 @@ async def test_a_writer_failed_by_a_full_database_is_healthy_again_without_a_hoo
     assert "database or disk is full" in (await health.json())["error"]["message"]
     real_probe = hookwriter.probe
 
+    probes = [0]
+
     def probe(conn: apsw.Connection) -> None:  # the probe meets the same disk: refused while it is full
+        probes[0] += 1
         if full[0]:
             raise StorageError("database error: database or disk is full")
         real_probe(conn)
 
     monkeypatch.setattr(hookwriter, "probe", probe)
-    await asyncio.sleep(0.5)  # ten probe intervals on a full disk: still failing
-    assert (await client.get("/api/health")).status == 503
+    await until("ten probes on the full disk", lambda: probes[0] >= 10)
+    assert (await client.get("/api/health")).status == 503  # each refused: still failing
     full[0] = False  # room again, and no hook arrives
 
     async def healthy() -> bool:
@@ -131,10 +134,22 @@ async def test_a_failure_during_the_probe_is_not_cleared_by_its_success() -> Non
     await asyncio.wait_for(task, 5)
 
 
+class _Looked(Health):
+    """Health that counts how often the probe loop asked it for the writer's failure (its ticks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def failure(self, part: str) -> Any:
+        self.looks += 1
+        return super().failure(part)
+
+
 async def test_a_healthy_writer_is_not_probed() -> None:
-    writer, stop = _Refusing(), asyncio.Event()
-    task = asyncio.create_task(hookwriter.probe_loop(writer, Health(), stop, interval_s=0.01))  # type: ignore[arg-type]
-    await asyncio.sleep(0.1)
+    writer, stop, health = _Refusing(), asyncio.Event(), _Looked()
+    task = asyncio.create_task(hookwriter.probe_loop(writer, health, stop, interval_s=0.01))  # type: ignore[arg-type]
+    await until("ten ticks of the probe loop", lambda: health.looks >= 10)
     stop.set()
     await asyncio.wait_for(task, 5)
     assert writer.calls == 0

@@ -156,7 +156,8 @@ async def test_a_commit_is_pushed_with_its_sessions(live: Any, db_path: Path) ->
     assert resp.headers["Content-Type"] == "text/event-stream"
     name, hello = await next_event(resp)
     assert name == "hello" and hello["log_id"] == 0 and hello["boot"] > 0
-    await asyncio.sleep(0.1)  # the feed has taken its first reading
+    feed = live.app[FEED]
+    await until("the feed's first reading", lambda: feed.polls >= 1)
     write(db_path, hook(SID, 1))
     name, change = await next_event(resp)
     assert (name, change) == ("change", {"log_id": 1, "sessions": [SID]})
@@ -169,7 +170,8 @@ async def test_a_commit_is_pushed_with_its_sessions(live: Any, db_path: Path) ->
 async def test_a_commit_without_log_rows_means_everything(live: Any, db_path: Path) -> None:
     resp = await live.get("/api/live")
     await next_event(resp)
-    await asyncio.sleep(0.1)
+    feed = live.app[FEED]
+    await until("the feed's first reading", lambda: feed.polls >= 1)
     conn = connect(db_path)
     try:
         conn.execute(
@@ -239,7 +241,7 @@ async def test_an_unreadable_database_is_logged_once_and_the_feed_goes_on(aiohtt
     feed = add_live_routes(app, tmp_path / "absent.db", interval_s=0.01)
     with capture_logs() as logs:
         client = await aiohttp_client(app)
-        await asyncio.sleep(0.2)
+        await until("five failed reads", lambda: feed.polls >= 5)
         resp = await client.get("/api/live")
         assert resp.status == 200  # the stream still opens; the page shows the read API's own errors
         await next_event(resp)

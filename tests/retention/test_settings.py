@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -92,9 +93,40 @@ def test_a_config_file_gone_before_it_is_read_is_missing_like_one_never_there(
     assert load_config_file(p) == {}
 
 
-def test_every_setting_has_unit_or_kind_in_name() -> None:
+# The unit a number setting's name ends with (``ingestd.settings``' docstring), the word its help
+# uses for it, and the range a default in that unit stays within (outside it, the value was likely
+# written in another unit: 10 for a ``_ms`` one meant seconds).
+UNITS = {
+    "_days": (r"\bdays?\b", 1, 3_650),
+    "_s": (r"\bseconds?\b", 1, 7 * 86_400),
+    "_ms": (r"\bms\b|\bmilliseconds?\b", 100, 3_600_000),
+    "_bytes": (r"\bbytes?\b", 1_024, 1 << 40),
+    "_rows": (r"\brows?\b", 1, 10_000_000),
+}
+# Number settings with no unit: what they count.
+COUNTS = {"backup_keep_newest": "backups", "max_connections": "open connections", "port": "a TCP port number"}
+TIME_UNITS = ("_days", "_s", "_ms")
+
+
+def _unit(name: str) -> str | None:
+    return next((u for u in UNITS if name.endswith(u)), None)
+
+
+def test_every_number_setting_names_its_unit_and_its_help_no_other() -> None:
     for s in SETTINGS:
-        assert s.help and s.name == s.name.lower()
+        assert s.help and s.name == s.name.lower(), s.name
+        unit = _unit(s.name)
+        if s.kind not in ("int", "float"):
+            assert unit is None, f"{s.name}: a {s.kind} setting named like a quantity in {unit}"
+            continue
+        if unit is None:
+            assert s.name in COUNTS, f"{s.name}: a number setting without its unit ({', '.join(UNITS)}) in its name"
+            continue
+        _, low, high = UNITS[unit]
+        assert s.default is None or low <= s.default <= high, f"{s.name}: default {s.default} is not a {unit}"
+        for other in TIME_UNITS:  # a duration's help names no other time unit
+            if unit in TIME_UNITS and other != unit:
+                assert not re.search(UNITS[other][0], s.help.lower()), f"{s.name}: its help speaks of {other[1:]}"
 
 
 def test_float_settings_and_bounds() -> None:

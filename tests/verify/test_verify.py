@@ -145,25 +145,31 @@ def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) 
     from ingestd.projection.verify import check_append_only
 
     writer = connect(db_path)
-    holding, go = threading.Event(), threading.Event()
+    holding, waiting = threading.Event(), threading.Event()
 
     def daemon_commit() -> None:
         writer.execute("BEGIN IMMEDIATE")
         writer.execute("INSERT INTO ingest_stats (name, value) VALUES ('probe', 1) ON CONFLICT DO NOTHING")
         holding.set()
-        go.wait(5)
-        time.sleep(0.2)
+        waiting.wait(5)  # the check is waiting for this transaction's lock: commit now
         writer.execute("COMMIT")
 
     t = threading.Thread(target=daemon_commit)
     t.start()
     holding.wait(5)
     checker = connect(db_path)
-    go.set()
+
+    def busy(tries: int) -> bool:  # SQLite's retry while the writer holds the lock (as busy_timeout)
+        waiting.set()
+        time.sleep(0.002)
+        return tries < 5_000
+
+    checker.set_busy_handler(busy)
     try:
         got = check_append_only(checker)
     finally:
         t.join()
+    assert waiting.is_set()  # it did meet the writer's transaction, and waited
     assert got.ok, got.details
 
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
+import orjson
+import pytest
 from click.testing import CliRunner
 
 from ingestd.cli import cli
@@ -58,3 +62,42 @@ def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) ->
         code, out = run(cmd, "--db", str(db_path))
         assert code == 2 and "needs migrations" in out and "ingestd migrate" in out, (cmd, out)
     assert conn.execute("SELECT max(id) FROM schema_version").fetchall()[0][0] < last  # nothing re-applied
+
+
+def test_a_full_disk_exits_2_as_documented_and_says_what_to_do(tmp_path: Path) -> None:
+    """The README's exit statuses cover storage (2: every error but a failed check), and a full
+    disk's message says what to do."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert "Exit status: 0 success, 1 a check failed, 2 any other error: usage or configuration," in readme
+    assert "or storage (the database or its disk refused: full, read-only," in readme
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        root = tmp_path / "projects" / "-p"
+        root.mkdir(parents=True)
+        sid = "11111111-1111-4111-8111-111111111111"
+        with (root / f"{sid}.jsonl").open("wb") as fh:  # 4 MB that do not compress
+            for i in range(2000):
+                rec = {"type": "user", "sessionId": sid, "uuid": f"u{i}", "timestamp": "2026-01-01T00:00:00.000Z"}
+                rec["message"] = {"role": "user", "content": os.urandom(1000).hex()}
+                fh.write(orjson.dumps(rec) + b"\n")
+        res = CliRunner().invoke(cli, ["ingest", "--db", str(mnt / "f.db"), "--projects", str(root.parent)])
+        assert res.exit_code == 2, res.output
+        last = res.stderr.strip().splitlines()[-1]
+        assert last.startswith("ingestd: database error: database or disk is full: free space on the disk"), last
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_every_error_but_a_failed_check_exits_2() -> None:
+    import apsw
+
+    from ingestd import errors
+    from ingestd.store.connection import translate
+
+    leaves = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.IngestdError)]
+    assert {c.__name__ for c in leaves if c.exit_code != 2} == {"CheckFailed"}
+    full = translate(apsw.FullError("database or disk is full"))
+    assert full.exit_code == 2 and "free space on the disk holding the database" in full.message

@@ -16,6 +16,8 @@ from ingestd.core.keys import jsonl_key, short_hash, stable_id
 
 
 def test_invalid_utf8_is_recovered() -> None:
+    """A line with invalid UTF-8 is decoded with U+FFFD in its place and marked recovered; its numbers (usage)
+    stay intact."""
     d = decode_line(b'{"type":"assistant","t":"caf\xff","u":{"input_tokens":3}}')
     assert d.recovered and d.obj is not None
     assert d.obj["u"]["input_tokens"] == 3
@@ -29,6 +31,7 @@ def test_lone_surrogate_escape_is_recovered() -> None:
 
 
 def test_rejections_have_reasons() -> None:
+    """A line that is not JSON, or JSON that is not an object, is refused with its reason; an object is not."""
     assert decode_line(b"not json {").reason == "not_json"
     assert decode_line(b"[1,2]").reason == "not_object"
     assert decode_line(b'"str"').reason == "not_object"
@@ -68,6 +71,7 @@ def test_a_bom_before_the_object_is_skipped() -> None:
 
 @given(st.binary(max_size=200))
 def test_never_raises(data: bytes) -> None:
+    """Any bytes decode to an object or a reason, exactly one of the two, and never raise."""
     d = decode_line(data)
     assert (d.obj is None) == (d.reason is not None)
 

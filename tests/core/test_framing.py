@@ -19,12 +19,14 @@ def test_torn_tail_waits_and_completes_later() -> None:
 
 
 def test_crlf_and_blank_lines() -> None:
+    """CRLF ends a line like LF, blank and white-space-only lines yield nothing, and offsets count every byte."""
     lines, consumed = split_lines(b'{"a":1}\r\n\r\n  \n{"b":2}\n', 100)
     assert lines == [Line(100, b'{"a":1}'), Line(114, b'{"b":2}')]
     assert consumed == 22
 
 
 def test_large_line() -> None:
+    """A 5 MiB line fed in 64 KiB chunks yields nothing until its newline, then itself whole at its offset."""
     big = b'{"x":"' + b"y" * (5 << 20) + b'"}'
     f = Framer()
     out = []
@@ -40,6 +42,8 @@ def test_large_line() -> None:
     st.lists(st.integers(min_value=0, max_value=400), max_size=12),
 )
 def test_chunk_invariance(parts: list[bytes], crlf: bool, cuts: list[int]) -> None:
+    """However the bytes are cut into chunks, the framer yields the lines a whole-buffer split does, and keeps
+    the torn tail."""
     sep = b"\r\n" if crlf else b"\n"
     data = sep.join(parts) + (sep if parts else b"") + b"torn"
     whole, consumed = split_lines(data)

@@ -65,6 +65,7 @@ def test_tool_use_result_usage_and_synthetic_never_counted(model: Model) -> None
 
 
 def test_recovered_line_usage_counts(model: Model) -> None:
+    """A message on a line decoded with repairs (invalid UTF-8) still counts its usage."""
     assert tokens(model, "msg_D") == (4, 40, 400, 0, 0)
 
 
@@ -81,6 +82,7 @@ def test_compaction_usage_flagged_and_agent_without_edge(model: Model) -> None:
 
 
 def test_compaction_row(model: Model) -> None:
+    """A compact_boundary record makes its compactions row: agent, time, trigger and the tokens before."""
     assert model.tables["compactions"][(S1, "cb1")] == (S1, "cb1", S1, "2026-02-12T10:02:00.000Z", "auto", 12345)
 
 
@@ -95,6 +97,8 @@ def test_edges_with_provenance_and_depth_two(model: Model) -> None:
 
 
 def test_agents_types_and_status(model: Model) -> None:
+    """Each fixture agent's type, subagent type, parent and status, with the spawn's input beating the
+    .meta.json sidecar."""
     a = model.agents_by_id()
     assert a["a1111111"].subagent_type == "Explore" and a["a1111111"].status == "completed"
     assert a["a2222222"].subagent_type == "Plan"  # spawn input beats the .meta.json sidecar
@@ -133,7 +137,8 @@ def test_resumed_copy_owned_by_one_session_in_both_orders() -> None:
 
 
 def test_hook_rows_fold() -> None:
-
+    """Hook deliveries alone make the session, its agents and tool calls (a duplicate PostToolUse counts once, a
+    SubagentStop for an agent never started makes none), one events row each."""
     from ingestd.core.records import LogRow
 
     sid = "55555555-5555-4555-8555-555555555555"

@@ -33,6 +33,8 @@ def test_the_form_is_storable_idempotent_and_keeps_storable_text(s: str) -> None
 
 
 def test_each_rule() -> None:
+    """``storable``'s character rules: NUL to U+2400, a lone surrogate to the decoder's private-use code
+    point; text within the limit, or with no limit, otherwise unchanged."""
     assert storable("a\x00b") == f"a{NUL_SYMBOL}b"
     assert storable("x\ud800y\udfff") == "x\U000f0000y\U000f07ff"  # the decoder's map (decode.PUA_BASE)
     assert storable("é" * 100) == "é" * 100

@@ -76,6 +76,7 @@ CHILD = "import sys; from pathlib import Path; from ingestd.daemon import lock\n
 
 
 def test_proc_locks_parsing() -> None:
+    """The lock's holder is read from /proc/locks by device and inode, blocked waiters (``->``) ignored."""
     dev = os.makedev(0xFE, 0)
     text = (
         "1: POSIX  ADVISORY  WRITE 11 fe:00:77 1073741824 1073741824\n"

@@ -94,6 +94,7 @@ async def test_agent_quiet_past_the_window_logs_a_watchdog_row(writer: tuple[Thr
 
 
 async def test_configurable_window(writer: tuple[ThreadWriter, Path]) -> None:
+    """The daemon's tick logs the window it was configured with, so every writer and a replay apply it."""
     w, db = writer
     assert await jobs.watchdog_tick(w, lambda: T0 + 61 * S, 60) == 2
     [(_, payload)] = _watchdog_rows(db)

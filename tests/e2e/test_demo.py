@@ -52,3 +52,22 @@ def test_make_demo_beside_shared_uses_the_real_corpus() -> None:
 
     assert demo._corpus([]) == SHARED.resolve() or demo._corpus([]).resolve() == SHARED.resolve()
     assert demo._corpus([""]) == demo._corpus([])
+
+
+def test_readme_says_which_tree_make_demo_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's word on ``make demo``'s input is ``demo._corpus``'s rule: ``../shared/corpus/claude-projects``
+    beside the clone when there is one, else the bundled ``fixtures/projects``."""
+    from ingestd import demo
+
+    root = Path(demo.__file__).resolve().parents[1]
+    para = " ".join((root / "README.md").read_text().split("`make demo` ", 1)[1].split("\n\n", 1)[0].split())
+    shared = root.parent / "shared" / "corpus" / "claude-projects"
+    assert "`../shared/corpus/claude-projects` beside the clone when there is one" in para
+    assert "else the transcripts bundled in `fixtures/projects`" in para
+    assert demo._corpus([]) == (shared if shared.is_dir() else root / "fixtures" / "projects")
+    fake = tmp_path / "clone" / "ingestd" / "demo.py"  # a clone with no corpus beside it: the fixtures
+    fake.parent.mkdir(parents=True)
+    monkeypatch.setattr(demo, "__file__", str(fake))
+    assert demo._corpus([]) == tmp_path / "clone" / "fixtures" / "projects"
+    (tmp_path / "shared" / "corpus" / "claude-projects").mkdir(parents=True)
+    assert demo._corpus([]) == tmp_path / "shared" / "corpus" / "claude-projects"

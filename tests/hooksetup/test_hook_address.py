@@ -41,6 +41,8 @@ def addresses(doc: dict[str, Any]) -> set[str]:
 
 
 def test_reach_host() -> None:
+    """The address hooks use to reach a daemon bound to a wildcard is loopback of the same family; a named host
+    is kept."""
     assert [reach_host(h) for h in ("0.0.0.0", "", "::", "127.0.0.1", "::1", "10.1.2.3", "devbox.lan")] == [
         "127.0.0.1",
         "127.0.0.1",

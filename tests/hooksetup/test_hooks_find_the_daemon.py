@@ -52,6 +52,8 @@ def _daemon(address: str, pid: int = 4242) -> presence.Presence:
 def test_precedence(
     flags: tuple[str | None, int | None], daemon: str | None, env: dict[str, str], expected: Any
 ) -> None:
+    """The address written into the hooks: the flags, then a running daemon's, then the settings, each saying
+    where it came from."""
     settings = resolve({"host": flags[0], "port": flags[1]}, env, {})
     got = resolve_address(*flags, None if daemon is None else _daemon(daemon), settings)
     assert (got.host, got.port) == expected[:2]

@@ -174,6 +174,7 @@ def test_token_env_goes_in_headers_by_name_never_by_value(home: Path) -> None:
 
 
 def test_legacy_uses_forwarders_everywhere(home: Path) -> None:
+    """``--legacy`` (a Claude Code without HTTP hooks) writes command hooks, the forwarder, for every event."""
     run(home, "install", "--legacy")
     doc = settings(home)
     kinds = {h["type"] for groups in doc["hooks"].values() for g in groups for h in g["hooks"]}
@@ -192,6 +193,7 @@ def test_broken_settings_are_refused_and_left_untouched(home: Path, broken: str)
 
 
 def test_print_shows_the_block(home: Path) -> None:
+    """``hooks print`` shows the block ``install`` would write, every event ingestd takes."""
     r = run(home, "print", "--port", "7391")
     doc = json.loads(r.stdout)
     assert set(doc["hooks"]) == {*hooksetup.HTTP_EVENTS, *hooksetup.COMMAND_ONLY_EVENTS}

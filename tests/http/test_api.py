@@ -64,6 +64,7 @@ SAME = [
 
 @pytest.mark.parametrize(("url", "args"), SAME)
 async def test_api_equals_cli(client: Any, db: Path, url: str, args: list[str]) -> None:
+    """Each read endpoint answers the JSON document the CLI's ``--json`` prints for the same question."""
     resp = await client.get(url)
     assert resp.status == 200
     assert resp.content_type == "application/json"
@@ -76,6 +77,8 @@ async def test_cost_golden_over_http(client: Any) -> None:
 
 
 async def test_health_and_status(client: Any) -> None:
+    """``/api/health`` is 200 with the schema version on a healthy database; ``/api/status`` carries the
+    unpriced part and row counts."""
     resp = await client.get("/api/health")
     doc = await resp.json()
     assert resp.status == 200 and doc["status"] == "ok" and doc["schema_version"] == PINS[-1].id

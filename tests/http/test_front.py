@@ -30,10 +30,13 @@ async def _code(resp: Any) -> tuple[int, str]:
 
 
 def test_one_middleware_layer(tmp_path: Path) -> None:
+    """Every request goes through one middleware layer."""
     assert len(_app(tmp_path / "d.db").middlewares) == 1
 
 
 async def test_refusals_keep_their_order(aiohttp_client: Any, tmp_path: Path) -> None:
+    """A request failing several checks gets the first one's refusal: Host (421), Origin (403), token (401),
+    route (404/405)."""
     client = await aiohttp_client(_app(tmp_path / "d.db", token="s3cret"), headers=JSON_HEADERS)
     evil = {"Origin": "http://evil.example"}
     # a foreign Host is refused before the Origin, the token and the route are looked at

@@ -143,6 +143,8 @@ def test_no_symlink_out_of_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:
+    """The watchdog of an ingest runs at the log's time, not the clock: a main agent active just before it is
+    still waiting, an older one unknown."""
     root = _copy(tmp_path)
     conn = new_db(tmp_path / "x.db")
     # read "now" = right after the fixture's activity: main agent of S1 is still waiting

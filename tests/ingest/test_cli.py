@@ -13,6 +13,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
 
 def test_json_summary_counts_skips(tmp_path: Path) -> None:
+    """``ingest --json`` counts the skipped lines by reason, and the sessions and messages it read."""
     r = CliRunner().invoke(cli, ["ingest", "--projects", str(FIXTURES), "--db", str(tmp_path / "x.db"), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)

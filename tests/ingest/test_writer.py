@@ -63,6 +63,7 @@ def test_cache_miss_rebuilds_from_log(tmp_path: Path) -> None:
 
 
 def test_failed_batch_leaves_nothing(tmp_path: Path) -> None:
+    """A batch the database refuses (a row no CHECK admits) leaves neither its log rows nor their projections."""
     conn = new_db(tmp_path / "x.db")
     bad = NewLogRow("k", "nonsense-source", "x", b"{}", "2026-01-01T00:00:00.000Z", SID, "hook")
     with pytest.raises(StorageError):

@@ -161,6 +161,8 @@ async def test_a_failing_tailer_is_503_tailer_failing(make_client: MakeClient, t
 
 
 def test_health_state_rules() -> None:
+    """Health's rules: stalled only past the threshold, progress restarts the clock, failing since the first
+    failure in a row, named problems until cleared."""
     now = [100.0]
     h = Health(stall_after_s=5, clock=lambda: now[0])
     h.busy("writer")

@@ -207,6 +207,8 @@ async def test_the_host_answers_are_remembered_per_header_and_the_memory_is_boun
 
 
 def test_policy_parsing_is_exact() -> None:
+    """Allowed hosts and origins are normalised exactly (case, brackets, default ports); an origin without a
+    scheme is refused."""
     p = guard.make_policy("0.0.0.0", 7391, ["Box.LAN", "[fe80::1]"], ["HTTP://Tool.example:80/"])
     assert p.hosts == {"127.0.0.1", "::1", "localhost", "box.lan", "fe80::1"}
     assert p.origins == {"http://tool.example"}

@@ -114,6 +114,7 @@ def test_double_replay_equals_live_without_the_transcripts(live: Path, projects:
 
 
 def test_corrupted_projection_row_named(live: Path) -> None:
+    """A live row a rebuild does not give is named by table, id and key, and replay exits 1."""
     conn = connect(live)
     tid, mid = conn.execute("SELECT id, message_id FROM token_usage ORDER BY id LIMIT 1 OFFSET 7").fetchall()[0]
     conn.execute("UPDATE token_usage SET tokens = tokens + 1 WHERE id = ?", (tid,))

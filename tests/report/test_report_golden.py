@@ -48,6 +48,8 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden(report_db: Path, name: str) -> None:
+    """Each report's JSON equals its golden file (``fixtures/reports/golden``; rewritten only with
+    INGESTD_REGEN_GOLDEN=1)."""
     check_golden(name, run_json(report_db, *CASES[name]))
 
 

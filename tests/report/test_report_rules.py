@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
@@ -29,6 +31,8 @@ ALL = Window(None, None)
 
 
 def test_cost_reads_the_rollup(report_db: Path) -> None:
+    """Cost reads the rollup, not a scan of token_usage (a tampered rollup row moves the answer); only the agent
+    grouping scans, and says so."""
     conn = connect(report_db)
     before = cost_report(conn, by="day", window=ALL, zone=NY)
     write_txn(conn, rollup.rebuild)
@@ -48,6 +52,7 @@ def test_cost_reads_the_rollup(report_db: Path) -> None:
 
 
 def test_groupings_agree_on_totals(report_db: Path) -> None:
+    """Every grouping of cost gives the same totals, cost and unpriced part, and its rows add up to its total."""
     conn = connect(report_db, readonly=True)
     docs = [
         cost_report(conn, by=by, window=ALL, zone=NY) for by in (None, "day", "model", "session", "project", "agent")
@@ -74,6 +79,8 @@ def test_local_days_follow_dst() -> None:
 
 
 def test_window_spellings() -> None:
+    """Each spelling of a window (instants, durations, today / yesterday in the zone) gives its bounds; an
+    unknown word, a reversed window or an unknown zone is refused."""
     w = make_window("2025-03-09T10:07:00Z", "2025-03-09T10:31:00Z", UTCZ, NOW)
     assert (w.since_slot, w.until_slot) == ("2025-03-09T10:00Z", "2025-03-09T10:45Z")
     assert make_window("2d", None, UTCZ, NOW).since_utc == "2025-11-29T00:00:00.000Z"
@@ -106,6 +113,7 @@ def test_local_zone_from_env_and_localtime(tmp_path: Path) -> None:
 
 
 def test_session_prefix(report_db: Path) -> None:
+    """A unique prefix names its session; an ambiguous or unknown one is refused with its reason."""
     conn = connect(report_db, readonly=True)
     assert resolve_session(conn, "a1") == "a1111111-1111-4111-8111-111111111111"
     with pytest.raises(InputError) as e:
@@ -124,6 +132,7 @@ def test_tree_cli_prefix_errors_exit_2(report_db: Path, prefix: str) -> None:
 
 
 def test_tree_adds_up(report_db: Path) -> None:
+    """The tree's subtrees, orphans, compaction agents and unattributed part add up to the session's cost."""
     doc = tree_report(connect(report_db, readonly=True), "a1")
     parts = [doc["tree"]["subtree"], *(n["subtree"] for n in doc["orphans"] + doc["compaction_agents"])]
     parts.append(doc["unattributed"])
@@ -153,11 +162,39 @@ def test_unpriced_is_never_zero_dollars(report_db: Path) -> None:
     assert "ORPHAN" not in text.split("session b2222222")[1]
 
 
-def test_human_output_runs(report_db: Path) -> None:
-    for args in (["sessions"], ["tree", "a1"], ["cost", "--by", "day"], ["status"]):
-        result = CliRunner().invoke(cli, [*args, "--db", str(report_db)], catch_exceptions=False)
+def _json(db: Path, *args: str) -> Any:
+    result = CliRunner().invoke(cli, [*args, "--db", str(db), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return orjson.loads(result.stdout)
+
+
+def _agent_ids(node: dict[str, Any]) -> list[str]:
+    return [node["agent_id"], *(a for c in node["children"] for a in _agent_ids(c))]
+
+
+def test_each_terminal_view_shows_what_its_json_says(report_db: Path) -> None:
+    """The terminal views carry their ``--json`` documents' facts: every session (short id, status),
+    every agent of the tree, every day of cost with its billed messages, the schema version."""
+
+    def text(*args: str) -> str:
+        result = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [*args, "--db", str(report_db)], catch_exceptions=False)
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip()
+        return result.stdout
+
+    sessions, shown = _json(report_db, "sessions"), text("sessions")
+    assert sessions["rows"] and f"{len(sessions['rows'])} sessions" in shown
+    for r in sessions["rows"]:
+        (line,) = [ln for ln in shown.splitlines() if r["session_id"][:8] in ln]
+        assert r["status"] in line
+    tree, shown = _json(report_db, "tree", "a1"), text("tree", "a1")
+    ids = _agent_ids(tree["tree"]) + [a for n in tree["orphans"] + tree["compaction_agents"] for a in _agent_ids(n)]
+    assert len(ids) >= 4 and all(a[:8] in shown or a in shown for a in ids)
+    cost, shown = _json(report_db, "cost", "--by", "day"), text("cost", "--by", "day")
+    for r in cost["rows"]:
+        (line,) = [ln for ln in shown.splitlines() if ln.startswith(r["day"])]
+        assert line.split()[-2] == str(r["billed_messages"]), line
+    status = _json(report_db, "status")
+    assert f"{status['schema']['version']} ({status['schema']['name']})" in text("status")
 
 
 @pytest.mark.parametrize("given", ["A1", "a1111111-1111-4111-8111-111111111111".upper(), "\ta1 \n"])

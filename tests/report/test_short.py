@@ -84,6 +84,8 @@ def test_cut_marks_the_cut_end_and_fits_wide_characters() -> None:
 
 @given(st.text("ab日-", max_size=12), st.integers(1, 14))
 def test_cut_fits_the_width(text: str, width: int) -> None:
+    """A cut text fits its width in terminal cells, ends (or starts) with an ellipsis when it was cut, and is
+    left alone when it fits."""
     for f in (cut, cut_start):
         got = f(text, width)
         assert cell_len(got) <= width

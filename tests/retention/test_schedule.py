@@ -26,6 +26,8 @@ NOW = datetime(2026, 4, 3, 0, 0, tzinfo=UTC)
     ],
 )
 def test_due(last: str | None, now: datetime, expected: bool) -> None:
+    """A job is due when it never ran, when its interval has passed (missed runs: once, at the next start), or
+    when its stamp is unreadable or in the future."""
     assert due(last, now, 86400) is expected
 
 
@@ -49,6 +51,7 @@ def test_run_scheduled_runs_both_once_per_interval(db_path: Path, tmp_path: Path
 
 
 def test_off_switch(db_path: Path, tmp_path: Path) -> None:
+    """With the schedule off nothing runs, no stamp is written and no backup directory is made."""
     s = resolve({"backup_dir": str(tmp_path / "bk")}, {"INGESTD_SCHEDULE_ENABLED": "false"}, {})
     r = run_scheduled(db_path, s, NOW)
     assert not r.enabled and r.backup is None

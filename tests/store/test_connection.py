@@ -13,6 +13,8 @@ from ingestd.store.connection import JOURNAL_SIZE_LIMIT_BYTES, connect, default_
 
 
 def test_every_pragma_reads_back(tmp_path: Path) -> None:
+    """Every connection pragma of the policy reads back as set: WAL, foreign keys, busy timeout,
+    synchronous=FULL, journal size limit."""
     conn = connect(tmp_path / "x.db")
     assert conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
     assert conn.execute("PRAGMA foreign_keys").fetchall() == [(1,)]
@@ -59,6 +61,7 @@ def test_default_path_follows_xdg() -> None:
     ],
 )
 def test_error_mapping(exc: BaseException, expected: type[StorageError]) -> None:
+    """Each apsw error class maps to its ingestd error (the one translation table)."""
     assert type(translate(exc)) is expected
 
 

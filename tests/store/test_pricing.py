@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import apsw
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -38,6 +39,7 @@ def test_seed_covers_every_model_in_the_corpus_and_generator(db: apsw.Connection
 
 
 def test_rates_are_exact_decimals(db: apsw.Connection) -> None:
+    """Seeded rates read back as exact decimals (0.3, not 0.29999...)."""
     rates = {(r.model, r.bucket): r.usd_per_mtok for r in pricing.list_prices(db)}
     assert rates[("claude-sonnet-4-5-20250929", "cache_read")] == Decimal("0.3")
     assert rates[("claude-opus-4-6", "cache_write_1h")] == Decimal("10")
@@ -115,16 +117,6 @@ def test_cli_load_file_and_bad_file(db_path: Path, tmp_path: Path) -> None:
     assert "not valid JSON" in res.output
 
 
-def test_cli_migrate_twice_says_nothing_pending(tmp_path: Path) -> None:
-    runner = CliRunner()
-    db = str(tmp_path / "x.db")
-    assert runner.invoke(cli, ["migrate", "--db", db]).exit_code == 0
-    res = runner.invoke(cli, ["migrate", "--db", db])
-    assert res.exit_code == 0 and "nothing pending" in res.output
-    res = runner.invoke(cli, ["migrate", "--status", "--json", "--db", db])
-    assert json.loads(res.output)["pending"] == []
-
-
 @pytest.mark.parametrize(
     ("doc", "got"),
     [({}, "no keys"), ({"prices": []}, "'prices'"), ("rows", "a string"), (3, "a number"), (None, "null")],
@@ -143,3 +135,30 @@ def test_a_single_row_object_and_the_list_json_shape_still_load() -> None:
     for doc in (row, listed):
         got = [(r.model, r.bucket, r.usd_per_mtok) for r in pricing.parse_rows(doc, default_source="t")]
         assert got == [("m", "input", Decimal("1"))]
+
+
+def test_pricing_set_names_the_option_not_a_price_row(tmp_path: Path) -> None:
+    """A bad value on ``pricing set`` is named by its option; only a price file names its rows."""
+    db = str(tmp_path / "p.db")
+    base = ["pricing", "set", "m-1", "--db", db, "--effective-from", "2026-01-01"]
+    cases = {
+        ("--input", "-3"): "--input: rate for input (USD per MTok) must be a number from 0",
+        ("--cache-write-5m", "x"): "--cache-write-5m: rate for cache_write_5m (USD per MTok) is not a number",
+        ("--output", "1", "--speed", "fast=-1"): "--speed fast=X: speed multiplier for 'fast' must be a number",
+        ("--output", "1", "--long-context-threshold", "5", "--long-context", "output=-2"): "--long-context output=USD:",
+        ("--output", "1", "--long-context", "output=2"): "--long-context-threshold: long_context threshold",
+        ("--input", "1", "--web-search-fee", "0.01"): "--web-search-fee: a server tool fee goes on the row's output",
+        ("--output", "1", "--web-search-fee", "-1"): "--web-search-fee: web search fee must be a number",
+    }
+    for args, want in cases.items():
+        res = CliRunner().invoke(cli, [*base, *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert "price row" not in res.stderr, (args, res.stderr)
+        assert want in res.stderr, (args, res.stderr)
+    res = CliRunner().invoke(cli, ["pricing", "set", "m-1", "--db", db, "--effective-from", "never", "--input", "1"])
+    assert res.exit_code == 2 and "--effective-from: 'effective_from' must be a date" in res.stderr
+    # a price file still names its rows
+    bad = tmp_path / "p.json"
+    bad.write_bytes(orjson.dumps([{"model": "m", "effective_from": "2026-01-01", "rates": {"input": -3}}]))
+    res = CliRunner().invoke(cli, ["pricing", "load", str(bad), "--db", db])
+    assert res.exit_code == 2 and "price row 0: rate for input (USD per MTok) must be a number" in res.stderr

@@ -124,6 +124,7 @@ def test_merged_trigger_agrees_with_the_two_it_replaces(
 
 
 def test_null_is_refused(conn: apsw.Connection) -> None:
+    """A NULL occurred_at is refused by the time trigger and leaves no row."""
     with pytest.raises(apsw.ConstraintError):
         _run_raw(conn, None)
     assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(0,)]

@@ -108,6 +108,7 @@ def test_tampered_ledger_checksum_fails(db_path: Path) -> None:
 
 
 def test_human_output_names_failure(db_path: Path) -> None:
+    """``verify`` without ``--json`` names the failed check on its FAIL line and exits 1."""
     conn = connect(db_path)
     conn.execute("DELETE FROM token_usage_rollup")
     conn.close()

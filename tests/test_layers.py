@@ -169,3 +169,15 @@ def test_the_check_sees_a_climb_and_a_loop_in_a_function_and_a_relative_import(t
     modules, edges = import_edges(pkg)
     assert climbing(edges, ("high", "low")) == ["ingestd.low.base:2 imports ingestd.high.top"]
     assert cycles(modules, edges) == [["ingestd.high.top", "ingestd.low.base"]]
+
+
+def test_the_design_notes_name_every_module() -> None:
+    """docs/DESIGN.md's layout names each module of ``ingestd`` (by file name, under its package)."""
+    design = (ROOT.parent / "docs" / "DESIGN.md").read_text()
+    layout = design[design.index("## Layout and ownership") : design.index("Schema changes:")]
+    unnamed = [
+        str(p.relative_to(ROOT))
+        for p in sorted(ROOT.rglob("*.py"))
+        if p.name != "__init__.py" and p.name not in layout and p.parent.name != "commands"
+    ]
+    assert unnamed == []

@@ -87,7 +87,7 @@ class Tailing:
 
     @classmethod
     def one_shot(cls) -> Tailing:
-        """A one-shot run's (``ingestd ingest``, its reader process): no framer kept; a transient refusal
+        """A one-shot run's (``ingestd ingest``): no framer kept; a transient refusal
         (busy past the busy timeout, a full disk, an I/O error) is retried briefly, then raised."""
         return cls(framers=None, backoff=Backoff(first_s=0.1, max_s=1.0, max_attempts=4), component="ingest")
 

@@ -23,7 +23,7 @@ install: $(STAMP)
 # PostgreSQL tests to one worker, but pytest-xdist 3.8 cannot set its groups under pytest 9.)
 # The tests' files go to tmpfs when the machine has one (TMPDIR, which tmp_path and tempfile follow):
 # every new database commits its migrations with synchronous=FULL, and waiting on those fsyncs, not
-# the CPU, was a third of the wall time (tests/cli, retention, report: 60 s -> 38 s, the same CPU).
+# the CPU, was a third of the wall time (CHANGELOG.md, "Measured").
 # `make test TEST_TMPDIR=` keeps $$TMPDIR; `make reliability` stays on it (a real disk).
 # Only a roomy one: a container's /dev/shm is often 64 MiB, and a run writes hundreds of MB.
 TEST_TMPDIR ?= $(shell d=/dev/shm; [ -d $$d ] && [ -w $$d ] && \
@@ -46,7 +46,7 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m ingestd.demo $(call squote,$(CORPUS))
 
-# bench.sidebyside: the one-run table of issue 14 (floor, ccusage 20, cold ingest, restart, replay,
+# bench.sidebyside: the one-run table (floor, ccusage 20, cold ingest, restart, replay,
 # cost, size; interleaved rounds). Add a column for another source tree with SIDE_SRC="--src main=DIR".
 SIDE_SRC ?=
 bench: $(STAMP)

@@ -4,7 +4,7 @@
 appending one to three lines every 20 s of simulated clock, one ``ingest_roots`` transaction per
 round (the tailer's), then writes two hours later (idle open blocks are sealed by a later write).
 Prints the rounds, the seconds taken, the file's size, the time to read every payload back and
-its largest tables (BENCHMARKS.md, "Filled by the daemon"). Deterministic (fixed seed); writes
+its largest tables (BENCHMARKS.md, "Database size"). Deterministic (fixed seed); writes
 ``OUT.db`` and ``OUT.db.projects``.
 """
 

@@ -1,4 +1,4 @@
-"""``ingestd serve`` with its port taken: how long until it says so and exits 2 (issue 15).
+"""``ingestd serve`` with its port taken: how long until it says so and exits 2.
 
 The lock and the port are checked before any database work, so the figure is interpreter start-up,
 imports and one ``bind``, whatever the backfill waiting behind it. ``python -m bench.failfast DIR``

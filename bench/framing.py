@@ -1,4 +1,4 @@
-"""``python -m bench.framing``: framing is linear and memory bounded on any file (SPEC §11, §12; issue 10).
+"""``python -m bench.framing``: framing is linear and memory bounded on any file (SPEC §11, §12).
 
 Measures, with the real ``ingestd`` commands on files in the page cache:
 
@@ -232,7 +232,7 @@ def render(figs: list[IngestFigure], base: DaemonFigure, d: DaemonFigure) -> str
     ratio = per_large / per_small
     lines = [
         BEGIN,
-        "## Framing and memory (SPEC §12, issue 10)",
+        "## Framing and memory (SPEC §12)",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `python -m bench.framing` on this machine "
         "(files in the page cache; sparse files of zeros as `truncate -s` makes them). "

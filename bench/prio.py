@@ -1,4 +1,4 @@
-"""Hook latency while the tailer catches up a large tree on a CPU-bound machine (breaker6).
+"""Hook latency while the tailer catches up a large tree on a CPU-bound machine.
 
 The daemon's tailer read at nice 10 and also ran its write transactions there: when processes at
 normal priority kept the cores busy, a transaction crawled while holding SQLite's write lock and

@@ -247,7 +247,7 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     # keep them, the team section last
     old = out.read_text() if out.exists() else ""
     kept = sidebyside_section(old) + framing_section(old)
-    if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # issue 14's measurements
+    if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
         kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
     if "<!-- team:begin -->" in old:
         kept += "\n" + old[old.index("<!-- team:begin -->") :]

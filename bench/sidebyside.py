@@ -1,4 +1,4 @@
-"""``python -m bench.sidebyside``: the side-by-side table of issue 14, measured in ONE run.
+"""``python -m bench.sidebyside``: the side-by-side table, measured in ONE run.
 
 Every figure of a corpus is taken in the same interleaved rounds (round 1: floor, ccusage, each
 ingester's cold ingest, restart, replay and ``cost --json``; round 2: the same again; ...), and
@@ -228,13 +228,13 @@ def render(results: Sequence[SideBySide], command: str, when: str) -> str:
     """The markdown section (pure): one table per corpus, a row per figure, a column per ingester."""
     out = [
         BEGIN,
-        "## Side by side, one run (issue 14)",
+        "## Side by side, one run",
         "",
         f"Measured {when} by `{command}`. Each cell: median wall of the rounds (range), and in bold the ratio "
         "to the median orjson floor of the same run. Rounds are interleaved (floor, ccusage, then each "
         "ingester's cold ingest, restart, replay, `cost --json`), so load from other work on this shared "
         "2-core machine falls on every column alike. Targets (SPEC §11): cold ingest ≤ 4x the floor "
-        "(issue 14; 2.5x beyond it), replay ≤ 1.5x the cold ingest, peak memory < 300 MB, restart "
+        "(2.5x beyond it), replay ≤ 1.5x the cold ingest, peak memory < 300 MB, restart "
         "< 0.5 s at 1 GB, database ≤ a third of the corpus.",
         "",
     ]

@@ -6,8 +6,8 @@ levels could not be printed with ``ingestd tree --json`` nor served by ``/api/se
 ``dumps`` uses orjson, and only for a document it refuses walks the containers itself, with an
 explicit stack, writing the same bytes orjson would (scalars are still encoded by orjson).
 
-Two bounds on that walk (breaker4: a 2000-deep chain printed 491 MB with 1.76 GB peak RSS, 5000
-levels a file cut at 2 GiB):
+Two bounds on that walk (without them a 2000-deep chain prints 491 MB with 1.76 GB peak RSS, and
+5000 levels a file cut at 2 GiB):
 
 - indentation stops growing at ``MAX_INDENT_LEVELS`` (as the text tree stops indenting), so the
   output grows with the number of lines, not lines times depth; a document orjson encodes keeps

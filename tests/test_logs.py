@@ -41,7 +41,7 @@ def test_get_logger_names_every_line(restore_structlog: None) -> None:
 def test_after_its_first_line_a_logger_calls_structlog_directly(
     restore_structlog: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: every call went through _Lazy.__getattr__ (and structlog's lazy proxy): 2 µs a filtered line
+    # Regression: every call went through _Lazy.__getattr__ (and structlog's lazy proxy): 2 µs a filtered line
     out = io.StringIO()
     logs.configure(stream=out, force=True)
     log = logs.get_logger("ingestd.test")

@@ -1,6 +1,6 @@
 """``make demo CORPUS=...`` passes the corpus path as one argument, spaces and quotes included.
 
-Regression (breaker3): ``make demo CORPUS="dir with space"`` ran ``ingestd.demo dir with space``.
+Regression: ``make demo CORPUS="dir with space"`` ran ``ingestd.demo dir with space``.
 """
 
 from __future__ import annotations

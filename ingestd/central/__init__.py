@@ -4,4 +4,17 @@
 ``migrate`` (the central ledger), ``ship`` (local ``events_raw`` -> central log, COPY and a
 per-host high-water mark), ``project`` (the same pure projector folding the central log),
 ``check`` (verify and replay of the central store).
+
+``__all__`` names the modules other packages may import; the rest are this package's own (tests and
+bench may import any).
 """
+
+__all__ = [
+    "check",
+    "hostid",
+    "migrate",
+    "pg",
+    "pricing",
+    "project",
+    "ship",
+]

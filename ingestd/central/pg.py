@@ -79,7 +79,7 @@ def check_url(url: str) -> dict[str, str]:
         raise ConfigError(f"give the central store as a PostgreSQL URL ({_SHAPE})")
     scheme = _SCHEME.match(url.strip())
     if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
-        # libpq would read it as a keyword string and answer `missing "=" after ...` (breaker6)
+        # libpq would read it as a keyword string and answer `missing "=" after ...`
         raise ConfigError(
             f"{scheme.group(1)}:// is not a PostgreSQL URL: the central store is PostgreSQL ({_SHAPE})",
             scheme=scheme.group(1),

@@ -6,7 +6,7 @@ Claude Code finds it.
 ``find_installed``: which ``ingestd`` a service unit or a hook command should run, one that survives
 the clone. A command written into a systemd unit, a launchd agent or Claude Code's ``settings.json``
 outlives the shell that wrote it. Pointing it into a clone's ``.venv`` breaks it silently on ``make
-clean`` or when the clone moves (issue 15), so the rule is: the ``ingestd`` on ``PATH`` (``pipx
+clean`` or when the clone moves, so the rule is: the ``ingestd`` on ``PATH`` (``pipx
 install .`` and ``uv tool install .`` put a stable one there), else this interpreter, with a warning
 saying why that is fragile and how to fix it.
 """

@@ -1,4 +1,4 @@
-"""``ingestd service install | uninstall | status``: keep ``ingestd serve`` running (issue 15).
+"""``ingestd service install | uninstall | status``: keep ``ingestd serve`` running.
 
 Linux: a systemd *user* unit, ``$XDG_CONFIG_HOME/systemd/user/ingestd.claude.service``, logging to the
 journal (``journalctl --user -u ingestd``). macOS: a launchd agent,

@@ -1,1 +1,24 @@
-"""One module per command; each exposes ``register(cli: click.Group)``."""
+"""One module per command; each exposes ``register(cli: click.Group)``.
+
+Every module not named ``_*`` is a command (``ingestd.cli`` finds them), listed in ``__all__``;
+the ``_*`` modules are the commands' shared helpers.
+"""
+
+__all__ = [
+    "backup",
+    "cost",
+    "hooks",
+    "ingest",
+    "migrate",
+    "pricing",
+    "project",
+    "prune",
+    "replay",
+    "serve",
+    "service",
+    "sessions",
+    "ship",
+    "status",
+    "tree",
+    "verify",
+]

@@ -364,8 +364,8 @@ def emit_json(doc: Any) -> None:
 def write_all(out: Any, data: bytes) -> None:
     """Write all of ``data`` to the binary stream ``out``, again for what a short ``write`` left.
 
-    One ``write`` of more than 2 GiB wrote 2,147,479,552 bytes (Linux's per-call maximum) and the
-    rest was dropped silently (breaker4).
+    One ``write`` of more than 2 GiB writes 2,147,479,552 bytes (Linux's per-call maximum): the rest
+    would be dropped silently.
 
     Raises:
         OSError: ``out.write`` accepted nothing (returned 0 or None).

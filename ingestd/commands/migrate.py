@@ -44,7 +44,7 @@ def register(cli: click.Group) -> None:
             return
         # A database projected by older rules is re-projected here too, not only by the next
         # writer: until then cost, sessions and titles would come from the old rules.
-        created = not path.exists()  # a mistyped --db makes a new, empty database: say so (breaker6)
+        created = not path.exists()  # a mistyped --db makes a new, empty database: say so
         opened = open_db(path, "migrate")
         done, folded = list(opened.migrated), opened.reprojected
         if as_json:

@@ -145,7 +145,7 @@ def set_cmd(
         item["server_tool_fees"] = {"web_search_requests": web_search_fee}
     try:
         rows = pricing.parse_rows([item], default_source=source)
-    except InputError as e:  # the user gave options, not rows: name the option (breaker6)
+    except InputError as e:  # the user gave options, not rows: name the option
         raise InputError(_as_option(e), **e.context) from None
     n = _write(db_path, store_url, rows)
     if as_json:

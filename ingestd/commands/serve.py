@@ -1,8 +1,8 @@
 """``ingestd serve``: the daemon (SPEC §9, §10).
 
 The lock and the port are taken before the daemon's modules (aiohttp, the writer, the projector)
-are even imported: a second daemon or a taken port is reported in the time Python takes to start
-(issue 15). The settings are resolved here, once (flag → ``INGESTD_*`` → config file → default,
+are even imported: a second daemon or a taken port is reported in the time Python takes to start.
+The settings are resolved here, once (flag → ``INGESTD_*`` → config file → default,
 ``ingestd.settings``), and handed to the daemon as its ``ServeConfig``; every flag below is
 generated from the settings table, so each is also an environment variable and a config key.
 """

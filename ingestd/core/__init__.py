@@ -2,4 +2,30 @@
 
 Imports only the standard library, orjson, ``ingestd.errors`` and ``ingestd.core``
 (a test parses the imports to keep it that way).
+
+``__all__`` names the modules other packages may import; the rest are this package's own (tests and
+bench may import any).
 """
+
+__all__ = [
+    "blocks",
+    "decode",
+    "derive",
+    "framing",
+    "hookkeys",
+    "jsonedit",
+    "keys",
+    "ledger",
+    "oversized",
+    "projector",
+    "records",
+    "revision",
+    "rows",
+    "speeds",
+    "state",
+    "storable",
+    "timefmt",
+    "touch",
+    "validate",
+    "watchdog",
+]

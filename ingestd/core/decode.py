@@ -48,7 +48,7 @@ MAX_LENIENT_DEPTH = 512  # containers, the outermost object counting 1
 
 
 # SPEC §11 (memory under 300 MB): a line under max_line_bytes can still decode into far more
-# memory than its bytes: `[{},{},...]` is one dict per 3 bytes (breaker3: a 60 MB line of them took
+# memory than its bytes: `[{},{},...]` is one dict per 3 bytes (a 60 MB line of them takes
 # 1.87 GB). Every decoded value costs at most about VALUE_BYTES (a one-key dict ~190 B is spelled
 # with 3 structural bytes, `{`, `:`, `,`), and each takes a structural byte to write, so
 # ``VALUE_BYTES`` x the structural bytes bounds what decoding a line may take, counted before decoding.
@@ -96,7 +96,7 @@ def decoded_bytes(data: bytes, marks: int | None = None) -> int:
 
 # The lenient pass holds the line as text (up to 4 bytes a character: one astral character makes
 # CPython store all of it so), the decoded strings and their repaired copies at once: about 12 bytes
-# per byte of the line (breaker4: a 60 MiB line of one string peaked at 590 MB). A line whose lenient
+# per byte of the line (a 60 MiB line of one string peaks at 590 MB). A line whose lenient
 # pass could take more than its budget is not decoded (``TOO_WIDE``); its head and tail are salvaged.
 LENIENT_BYTES_PER_BYTE = 12
 

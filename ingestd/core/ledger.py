@@ -60,8 +60,8 @@ PINS: tuple[Pin, ...] = (
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
 # one first: main's cfb4571, a7f2d4f and 1bfaf6f (2026-12-01, 06:22-06:43) had 0015 (rollup_deferred)
-# and not yet 0013 (payload_codecs), so their databases hold 1-12 and 15 (breaker6: every command
-# then refused them for good). 0013 adds a column and a table 0015 does not touch, and both come
+# and not yet 0013 (payload_codecs), so their databases hold 1-12 and 15 (without this every command
+# would refuse them for good). 0013 adds a column and a table 0015 does not touch, and both come
 # before everything after them, so 0013 is applied late, then the rest in order. The id never used
 # (0014) stays unused: a migration filling the gap would be refused on every database past it.
 LATE: dict[int, frozenset[int]] = {13: frozenset({15})}

@@ -130,8 +130,8 @@ def valid_time(value: Any) -> str | None:
         c = canonical(value)
     # A real record is written between Claude Code's first release and the end of this century:
     # `0001-01-01…` reached the guard trigger (the row could only be isolated, its tokens lost), and
-    # `9999-12-31…` made a session "last active" forever, out of the watchdog's reach (fresh-eyes
-    # pass on the merged issue 10). Either is refused like any impossible time, so it is inferred.
+    # `9999-12-31…` made a session "last active" forever, out of the watchdog's reach. Either is
+    # refused like any impossible time, so it is inferred.
     if c is None or not EARLIEST_YEAR <= c[:4] < LATEST_YEAR:
         return None
     return c

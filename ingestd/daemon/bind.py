@@ -1,8 +1,8 @@
 """Binding the daemon's port: the first thing ``ingestd serve`` does, before any heavy import or database work.
 
 A taken port (or a held lock, ``ingestd.daemon.lock``) is then reported in the time it takes Python to
-start, whatever backfill, migration or backup would follow (issue 15: it used to read a 287 MB backfill
-first). Light on purpose: the standard library, ``ingestd.errors`` and the settings table only.
+start, whatever backfill, migration or backup would follow (not after a 287 MB backfill). Light on
+purpose: the standard library, ``ingestd.errors`` and the settings table only.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ long. With its own connection the ingest commits in short transactions (``batch_
 and the hook writer's group commits slip in between them (SQLite serialises the two
 writers; each waits at most one short transaction).
 
-Priority (breaker6): the reading runs at ``INGEST_NICE`` so that framing a huge file does not take
+Priority: the reading runs at ``INGEST_NICE`` so that framing a huge file does not take
 the event loop's core, but the write transactions (``apply_batch``, the checkpoints, a session's
 re-projection) run on a second thread at the daemon's own priority, one at a time while the reading
 thread waits. At nice 10 a transaction crawled on a busy machine while holding SQLite's write lock,
@@ -22,7 +22,7 @@ line to a long session costs work proportional to that line, not to the session 
 
 Progress of the daemon's start-up backfill: log lines always, a progress bar on a terminal.
 
-The start-up catch-up of a large history takes seconds (13 s for 287 MB, issue 15), and until
+The start-up catch-up of a large history takes seconds (13 s for 287 MB here), and until
 it ends the tailer follows nothing new, so the operator is told how far it got: one log line
 when it starts (``backfill_started total_bytes``), one every ``LOG_EVERY_S`` seconds
 (``backfill_progress bytes total_bytes percent``) and one when it ends (``backfill_finished``).

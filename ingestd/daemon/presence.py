@@ -90,8 +90,8 @@ def served_as(db_path: Path) -> tuple[int, Path] | None:
     Keyed by the file's identity (``st_dev``, ``st_ino``), not its name: the lock is an ``flock`` on
     the database file, so ``/proc/locks`` names its holder whatever path it came through, and the
     holder's descriptor on that file (``/proc/<pid>/fd``) names the path its state file is beside.
-    A hard link to the database has another name, and ``status`` through it said "no daemon has
-    served this database" while one did (breaker3).
+    A hard link to the database has another name: by name alone, ``status`` through it would say
+    "no daemon has served this database" while one does.
 
     Returns:
         ``(pid, path)``, or None: no daemon holds it, or not Linux, or its ``/proc`` is not ours to read.

@@ -1,1 +1,16 @@
-"""The aiohttp app: the hook receiver and (from ``api``) the read API."""
+"""The aiohttp app: the hook receiver and (from ``api``) the read API.
+
+``__all__`` names the modules other packages may import; the rest are this package's own (tests and
+bench may import any).
+"""
+
+__all__ = [
+    "api",
+    "app",
+    "auth",
+    "conns",
+    "guard",
+    "health",
+    "hooks",
+    "parseerrors",
+]

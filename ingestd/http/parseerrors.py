@@ -8,7 +8,7 @@ with ``{"error": {"status", "code", "message"}}`` as the README documents for ev
 
 A refused request is one JSON log line at info, never a traceback, and neither the line nor the
 400 body carries request bytes: aiohttp's own message quotes the offending line, which can be
-``Authorization: Bearer <token>`` (breaker4). Lines are rate-limited (``RefusalLog``): a client
+``Authorization: Bearer <token>``. Lines are rate-limited (``RefusalLog``): a client
 sending garbage in a loop costs one line per ``every_s`` carrying the count of the ones not logged.
 """
 

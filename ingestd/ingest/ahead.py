@@ -1,4 +1,4 @@
-"""Work for the writer done ahead of its transaction, on the reading thread or a helper (issue 14).
+"""Work for the writer done ahead of its transaction, on the reading thread or a helper.
 
 A pipelined ingest (``ingestd.ingest.pipeline``) has one writer thread, busy from its first batch
 to the end: what it does not have to do shortens the run. Two things are done for it here, each

@@ -1,4 +1,4 @@
-"""A one-slot hand-off from the reader to a single writer thread (issue 14: use both cores).
+"""A one-slot hand-off from the reader to a single writer thread, so an ingest uses both cores.
 
 A cold ``ingestd ingest`` alternates two kinds of work: framing, decoding and hashing the next
 lines (Python, holding the GIL) and writing the previous batch (``apply_batch``: the fold in

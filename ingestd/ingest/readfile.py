@@ -71,7 +71,7 @@ class Tailing:
         component: str, the part a stall is reported under.
         write: runs a write (a callable) on the thread that writes and returns its result (or raises
             what it raised), the caller waiting meanwhile; None: on the calling thread. The tailer's
-            writes run on a thread at the daemon's priority while its reading runs lower (breaker6).
+            writes run on a thread at the daemon's priority while its reading runs lower.
     """
 
     cache: FoldCache = field(default_factory=FoldCache)
@@ -195,7 +195,7 @@ def read_file(
         return
     framer = _framer(b, root, f, gen, offset)
     done = _read_lines(b, root, f, framer, oh, sid, gen, now, progress)
-    b.summary.files_read += 1  # opened and read (counted once it was: breaker6)
+    b.summary.files_read += 1  # opened and read: counted once it was
     if not done:
         return  # shutting down: what was framed commits, the rest is read next time
     framers = b.tail.framers
@@ -215,7 +215,7 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
             read_file(b, root_s, f, cp, now, progress)
         except FileNotFoundError:
             # removed between discovery and reading (a cleanup, the root deleted): its log rows
-            # are kept; said and counted, so the summary does not call it read (breaker6)
+            # are kept; said and counted, so the summary does not call it read
             summary.files_vanished += 1
             log.warning("file_vanished", origin=f.origin, hint="removed before it was read; its log rows are kept")
             continue

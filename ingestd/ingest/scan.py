@@ -55,7 +55,7 @@ def _inside(path: str, root_real: str) -> bool:
 
 
 # The symlinks already named (path, target): the daemon walks its roots again at every rescan,
-# and said the same warnings every minute for its whole life (breaker3). Named again when its
+# and would say the same warnings every minute for its whole life. Named again when its
 # target changes. Bounded by the symlinks in the roots.
 _said: set[tuple[str, str]] = set()
 

@@ -135,7 +135,7 @@ def default_rebuilder(ctx: tuple[str, str] | None = None) -> Rebuilder:
 # The rebuild processes' nice value: as low a priority as the daemon's tailer thread
 # (``ingestd.daemon.ingestrun.INGEST_NICE``). At the default priority two rebuilds took both cores
 # from a tailer holding the write lock at nice 10, and the hooks waiting behind its transaction
-# were answered 503 after 2 s, one per replay on a loaded machine (breaker6). A check yields to
+# were answered 503 after 2 s, one per replay on a loaded machine. A check yields to
 # the live daemon; alone on the machine it runs as fast as before. (The tailer's transactions now
 # run at the daemon's priority, only its reading at nice 10: ``ingestd.daemon.ingestrun``.)
 REBUILD_NICE = 10

@@ -181,7 +181,7 @@ def is_newer(stored: str | None) -> bool:
     """``stored`` (a ``meta.projection_revision``) is a higher revision than this build's ``PROJECTION_REVISION``.
 
     A newer ingestd's rules are unknown to this one: re-projecting with this build's would
-    downgrade the database (breaker4), so writers refuse it and readers say to upgrade.
+    downgrade the database, so writers refuse it and readers say to upgrade.
     """
     return stored is not None and stored.isascii() and stored.isdigit() and int(stored) > PROJECTION_REVISION
 

@@ -118,7 +118,7 @@ def check_append_only(conn: Db) -> Check:
 
     The probes run in one ``BEGIN IMMEDIATE`` transaction: it waits (busy timeout) for a writer's
     transaction to end, where a deferred one that read first could not upgrade to a write after
-    the daemon committed ("database is locked" at once, a false FAIL; breaker6). A database this
+    the daemon committed ("database is locked" at once, a false FAIL). A database this
     process cannot write (a read-only file) is checked for its triggers only, and says so.
     """
     problems: list[str] = []

@@ -1,4 +1,4 @@
-"""Shortening names for a narrow terminal without making two of them look the same (issue 15).
+"""Shortening names for a narrow terminal without making two of them look the same.
 
 - Project paths become their shortest unique suffix among the paths shown: ``spotter``,
   ``spotter-dov``, ``a/spotter`` beside ``b/spotter`` (never three different projects as ``…/spotter``).
@@ -50,7 +50,7 @@ def unique_suffixes(paths: Iterable[str | None]) -> dict[str, str]:
 def short_ids(ids: Iterable[str], min_len: int = MIN_ID) -> dict[str, str]:
     """Each distinct id shortened to tell it apart from every other id shown.
 
-    A leading word before a long hash (``sidechain-<uuid>``: 46-character ids, issue 15) is dropped;
+    A leading word before a long hash (``sidechain-<uuid>``: 46-character ids) is dropped;
     an id of at most ``KEEP_WHOLE`` characters stays whole (``acompact-946d2b``); the rest is cut to
     its shortest prefix (at least ``min_len`` characters) that no other shortened id starts with.
     Ids that would still collide stay whole. ``--json`` has the full ids.

@@ -129,8 +129,8 @@ def _store_rows(doc: dict[str, Any]) -> list[Row]:
 
 
 def _tail_line(tail: dict[str, Any]) -> str:
-    # Only files an ingest has reached have a checkpoint: the lag is of those, and says so (breaker6:
-    # "541 B not yet read in 2 files" when 23 MB in 226 files no ingest had reached were unread)
+    # Only files an ingest has reached have a checkpoint: the lag is of those, and says so ("541 B not
+    # yet read in 2 files" would hide 23 MB in 226 files no ingest has reached)
     lag = f"{plural(tail['files_tracked'], 'file')} tracked so far"
     if tail["bytes_behind_on_disk"] is not None:
         lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} of them"

@@ -4,4 +4,13 @@
 - ``backup``: ``backup(db_path, now=...)``, backup retention.
 - ``schedule``: ``due(last_run_at, now, interval_s)`` and ``run_scheduled(db_path, settings, now)``
   for the daemon.
+
+``__all__`` names the modules other packages may import; the rest are this package's own (tests and
+bench may import any).
 """
+
+__all__ = [
+    "backup",
+    "prune",
+    "schedule",
+]

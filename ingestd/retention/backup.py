@@ -367,8 +367,8 @@ def backup(
     out_dir = directory if directory is not None else default_backup_dir(db_path)
     stem = backup_stem(db_path)
     # A copy only reads the database: one on read-only media (a mounted backup) or that this user
-    # may only read is opened read-only, copied, and nothing is recorded in it (breaker6: a
-    # read-only file failed with "attempt to write a readonly database")
+    # may only read is opened read-only, copied, and nothing is recorded in it (opened for writing,
+    # a read-only file fails with "attempt to write a readonly database")
     read_only = on_read_only_media(db_path) or unwritable(db_path) is not None
     src = connect(db_path, readonly=read_only)
     try:

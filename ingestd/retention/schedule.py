@@ -1,4 +1,4 @@
-"""Scheduled prune and backup, for the daemon (SPEC §8, issue 5 item 5).
+"""Scheduled prune and backup, for the daemon (SPEC §8).
 
 The daemon calls ``run_scheduled(db_path, settings, now)`` once at start and then
 periodically (every ``CHECK_EVERY_S``), off the event loop (it blocks: prune

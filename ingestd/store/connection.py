@@ -87,8 +87,8 @@ def unwritable(path: Path) -> str | None:
 
     The database file, and its ``-wal`` and ``-shm`` when present: SQLite writes all three, and
     creates the two with the database file's mode, so a user who only read a 0444 copy leaves them
-    0444 behind; chmod-ing the database back then still failed with "attempt to write a readonly
-    database", naming no file (breaker6). A missing file is not a reason (it is created), nor is
+    0444 behind; chmod-ing the database back then still fails with "attempt to write a readonly
+    database", naming no file. A missing file is not a reason (it is created), nor is
     read-only media (``connect``'s ``READ_ONLY_MEDIA`` message says what to do there).
     """
     if on_read_only_media(Path(path)):

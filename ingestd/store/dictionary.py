@@ -18,12 +18,12 @@ import zstandard
 from ingestd.core.records import NewLogRow
 
 # zstd level 3 (zstd's default): with the dictionary, level 1 gives 3.5x and level 6 4.0x at
-# 3x the CPU (measured on the corpus, BENCHMARKS.md).
+# 3x the CPU (measured on the corpus: CHANGELOG.md, "Measured").
 LEVEL = 3
 # The dictionary: zstd's recommended size, trained on the first lines (more lines or a bigger
 # dictionary did not help on the corpus, and training time grows with both). Fixed cover
 # parameters (segment k, d-mers d) instead of zstd's search over them: 0.1-0.25 s of CPU
-# instead of 0.5-1.1 s for the same ratio within 1% (BENCHMARKS.md, "Database size").
+# instead of 0.5-1.1 s for the same ratio within 1% (CHANGELOG.md, "Measured").
 DICT_BYTES = 112_640
 TRAIN_K = 1024
 TRAIN_D = 8

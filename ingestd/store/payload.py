@@ -19,7 +19,7 @@ nothing else reads the stored value. ``events_raw.codec`` says how:
 Other rows are compressed one by one (any row is read alone), so a short JSON line on its own
 compresses poorly (measured on the corpus: 2.6x); a dictionary trained on the database's
 first lines holds what lines share (keys, envelopes, common text) and lifts that to about
-4x (BENCHMARKS.md, "Database size"). It is trained once, when the log (with the batch being
+4x (CHANGELOG.md, "Measured"). It is trained once, when the log (with the batch being
 written) first holds ``TRAIN_MIN_ROWS`` lines, from its first ``TRAIN_ROWS`` lines; it is
 stored in the same transaction as the first rows written with it, and never changes
 (``payload_codecs`` is append-only, as the log).

@@ -4,7 +4,7 @@ A line compressed alone shares nothing with its neighbours; consecutive lines of
 share keys, ids, paths and text. Compressed together, in blocks of about ``BLOCK_BYTES`` of
 lines, they take half the room of lines compressed one by one with the trained dictionary
 (measured on the real corpus: 8.8x against 4.3x; the generated c100 corpus 4.9x against 4.0x;
-BENCHMARKS.md, "Database size"), for less CPU.
+CHANGELOG.md, "Measured"), for less CPU.
 
 Within one batch (``plan``), the new ``jsonl`` rows of one origin whose lines add up to at least
 ``BLOCK_MIN_BYTES`` are cut into blocks of at least ``BLOCK_BYTES`` of lines (a short tail joins
@@ -49,7 +49,7 @@ BLOCK_MIN_BYTES = 32 * 1024
 # this many bytes (a block of one huge line is as large as the line). Sixteen: a database the daemon
 # filled has its sessions' blocks interleaved in log order (open blocks, ``payload_open``), and
 # reading it in id order with 4 decompressed a block for most rows (real corpus, six sessions at a
-# time: 47 us a row; 16: 9 us, per-row codecs 7 us; BENCHMARKS.md, "Filled by the daemon").
+# time: 47 us a row; 16: 9 us, per-row codecs 7 us; CHANGELOG.md, "Measured").
 CACHE_BLOCKS = 16
 CACHE_BYTES = 8 * 1024 * 1024
 # A write keeps this many of its last blocks in the read cache (the next batch's summaries and

@@ -1,5 +1,5 @@
 """``bench.prio`` runs end to end: a real daemon catches up a copied tree under busy loops while a
-client posts hooks, and every hook is answered 2xx within the hook timeout (breaker6)."""
+client posts hooks, and every hook is answered 2xx within the hook timeout."""
 
 from __future__ import annotations
 

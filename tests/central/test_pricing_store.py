@@ -1,5 +1,5 @@
 """``ingestd pricing list | set | load --store URL``: the central store's prices are managed where
-they are used (was: no ``--store``, while ``cost --store`` said to add a row with ``pricing set``,
+they are used (a regression: no ``--store``, while ``cost --store`` said to add a row with ``pricing set``,
 which changed only the local database)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``ingestd ship --set-host-id NAME``: the supported way to give a database its own host id when
 two machines share a host name (team mode), edges re-stamped so ``replay`` still agrees.
 
-Regression (breaker3): ``ship`` said "give this one its own host id (meta.host_id)" but no
+Regression: ``ship`` said "give this one its own host id (meta.host_id)" but no
 command did, and editing ``meta.host_id`` with sqlite made ``ingestd replay`` fail "replay mismatch
 in orchestration_edges".
 """
@@ -109,7 +109,7 @@ def test_refused_once_rows_were_shipped(db: Path) -> None:
 def test_refused_while_an_ingest_writes_with_the_current_id(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: an `ingest` running at that moment (it takes no daemon lock: it may run beside the daemon)
+    # Regression: an `ingest` running at that moment (it takes no daemon lock: it may run beside the daemon)
     # read the old id at its start and went on stamping its new edges with it
     import ingestd.commands.ingest as ingest_cmd
 

@@ -1,4 +1,4 @@
-"""Errors that say what to do (breaker3): a database on a read-only file system, a file that is
+"""Errors that say what to do: a database on a read-only file system, a file that is
 not a database, a dangling ``settings.json`` link.
 
 Regressions: ``ingest``, ``verify``, ``migrate`` on a read-only mount said "database error: unable

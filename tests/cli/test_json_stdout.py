@@ -1,4 +1,4 @@
-"""stdout is for the answer (SPEC §12, issue 10): every ``--json`` command prints exactly one JSON
+"""stdout is for the answer (SPEC §12): every ``--json`` command prints exactly one JSON
 document there, while log lines (whoever logs them, whenever) go to stderr with the logger's name."""
 
 from __future__ import annotations
@@ -174,4 +174,4 @@ def test_ingest_json_in_a_real_process_prints_only_json_while_it_warns(tmp_path:
     logged = [orjson.loads(x) for x in out.stderr.splitlines() if x.startswith(b"{")]
     warned = [x for x in logged if x["event"] == "line_oversized"]
     assert warned and warned[0]["logger"] == "ingestd.ingest"
-    assert not [x for x in logged if x["event"] == "agent_id_collision"], "agents are per session (issue 12)"
+    assert not [x for x in logged if x["event"] == "agent_id_collision"], "agents are per session"

@@ -1,7 +1,7 @@
 """A blank ``sessionId`` (empty or only white space) is no identity: a transcript line's falls back
 to the session its path names, and a hook body with one is refused with 400 (SPEC §3, §4.1).
 
-Regression (breaker3): a hook with ``session_id: "   "`` was stored as a session that ``tree``
+Regression: a hook with ``session_id: "   "`` was stored as a session that ``tree``
 and the API could not reach (they strip what they are given), and a transcript line too.
 """
 

@@ -40,6 +40,6 @@ def test_the_writes_are_split_from_the_joined_raw_fields_in_any_order(parts: lis
 
 
 def test_an_aggregate_only_part_and_a_breakdown_count_what_was_billed() -> None:
-    # breaker3: 5m 100 + 1h 40 = 140 counted for 100 billed when the split buckets were joined
+    # Regression: 5m 100 + 1h 40 = 140 counted for 100 billed when the split buckets were joined
     assert _counts([(100, 0, 0), (100, 60, 40)])[3:] == (60, 40)
     assert usage_buckets(_usage(100, 0, 0))[3:] == (100, 0)

@@ -86,7 +86,7 @@ def test_keys_are_ordered_and_stable() -> None:
 
 
 def test_too_deep_and_too_large_say_so_instead_of_not_json() -> None:
-    # breaker3: both read `not_json`, which they are not
+    # Regression: both read `not_json`, which they are not
     deep = b'{"a":' + b"[" * 1100 + b"]" * 1100 + b"}"
     assert decode_line(deep).reason == "too_deep"
     assert decode_line(b'{"a":' + b"1" * (MAX_INT_DIGITS + 1) + b"}").reason == "number_too_large"

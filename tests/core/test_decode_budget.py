@@ -1,6 +1,6 @@
 """SPEC §11 (memory under 300 MB): every decoding of a line, a log row or a body goes through
 ``decode_line``, which refuses (``too_wide``) what could take more than its budget, counted before
-decoding; the projector then salvages the row's head and tail (breaker4: a wide line an older ingestd
+decoding; the projector then salvages the row's head and tail (a regression: a wide line an older ingestd
 logged whole took 1.9 GB to re-project; a 60 MiB line needing the lenient pass, 590 MB)."""
 
 from __future__ import annotations

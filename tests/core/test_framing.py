@@ -59,7 +59,7 @@ def test_chunk_invariance(parts: list[bytes], crlf: bool, cuts: list[int]) -> No
 
 
 def _wide_line() -> bytes:
-    # 1.5M `{}` (3 MB): under any byte cap, but decoding it takes ~140 MB (breaker3: 60 MB, 1.87 GB)
+    # 1.5M `{}` (3 MB): under any byte cap, but decoding it takes ~140 MB (a 60 MB line of them took 1.87 GB)
     return b'{"type":"user","toolUseResult":[' + b",".join([b"{}"] * 1_500_000) + b'],"uuid":"u1"}'
 
 

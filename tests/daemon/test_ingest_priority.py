@@ -1,4 +1,4 @@
-"""The tailer reads at ``INGEST_NICE`` but writes at the daemon's priority (breaker6).
+"""The tailer reads at ``INGEST_NICE`` but writes at the daemon's priority.
 
 A write transaction run at nice 10 crawled on a busy machine while it held SQLite's write lock,
 and the hooks waiting behind it were answered 503. Every write of the tailer (the batches, a

@@ -38,7 +38,7 @@ def test_another_spelling_of_the_same_database_finds_the_same_lock(tmp_path: Pat
 
 
 def test_a_hard_link_and_a_relative_path_find_the_same_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # regression (issue 11): the lock file sat beside the path, so a hard link let a second
+    # regression: the lock file sat beside the path, so a hard link let a second
     # daemon start, each with its own WAL, and the database was corrupted within seconds
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

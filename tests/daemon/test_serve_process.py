@@ -36,7 +36,7 @@ def transcript_line(i: int) -> bytes:
     return user_line(SID, i, text="line", timestamp="2026-01-01T00:00:00.000Z")
 
 
-@pytest.mark.slow  # kill -9 class: make reliability (issue 13)
+@pytest.mark.slow  # kill -9 class: make reliability
 @pytest.mark.timeout(60)
 def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     root = tmp_path / "projects"

@@ -1,5 +1,5 @@
 """``ingestd serve`` reads every tunable from the one settings table, resolved once:
-flag → ``INGESTD_*`` environment → config file → default (issue 13 point 4)."""
+flag → ``INGESTD_*`` environment → config file → default."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_an_unknown_key_or_a_bad_value_is_a_clear_error(
 def test_a_log_level_logging_does_not_know_is_a_clear_error_before_anything_starts(
     tmp_path: Path, started: list[ServeConfig], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: accepted, then a KeyError traceback (exit 1) from the logging setup once the daemon ran
+    # Regression: accepted, then a KeyError traceback (exit 1) from the logging setup once the daemon ran
     config = tmp_path / "config.toml"
     monkeypatch.setenv("INGESTD_CONFIG", str(config))
     config.write_text('log_level = "verbose"\n')

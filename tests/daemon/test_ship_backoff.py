@@ -6,7 +6,7 @@ import itertools
 
 
 def test_an_unreachable_store_is_tried_less_often_and_said_once_then_at_intervals() -> None:
-    # breaker3: ship_to unreachable logged ship_failed at error level every 5 s, without backoff
+    # Regression: ship_to unreachable logged ship_failed at error level every 5 s, without backoff
     from structlog.testing import capture_logs
 
     from ingestd.daemon.jobs import SHIP_MAX_WAIT_S, SHIP_REMIND_S, ShipFailures

@@ -1,4 +1,4 @@
-"""``serve``'s start-up order (issue 15): lock and port before any work, backup after the backfill,
+"""``serve``'s start-up order: lock and port before any work, backup after the backfill,
 the backfill's progress logged."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ async def test_a_taken_port_fails_before_the_database_is_touched(tmp_path: Path)
         port = taken.getsockname()[1]
         with pytest.raises(DaemonError, match=f"cannot listen on 127.0.0.1:{port}"):
             await serve(ServeConfig(db_path=db, port=port))
-    # the lock is an flock on the database file itself (issue 11), so the file may exist: empty, never migrated
+    # the lock is an flock on the database file itself, so the file may exist: empty, never migrated
     assert not db.exists() or db.stat().st_size == 0, "the database was migrated before the port was checked"
     lock_mod.acquire(db).release()  # the lock was released
 

@@ -1,4 +1,4 @@
-"""``ingestd status`` tells whether the daemon runs: up, stalled (SIGSTOP), stopped, killed (issue 15)."""
+"""``ingestd status`` tells whether the daemon runs: up, stalled (SIGSTOP), stopped, killed."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ async def test_api_status_describes_the_daemon_itself(tmp_path: Path, aiohttp_cl
 
 
 def test_status_through_a_hard_link_finds_the_daemon_by_the_file_not_its_name(tmp_path: Path) -> None:
-    # breaker3: `ingestd status --db <hard link>` said "no daemon has served this database" while
+    # Regression: `ingestd status --db <hard link>` said "no daemon has served this database" while
     # one served it: the state file (and the stall file) are named after the daemon's path
     from ingestd.daemon import lock
     from ingestd.store import stall
@@ -187,7 +187,7 @@ def _health_server(token: str, healthy: bool) -> Any:
 
 @pytest.mark.parametrize("healthy", [True, False])
 def test_status_with_a_token_sends_it_and_a_401_is_not_taken_for_health(tmp_path: Path, healthy: bool) -> None:
-    # was: a 401 from /api/health counted as `running`, so with a token configured status could never
+    # Regression: a 401 from /api/health counted as `running`, so with a token configured status could never
     # say `unhealthy` (it sent no token)
     db = tmp_path / "t.db"
     assert CliRunner().invoke(cli, ["migrate", "--db", str(db)]).exit_code == 0

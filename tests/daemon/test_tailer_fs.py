@@ -102,7 +102,7 @@ async def test_an_append_landing_just_after_the_catch_up_read_its_file_is_follow
 
 
 async def test_a_root_missing_at_start_or_moved_away_and_made_again_is_followed_live(tmp_path: Path) -> None:
-    # breaker3: a root missing at start, or moved away and made again, was never watched again:
+    # Regression: a root missing at start, or moved away and made again, was never watched again:
     # its lines waited for the rescan (a minute) for the life of the daemon
     import functools
 

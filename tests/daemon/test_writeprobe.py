@@ -1,4 +1,4 @@
-"""A failing writer is probed until it writes again: ``/api/health`` recovers without a hook (breaker3)."""
+"""A failing writer is probed until it writes again: ``/api/health`` recovers without a hook."""
 
 from __future__ import annotations
 

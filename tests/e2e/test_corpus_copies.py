@@ -1,11 +1,11 @@
-"""The real corpus copied twice (``COPIES``) with its agent ids unchanged (issue 12, SPEC §4.2).
+"""The real corpus copied twice (``COPIES``) with its agent ids unchanged (SPEC §4.2).
 
 Each copy gets its own session ids (every UUID of the copy is rewritten the same way, so the copies
 are new sessions of one long archive) and its own message ids (otherwise the copies would be resumed
 sessions contesting one billed call, a different rule, SPEC §4.4), but every agent id stays as it
 is: ``a2898e3``, ``acompact-…``, the 17-hex ids. Before agents were keyed by ``(session_id, id)``
 every copy after the first lost its agents (two copies would show it; it was 20 copies, 300 MB of
-log, 80 s of `make test`, issue 13). Every session's tree must equal the single copy's,
+log, 80 s of `make test`). Every session's tree must equal the single copy's,
 and ``cost --by session`` must sum to the total exactly. Skipped when ``../shared/corpus`` is absent.
 """
 
@@ -35,7 +35,7 @@ pytestmark = [
     pytest.mark.timeout(900),
 ]
 
-COPIES = 2  # the first copy and one more: the second lost every agent before (issue 13)
+COPIES = 2  # the first copy and one more: the second lost every agent before
 NOW = "2026-12-01T00:00:00.000Z"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 UTC = resolve_zone("UTC", {})

@@ -1,4 +1,4 @@
-"""``make demo`` works in a clone without ``../shared`` (fixtures) and with it (the real corpus), issue 15."""
+"""``make demo`` works in a clone without ``../shared`` (fixtures) and with it (the real corpus)."""
 
 from __future__ import annotations
 

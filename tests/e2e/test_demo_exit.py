@@ -1,4 +1,4 @@
-"""``python -m ingestd.demo`` exits non-zero when a step fails (issue 13), so ``make demo`` can fail."""
+"""``python -m ingestd.demo`` exits non-zero when a step fails, so ``make demo`` can fail."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 kind before it is opened, and the advice is naming another file, never ``chmod`` on a path the
 user does not own (``files.file_problems``, ``files.read_capped``).
 
-Regression (breaker3): ``INGESTD_CONFIG=/dev/null`` and ``--db /dev/null`` said ``fix: chmod 600
+Regression: ``INGESTD_CONFIG=/dev/null`` and ``--db /dev/null`` said ``fix: chmod 600
 /dev/null``, ``INGESTD_CONFIG=/tmp`` said ``chmod 700 /tmp``, a FIFO as the config file or as
 ``settings.json`` hung ``serve`` and ``hooks install`` forever, ``sessions --db /dev/null`` said to
 run migrate.

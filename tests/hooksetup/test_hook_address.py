@@ -66,7 +66,7 @@ def test_reach_host() -> None:
     ids=["setting", "flag", "ipv6", "wildcard", "ipv6-wildcard"],
 )
 def test_the_hooks_follow_the_bound_address(tmp_path: Path, how: Any, expected: str) -> None:
-    # was: any address but ::1 / localhost became 127.0.0.1, where a daemon bound to 10.1.2.3 does not listen
+    # Regression: any address but ::1 / localhost became 127.0.0.1, where a daemon bound to 10.1.2.3 does not listen
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     env, flags = (how, ()) if isinstance(how, dict) else ({}, how)

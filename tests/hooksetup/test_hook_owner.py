@@ -42,7 +42,7 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("own", USERS_OWN, ids=["bare", "timeout-30", "alias", "own-header", "old-shape", "prose"])
 def test_a_users_hook_at_the_daemons_url_survives_install_and_uninstall(home: Path, own: dict[str, Any]) -> None:
-    # was: adopted as ours by its URL, so `uninstall` deleted the user's own hook
+    # Regression: adopted as ours by its URL, so `uninstall` deleted the user's own hook
     path = home / ".claude" / "settings.json"
     original = json.dumps({"hooks": {"Stop": [{"hooks": [own]}], "PreToolUse": [{"hooks": [own]}]}}, indent=2) + "\n"
     path.write_text(original)

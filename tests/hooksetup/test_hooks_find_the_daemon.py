@@ -81,7 +81,7 @@ class _Health(BaseHTTPRequestHandler):
 
 
 def test_install_follows_serve_port_given_on_the_command_line(tmp_path: Path) -> None:
-    # was: `serve --port P` then `hooks install` wrote 7391 (the setting's default): hooks to nowhere.
+    # Regression: `serve --port P` then `hooks install` wrote 7391 (the setting's default): hooks to nowhere.
     # The daemon is faked at its edge: the state file a running `serve` writes (with its bound port,
     # tests/daemon/test_status_daemon.py) naming this live process, and a health answer on that port.
     home, db = tmp_path / "home", tmp_path / "h.db"

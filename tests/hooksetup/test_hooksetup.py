@@ -123,7 +123,7 @@ def _ports(doc: dict[str, Any]) -> set[str]:
 def test_the_hooks_go_to_the_address_serve_listens_on(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: always 127.0.0.1:7391 unless --port, while serve listened where the config file or INGESTD_* said:
+    # Regression: always 127.0.0.1:7391 unless --port, while serve listened where the config file or INGESTD_* said:
     # every hook went to a closed port and was lost (hooks are fire-and-forget)
     config = tmp_path / "config.toml"
     config.write_text("port = 9000\n")
@@ -337,7 +337,7 @@ def test_a_missing_home_is_not_created(tmp_path: Path) -> None:
     assert not gone.exists()
 
 
-# -- files ingestd writes beside the user's (issue 11) ----------------------------------------
+# -- files ingestd writes beside the user's ----------------------------------------
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o644])
@@ -477,7 +477,7 @@ def test_uninstall_cuts_our_hook_out_of_a_group_the_user_shares_with_it(home: Pa
 
 
 def test_command_hooks_run_the_installed_ingestd_not_the_clone(tmp_path: Path, home: Path) -> None:
-    # issue 15: hook commands pointed into the clone's .venv, so `make clean` broke them silently
+    # Regression: hook commands pointed into the clone's .venv, so `make clean` broke them silently
     from ingestd.claude.paths import find_installed
 
     tool_python = tmp_path / "pipx" / "venvs" / "ingestd" / "bin" / "python"
@@ -509,7 +509,7 @@ def test_without_ingestd_on_path_the_hooks_say_why_they_are_fragile(home: Path) 
 @pytest.mark.parametrize("action", ["install", "uninstall"])
 def test_hooks_follow_claude_config_dir(tmp_path: Path, home: Path, action: str) -> None:
     # Claude Code reads its user settings from $CLAUDE_CONFIG_DIR/settings.json when that is set,
-    # as `service install` and `ingest` already read $CLAUDE_CONFIG_DIR/projects (breaker3: hooks
+    # as `service install` and `ingest` already read $CLAUDE_CONFIG_DIR/projects (a regression: hooks
     # were written to ~/.claude/settings.json, which that Claude Code never reads)
     conf = tmp_path / "alt-claude"
     conf.mkdir()

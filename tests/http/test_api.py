@@ -230,7 +230,7 @@ async def _ids(client: Any, query: str) -> tuple[list[str], int]:
 
 
 async def test_the_live_views_filters_run_over_every_session_before_the_limit(client: Any) -> None:
-    # was: the page filtered the 200 newest rows it had fetched; the oldest session was never found
+    # Regression: the page filtered the 200 newest rows it had fetched; the oldest session was never found
     oldest = "a1111111-1111-4111-8111-111111111111"  # the least recently active of the fixture's three
     assert await _ids(client, "limit=1") == (["b2299999-9999-4999-8999-999999999999"], 3)
     assert await _ids(client, "limit=1&search=A111") == ([oldest], 1)  # an id prefix, any case

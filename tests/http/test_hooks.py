@@ -135,7 +135,7 @@ async def test_hook_alias_path_works(make_client: MakeClient, db: Path) -> None:
     [
         (b"", "empty_body"),
         (b"{oops", "invalid_json"),
-        # breaker3: valid JSON the decoder cannot take apart is said for what it is
+        # Regression: valid JSON the decoder cannot take apart is said for what it is
         (b'{"hook_event_name":"Stop","session_id":"s","x":' + b"[" * 1100 + b"]" * 1100 + b"}", "too_deep"),
         (b'{"hook_event_name":"Stop","session_id":"s","x":' + b"7" * 5000 + b"}", "number_too_large"),
         (b"[]", "not_an_object"),
@@ -404,7 +404,7 @@ async def test_out_of_order_and_duplicate_deliveries_converge(
 
 
 async def test_413_for_a_body_too_wide_to_decode_and_nothing_written(make_client: MakeClient, db: Path) -> None:
-    # breaker3: bytes under the cap can still decode into ~93 B per `{}`: 200k of them (600 KB)
+    # Regression: bytes under the cap can still decode into ~93 B per `{}`: 200k of them (600 KB)
     # would take ~19 MB per body in flight; the count of values is capped, not only the bytes
     client = await make_client()
     wide = body(p=[{}] * 200_000)
@@ -416,7 +416,7 @@ async def test_413_for_a_body_too_wide_to_decode_and_nothing_written(make_client
 
 
 async def test_bodies_in_flight_share_one_decoding_budget(make_client: MakeClient, db: Path) -> None:
-    # breaker4: each body was checked alone (32 MiB of values), none against the others in flight:
+    # Regression: each body was checked alone (32 MiB of values), none against the others in flight:
     # 64 concurrent ~480 KB bodies of `{}` took 885 MB until their commit
     entered, release, stuck = stuck_writer()
     wide = body(p=[{}] * 50_000)

@@ -2,7 +2,7 @@
 line) is answered in the one JSON error shape, as every other error (``http.parseerrors``), and the
 daemon serves through it.
 
-Regression (breaker3): an ``Idempotency-Key`` over 8 KiB got aiohttp's plain-text 400.
+Regression: an ``Idempotency-Key`` over 8 KiB got aiohttp's plain-text 400.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ HOSTILE = [
 async def test_a_refused_request_never_echoes_or_logs_its_bytes(
     raw: bytes, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (breaker4): the token came back in the 400 body and in an error-level traceback."""
+    """Regression: the token came back in the 400 body and in an error-level traceback."""
     monkeypatch.setattr(parseerrors, "REFUSALS", RefusalLog())
     caplog.set_level(logging.DEBUG)
     with structlog.testing.capture_logs() as logs:

@@ -3,7 +3,7 @@ identified by ``(session_id, id)``, migration 0009).
 
 Agent ids are short (7 hex characters in 2.0.76-2.1.42, FORMATS.md §0; ``acompact-`` plus 6 hex
 for compaction sidechains), so in a long archive two sessions share one often. The input is the
-one of issue 12: one project, sessions ``1111…`` and ``2222…``, each with a main transcript (a user
+case that broke: one project, sessions ``1111…`` and ``2222…``, each with a main transcript (a user
 line and one billed assistant line) and ``subagents/agent-acompact-abc123.jsonl`` (a user line and
 one billed assistant line). Each session must have 2 agents with its compaction sidechain's
 tokens under it, whatever order the sessions are ingested in, and a replay agrees.

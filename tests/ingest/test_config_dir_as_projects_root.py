@@ -2,7 +2,7 @@
 is refused with the root meant, by ``ingest``, ``serve`` and ``service install``, before anything
 is read or written (``_common.refuse_config_dir_roots``).
 
-Regression (breaker3): ``ingestd ingest --projects ~/.claude`` filed a phantom session for every
+Regression: ``ingestd ingest --projects ~/.claude`` filed a phantom session for every
 project folder and a ``history`` session into the append-only database, for good.
 """
 

@@ -1,4 +1,4 @@
-"""The pipelined backfill (issue 14): a writer thread, the same rows, projections and log as sequential."""
+"""The pipelined backfill: a writer thread, the same rows, projections and log as sequential."""
 
 from __future__ import annotations
 

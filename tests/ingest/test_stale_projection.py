@@ -1,5 +1,5 @@
 """A database projected under older rules: migrate re-projects it; until then readers, verify and
-replay say so and name the command (breaker3: cost under-reported and marked complete, verify exit 0)."""
+replay say so and name the command (a regression: cost under-reported and marked complete, verify exit 0)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_migrate_reprojects_a_stale_database(tmp_path: Path) -> None:
 
 
 def test_readers_refuse_a_stale_projection_and_name_the_fix(tmp_path: Path) -> None:
-    # breaker6: figures of older rules were printed with exit 0 and only a note on stderr; a
+    # Regression: figures of older rules were printed with exit 0 and only a note on stderr; a
     # database needing migrations is refused (exit 2), and so is one needing a re-projection
     db, _ = stale_db(tmp_path)
     for cmd in (["cost"], ["cost", "--json"], ["sessions"], ["sessions", "--json"], ["tree", "ffff"]):
@@ -102,7 +102,7 @@ def test_cost_and_replay_read_the_staleness_once(tmp_path: Path, monkeypatch: py
 
 
 def test_a_database_from_a_newer_ingestd_says_upgrade_and_migrate_does_not_downgrade_it(tmp_path: Path) -> None:
-    """Regression (breaker4): readers advised `ingestd migrate`, which re-projected with older rules."""
+    """Regression: readers advised `ingestd migrate`, which re-projected with older rules."""
     db, _ = stale_db(tmp_path)
     newer = str(PROJECTION_REVISION + 1)
     conn = connect(db)
@@ -125,7 +125,7 @@ def test_a_database_from_a_newer_ingestd_says_upgrade_and_migrate_does_not_downg
 def test_ctrl_c_during_migrates_reprojection_says_so_and_readers_say_run_it_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Regression (breaker4): half-built projections, "Aborted!" and only the generic stale note."""
+    """Regression: half-built projections, "Aborted!" and only the generic stale note."""
     db, want = stale_db(tmp_path)
 
     def interrupted(*args: object, **kwargs: object) -> int:
@@ -137,7 +137,7 @@ def test_ctrl_c_during_migrates_reprojection_says_so_and_readers_say_run_it_agai
     assert "Aborted!" not in res.output
     assert "interrupted while re-projecting" in res.stderr and f"run `ingestd migrate --db {db}` again" in res.stderr
     monkeypatch.undo()
-    # breaker6: after a kill -9 / Ctrl-C mid re-projection, cost said 0 with exit 0: refused now
+    # Regression: after a kill -9 / Ctrl-C mid re-projection, cost said 0 with exit 0: refused now
     for cmd in (["cost", "--json"], ["sessions"], ["tree", "ffff"], ["status"]):
         out = CliRunner().invoke(cli, [*cmd, "--db", str(db)])
         assert out.exit_code == (0 if cmd == ["status"] else 2), (cmd, out.output)

@@ -1,5 +1,5 @@
 """Streamed parts of one message: cache writes are merged from the raw fields (SPEC §4.4), so the
-buckets never count more than was billed (breaker3: an aggregate-only part and a part with the
+buckets never count more than was billed (a regression: an aggregate-only part and a part with the
 5m/1h breakdown counted 5m 100 + 1h 40 = 140 for 100 billed)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Files removed during an ingest are counted as vanished, never as read (breaker6: the projects
+"""Files removed during an ingest are counted as vanished, never as read (a regression: the projects
 root removed mid-ingest gave exit 0 and `files 630 (630 read...)` with 250 files stored); and
 ``status``'s tail line says its lag is of the files tracked so far."""
 

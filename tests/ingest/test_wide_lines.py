@@ -1,5 +1,5 @@
 """A line under max_line_bytes whose decoding would blow the memory budget (SPEC §11) is logged as an
-oversized marker, counted and logged, like a line past the cap (breaker3: a 60 MB line of
+oversized marker, counted and logged, like a line past the cap (a regression: a 60 MB line of
 ``[{},{},...]`` took 1.87 GB to ingest); what its head and tail hold still counts."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path)
 
 
 def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Path) -> None:
-    # breaker3: a valid record past orjson's 1024 levels was `not_json` and its message was lost
+    # Regression: a valid record past orjson's 1024 levels was `not_json` and its message was lost
     deep = "[" * 1100 + "]" * 1100
     rec = {
         "type": "assistant",
@@ -75,7 +75,7 @@ def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Pat
 
 
 def _big_number_line(mid: str, usage_at_end: bool) -> str:
-    # breaker4: a 5000-digit integer in a tool_use input (past MAX_INT_DIGITS) made the line
+    # Regression: a 5000-digit integer in a tool_use input (past MAX_INT_DIGITS) made the line
     # `number_too_large`; its message was lost without a word (cost_complete true, no usage_lost)
     usage = {"input_tokens": 21, "output_tokens": 4}
     msg = {"id": mid, "model": "claude-sonnet-4-5", "role": "assistant"}

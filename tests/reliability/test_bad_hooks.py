@@ -62,7 +62,7 @@ CASES = [
     Case("json-string", b'"Stop"', 400, "not_an_object"),
     Case("json-number", b"42", 400, "not_an_object"),
     Case("json-null", b"null", 400, "not_an_object"),
-    # too deep to take apart is said as such (breaker3: it read "not valid JSON")
+    # too deep to take apart is said as such (a regression: it read "not valid JSON")
     Case("deep-array-100k", b"[" * DEEP + b"]" * DEEP, 400, "too_deep"),
     Case("deep-object-100k", b'{"a":' * DEEP + b"1" + b"}" * DEEP, 400, "too_deep"),
     Case(

@@ -157,7 +157,7 @@ CASES = [
     Case("json-string", [[(MAIN, b'"user"\n')]], 1, {"not_object": 1}),
     Case("json-number-and-null", [[(MAIN, b"42\nnull\ntrue\n")]], 3, {"not_object": 3}),
     Case("truncated-object", [[(MAIN, line(rec())[:-9] + b"\n")]], 1, {"not_json": 1}),
-    # too deep to take apart is said as such (breaker3: it read `not_json`)
+    # too deep to take apart is said as such (a regression: it read `not_json`)
     Case("deep-array-100k", [[(MAIN, b"[" * DEEP + b"]" * DEEP + b"\n")]], 1, {"too_deep": 1}),
     Case("deep-object-100k", [[(MAIN, b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"\n")]], 1, {"too_deep": 1}),
     Case(

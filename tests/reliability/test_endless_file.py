@@ -1,4 +1,4 @@
-"""``truncate -s 2G <root>/-p/big.jsonl`` while the daemon tails ``<root>`` (issue 10, SPEC §12).
+"""``truncate -s 2G <root>/-p/big.jsonl`` while the daemon tails ``<root>`` (SPEC §12).
 
 The daemon keeps answering hooks (p99 under 50 ms), its RSS stays under 300 MB, and SIGTERM ends
 it within 2 s: framing is one pass with bounded memory, and a shutdown stops the read at its next

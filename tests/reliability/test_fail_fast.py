@@ -1,4 +1,4 @@
-"""A busy port fails ``ingestd serve`` at once, whatever the backfill and the database (issue 15).
+"""A busy port fails ``ingestd serve`` at once, whatever the backfill and the database.
 
 Before, ``serve`` with its port taken read the whole start-up backfill (13 s for 287 MB),
 migrated, pruned and backed up before saying ``cannot listen``. The lock and the port are now
@@ -38,7 +38,7 @@ def test_busy_port_fails_fast_with_a_large_backfill_waiting(tmp_path: Path) -> N
         elapsed = time.perf_counter() - t0
     assert proc.returncode == 2, proc.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr.decode()
-    # the lock is an flock on the database file itself (issue 11), so the file may exist: empty, never migrated
+    # the lock is an flock on the database file itself, so the file may exist: empty, never migrated
     assert not db.exists() or db.stat().st_size == 0, "the database was migrated before the port was checked"
     assert elapsed < BOUND_S, f"serve took {elapsed:.2f} s to report a busy port"
     print(f"busy port reported in {elapsed:.3f} s (process start included)")

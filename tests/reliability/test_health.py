@@ -1,7 +1,7 @@
 """``/api/health`` tells the truth (SPEC §10): 503 with the reason when the database fails its quick
 check at start, refuses writes, or the writer or tailer is stalled; 200 again once that is over.
 
-Regression (issue 11): with the database corrupted or made read-only, health said "ok" while
+Regression: with the database corrupted or made read-only, health said "ok" while
 hooks got 500.
 """
 

@@ -15,7 +15,7 @@ import pytest
 from tests.reliability.daemon import kill_loop
 
 
-@pytest.mark.slow  # kill -9 class: make reliability (issue 13)
+@pytest.mark.slow  # kill -9 class: make reliability
 @pytest.mark.timeout(60)
 def test_kill9_twice_under_mixed_load(tmp_path: Path) -> None:
     kill_loop(tmp_path, kills=2, history=(4, 1500), seed=1, up_s=(0.4, 1.5))

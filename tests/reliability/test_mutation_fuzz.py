@@ -1,4 +1,4 @@
-"""Property: no mutation of a transcript stops the pipeline (SPEC §12, issue 10).
+"""Property: no mutation of a transcript stops the pipeline (SPEC §12).
 
 A projects root holds one good file and one file built from arbitrary mutations of good records
 (random bytes, impossible timestamps, ``1e400``, ``NaN``, negative and fractional tokens,

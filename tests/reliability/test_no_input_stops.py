@@ -1,4 +1,4 @@
-"""No input stops the pipeline (SPEC §12, issue 10): the small inputs that once failed, each a test.
+"""No input stops the pipeline (SPEC §12): the small inputs that once failed, each a test.
 
 A record the database, the decoder or the framer cannot take is quarantined (its log row kept,
 the reason listed by ``ingestd status`` with origin and offset), its sound tokens still count,
@@ -389,7 +389,7 @@ def test_an_oversized_assistant_line_is_billed_and_round_trips_through_replay(tm
 
 
 def test_an_oversized_line_whose_usage_is_in_its_head_is_billed(tmp_path: Path) -> None:
-    # breaker3: message (usage included) first, a 2 MB field of the record after it: the tail held no
+    # Regression: message (usage included) first, a 2 MB field of the record after it: the tail held no
     # usage and the message was lost without a count (messages 0, no quarantine)
     root = tmp_path / "projects"
     (root / "-p").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""A database this user may read but not write (breaker6): `backup` copies it (it only reads it) and
+"""A database this user may read but not write: `backup` copies it (it only reads it) and
 leaves no empty folder when it fails; a writer names the file it cannot write (a `-shm`/`-wal` a
 read-only access left 0444) and says what to do. Root writes anything: the commands run in a child
 that dropped to nobody."""
@@ -61,7 +61,7 @@ def test_backup_of_a_database_this_user_can_only_read(work: Path) -> None:
     db = work / "r.db"
     db.chmod(0o444)
     code, err = _cli(work, "backup", "--db", str(db))
-    assert code == 0, err  # was: exit 2 "attempt to write a readonly database"
+    assert code == 0, err  # Regression: exit 2 "attempt to write a readonly database"
     made = list((work / "backups").glob("r-*.db"))
     assert len(made) == 1
     assert connect(made[0], readonly=True).execute("SELECT count(*) FROM events_raw").fetchall()[0][0] > 0

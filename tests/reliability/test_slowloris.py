@@ -8,7 +8,7 @@ by the daemon (past the cap at once, the rest at the header timeout); the log ho
 and no "Too many open files", only rate-limited ``connections_closed`` warnings. The hooks'
 latency during the attack is printed (``-s``), not asserted: speed is ``make bench``'s business.
 
-Regression (issue 11): 3,000 such connections were held forever; with ``ulimit -n 1024``, 1,100
+Regression: 3,000 such connections were held forever; with ``ulimit -n 1024``, 1,100
 of them made real hooks time out and logged a traceback per refused accept.
 """
 

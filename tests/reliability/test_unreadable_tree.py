@@ -1,5 +1,5 @@
-"""Unreadable parts of a projects tree are counted and named, never skipped without a word (breaker6:
-a `chmod 000` project folder gave exit 0, no warning and `skipped lines: none`)."""
+"""Unreadable parts of a projects tree are counted and named, never skipped without a word (a
+regression: a `chmod 000` project folder gave exit 0, no warning and `skipped lines: none`)."""
 
 from __future__ import annotations
 

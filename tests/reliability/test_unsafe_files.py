@@ -5,7 +5,7 @@ command that fixes it). The tests run as root here and in CI: ownership by anoth
 with ``os.chown`` to an unused uid (root can), so nothing is skipped for being root. A mode check
 is about bits, which root's bypass of permissions does not change.
 
-Regression (issue 11): a database created by another user in a 1777 directory with mode 0666 was
+Regression: a database created by another user in a 1777 directory with mode 0666 was
 used (its WAL and SHM then 0666 and that user's too), and a 0644 token file was accepted.
 """
 
@@ -199,7 +199,7 @@ def no_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_serve_checks_the_files_once_before_the_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_daemon: None
 ) -> None:
-    # was: the command checked the database's files, then the daemon checked them (and the backups)
+    # Regression: the command checked the database's files, then the daemon checked them (and the backups)
     # again after the lock; now the command's one check covers the backups too
     db = make_db(tmp_path / "d")
     checked: list[Path] = []

@@ -1,6 +1,6 @@
 """A web page can neither write to nor read from the daemon (SPEC §10), and any token bytes give 401.
 
-The attacks of issue 11, each with its exact answer: a browser's "simple" cross-origin POSTs
+The attacks, each with its exact answer: a browser's "simple" cross-origin POSTs
 (``text/plain``, form, multipart; ``Origin: null``), a DNS-rebinding page's foreign ``Host`` on
 the hook endpoint and on every read route, and ``\\xff`` in either token header. Nothing an
 attack sends is stored. Claude Code's real hook requests (the corpus's bodies, its headers) and

@@ -98,7 +98,7 @@ def test_file_rewritten_in_place_replays_equal(tmp_path: Path, projects: Path) -
 
 
 def test_replay_keeps_the_price_dimensions_long_context_usage_is_tiered_alike(tmp_path: Path) -> None:
-    # was: replay copied only the five rates into its scratch databases, not the long-context
+    # Regression: replay copied only the five rates into its scratch databases, not the long-context
     # threshold (nor speed multipliers, web search fee): a request past 200k prompt tokens was
     # tier 1 live and tier 0 rebuilt, and `ingestd replay` failed on any such history
     sid = "44444444-4444-4444-8444-444444444444"
@@ -156,7 +156,7 @@ def test_both_ways_of_rebuilding_agree_and_a_small_log_starts_no_process(
 def test_the_rebuild_processes_yield_to_the_daemon(
     tmp_path: Path, projects: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # breaker6: two rebuilds at the default priority took both cores from the daemon's tailer (nice
+    # Regression: two rebuilds at the default priority took both cores from the daemon's tailer (nice
     # 10) while it held the write lock, and a hook waiting behind it was answered 503
     import subprocess
     import sys

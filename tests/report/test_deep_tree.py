@@ -1,6 +1,6 @@
 """A chain of agents 2000 deep (SPEC §4.3: depth unbounded) builds, renders and serialises.
 
-Regression (breaker3): ``ingestd tree`` and ``/api/sessions/{id}/tree`` crashed with RecursionError
+Regression: ``ingestd tree`` and ``/api/sessions/{id}/tree`` crashed with RecursionError
 on a chain ~330 deep (``--json``: orjson's "Recursion limit reached" from ~130), and a rendered
 chain of 200 shrank every label to one character a line.
 """
@@ -105,7 +105,7 @@ def test_tree_json_of_a_2000_deep_chain_is_the_whole_tree(chain_db: Path) -> Non
     assert (depth, node["agent_id"]) == (DEPTH, f"a{DEPTH - 1:06x}")
     want = tree_report(connect(chain_db, readonly=True), SID)
     assert r.output.encode() == deepjson.dumps(want, orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n"
-    # Regression (breaker4): two spaces a level made this 491 MB (1.76 GB peak RSS); now ~10 MB
+    # Regression: two spaces a level made this 491 MB (1.76 GB peak RSS); now ~10 MB
     assert len(r.output) < 20_000_000
     assert max(len(line) - len(line.lstrip(" ")) for line in r.output.splitlines()) == 2 * deepjson.MAX_INDENT_LEVELS
 
@@ -153,7 +153,7 @@ def _deep_doc(depth: int) -> dict[str, Any]:
 
 
 def test_deep_json_memory_is_linear_in_the_output() -> None:
-    """Regression (breaker4): each scalar's orjson buffer (4 KiB) was kept until the join."""
+    """Regression: each scalar's orjson buffer (4 KiB) was kept until the join."""
     doc = _deep_doc(2000)
     tracemalloc.start()
     try:

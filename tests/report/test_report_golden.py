@@ -95,7 +95,7 @@ def test_status_counts_the_unshipped_log_rows(report_db: Path) -> None:
 
 
 def test_status_speaks_of_shipping_only_in_team_mode(report_db: Path) -> None:
-    # was: "host vm; shipped through log id 0, 8813 rows not shipped" with no ship_to and nothing shipped
+    # Regression: "host vm; shipped through log id 0, 8813 rows not shipped" with no ship_to and nothing shipped
     import io
     from datetime import UTC, datetime
 

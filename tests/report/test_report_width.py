@@ -1,4 +1,4 @@
-"""Terminal output at 40, 80 (the default when piped) and 120 columns (issue 15): the columns a table
+"""Terminal output at 40, 80 (the default when piped) and 120 columns: the columns a table
 is for (model ids in full, session prefixes, titles, every bucket with tokens, tokens, cost) never
 disappear or get cut; project paths become their shortest unique suffix, less important columns
 give way first and the table says what it hid; below what the rest needs, one block per row."""
@@ -90,7 +90,7 @@ def test_cost_without_by_is_one_total_row(report_db: Path, width: int) -> None:
 
 
 def test_a_one_hour_cache_write_column_is_never_hidden_at_80() -> None:
-    # issue 15: `cost --by model` hid the 1-hour cache-write column though it held 604.5k tokens
+    # Regression: `cost --by model` hid the 1-hour cache-write column though it held 604.5k tokens
     row = {
         "key": "claude-sonnet-4-5-20250929",
         "model": "claude-sonnet-4-5-20250929",

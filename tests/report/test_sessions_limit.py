@@ -1,4 +1,4 @@
-"""``ingestd sessions``: a screenful on the terminal, everything with ``--json`` (issue 15 point 6)."""
+"""``ingestd sessions``: a screenful on the terminal, everything with ``--json``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shortening names for narrow terminals without two of them looking the same (issue 15)."""
+"""Shortening names for narrow terminals without two of them looking the same."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``status`` counts oversized lines as ``ingest --json`` does, and every read command's ``--json``
 (``status``, ``sessions``, ``tree``, as ``cost``) carries ``stale_projection`` when the
-projections are stale. Regression (breaker4): ingest said "oversized lines 1 (see `ingestd
+projections are stale. Regression: ingest said "oversized lines 1 (see `ingestd
 status`)" and status showed none; the staleness was only on stderr.
 """
 
@@ -54,7 +54,7 @@ def test_read_commands_json_carry_stale_projection(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     stale = orjson.loads(res.stdout)["stale_projection"]
     assert stale["stored_revision"] == "4" and stale["fix"] == f"ingestd migrate --db {db}"
-    for cmd in (["sessions"], ["tree", sid], ["cost"]):  # refused until migrated (breaker6)
+    for cmd in (["sessions"], ["tree", sid], ["cost"]):  # refused until migrated
         res = CliRunner().invoke(cli, [*cmd, "--db", str(db), "--json"])
         assert res.exit_code == 2 and res.stdout == "", (cmd, res.output)
         assert f"ingestd migrate --db {db}" in res.stderr, cmd

@@ -2,7 +2,7 @@
 used silently: one warning on stderr names it, and the report says which zone it used; ``--tz``
 with such a value is refused (``window.local_zone``, ``window.resolve_zone``).
 
-Regression (breaker3): ``TZ=JST-9 ingestd sessions`` showed UTC times without a word.
+Regression: ``TZ=JST-9 ingestd sessions`` showed UTC times without a word.
 """
 
 from __future__ import annotations
@@ -49,14 +49,14 @@ needs_tokyo = pytest.mark.skipif(not TOKYO.is_file(), reason="no system zoneinfo
 @needs_tokyo
 @pytest.mark.parametrize("tz", [str(TOKYO), f":{TOKYO}"])
 def test_an_absolute_zoneinfo_path_is_its_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str], tz: str) -> None:
-    """Regression (breaker4): glibc's file forms of TZ showed UTC while `date` showed JST."""
+    """Regression: glibc's file forms of TZ showed UTC while `date` showed JST."""
     assert window.local_zone({"TZ": tz}, tmp_path / "no-localtime").name == "Asia/Tokyo"
     assert capsys.readouterr().err == ""
 
 
 @needs_tokyo
 def test_colon_localtime_is_the_machines_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Regression (breaker4): TZ=:/etc/localtime warned on every command."""
+    """Regression: TZ=:/etc/localtime warned on every command."""
     localtime = tmp_path / "localtime"
     localtime.symlink_to(TOKYO)
     assert window.local_zone({"TZ": f":{localtime}"}, localtime).name == "Asia/Tokyo"

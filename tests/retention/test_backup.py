@@ -192,14 +192,14 @@ def test_two_databases_in_one_folder_keep_their_own_backups(db_path: Path, tmp_p
 def test_a_backup_without_room_says_so_and_leaves_nothing(
     db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # breaker3: on a full disk `ingestd backup` said "database error: not an error" (exit 2) and
+    # Regression: on a full disk `ingestd backup` said "database error: not an error" (exit 2) and
     # left the copy's journal behind
     monkeypatch.setattr(bk, "_free_bytes", lambda d: 4096)
     res = CliRunner().invoke(cli, ["backup", "--db", str(db_path), "--dir", str(tmp_path / "bk")])
     assert res.exit_code == 2
     size = os.path.getsize(db_path)
     assert f"no space left on {tmp_path / 'bk'}: {size} bytes needed, 4096 free" in res.output
-    assert not (tmp_path / "bk").exists()  # the folder it made is gone with the copy (breaker6)
+    assert not (tmp_path / "bk").exists()  # the folder it made is gone with the copy
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``ingestd service``: the unit and agent files, validated, and the install/uninstall round trip (issue 15)."""
+"""``ingestd service``: the unit and agent files, validated, and the install/uninstall round trip."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_a_failing_service_manager_is_a_clear_error_and_the_file_stays(tmp_path:
 
 
 def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path: Path) -> None:
-    # was: the unit carried none of INGESTD_CONFIG, XDG_CONFIG_HOME or INGESTD_PORT: a daemon started
+    # Regression: the unit carried none of INGESTD_CONFIG, XDG_CONFIG_HOME or INGESTD_PORT: a daemon started
     # by the service read another config file (or none) and listened elsewhere than `ingestd serve`
     # in that shell, and than `hooks install` (which reads the settings) sent the hooks to
     config = tmp_path / "conf 100%" / "ingestd.toml"
@@ -161,7 +161,7 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
 
 
 def test_a_non_loopback_host_needs_a_token_file_which_the_unit_names(tmp_path: Path) -> None:
-    # was: INGESTD_HOST=0.0.0.0 wrote a unit whose `serve` refuses to start (no token), with no warning
+    # Regression: INGESTD_HOST=0.0.0.0 wrote a unit whose `serve` refuses to start (no token), with no warning
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": "", "INGESTD_HOST": "0.0.0.0"}
     bare = CliRunner().invoke(cli, ["service", "install", "--dry-run"], env=env)
     assert bare.exit_code == 2 and bare.stdout == ""

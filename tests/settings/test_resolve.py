@@ -46,7 +46,7 @@ def test_off_switch_and_none_spellings() -> None:
         ({"INGESTD_RETENTION_EVENTS_DAYS": "99999999999"}, {}),
         ({}, {"max_line_bytes": 10**12}),
         ({}, {"no_such_setting": 1}),
-        # a log level logging does not know (was: a KeyError traceback once serve configured logging)
+        # a log level logging does not know (a regression: a KeyError traceback once serve configured logging)
         ({"INGESTD_LOG_LEVEL": "verbose"}, {}),
         ({}, {"log_level": "trace"}),
         # 0 rows per batch: accepted here, then every scheduled prune / shipping pass of the daemon failed
@@ -72,7 +72,7 @@ def test_config_file_round_trip(tmp_path: Path) -> None:
 def test_a_config_file_gone_before_it_is_read_is_missing_like_one_never_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: two missing-file errors, the one after the check without the way out (unset INGESTD_CONFIG)
+    # Regression: two missing-file errors, the one after the check without the way out (unset INGESTD_CONFIG)
     import ingestd.settings
 
     p = tmp_path / "config.toml"
@@ -140,7 +140,7 @@ def test_float_settings_and_bounds() -> None:
 
 
 def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
-    # was: read as any other: whoever could write it could set ship_to (the log shipped to their
+    # Regression: read as any other: whoever could write it could set ship_to (the log shipped to their
     # server), allowed_origins (their web page may post hooks) or host
     p = tmp_path / "config.toml"
     p.write_text('ship_to = "postgresql://evil.example/x"\n')
@@ -159,7 +159,7 @@ def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_readme_names_every_setting() -> None:
-    # was: `retention_*`, `backup_*`, `schedule_*`, "see `ingestd prune --help`", whose help names
+    # Regression: `retention_*`, `backup_*`, `schedule_*`, "see `ingestd prune --help`", whose help names
     # none of backup_keep_newest, schedule_enabled, ...: those settings were nowhere to be found
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme[readme.index("## Settings") : readme.index("## Reading the data")]
@@ -169,7 +169,7 @@ def test_the_readme_names_every_setting() -> None:
 def test_a_relative_backup_dir_setting_is_the_databases_not_the_working_directorys(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: relative to the working directory, so the daemon (started by the service in /) backed up
+    # Regression: relative to the working directory, so the daemon (started by the service in /) backed up
     # to /bk while `ingestd backup` and `prune`'s retention used ./bk wherever they were run
     from ingestd.daemon.config import ServeConfig
     from ingestd.retention.backup import backup_dir_from

@@ -82,7 +82,7 @@ def report_db(tmp_path: Path) -> Path:
 def test_every_command_refuses_the_settings_serve_refuses(
     tmp_path: Path, report_db: Path, cmd: list[str], problem: str
 ) -> None:
-    # breaker3: read commands ignored a missing INGESTD_CONFIG file and unknown keys
+    # Regression: read commands ignored a missing INGESTD_CONFIG file and unknown keys
     conf = tmp_path / "c.toml"
     if problem == "unknown_key":
         conf.write_text("bogus = 1\n")

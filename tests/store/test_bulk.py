@@ -1,4 +1,4 @@
-"""The bulk token_usage path (issue 14, migration 0015): the rollup ends exactly as the per-row triggers leave it."""
+"""The bulk token_usage path (migration 0015): the rollup ends exactly as the per-row triggers leave it."""
 
 from __future__ import annotations
 

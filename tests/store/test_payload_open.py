@@ -173,7 +173,7 @@ def test_where_a_rolled_back_seal_went_is_not_remembered(conn: apsw.Connection) 
 
 
 def test_a_block_with_a_damaged_line_is_retired_and_writes_go_on(conn: apsw.Connection) -> None:
-    # review6: a seal that raised failed every later transcript write (lines lost, quarantined)
+    # Regression: a seal that raised failed every later transcript write (lines lost, quarantined)
     apply_batch(conn, _tail(0, 3))
     apply_batch(conn, _tail(0, 2, origin="p/b.jsonl"))
     conn.execute("UPDATE payload_open SET data = x'28b52ffd00' WHERE open_id = ? AND offset > 0", (_open_id(conn),))
@@ -206,7 +206,7 @@ def test_a_block_with_a_gap_is_retired_and_its_other_lines_still_read(conn: apsw
 
 
 def test_a_waiting_line_without_its_open_block_keeps_its_id(conn: apsw.Connection) -> None:
-    # review6: the next open block took the id again and every new transcript hit UNIQUE(open_id, offset)
+    # Regression: the next open block took the id again and every new transcript hit UNIQUE(open_id, offset)
     apply_batch(conn, _tail(0, 3))
     conn.execute("DELETE FROM payload_open_blocks WHERE origin = 'p/a.jsonl'")
     b = _tail(0, 3, origin="p/b.jsonl")
@@ -216,7 +216,7 @@ def test_a_waiting_line_without_its_open_block_keeps_its_id(conn: apsw.Connectio
 
 
 def test_a_reference_codec_inside_a_waiting_line_is_refused_not_followed(conn: apsw.Connection) -> None:
-    # review6: a waiting line stored as codec -2 pointing at its own row recursed until RecursionError
+    # Regression: a waiting line stored as codec -2 pointing at its own row recursed until RecursionError
     rows = _tail(0, 2)
     apply_batch(conn, rows)
     codec, blob = {k: (c, p) for k, c, p in stored(conn)}[rows[0].idempotency_key]

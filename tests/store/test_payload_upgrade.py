@@ -119,7 +119,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
 def test_verify_on_a_database_from_before_0013_says_migrate_not_no_such_column(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # was: "check could not run: database error: no such column: codec" three times (reads as damage)
+    # Regression: "check could not run: database error: no such column: codec" three times (reads as damage)
     projects = tmp_path / "projects"
     shutil.copytree(FIXTURES, projects)
     db = tmp_path / "old.db"
@@ -132,7 +132,7 @@ def test_verify_on_a_database_from_before_0013_says_migrate_not_no_such_column(
 
 
 def test_prune_dry_run_does_not_migrate_an_old_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # was: `prune --dry-run` ("change nothing") applied 0013 and 0015, for good: an older ingestd
+    # Regression: `prune --dry-run` ("change nothing") applied 0013 and 0015, for good: an older ingestd
     # still sharing the database could no longer open it
     projects = tmp_path / "projects"
     shutil.copytree(FIXTURES, projects)
@@ -146,7 +146,7 @@ def test_prune_dry_run_does_not_migrate_an_old_database(tmp_path: Path, monkeypa
 
 
 def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # breaker6: main's cfb4571, a7f2d4f and 1bfaf6f shipped 0015 before 0013 existed; every command
+    # Regression: main's cfb4571, a7f2d4f and 1bfaf6f shipped 0015 before 0013 existed; every command
     # refused their databases for good ("migration 13 is pending but 15 is applied")
     projects = tmp_path / "projects"
     shutil.copytree(FIXTURES, projects)

@@ -140,7 +140,7 @@ def test_an_infinite_rate_fails_prices(db_path: Path) -> None:
 
 
 def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) -> None:
-    # breaker6: `verify` beside a busy daemon said "FAIL append_only: check could not run: database
+    # Regression: `verify` beside a busy daemon said "FAIL append_only: check could not run: database
     # is locked" one run in two: its deferred transaction read, then could not become a write after
     # the daemon committed. It now takes the write lock first, waiting as any writer does.
     from ingestd.projection.verify import check_append_only
@@ -175,7 +175,7 @@ def test_append_only_probe_waits_for_a_writer_instead_of_failing(db_path: Path) 
 
 
 def test_a_read_only_database_file_is_checked_without_probes(db_path: Path) -> None:
-    # breaker6: a database the user may read but not write failed verify ("attempt to write a
+    # Regression: a database the user may read but not write failed verify ("attempt to write a
     # readonly database"); its triggers are still checked, the probes are said to be skipped.
     from ingestd.projection.verify import check_append_only
 

@@ -1,10 +1,11 @@
 """``ingestd hooks install | uninstall | print``: wire Claude Code's settings to the daemon.
 
 Claude Code reads hooks from ``~/.claude/settings.json`` (user) or ``<project>/.claude/settings.json``
-(FORMATS.md §7.3). Every event that accepts ``type: "http"`` gets an http hook posting to
-``http://<host>:<port>/hooks`` (the address ``serve`` listens on); SessionStart and Setup accept
-only command hooks, and Claude Code older than 2.1.63 has no http hooks at all (``legacy``), so
-those get a command forwarder:
+(FORMATS.md §7.3). Which events are hooked is ``EVENT_TABLE`` (every event of Claude Code
+``CLAUDE_CODE_VERSION``, with why it is installed or left out). Every installed event that accepts
+``type: "http"`` gets an http hook posting to ``http://<host>:<port>/hooks`` (the address ``serve``
+listens on); SessionStart and Setup accept only command hooks, and Claude Code older than 2.1.63 has
+no http hooks at all (``legacy``), so those get a command forwarder:
 ``<python> -m ingestd.forward`` (stdin to the endpoint, output discarded, 2 s bound, exit 0
 whatever happens, the token read from the environment, never on the command line).
 
@@ -66,25 +67,112 @@ from ingestd.errors import ConfigError, InputError
 from ingestd.files import MIB, read_capped
 from ingestd.settings import LOOPBACK_HOSTS
 
-# Events that accept type "http" (FORMATS.md §7.2-7.3; the corpus and the documented set).
-HTTP_EVENTS = (
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PermissionRequest",
-    "UserPromptSubmit",
-    "Notification",
-    "Stop",
-    "StopFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "SessionEnd",
+# The hook events of Claude Code ``CLAUDE_CODE_VERSION`` (its bundle's event enum, in its order), what
+# ingestd installs for each and why (docs/claude-code.md §1.1 has the facts, each marked how it was
+# established; tests/realclaude checks them against the real binary, and
+# tests/realclaude/test_ingestd_e2e.py that every installed event that fires reaches the log).
+CLAUDE_CODE_VERSION = "2.1.332"
+HTTP = "http"
+COMMAND = "command"
+
+
+@dataclass(frozen=True, slots=True)
+class HookEventSpec:
+    """One hook event Claude Code knows, and what ``hooks install`` does with it.
+
+    Attributes:
+        name: str, the ``hook_event_name``.
+        takes_http: bool, Claude Code runs a ``type: "http"`` hook for it (every event but SessionStart
+            and Setup, which skip one: "HTTP hooks are not supported for ..."). Every event takes
+            ``command`` (and ``mcp_tool``) hooks.
+        install: str | None, the handler ingestd installs (``HTTP``, ``COMMAND``), None: not installed.
+        matcher: str | None, the matcher group's ``matcher`` (``"*"`` on tool events), None: no matcher.
+        why: str, one line: what the event tells ingestd, or why it is left out.
+    """
+
+    name: str
+    takes_http: bool
+    install: str | None
+    matcher: str | None
+    why: str
+
+
+def _e(name: str, why: str, *, http: bool = True, install: bool = True, matcher: str | None = None) -> HookEventSpec:
+    how = (HTTP if http else COMMAND) if install else None
+    return HookEventSpec(name, http, how, matcher, why)
+
+
+# An observer installs an event only when an empty answer leaves Claude Code exactly as it is without
+# the hook (only the round trip's latency added) and the answer is not on the user's display path.
+EVENT_TABLE: tuple[HookEventSpec, ...] = (
+    _e("PreToolUse", "a tool call starts (tool_use_id, tool_name, input; spawns)", matcher="*"),
+    _e("PostToolUse", "a tool call completed; a spawn's result names its child agent", matcher="*"),
+    _e("PostToolUseFailure", "a tool call failed, or was interrupted (is_interrupt)", matcher="*"),
+    _e("PostToolBatch", "the calls of one model answer, after all of them resolved"),
+    _e("Notification", "the main agent waits for the user (permission, idle, elicitation)"),
+    _e("UserPromptSubmit", "a prompt (prompt_id) starts work; an async agent's <task-notification>"),
+    _e("UserPromptExpansion", "a slash command or MCP prompt expanded: activity of the prompt"),
+    _e("SessionStart", "a session starts, resumes, compacts or forks (source)", http=False),
+    _e("SessionEnd", "the session ended (reason): every agent's end is decided"),
+    _e("Stop", "the main agent answered and waits"),
+    _e("StopFailure", "the turn ended on an API error (typed error): the session's error"),
+    _e("SubagentStart", "a subagent runs (agent_id, agent_type)"),
+    _e("SubagentStop", "a subagent stopped (a blocked stop fires it again: a second log row)"),
+    _e("PreCompact", "a compaction starts (trigger)"),
+    _e("PostCompact", "a compaction ended: its summary"),
+    _e("PreModelSwitch", "a model switch is asked for (from, to, source)"),
+    _e("PostModelSwitch", "the model switched: recorded on the session"),
+    _e("PermissionRequest", "a permission was asked for (no tool_use_id): activity", matcher="*"),
+    _e("PermissionDenied", "auto mode refused a call: the call is denied, with its reason", matcher="*"),
+    _e("Setup", "claude --init-only / --maintenance ran", http=False),
+    _e("TeammateIdle", "a teammate of an agent team went idle: an agent of kind teammate"),
+    _e("TaskCreated", "a task was created (task id, subject, teammate): the tasks projection"),
+    _e("TaskCompleted", "a task was completed: the tasks projection"),
+    _e("Elicitation", "an MCP server asked the user for input: activity"),
+    _e("ElicitationResult", "the user's answer to an elicitation: activity"),
+    _e("ConfigChange", "a settings file changed during the session: activity"),
+    _e(
+        "WorktreeCreate",
+        "left out: a WorktreeCreate hook replaces git's worktree creation, and an empty answer gives no path"
+        " (claude --worktree fails: 'hook succeeded but returned no worktree path')",
+        install=False,
+    ),
+    _e(
+        "WorktreeRemove",
+        "left out: it fires only for worktrees a WorktreeCreate hook made, and then replaces their removal"
+        " (an empty answer counts as removed)",
+        install=False,
+    ),
+    _e("InstructionsLoaded", "a CLAUDE.md or rules file was loaded (before the first prompt)"),
+    _e("CwdChanged", "the working directory changed (old, new)"),
+    _e("FileChanged", "a watched file changed (an observer adds no watch: no matcher)"),
+    _e("DirectoryAdded", "a directory was added to the session (/add-dir, a repository root)"),
+    _e(
+        "MessageDisplay",
+        "left out: it runs synchronously before every piece of assistant text is shown, so each"
+        " message would wait on the daemon, and it tells nothing the transcript does not",
+        install=False,
+    ),
+    _e("PreSkillShellCommand", "a skill's inline shell command runs: activity of the prompt"),
 )
-# Only "command" (and "mcp_tool") hooks are accepted for these.
-COMMAND_ONLY_EVENTS = ("SessionStart", "Setup")
-TOOL_MATCHER_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+EVENTS_BY_NAME = {e.name: e for e in EVENT_TABLE}
+# Installed with an http hook (the daemon's URL) and, where Claude Code takes no http hook, with
+# the command forwarder; every other event is left out (``EVENT_TABLE`` says why).
+HTTP_EVENTS = tuple(e.name for e in EVENT_TABLE if e.install == HTTP)
+COMMAND_ONLY_EVENTS = tuple(e.name for e in EVENT_TABLE if e.install == COMMAND)
+NOT_INSTALLED = tuple(e.name for e in EVENT_TABLE if e.install is None)
+TOOL_MATCHER_EVENTS = frozenset(e.name for e in EVENT_TABLE if e.matcher == "*")
+
+
+def event_table_lines() -> list[str]:
+    """``EVENT_TABLE`` as text lines for the terminal: event, what is installed (or ``-``), why. Pure."""
+    width = max(len(e.name) for e in EVENT_TABLE)
+    out = [f"hook events of Claude Code {CLAUDE_CODE_VERSION}: installed as http, command (no http hook taken) or -"]
+    for e in EVENT_TABLE:
+        out.append(f"  {e.name:<{width}}  {e.install or '-':<7}  {e.why}")
+    return out
+
+
 HTTP_TIMEOUT_S = 5
 FORWARD_TIMEOUT_S = 2
 SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
@@ -172,7 +260,8 @@ def our_hooks(t: HookTarget) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for ev in (*COMMAND_ONLY_EVENTS, *HTTP_EVENTS):
         hook = _command_hook(t) if (t.legacy or ev in COMMAND_ONLY_EVENTS) else _http_hook(t)
-        group: dict[str, Any] = {"matcher": "*"} if ev in TOOL_MATCHER_EVENTS else {}
+        matcher = EVENTS_BY_NAME[ev].matcher
+        group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
         group["hooks"] = [hook]
         out[ev] = [group]
     return out

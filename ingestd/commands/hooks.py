@@ -155,6 +155,11 @@ def _say_which(legacy: bool, found: Installed) -> None:
         click.echo(f"warning: {found.warning}", err=True)
 
 
+def _say_events() -> None:
+    """Which events are installed, with which handler, and why each is or is not (on stderr)."""
+    click.echo("\n".join(hooksetup.event_table_lines()), err=True)
+
+
 def _path(project: Path | None) -> Path:
     return hooksetup.settings_path(project, claude_config_dir(os.environ))
 
@@ -198,7 +203,8 @@ def register(cli: click.Group) -> None:
         legacy: bool,
     ) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent). They post to the
-        daemon running on --db when there is one, else to where the settings say serve listens."""
+        daemon running on --db when there is one, else to where the settings say serve listens.
+        Every observational event is hooked; --dry-run also lists each event and why."""
         path = _path(project)
         found = find_installed(dict(os.environ))
         address = _address(host, port, db_path)
@@ -206,6 +212,8 @@ def register(cli: click.Group) -> None:
         _say_which(legacy, found)
         _say_where(address)
         _warn_tokenless(address, token_env)
+        if dry_run:
+            _say_events()
         _run(p, dry_run)
 
     @hooks_group.command("uninstall")
@@ -228,10 +236,12 @@ def register(cli: click.Group) -> None:
     def print_cmd(
         db_path: Path | None, host: str | None, port: int | None, token_env: str | None, legacy: bool
     ) -> None:
-        """Print the hooks block ingestd installs (touches no file), to the address install would use."""
+        """Print the hooks block ingestd installs (touches no file), to the address install would use;
+        on stderr, every event Claude Code has and why it is installed or left out."""
         address = _address(host, port, db_path)
         _say_where(address)
         _warn_tokenless(address, token_env)
+        _say_events()
         target = _target(address, token_env, legacy, find_installed(dict(os.environ)))
         click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 

@@ -20,7 +20,29 @@ from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNN
 from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
 
 _TOOL_STATUS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
-_WAITING = frozenset(("Stop", "Notification", "StopFailure"))
+_WAITING = frozenset(("Stop", "Notification", "StopFailure", "Elicitation"))
+# Events that say nothing of what an agent is doing: a settings or watched file changed, the working
+# directory moved, a directory was added, instructions were loaded, the model switched (between
+# prompts, over the SDK), Setup ran, a worktree was made or removed, a teammate went idle (another
+# agent than the hook's). They land in ``events`` and the session's times, in no agent's status:
+# 2.1.332 fires FileChanged and ConfigChange while the main agent waits for the user (after its Stop:
+# fixtures/claude-2.1.332/hooks/index.json, scenario ``files_and_config``).
+_NEUTRAL = frozenset(
+    (
+        "ConfigChange",
+        "FileChanged",
+        "CwdChanged",
+        "DirectoryAdded",
+        "InstructionsLoaded",
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "Setup",
+        "WorktreeCreate",
+        "WorktreeRemove",
+        "MessageDisplay",
+        "TeammateIdle",
+    )
+)
 
 
 def _s(obj: dict[str, Any], key: str) -> str | None:
@@ -58,6 +80,8 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     agent_id = _s(obj, "agent_id")
     h = Hook(row, obj, state.session_id, row.event_type, row.received_at, agent_id, agent_id or state.session_id)
     _session_fields(state, h, t)
+    if h.name in _NEUTRAL:
+        return h.event(h.agent_id)
     handler = _EVENTS.get(h.name)
     if handler is not None:
         return handler(state, h, t)
@@ -126,7 +150,9 @@ def _activity(state: SessionState, h: Hook, t: Touched) -> None:
     """Any other delivery is activity of its agent: working, or waiting for Stop-like events of the
     main agent; a subagent's failure ending is its last turn."""
     ts = h.ts
-    status = "waiting" if h.name in _WAITING and not h.agent_id else "working"
+    waits = h.name in _WAITING or (h.name == "PostCompact" and h.obj.get("trigger") == "manual")
+    # a manual /compact ends with the main agent waiting for the user again; an auto one is mid-turn
+    status = "waiting" if waits and not h.agent_id else "working"
     ev = agent_ev(state, h.agent)
     ev.ran = True
     if ev.first_ts is None or ts < ev.first_ts:

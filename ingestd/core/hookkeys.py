@@ -5,29 +5,40 @@ and a string ``session_id`` (every Claude Code hook input has both, back to 1.0.
 FORMATS.md §7.1). Anything else is a ``Rejected`` value with a reason, never an exception.
 
 The idempotency key decides which deliveries are "the same event" (a redelivery inserts
-nothing). The rules, first match wins:
+nothing). It never collapses two deliveries whose bodies differ in any byte: natural ids narrow a
+key, they never replace the body in it (SPEC §3). The rules, first match wins:
 
 1. ``Idempotency-Key`` header present: ``h:k:<blake2b-16(header)>``. The client says so:
    the same key is the same event, so a retry inserts nothing. A different event under a used
    key is not a retry (``same_event``): the receiver answers 409 rather than drop it silently.
-2. A tool event (``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure``, ``PermissionDenied``)
-   with a string ``tool_use_id``: ``h:t:<blake2b-16(session_id, tool_use_id, event)>``. Claude
-   Code fires each of these at most once per tool use, so a second copy is a redelivery.
-   ``PermissionRequest`` carries no ``tool_use_id`` (FORMATS.md §7.2) and falls to rule 4.
-3. ``SubagentStart`` / ``SubagentStop`` with a string ``agent_id``:
-   ``h:a:<blake2b-16(session_id, agent_id, event)>``: each subagent starts and stops once.
-   Before 2.0.42 SubagentStop carried no ``agent_id`` (corpus: 1.0.89, 2.0.37): rule 4.
-4. Everything else (Stop, Notification, UserPromptSubmit, PermissionRequest, SessionStart,
-   unknown events, tool events without ``tool_use_id``): a receipt-unique key
-   ``h:r:<received_at ns, 16 hex>:<instance>:<counter, 8 hex>``. These events have no natural
-   identity (a Stop body can be byte-identical across turns in older versions), so two
-   genuine firings must never collapse. The key is time-ordered, so the UNIQUE index
-   appends sequentially. ``instance`` distinguishes daemon runs started within the same ns.
+2. An event with a natural identity (``IDENTITY``), keyed by that identity *and* the body's bytes:
+   ``h:<kind>:<blake2b-16(session_id, event, identity, blake2b-16(body))>``. The same bytes
+   delivered twice (a hook in settings and in a plugin, a retry) are one row; any other body is
+   another row. Claude Code 2.1.332 fires each of these once per identity, except SubagentStop,
+   fired again for the same agent when a Stop / SubagentStop hook blocks, with another body
+   (``stop_hook_active``, ``last_assistant_message``): two rows.
+
+   - ``t``: a tool event (``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure``,
+     ``PermissionDenied``, ``PreSkillShellCommand``) with a string ``tool_use_id``, unique per tool
+     use (PreSkillShellCommand's is ``<uuid>:inner:preamble-N``, one per inline command run).
+     ``PermissionRequest`` carries no ``tool_use_id`` (FORMATS.md §7.2; 2.1.332 neither): rule 3.
+   - ``a``: ``SubagentStart`` / ``SubagentStop`` with a string ``agent_id``. Before 2.0.42
+     SubagentStop carried no ``agent_id`` (corpus: 1.0.89, 2.0.37): rule 3.
+   - ``b``: ``PostToolBatch`` whose ``tool_calls`` all carry a string ``tool_use_id`` (once per
+     batch: its calls' ids, in order, are its identity).
+3. Everything else (Stop, Notification, UserPromptSubmit, PermissionRequest, SessionStart, task,
+   file, config and model-switch events, unknown events, the events of rule 2 without their ids):
+   a receipt-unique key ``h:r:<received_at ns, 16 hex>:<instance>:<counter, 8 hex>``. These have no
+   natural identity: a Stop body can be byte-identical across turns in older versions, and a
+   TaskCompleted, CwdChanged or ConfigChange can fire twice with the same body, so two genuine
+   firings must never collapse, even at the price of logging a settings-plus-plugin double twice
+   (the fold is a join: the projections do not change). The key is time-ordered, so the UNIQUE
+   index appends sequentially. ``instance`` distinguishes daemon runs started within the same ns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any
 
@@ -40,8 +51,11 @@ from ingestd.core.decode import (
     decode_line,
 )
 
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied", "PreSkillShellCommand"})
 SUBAGENT_EVENTS = frozenset({"SubagentStart", "SubagentStop"})
+BATCH_EVENTS = frozenset({"PostToolBatch"})
+# The events keyed by a natural identity and their body (rule 2), by key kind.
+IDENTITY = {"t": TOOL_EVENTS, "a": SUBAGENT_EVENTS, "b": BATCH_EVENTS}
 MAX_HEADER_KEY_CHARS = 200
 
 
@@ -55,6 +69,7 @@ class HookEvent:
         tool_use_id: str | None, the body's ``tool_use_id`` when a string.
         agent_id: str | None, the body's ``agent_id`` when a string (subagent context).
         body: dict, the decoded object (unknown keys kept; the log stores the raw bytes).
+        raw: bytes, the body exactly as received (the key of rule 2 hashes it).
     """
 
     event_name: str
@@ -62,6 +77,7 @@ class HookEvent:
     tool_use_id: str | None
     agent_id: str | None
     body: dict[str, Any]
+    raw: bytes = field(default=b"", repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +137,7 @@ def parse_body(body: bytes, marks: int | None = None) -> HookEvent | Rejected:
         tool_use_id=tuid if isinstance(tuid, str) and tuid else None,
         agent_id=aid if isinstance(aid, str) and aid else None,
         body=doc,
+        raw=body,
     )
 
 
@@ -143,22 +160,39 @@ def receipt_key(received_ns: int, instance: str, counter: int) -> str:
 
 
 def idempotency_key(event: HookEvent, *, header_key: str | None, received_ns: int, instance: str, counter: int) -> str:
-    """The idempotency key of a delivery (rules 1-4 of the module docstring).
+    """The idempotency key of a delivery (rules 1-3 of the module docstring).
 
     Args:
-        event: the parsed delivery.
+        event: the parsed delivery (its ``raw`` bytes are part of a rule-2 key).
         header_key: the ``Idempotency-Key`` header, or None.
-        received_ns: int, receipt time in ns since the epoch (rule 4 only).
-        instance: short id of this daemon run (rule 4 only).
-        counter: int, per-instance delivery counter (rule 4 only).
+        received_ns: int, receipt time in ns since the epoch (rule 3 only).
+        instance: short id of this daemon run (rule 3 only).
+        counter: int, per-instance delivery counter (rule 3 only).
     """
     if header_key is not None:
         return f"h:k:{_h(header_key)}"
-    if event.tool_use_id is not None and event.event_name in TOOL_EVENTS:
-        return f"h:t:{_h(event.session_id, event.tool_use_id, event.event_name)}"
-    if event.agent_id is not None and event.event_name in SUBAGENT_EVENTS:
-        return f"h:a:{_h(event.session_id, event.agent_id, event.event_name)}"
+    found = identity(event)
+    if found is not None:
+        kind, ident = found
+        body = blake2b(event.raw, digest_size=16).hexdigest()
+        return f"h:{kind}:{_h(event.session_id, event.event_name, ident, body)}"
     return receipt_key(received_ns, instance, counter)
+
+
+def identity(event: HookEvent) -> tuple[str, str] | None:
+    """``(key kind, natural identity)`` of an event keyed by rule 2, None for rule 3."""
+    name = event.event_name
+    if name in TOOL_EVENTS and event.tool_use_id is not None:
+        return "t", event.tool_use_id
+    if name in SUBAGENT_EVENTS and event.agent_id is not None:
+        return "a", event.agent_id
+    if name in BATCH_EVENTS:
+        calls = event.body.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            ids = [c.get("tool_use_id") if isinstance(c, dict) else None for c in calls]
+            if all(isinstance(i, str) and i for i in ids):
+                return "b", "\x00".join(str(i) for i in ids)
+    return None
 
 
 def same_event(stored: bytes, body: bytes, event: HookEvent) -> bool:

@@ -57,22 +57,35 @@ def test_header_key_wins_and_is_stable() -> None:
     assert _key(a, "k1").startswith("h:k:")
 
 
-def test_tool_events_are_identified_by_session_tool_use_and_event() -> None:
+def test_tool_events_are_identified_by_session_tool_use_event_and_body() -> None:
     pre = _ev(hook_event_name="PreToolUse", session_id="s", tool_use_id="toolu_1", tool_input={"a": 1})
-    pre_again = _ev(hook_event_name="PreToolUse", session_id="s", tool_use_id="toolu_1", tool_input={"a": 2})
+    pre_again = _ev(hook_event_name="PreToolUse", session_id="s", tool_use_id="toolu_1", tool_input={"a": 1})
+    pre_other_input = _ev(hook_event_name="PreToolUse", session_id="s", tool_use_id="toolu_1", tool_input={"a": 2})
     post = _ev(hook_event_name="PostToolUse", session_id="s", tool_use_id="toolu_1")
     other_session = _ev(hook_event_name="PreToolUse", session_id="s2", tool_use_id="toolu_1")
-    assert _key(pre, ns=1) == _key(pre_again, ns=2, counter=5)
-    assert len({_key(pre), _key(post), _key(other_session)}) == 3
+    assert _key(pre, ns=1) == _key(pre_again, ns=2, counter=5)  # the same bytes again: one row
+    assert len({_key(pre), _key(pre_other_input), _key(post), _key(other_session)}) == 4
     assert _key(pre).startswith("h:t:")
 
 
-def test_subagent_events_are_identified_by_session_agent_and_event() -> None:
+def test_subagent_events_are_identified_by_session_agent_event_and_body() -> None:
     start = _ev(hook_event_name="SubagentStart", session_id="s", agent_id="a1")
-    stop = _ev(hook_event_name="SubagentStop", session_id="s", agent_id="a1")
+    stop = _ev(hook_event_name="SubagentStop", session_id="s", agent_id="a1", stop_hook_active=False)
+    refired = _ev(hook_event_name="SubagentStop", session_id="s", agent_id="a1", stop_hook_active=True)
     assert _key(start, ns=1) == _key(start, ns=2, counter=3)
-    assert _key(start) != _key(stop)
+    assert len({_key(start), _key(stop), _key(refired)}) == 3
     assert _key(stop).startswith("h:a:")
+
+
+def test_a_tool_batch_is_identified_by_its_calls_and_body() -> None:
+    calls = [{"tool_use_id": "toolu_1", "tool_name": "Bash"}, {"tool_use_id": "toolu_2", "tool_name": "Read"}]
+    batch = _ev(hook_event_name="PostToolBatch", session_id="s", tool_calls=calls)
+    assert _key(batch, ns=1) == _key(batch, ns=2, counter=3)
+    assert _key(batch).startswith("h:b:")
+    one_call = _ev(hook_event_name="PostToolBatch", session_id="s", tool_calls=calls[:1])
+    no_ids = _ev(hook_event_name="PostToolBatch", session_id="s", tool_calls=[{"tool_name": "Bash"}])
+    assert _key(one_call) != _key(batch)
+    assert _key(no_ids, counter=0) != _key(no_ids, counter=1)  # no identity: never collapses
 
 
 @pytest.mark.parametrize(
@@ -86,6 +99,9 @@ def test_subagent_events_are_identified_by_session_agent_and_event() -> None:
         {"hook_event_name": "SubagentStop", "session_id": "s", "stop_hook_active": False},  # pre-2.0.42
         {"hook_event_name": "Stop", "session_id": "s", "agent_id": "a1"},
         {"hook_event_name": "Notification", "session_id": "s", "tool_use_id": "t"},
+        {"hook_event_name": "TaskCompleted", "session_id": "s", "task_id": "1", "task_subject": "x"},
+        {"hook_event_name": "CwdChanged", "session_id": "s", "old_cwd": "/a", "new_cwd": "/b"},
+        {"hook_event_name": "PostModelSwitch", "session_id": "s", "to_model": "m", "source": "sdk"},
     ],
 )
 def test_events_without_natural_identity_never_collapse(body: dict[str, object]) -> None:

@@ -49,7 +49,7 @@ from psycopg import errors as pgerr
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
 from ingestd.core import derive, projector
-from ingestd.core.blocks import ts_of
+from ingestd.core.blocks import best_leaf, leaf_claim
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
@@ -477,16 +477,17 @@ def resolve_titles(pg: psycopg.Connection[Any], mark: int, through: int, sids: l
     """
     retitle = set(sids)
     for h, origin, gen, offset, leaf, old, old_at in pg.execute(_SLICE_SUMMARIES, (mark, through)).fetchall():
-        best: tuple[str, str] | None = None
-        for sid, payload, received_at in pg.execute(
-            _LEAF_ROWS, (h, origin, through, b'"uuid":' + orjson.dumps(leaf))
-        ).fetchall():
-            obj = decode_row(LogRow(0, "jsonl", "", bytes(payload), str(received_at), sid, origin))
-            if obj is None or obj.get("uuid") != leaf:
-                continue
-            cand = (str(sid), ts_of(obj, str(received_at)))
-            if best is None or cand < best:
-                best = cand
+        best = best_leaf(
+            leaf_claim(
+                decode_row(LogRow(0, "jsonl", "", bytes(payload), str(received_at), sid, origin)),
+                str(sid),
+                str(received_at),
+                leaf,
+            )
+            for sid, payload, received_at in pg.execute(
+                _LEAF_ROWS, (h, origin, through, b'"uuid":' + orjson.dumps(leaf))
+            ).fetchall()
+        )
         if best is not None and best != (old, old_at):
             pg.execute(
                 "UPDATE summaries SET leaf_session = %s, leaf_at = %s"

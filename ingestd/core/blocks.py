@@ -7,6 +7,7 @@ agent. ``ingestd.core.transcript`` dispatches records here by kind.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ingestd.core.rows import QuarantineRow
@@ -17,12 +18,28 @@ from ingestd.core.usagefold import merge_usage, usage_buckets
 from ingestd.core.validate import INFER, TOKENS, inferred_at, shorten, valid_time
 
 SYNTHETIC = "<synthetic>"
+Leaf = tuple[str, str]  # (session id, canonical UTC): a record's claim to be a summary's leaf
 
 
 def ts_of(obj: dict[str, Any], fallback: str) -> str:
     """The record's canonical timestamp when it is an instant the guards admit, else ``fallback``."""
     c = valid_time(obj.get("timestamp"))
     return c if c is not None else fallback
+
+
+def leaf_claim(obj: dict[str, Any] | None, session_id: str | None, received_at: str, leaf_uuid: str) -> Leaf | None:
+    """A record's claim to be the leaf a ``summary`` record names (SPEC §4.1): ``(session id, the
+    record's time, else ``received_at``)`` when it is the record with ``uuid`` ``leaf_uuid`` and has a
+    session, else None. A summary's leaf is the smallest claim among its file's records
+    (``best_leaf``), the same whatever order they arrive in; both stores apply it."""
+    if obj is None or session_id is None or obj.get("uuid") != leaf_uuid:
+        return None
+    return (session_id, ts_of(obj, received_at))
+
+
+def best_leaf(claims: Iterable[Leaf | None]) -> Leaf | None:
+    """The smallest of the claims (``leaf_claim``), None when there is none."""
+    return min((c for c in claims if c is not None), default=None)
 
 
 def text_of(content: Any) -> str | None:

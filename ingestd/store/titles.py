@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ingestd.core.blocks import ts_of
+from ingestd.core.blocks import best_leaf, leaf_claim
 from ingestd.core.decode import decode_line
 from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.projector import decode_row
@@ -96,20 +96,14 @@ def resolve_summaries(log: Db, conn: Db, rows: Iterable[SummaryRow]) -> set[str]
             "SELECT leaf_session FROM summaries WHERE origin = ? AND origin_gen = ? AND origin_offset = ?",
             (origin, gen, offset),
         ).fetchall()[0][0]
-        best: tuple[str, str] | None = None
         needle = _needle(leaf)
         # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
         low, high = origin_key_ranges(origin_hash(origin))[0]  # the file's lines, every generation
-        for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (low, high, origin, needle)):
-            data = decode_payload(log, codec, stored)
-            if needle not in data:
-                continue
-            obj = decode_line(data).obj
-            if obj is None or obj.get("uuid") != leaf or sid is None:
-                continue
-            cand = (str(sid), ts_of(obj, str(received_at)))
-            if best is None or cand < best:
-                best = cand
+        best = best_leaf(
+            leaf_claim(decode_line(data).obj, None if sid is None else str(sid), str(received_at), leaf)
+            for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (low, high, origin, needle))
+            if needle in (data := decode_payload(log, codec, stored))
+        )
         if best is not None:
             _set_leaf(conn, (origin, gen, offset), best[0], best[1], old, out)
     return out
@@ -145,8 +139,11 @@ def resolve_leaves(conn: Db, rows: Sequence[LogRow]) -> set[str]:
         uuid = obj.get("uuid") if obj is not None else None
         if not isinstance(uuid, str) or obj is None:  # (obj: narrows the type; uuid is None then anyway)
             continue
+        claim = leaf_claim(obj, r.session_id, r.received_at, uuid)
+        if claim is None:
+            continue
         for origin, gen, offset, old in pending.get((r.origin, uuid), ()):
-            _set_leaf(conn, (origin, gen, offset), r.session_id, ts_of(obj, r.received_at), old, out)
+            _set_leaf(conn, (origin, gen, offset), claim[0], claim[1], old, out)
     return out
 
 

@@ -168,6 +168,13 @@ SETTINGS: tuple[Setting, ...] = (
         "str",
     ),
     Setting("ship_batch_rows", 20000, "Log rows per shipping transaction (one COPY and one watermark).", "int", 1),
+    Setting(
+        "ship_batch_bytes",
+        32 << 20,
+        "Payload bytes (as read) per shipping transaction, at least one row: what a batch holds in memory.",
+        "int",
+        1,
+    ),
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
 )
 

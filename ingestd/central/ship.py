@@ -23,7 +23,7 @@ database copied to two machines is told apart by its log (``ingestd.central.copi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ from psycopg import errors as pgerr
 from ingestd.central import copies
 from ingestd.central.migrate import migrate
 from ingestd.central.pg import pg_errors
+from ingestd.core.keys import ZERO_DIGEST, chain_digest
 from ingestd.core.storable import storable
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import window_of
@@ -46,38 +47,64 @@ from ingestd.store.payload import size_of as payload_size
 log = get_logger("ingestd.central.ship")
 
 DEFAULT_BATCH_ROWS = 20_000
+# A batch stops at this many payload bytes (as read) too, so a batch of large rows (pasted
+# screenshots, 2 MiB each) stays within SPEC §11's 300 MB: rows stream from the local log into
+# the COPY one at a time, and libpq sends as it goes.
+DEFAULT_BATCH_BYTES = 32 << 20
 # Appends to the central log take this transaction-scoped advisory lock, so central ids become
 # visible in id order: a projector that has folded through id N never sees a row below N
 # commit later (a concurrent ship of another host that took lower ids and committed after a
-# higher one would otherwise be skipped for good). The COPY into staging runs before it, in
-# parallel; only the INSERT, the mark and the commit are serialised.
+# higher one would otherwise be skipped for good). Only the COPY, the mark and the commit are
+# serialised.
 SHIP_LOCK = 0x696E6765_7374_03
+EVIDENCE_KEY = "ship_evidence"  # meta: "<through>:<digest>" of this database's own keys
 _LOCAL_COLUMNS = (
     "id, idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset"
-)
-_STAGE = (
-    "CREATE TEMP TABLE IF NOT EXISTS ship_stage (local_id bigint, idempotency_key text, source text,"
-    " event_type text, payload bytea, received_at text, session_id text, origin text, origin_gen integer,"
-    " origin_offset bigint) ON COMMIT DELETE ROWS;"
-    " ALTER TABLE ship_stage ALTER COLUMN payload SET STORAGE EXTERNAL"
 )
 _DIRECT_COLUMNS = (
     "host_id, local_id, idempotency_key, source, event_type, payload, received_at, session_id, origin,"
     " origin_gen, origin_offset"
 )
-_STAGE_TYPES = ("int8", "text", "text", "text", "bytea", "text", "text", "text", "int4", "int8")
-_APPEND = (
-    "INSERT INTO events_raw (host_id, local_id, idempotency_key, source, event_type, payload, received_at,"
-    " session_id, origin, origin_gen, origin_offset)"
-    " SELECT %s, local_id, idempotency_key, source, event_type, payload, received_at, session_id, origin,"
-    " origin_gen, origin_offset FROM ship_stage ORDER BY local_id"
-    " ON CONFLICT (host_id, idempotency_key) DO NOTHING"
-)
+_TYPES = ("text", "int8", "text", "text", "text", "bytea", "text", "text", "text", "int4", "int8")
+_COPY = f"COPY events_raw ({_DIRECT_COLUMNS}) FROM STDIN (FORMAT BINARY)"
 _MARK = (
-    "UPDATE hosts SET shipped_through = %s, shipped_key = %s, rows_shipped = rows_shipped + %s,"
-    " log_as_of = GREATEST(log_as_of, %s), watchdog_window_s = COALESCE(%s, watchdog_window_s),"
-    " last_shipped_at = now() WHERE host_id = %s"
+    "UPDATE hosts SET shipped_through = %s, shipped_key = %s, shipped_digest = %s,"
+    " rows_shipped = rows_shipped + %s, log_as_of = GREATEST(log_as_of, %s),"
+    " watchdog_window_s = COALESCE(%s, watchdog_window_s), last_shipped_at = now() WHERE host_id = %s"
 )
+_HOST = (
+    "SELECT shipped_through, shipped_key, abandoned_through, abandoned_key, shipped_digest FROM hosts"
+    " WHERE host_id = %s"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What shows that the store holds a local log up to a point: the running digest of the keys of
+    its rows ``1..through`` in id order (``ingestd.core.keys.chain_digest``).
+
+    Attributes:
+        through: int, a local ``events_raw.id`` (0: none).
+        digest: str, 32 hex digits.
+    """
+
+    through: int
+    digest: str
+
+    def to_meta(self) -> str:
+        """The ``meta`` value: ``<through>:<digest>``."""
+        return f"{self.through}:{self.digest}"
+
+    @staticmethod
+    def from_meta(value: object) -> Evidence | None:
+        """``to_meta``'s value read back; None for anything else."""
+        through, _, digest = str(value).partition(":")
+        if through.isdigit() and len(digest) == 32 and all(c in "0123456789abcdef" for c in digest):
+            return Evidence(int(through), digest)
+        return None
+
+
+NOTHING = Evidence(0, ZERO_DIGEST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,9 +114,12 @@ class Pending:
     Attributes:
         host_id: str, this machine's id.
         shipped_through: int, the central high-water mark (local ``events_raw.id``; 0: nothing yet).
-        rows: int, local log rows past the mark.
+        rows: int, local log rows a ship would go through (past the mark, or all of them when the
+            log diverged from the store's: each checked, those the store lacks sent).
         payload_bytes: int, bytes of their payloads as read (what the store will hold; stored compressed here).
         first_id / last_id: int | None, the local id range.
+        diverged: bool, this database's keys up to the mark are not the ones the store holds for
+            this host (restored from a backup, replaced, or a copy): the whole log is gone through.
     """
 
     host_id: str
@@ -98,6 +128,7 @@ class Pending:
     payload_bytes: int
     first_id: int | None
     last_id: int | None
+    diverged: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """JSON shape: every field by name."""
@@ -110,10 +141,11 @@ class ShipResult:
 
     Attributes:
         host_id: str.
-        sent: int, rows copied to the store.
+        sent: int, local rows gone through (past the mark).
         inserted: int, rows the central log did not have yet (``sent`` minus keys it had).
         batches: int, transactions committed.
         shipped_through: int, the high-water mark after the run.
+        more: bool, the last batch was full (by rows or bytes): more is probably pending.
     """
 
     host_id: str
@@ -121,20 +153,203 @@ class ShipResult:
     inserted: int
     batches: int
     shipped_through: int
+    more: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """JSON shape: every field by name."""
         return dataclasses.asdict(self)
 
 
-def _central_mark(pg: psycopg.Connection[Any], host_id: str) -> int:
-    """The host's high-water mark in the store, 0 when the store or the host is new. Read-only."""
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One committed batch: rows gone through, rows new to the store, the evidence after it, full."""
+
+    sent: int
+    inserted: int
+    evidence: Evidence
+    full: bool
+
+
+def _host_row(pg: psycopg.Connection[Any], host_id: str, *, lock: bool) -> tuple[Any, ...] | None:
+    """The host's marks (``_HOST``), None when the store or the host is new; ``lock``: FOR NO KEY UPDATE."""
+    exists = pg.execute("SELECT to_regclass('hosts') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = pg.execute(_HOST + (" FOR NO KEY UPDATE" if lock else ""), (host_id,)).fetchone()
+    return tuple(row) if row is not None else None
+
+
+def _keys(local: Db, after: int, through: int) -> Iterator[str]:
+    """The keys of the local rows ``after < id <= through``, in id order."""
+    with storage_errors():
+        for (k,) in local.execute(
+            "SELECT idempotency_key FROM events_raw WHERE id > ? AND id <= ? ORDER BY id", (after, through)
+        ):
+            yield str(k)
+
+
+def local_evidence(local: Db, through: int, known: Evidence | None = None) -> Evidence:
+    """This database's evidence at ``through``: ``known`` (its own, at or below ``through``) extended
+    over its keys since, else computed from its first row. Read-only."""
+    start = known if known is not None and known.through <= through else NOTHING
+    return Evidence(through, chain_digest(start.digest, _keys(local, start.through, through)))
+
+
+def known_evidence(local: Db) -> Evidence | None:
+    """The evidence this database last recorded (``meta.ship_evidence``), None when none. Read-only."""
+    with storage_errors():
+        got = local.execute("SELECT value FROM meta WHERE key = ?", (EVIDENCE_KEY,)).fetchall()
+    return Evidence.from_meta(got[0][0]) if got else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    """Where a batch starts: after ``start``; ``check``: the store may hold keys past it (look them up
+    first); ``diverged``: the store's mark is not this database's log (``start`` is ``NOTHING``)."""
+
+    start: Evidence
+    check: bool
+    diverged: bool
+
+
+def _resume(
+    local: Db, pg: psycopg.Connection[Any], host_id: str, row: tuple[Any, ...] | None, known: Evidence | None
+) -> _Resume:
+    """Decide where shipping resumes from the host's row (``_HOST``). Reads only.
+
+    The store's mark is this database's own log only when this database's keys ``1..mark`` extend to
+    the store's digest (a restore that reuses ids, or rows that took exactly the ids of lost ones,
+    cannot give it). A mark shipped before digests were kept is checked once by the keys
+    themselves (the key at the mark, and every local key up to it in the store).
+    """
+    if row is None or not row[0]:
+        return _Resume(NOTHING, bool(row and row[2]), False)
+    mark, key, abandoned, digest = int(row[0]), row[1], int(row[2] or 0), row[4]
+    here = local_evidence(local, mark, known)
+    if digest is None:
+        same = _key_at(local, mark) == key and not missing_keys(local, pg, host_id, through=mark)
+    else:
+        same = here.digest == digest
+    if same:
+        return _Resume(here, mark < abandoned, False)
+    return _Resume(NOTHING, True, True)
+
+
+MAX_NAMED = 20  # local ids a check names; the counts cover all
+
+
+@dataclass(frozen=True, slots=True)
+class ShipCheck:
+    """This host's local log against the store (``ship --verify``).
+
+    Attributes:
+        host_id: str.
+        shipped_through: int, the store's mark for this host.
+        local_rows / store_rows: int, log rows here / in the store under this host id.
+        missing: int, local rows at or below the mark that the store does not hold (a fault: a
+            ship skipped them), named by ``missing_ids`` (the first ``MAX_NAMED``).
+        pending: int, local rows past the mark the store does not hold yet (the next ship sends them).
+        store_only: int, rows the store holds under this host that this database does not (rows a
+            restore from an older backup lost here; the store keeps them).
+        evidence: str, ``same`` (this database's keys up to the mark give the store's digest),
+            ``differs`` (they do not: the next ship goes through the whole log) or ``none`` (the
+            store has no digest: nothing shipped, or shipped before digests were kept).
+    """
+
+    host_id: str
+    shipped_through: int
+    local_rows: int
+    store_rows: int
+    missing: int
+    missing_ids: list[int]
+    pending: int
+    store_only: int
+    evidence: str
+
+    @property
+    def ok(self) -> bool:
+        """Nothing missing below the mark, and the evidence is not another log's."""
+        return self.missing == 0 and self.evidence != "differs"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape: every field by name, and ``ok``."""
+        return {**dataclasses.asdict(self), "ok": self.ok}
+
+
+def _compare(local: Db, pg: psycopg.Connection[Any], host_id: str) -> Iterator[tuple[int | None, str | None]]:
+    """Every key of either side once, in key order: ``(local id, None)`` for a local key the store
+    lacks, ``(None, key)`` for a key only the store holds, ``(id, key)`` for both. Streams both
+    sides (a server-side cursor; memory does not grow with the log). Read-only."""
+    cur = local.cursor()
+    try:
+        mine = iter(cur.execute("SELECT idempotency_key, id FROM events_raw ORDER BY idempotency_key"))
+        with pg.transaction(), pg.cursor(name="ingestd_ship_compare") as pc:
+            pc.itersize = 10_000
+            pc.execute("SELECT idempotency_key FROM events_raw WHERE host_id = %s ORDER BY idempotency_key", (host_id,))
+            theirs = iter(pc)
+            a = next(mine, None)
+            b = next(theirs, None)
+            while a is not None or b is not None:
+                if b is None or (a is not None and str(a[0]) < str(b[0])):
+                    assert a is not None
+                    yield int(a[1]), None
+                    a = next(mine, None)
+                elif a is None or str(b[0]) < str(a[0]):
+                    yield None, str(b[0])
+                    b = next(theirs, None)
+                else:
+                    yield int(a[1]), str(b[0])
+                    a, b = next(mine, None), next(theirs, None)
+    finally:
+        cur.close()
+
+
+def missing_keys(local: Db, pg: psycopg.Connection[Any], host_id: str, *, through: int) -> list[int]:
+    """The local ids ``<= through`` whose keys the store does not hold for ``host_id``, ascending. Read-only."""
+    with storage_errors():
+        return sorted(i for i, k in _compare(local, pg, host_id) if k is None and i is not None and i <= through)
+
+
+def verify_shipped(local: Db, pg: psycopg.Connection[Any]) -> ShipCheck:
+    """Compare this database's log with what the store holds for its host, key by key. Read-only.
+
+    Raises:
+        StorageError: either database refused.
+    """
+    host_id = host_id_of(local)
     with pg_errors():
-        exists = pg.execute("SELECT to_regclass('hosts') IS NOT NULL").fetchone()
-        if not exists or not exists[0]:
-            return 0
-        row = pg.execute("SELECT shipped_through FROM hosts WHERE host_id = %s", (host_id,)).fetchone()
-    return int(row[0]) if row else 0
+        row = _host_row(pg, host_id, lock=False)
+        mark = int(row[0]) if row else 0
+        local_rows = store_rows = pending_rows = store_only = missing = 0
+        named: list[int] = []
+        with storage_errors():
+            for i, k in _compare(local, pg, host_id):
+                if i is not None:
+                    local_rows += 1
+                if k is not None:
+                    store_rows += 1
+                if i is None:
+                    store_only += 1
+                elif k is None and i > mark:
+                    pending_rows += 1
+                elif k is None:
+                    missing += 1
+                    named.append(i)
+        evidence = "none"
+        if row is not None and row[4] is not None:
+            same = local_evidence(local, mark, known_evidence(local)).digest == row[4]
+            evidence = "same" if same else "differs"
+    pg.rollback()
+    named.sort()
+    return ShipCheck(
+        host_id, mark, local_rows, store_rows, missing, named[:MAX_NAMED], pending_rows, store_only, evidence
+    )
+
+
+def _key_at(local: Db, local_id: int) -> str | None:
+    with storage_errors():
+        got = local.execute("SELECT idempotency_key FROM events_raw WHERE id = ?", (local_id,)).fetchall()
+    return str(got[0][0]) if got else None
 
 
 def pending(local: Db, pg: psycopg.Connection[Any], *, sizes: bool = True) -> Pending:
@@ -147,19 +362,20 @@ def pending(local: Db, pg: psycopg.Connection[Any], *, sizes: bool = True) -> Pe
     described under the host id its first ship will store.
     """
     host_id = host_id_of(local)
-    mark = _central_mark(pg, host_id)
+    with pg_errors():
+        row = _host_row(pg, host_id, lock=False)
+        resume = _resume(local, pg, host_id, row, known_evidence(local))
     pg.rollback()
+    after = resume.start.through
     with storage_errors():
-        got: Any = local.execute("SELECT count(*), min(id), max(id) FROM events_raw WHERE id > ?", (mark,)).fetchall()[
-            0
-        ]
-        n, lo, hi = got
+        got: Any = local.execute("SELECT count(*), min(id), max(id) FROM events_raw WHERE id > ?", (after,)).fetchall()
+        n, lo, hi = got[0]
         size = 0
         if sizes and n:
             # the bytes as read (what the store will hold), not as stored here
-            for codec, stored in local.execute("SELECT codec, payload FROM events_raw WHERE id > ?", (mark,)):
+            for codec, stored in local.execute("SELECT codec, payload FROM events_raw WHERE id > ?", (after,)):
                 size += payload_size(local, codec, stored)
-    return Pending(host_id, mark, int(n), size, lo, hi)
+    return Pending(host_id, int(row[0]) if row else 0, int(n), size, lo, hi, resume.diverged)
 
 
 def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
@@ -178,20 +394,22 @@ def _register(pg: psycopg.Connection[Any], ident: Ctx) -> None:
         )
 
 
-def _record_local(local: Db, mark: int) -> None:
-    """Keep the central mark in ``meta.shipped_through`` (only ever moves forward)."""
-    write_txn(
-        local,
-        lambda c: c.execute(
+def _record_local(local: Db, ev: Evidence) -> None:
+    """Keep the central mark in ``meta.shipped_through`` (only ever moves forward: ``prune`` reads it)
+    and the evidence at it (``meta.ship_evidence``, the latest: the next ship extends it)."""
+
+    def body(c: Db) -> None:
+        c.execute(
             "INSERT INTO meta (key, value) VALUES ('shipped_through', ?) ON CONFLICT (key) DO UPDATE SET"
             " value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)",
-            (str(mark),),
-        ),
-    )
+            (str(ev.through),),
+        )
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (EVIDENCE_KEY, ev.to_meta()),
+        )
 
-
-def _payload(v: Any) -> bytes:
-    return v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
+    write_txn(local, body)
 
 
 def _shippable(r: Any, payload: bytes) -> tuple[Any, ...]:
@@ -214,83 +432,126 @@ def _shippable(r: Any, payload: bytes) -> tuple[Any, ...]:
     )
 
 
-def _copy(pg: psycopg.Connection[Any], sql: str, rows: list[Any], host_id: str | None) -> None:
-    """COPY local log rows (binary), with ``host_id`` first when given."""
-    with pg.cursor() as cur, cur.copy(sql) as cp:
-        if host_id is None:
-            cp.set_types(list(_STAGE_TYPES))
-            for r in rows:
-                cp.write_row((r[0], r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
-        else:
-            cp.set_types(["text", *_STAGE_TYPES])
-            for r in rows:
-                cp.write_row((host_id, r[0], r[1], r[2], r[3], _payload(r[4]), r[5], r[6], r[7], r[8], r[9]))
+@dataclass(slots=True)
+class _Copied:
+    """What one COPY pass wrote: rows written, the last local id gone through, newest receipt, window."""
+
+    written: int = 0
+    last: int = 0
+    as_of: str = ""
+    window: int | None = None
+    full_bytes: bool = False
 
 
-def _key_at(local: Db, local_id: int) -> str | None:
-    with storage_errors():
-        got = local.execute("SELECT idempotency_key FROM events_raw WHERE id = ?", (local_id,)).fetchall()
-    return str(got[0][0]) if got else None
+def _copy(
+    local: Db, pg: psycopg.Connection[Any], host_id: str, after: int, through: int, batch_bytes: int, skip: set[str]
+) -> _Copied:
+    """COPY the local rows ``after < id <= through`` (binary, payloads decoded one at a time) into the
+    central log, leaving out keys in ``skip``; stops once ``batch_bytes`` of payload went (after at
+    least one row)."""
+    out = _Copied(last=after)
+    size = 0
+    cur = local.cursor()
+    try:
+        with storage_errors(), pg.cursor() as pc, pc.copy(_COPY) as cp:
+            cp.set_types(list(_TYPES))
+            for r in cur.execute(
+                f"SELECT {_LOCAL_COLUMNS}, codec FROM events_raw WHERE id > ? AND id <= ? ORDER BY id", (after, through)
+            ):
+                if size >= batch_bytes and out.last > after:
+                    out.full_bytes = True
+                    break
+                out.last = int(r[0])
+                if r[5] > out.as_of:
+                    out.as_of = r[5]
+                if r[1] in skip:
+                    continue
+                payload = decode_payload(local, r[10], r[4])
+                if r[2] == "ingestd" and r[3] == "watchdog":
+                    out.window = window_of(payload) or out.window
+                size += len(payload)
+                cp.write_row((host_id, *_shippable(r, payload)))
+                out.written += 1
+    finally:
+        cur.close()
+    return out
 
 
-def ship_batch(local: Db, pg: psycopg.Connection[Any], host_id: str, batch_rows: int) -> tuple[int, int, int]:
+def present_keys(pg: psycopg.Connection[Any], host_id: str, keys: list[str]) -> set[str]:
+    """Which of ``keys`` the store holds for ``host_id``. Read-only."""
+    got = pg.execute(
+        "SELECT idempotency_key FROM events_raw WHERE host_id = %s AND idempotency_key = ANY(%s)", (host_id, keys)
+    )
+    return {str(r[0]) for r in got}
+
+
+def ship_batch(
+    local: Db,
+    pg: psycopg.Connection[Any],
+    host_id: str,
+    batch_rows: int,
+    *,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    known: Evidence | None = None,
+) -> Batch:
     """Ship the next batch in one store transaction.
 
+    Under the host's row lock: where to resume (``_resume``: the store's mark when this database's
+    evidence there is the store's, else from the first row, recording the divergence with
+    ``copies.diverged``), then at most ``batch_rows`` rows and ``batch_bytes`` of payload past it,
+    streamed into one COPY; keys the store holds already (a divergence, or a key the COPY met) are
+    looked up and left out. The mark, its key and its evidence move in the same transaction.
+
+    Args:
+        known: this database's evidence at or below the mark (the previous batch's, or
+            ``meta.ship_evidence``), so only the keys since are read to check the store's.
+
     Returns:
-        ``(rows sent, rows inserted, mark after)``; ``(0, 0, mark)`` when nothing was pending.
+        ``Batch``; ``sent == 0`` when nothing was pending.
 
     Raises:
+        copies.SecondCopy: another copy of this database ships as its host.
         StorageError: the store refused (the transaction rolled back: rows and mark as before).
     """
     with pg_errors(), pg.transaction():
-        row = pg.execute(
-            "SELECT shipped_through, shipped_key, abandoned_through, abandoned_key FROM hosts"
-            " WHERE host_id = %s FOR NO KEY UPDATE",
-            (host_id,),
-        ).fetchone()
-        mark = int(row[0]) if row else 0
-        if mark and row is not None and _key_at(local, mark) != row[1]:
-            # The local log no longer has the shipped row at the mark: the database was restored
-            # from a backup (or replaced, or copied) and reuses ids. Ship it all again; keys the
-            # store has are skipped (staging and ON CONFLICT), rows it lacks go in. Unless it is
-            # the copy the store left behind (``copies.diverged`` raises).
+        row = _host_row(pg, host_id, lock=True)
+        resume = _resume(local, pg, host_id, row, known)
+        if resume.diverged and row is not None:
+            # Unless it is the copy the store left behind (``copies.diverged`` raises), this database
+            # was restored from a backup or replaced: its whole log is gone through again, each key
+            # the store lacks sent.
             copies.diverged(pg, host_id, row, _key_at(local, int(row[2])) if row[2] else None, local.filename)
-            log.warning("ship_log_diverged", host_id=host_id, mark=mark)
-            mark = 0
+            log.warning("ship_log_diverged", host_id=host_id, mark=int(row[0]))
+        start = resume.start
         with storage_errors():
-            # the store keeps the exact bytes (SPEC §3): payloads are shipped decoded
-            rows: list[Any] = [
-                _shippable(r, decode_payload(local, r[10], r[4]))
-                for r in local.execute(
-                    f"SELECT {_LOCAL_COLUMNS}, codec FROM events_raw WHERE id > ? ORDER BY id LIMIT ?",
-                    (mark, batch_rows),
+            ids = [
+                (int(i), str(k))
+                for i, k in local.execute(
+                    "SELECT id, idempotency_key FROM events_raw WHERE id > ? ORDER BY id LIMIT ?",
+                    (start.through, batch_rows),
                 )
             ]
-        if not rows:
-            return 0, 0, mark
-        as_of = ""
-        window: int | None = None
-        for r in rows:
-            if r[5] > as_of:
-                as_of = r[5]
-            if r[2] == "ingestd" and r[3] == "watchdog":
-                window = window_of(_payload(r[4])) or window
+        if not ids:
+            if row is not None and (row[4] != start.digest or int(row[0]) != start.through):
+                # the evidence a mark shipped before digests gets once checked, or a divergence's reset
+                key = _key_at(local, start.through) if start.through else None
+                pg.execute(_MARK, (start.through, key, start.digest, 0, None, None, host_id))
+            return Batch(0, 0, start, False)
+        keys = [k for _, k in ids]
+        skip = present_keys(pg, host_id, keys) if resume.check else set()
         pg.execute("SELECT pg_advisory_xact_lock(%s)", (SHIP_LOCK,))
+        through = ids[-1][0]
         try:
-            # Past the mark the store has none of these rows (the mark moves with them), so they
-            # are copied straight into the log; a key it has after all (a local database restored
-            # from an older backup reuses ids) refuses the COPY, and the batch goes through
-            # staging and ON CONFLICT DO NOTHING instead.
             with pg.transaction():
-                _copy(pg, f"COPY events_raw ({_DIRECT_COLUMNS}) FROM STDIN (FORMAT BINARY)", rows, host_id)
-            inserted = len(rows)
+                done = _copy(local, pg, host_id, start.through, through, batch_bytes, skip)
         except pgerr.UniqueViolation:
-            pg.execute(_STAGE)
-            _copy(pg, "COPY ship_stage FROM STDIN (FORMAT BINARY)", rows, None)
-            inserted = pg.execute(_APPEND, (host_id,)).rowcount
-        last = int(rows[-1][0])
-        pg.execute(_MARK, (last, rows[-1][1], inserted, as_of or None, window, host_id))
-    return len(rows), inserted, last
+            # a key the store holds past the mark (shipped under a mark a restore took back): look
+            # up the batch's keys and copy the others
+            done = _copy(local, pg, host_id, start.through, through, batch_bytes, present_keys(pg, host_id, keys))
+        gone = [k for (i, k) in ids if i <= done.last]
+        ev = Evidence(done.last, chain_digest(start.digest, gone))
+        pg.execute(_MARK, (done.last, gone[-1], ev.digest, done.written, done.as_of or None, done.window, host_id))
+    return Batch(len(gone), done.written, ev, done.full_bytes or len(ids) == batch_rows)
 
 
 def prepare(local: Db, pg: psycopg.Connection[Any]) -> Ctx:
@@ -315,16 +576,18 @@ def ship(
     pg: psycopg.Connection[Any],
     *,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
     on_batch: Callable[[int], None] | None = None,
     max_batches: int | None = None,
     prepared: Ctx | None = None,
 ) -> ShipResult:
-    """Ship every local log row past the host's mark, one transaction per batch.
+    """Ship every local log row the store lacks past the host's mark, one transaction per batch.
 
     Args:
         local: the local database (migrated); read, plus ``meta`` keys written.
         pg: a central store connection (not autocommit); migrated here when behind.
         batch_rows: int, rows per transaction.
+        batch_bytes: int, payload bytes (as read) per transaction, at least one row.
         on_batch: called with the rows of each committed batch (progress).
         max_batches: stop after this many batches (the daemon ships a bounded slice per pass).
         prepared: the identity ``prepare`` returned for this ``pg`` connection (the daemon's
@@ -339,31 +602,35 @@ def ship(
         MigrationError: the central ledger refuses.
         StorageError: either database refused; committed batches stay, with their mark.
     """
-    if batch_rows < 1:
-        raise ConfigError("ship batch size must be at least 1 row")
+    if batch_rows < 1 or batch_bytes < 1:
+        raise ConfigError("ship batches must be at least 1 row and 1 byte")
     ident = prepared if prepared is not None else prepare(local, pg)
-    sent = inserted = batches = 0
-    mark = _central_mark(pg, ident.host_id)
+    # each batch must be a transaction of its own, not a savepoint inside one a read left open
     pg.rollback()
+    sent = inserted = batches = 0
+    known = known_evidence(local)
+    full = False
     while max_batches is None or batches < max_batches:
         try:
-            n, k, mark = ship_batch(local, pg, ident.host_id, batch_rows)
+            got = ship_batch(local, pg, ident.host_id, batch_rows, batch_bytes=batch_bytes, known=known)
         except copies.SecondCopy:
             copies.refused(local, pg, ident.host_id)
             raise
-        if n == 0:
+        if got.evidence != known:
+            _record_local(local, got.evidence)
+            known = got.evidence
+        full = got.full
+        if got.sent == 0:
             break
-        sent += n
-        inserted += k
+        sent += got.sent
+        inserted += got.inserted
         batches += 1
-        _record_local(local, mark)
         if on_batch is not None:
-            on_batch(n)
-        if n < batch_rows:
+            on_batch(got.sent)
+        if not got.full:
             break
-    if batches == 0 and mark:
-        _record_local(local, mark)
-    return ShipResult(ident.host_id, sent, inserted, batches, mark)
+    through = known.through if known is not None else 0
+    return ShipResult(ident.host_id, sent, inserted, batches, through, full)
 
 
 class Shipper:
@@ -375,10 +642,19 @@ class Shipper:
     (``prepare``), not on every pass.
     """
 
-    def __init__(self, db_path: str, url: str, *, batch_rows: int = DEFAULT_BATCH_ROWS, max_batches: int = 10) -> None:
+    def __init__(
+        self,
+        db_path: str,
+        url: str,
+        *,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+        max_batches: int = 10,
+    ) -> None:
         self.db_path = db_path
         self.url = url
         self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
         self.max_batches = max_batches
         self._local: Db | None = None
         self._pg: psycopg.Connection[Any] | None = None
@@ -388,7 +664,7 @@ class Shipper:
         """Ship up to ``max_batches`` batches. Blocking (run it off the event loop).
 
         Returns:
-            ``ShipResult``; ``sent == max_batches * batch_rows`` means more is probably pending.
+            ``ShipResult``; ``more``: more is probably pending.
 
         Raises:
             IngestdError: the pass failed (nothing of an unfinished batch is in the store).
@@ -404,7 +680,12 @@ class Shipper:
             if self._ident is None:
                 self._ident = prepare(self._local, self._pg)
             return ship(
-                self._local, self._pg, batch_rows=self.batch_rows, max_batches=self.max_batches, prepared=self._ident
+                self._local,
+                self._pg,
+                batch_rows=self.batch_rows,
+                batch_bytes=self.batch_bytes,
+                max_batches=self.max_batches,
+                prepared=self._ident,
             )
         except BaseException:
             self._pg.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -32,7 +33,21 @@ from ingestd.errors import ConfigError
     help="The central store, postgresql://user@host/db (no password in it: ~/.pgpass or PGPASSWORD) [setting ship_to].",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be shipped; send nothing.")
-@click.option("--batch-rows", type=IntRange(min=1), default=None, help="Rows per transaction.")
+@click.option(
+    "--batch-rows", type=IntRange(min=1), default=None, help="Rows per transaction [setting ship_batch_rows]."
+)
+@click.option(
+    "--batch-bytes",
+    type=IntRange(min=1),
+    default=None,
+    help="Payload bytes per transaction, at least one row [setting ship_batch_bytes].",
+)
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Compare this database's log with the store's rows of its host, key by key, and name what is"
+    " missing; send nothing (exit 1 when rows below the mark are missing).",
+)
 @click.option(
     "--set-host-id",
     "host_id",
@@ -42,13 +57,24 @@ from ingestd.errors import ConfigError
 )
 @json_option
 def ship_cmd(
-    db_path: Path | None, to_url: str | None, dry_run: bool, batch_rows: int | None, host_id: str | None, as_json: bool
+    db_path: Path | None,
+    to_url: str | None,
+    dry_run: bool,
+    batch_rows: int | None,
+    batch_bytes: int | None,
+    verify: bool,
+    host_id: str | None,
+    as_json: bool,
 ) -> None:
     """Ship every local log row the central store does not have yet.
 
     One PostgreSQL transaction per batch holds the rows (COPY) and this host's high-water
-    mark, so an interrupted ship resumes exactly where it stopped. Rows are keyed by
-    (host_id, idempotency key): shipping again adds nothing.
+    mark with its evidence (a digest of every key up to it), so an interrupted ship resumes
+    exactly where it stopped, and a database restored from a backup ships every row the store
+    lacks. Rows are keyed by (host_id, idempotency key): shipping again adds nothing.
+
+    With --verify: compare the local log with the store's rows of this host and name the rows
+    missing below the mark (exit 1), those pending past it and those only the store holds.
 
     With --set-host-id NAME: when two machines share a host name, give this database its own
     host id before it first ships (the daemon stopped); nothing is shipped.
@@ -59,14 +85,17 @@ def ship_cmd(
     from ingestd.central.pg import describe
     from ingestd.central.ship import pending, ship
 
-    settings = load_settings({"ship_to": to_url, "ship_batch_rows": batch_rows})
+    settings = load_settings({"ship_to": to_url, "ship_batch_rows": batch_rows, "ship_batch_bytes": batch_bytes})
     url = settings.get_opt_str("ship_to")
     if not url:
         raise ConfigError("give the central store: --to postgresql://user@host/db (or the ship_to setting)")
     where = describe(url)
     # a dry run changes nothing here either: no migration, no re-projection, no identity written
-    local = open_db(db_path, "read" if dry_run else "update").db
+    local = open_db(db_path, "read" if dry_run or verify else "update").db
     pg = store_connection(url)
+    if verify:
+        _verify(local, pg, where, as_json)
+        return
     todo = pending(local, pg, sizes=dry_run)
     if dry_run:
         _say(
@@ -75,7 +104,12 @@ def ship_cmd(
             (
                 f"would ship {todo.rows:,} log rows ({todo.payload_bytes:,} payload bytes, local ids "
                 f"{todo.first_id}..{todo.last_id}) of host {todo.host_id} to {where} "
-                f"(shipped through local id {todo.shipped_through})"
+                + (
+                    f"(this log is not the one the store holds through local id {todo.shipped_through}:"
+                    " every row is checked, those the store lacks sent)"
+                    if todo.diverged
+                    else f"(shipped through local id {todo.shipped_through})"
+                )
                 if todo.rows
                 else f"nothing to ship: host {todo.host_id} is shipped through local id "
                 f"{todo.shipped_through} to {where}"
@@ -83,6 +117,7 @@ def ship_cmd(
         )
         return
     size = settings.get_int("ship_batch_rows")
+    nbytes = settings.get_int("ship_batch_bytes")
     if sys.stderr.isatty() and not as_json and todo.rows:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -90,15 +125,40 @@ def ship_cmd(
             TextColumn("ship"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
         ) as bar:
             task = bar.add_task("ship", total=todo.rows)
-            result = ship(local, pg, batch_rows=size, on_batch=lambda n: bar.advance(task, n))
+            result = ship(local, pg, batch_rows=size, batch_bytes=nbytes, on_batch=lambda n: bar.advance(task, n))
     else:
-        result = ship(local, pg, batch_rows=size)
+        result = ship(local, pg, batch_rows=size, batch_bytes=nbytes)
     _say(
         as_json,
         {"dry_run": False, "store": where, **result.to_json()},
         f"shipped {result.sent:,} log rows ({result.inserted:,} new to the store) of host {result.host_id} "
         f"to {where} in {result.batches} batches; shipped through local id {result.shipped_through}",
     )
+
+
+def _verify(local: Any, pg: Any, where: str, as_json: bool) -> None:
+    """``--verify``: the comparison, as JSON or as lines; exit 1 when it is not ``ok``."""
+    from ingestd.central.ship import verify_shipped
+
+    got = verify_shipped(local, pg)
+    if as_json:
+        emit_json({"store": where, **got.to_json()})
+    else:
+        click.echo(
+            f"host {got.host_id}: {got.local_rows:,} log rows here, {got.store_rows:,} in {where}; shipped"
+            f" through local id {got.shipped_through:,} (evidence {got.evidence})"
+        )
+        if got.missing:
+            ids = ", ".join(str(i) for i in got.missing_ids) + (", ..." if got.missing > len(got.missing_ids) else "")
+            click.echo(f"missing below the mark: {got.missing:,} rows (local ids {ids}): run `ingestd ship`")
+        if got.evidence == "differs":
+            click.echo("this log is not the one the store holds up to the mark: the next ship checks every row")
+        click.echo(
+            f"pending past the mark: {got.pending:,} rows; only in the store: {got.store_only:,} rows"
+            + (" (rows this database no longer holds, e.g. restored from an older backup)" if got.store_only else "")
+        )
+    if not got.ok:
+        sys.exit(1)
 
 
 def _say(as_json: bool, doc: dict[str, object], line: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from hashlib import blake2b
 
 
@@ -92,3 +93,20 @@ def origin_key_ranges(origin_hash: str, gen: int | None = None) -> tuple[tuple[s
         ("q:" + lines, "q:" + lines + "\x7f"),
         ("q:" + reset, "q:" + reset + "\x00"),
     )
+
+
+ZERO_DIGEST = "0" * 32
+
+
+def chain_digest(digest: str, keys: Iterable[str]) -> str:
+    """A running digest of idempotency keys: ``digest`` (32 hex digits) extended by ``keys`` in order.
+
+    ``d_0 = ZERO_DIGEST``, ``d_n = blake2b-16(d_{n-1} + key_n as UTF-8)``: extending by ``a`` then by
+    ``b`` equals extending by ``a + b``, so two parties that extend it over the same keys in any
+    slices agree, and two sequences of keys agree only if they are the same (team mode's shipping
+    evidence, ``ingestd.central.ship``). Pure.
+    """
+    d = bytes.fromhex(digest)
+    for k in keys:
+        d = blake2b(d + k.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return d.hex()

@@ -75,6 +75,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(3, "price_dimensions_titles", "8114b21de21b1eab655fb8b0bead1c592426dcfc02fa996e2f1d00bb0daa25df"),
     Pin(4, "host_divergence", "36925dd4228e11920f3594914adf006da3780fc64c18bcafefe2a1870fd9637c"),
     Pin(5, "origin_hash_index", "c2d167886e4a3a3684eae07a3954368b7abc8cfdad7e949cc23804ba206caceb"),
+    Pin(6, "shipped_digest", "210483b63421b80974b53fed8943e4ce1211e152b0f4b0c5810e521bff242201"),
 )
 
 

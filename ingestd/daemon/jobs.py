@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.core.watchdog import tick_cutoff, watchdog_row
 from ingestd.daemon.config import ServeConfig
-from ingestd.errors import IngestdError, StorageError
+from ingestd.errors import ConfigError, IngestdError, MigrationError, StorageError
+from ingestd.http.health import Health
 from ingestd.http.hooks import HookWriter
 from ingestd.logs import get_logger
 from ingestd.store.watchdog_pass import stale_count
@@ -83,6 +84,9 @@ async def schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: async
 # would), and said so at most this often (the first failure at once): each machine works offline (README).
 SHIP_MAX_WAIT_S = 300.0
 SHIP_REMIND_S = 600.0
+SHIPPER = "shipper"  # the part ``Health`` knows the shipping loop by
+UNREACHABLE_HINT = "the log is kept here and shipped once the store answers; retried less often meanwhile"
+REFUSED_HINT = "the store refuses this host: nothing more is shipped until the error is fixed; the log is kept here"
 
 
 class ShipFailures:
@@ -100,9 +104,14 @@ class ShipFailures:
         self.count = 0
         self._said_at: float | None = None
 
-    def failed(self, where: str, error: str) -> float:
+    def failed(self, where: str, error: str, *, refused: bool = False) -> float:
         """One more failure: the seconds to wait. Logs ``ship_failed`` (warning) the first time and
-        then every ``SHIP_REMIND_S`` while the failures go on."""
+        then every ``SHIP_REMIND_S`` while the failures go on.
+
+        Args:
+            refused: the store refuses this host (a configuration or ledger it does not accept),
+                which trying again does not mend: the hint says so.
+        """
         self.count += 1
         cap_s = max(SHIP_MAX_WAIT_S, self._interval_s)
         wait_s: float = min(cap_s, self._interval_s * 2.0 ** min(self.count - 1, 16))
@@ -115,7 +124,7 @@ class ShipFailures:
                 error=error,
                 failures=self.count,
                 next_try_s=wait_s,
-                hint="the log is kept here and shipped once the store answers; retried less often meanwhile",
+                hint=REFUSED_HINT if refused else UNREACHABLE_HINT,
             )
         return wait_s
 
@@ -126,12 +135,14 @@ class ShipFailures:
         self.count, self._said_at = 0, None
 
 
-async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
+async def ship_loop(cfg: ServeConfig, stop: asyncio.Event, health: Health | None = None) -> None:
     """Team mode (SPEC §13): follow the ``ship_to`` setting, shipping the log batch by batch.
 
     Nothing to do when the setting is unset. Each pass ships a bounded number of batches off the
     loop; the next pass follows at once while more is pending, else after ``ship_interval_s``.
-    A failed pass (store down, refused) is retried with backoff (``ShipFailures``).
+    A failed pass (store down, refused) is retried with backoff (``ShipFailures``) and reported to
+    ``health`` as the ``shipper`` failing, with the reason, until a pass goes through
+    (``/api/health`` answers 503 meanwhile; ``ingestd status`` shows it).
     """
     url = cfg.settings.get_opt_str("ship_to")
     if not url:
@@ -140,7 +151,13 @@ async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
     from ingestd.central.ship import Shipper
 
     where = describe(url)  # checked at start (``checks.check_ship_to``)
-    shipper = Shipper(str(cfg.db_path), url, batch_rows=cfg.settings.get_int("ship_batch_rows"), max_batches=10)
+    shipper = Shipper(
+        str(cfg.db_path),
+        url,
+        batch_rows=cfg.settings.get_int("ship_batch_rows"),
+        batch_bytes=cfg.settings.get_int("ship_batch_bytes"),
+        max_batches=10,
+    )
     interval_s = max(1, cfg.settings.get_int("ship_interval_s"))
     loop = asyncio.get_running_loop()
     failures = ShipFailures(interval_s)
@@ -150,12 +167,16 @@ async def ship_loop(cfg: ServeConfig, stop: asyncio.Event) -> None:
             try:
                 got = await loop.run_in_executor(None, shipper.run_once)
                 failures.shipped(where)
+                if health is not None:
+                    health.ok(SHIPPER)
                 if got.sent:
                     log.info("shipped", store=where, rows=got.sent, inserted=got.inserted, through=got.shipped_through)
-                if got.sent >= shipper.batch_rows * shipper.max_batches:
+                if got.more:
                     wait_s = 0
             except IngestdError as e:
-                wait_s = failures.failed(where, e.message)
+                wait_s = failures.failed(where, e.message, refused=isinstance(e, ConfigError | MigrationError))
+                if health is not None:
+                    health.failed(SHIPPER, f"shipping to {where}: {e.message}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait_s)
     finally:

@@ -216,7 +216,7 @@ async def _schedule_ctx(app: web.Application) -> AsyncIterator[None]:
 
 async def _ship_ctx(app: web.Application) -> AsyncIterator[None]:
     """Team-mode shipping (``ingestd.daemon.jobs.ship_loop``; idle without ``ship_to``)."""
-    task = asyncio.create_task(jobs.ship_loop(app[CONFIG], app[STOP]))
+    task = asyncio.create_task(jobs.ship_loop(app[CONFIG], app[STOP], app[HEALTH]))
     yield
     app[STOP].set()
     await jobs.cancel(task)

@@ -147,12 +147,24 @@ def test_kill_9_at_random_moments_never_loses_or_doubles_a_row(tmp_path: Path, p
     rng = random.Random(17)
     kills = 0
     marks: list[int] = []
+    # the moments are fractions of what a whole ship takes on this machine now (a loaded machine
+    # took longer than a fixed 0.6 s to commit the first batch, and no kill landed between batches)
+    probe = pg_url.rsplit("/", 1)[0] + "/" + pg_url.rsplit("/", 1)[1] + "_probe"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {probe.rsplit('/', 1)[1]}")
+    migrated = subprocess.run([sys.executable, "-m", "ingestd", "migrate", "--db", str(tmp_path / "a.db")], timeout=120)
+    assert migrated.returncode == 0  # re-projected once, before any ship is timed
+    timed = _ship_process(tmp_path / "a.db", probe, 700)
+    wait_for("the timed ship to connect", lambda: _ship_backends(probe) or timed.poll() is not None)
+    started = time.monotonic()  # from its connection to its end, as the kills below are timed
+    assert timed.wait() == 0
+    whole_s = time.monotonic() - started
     for _ in range(4):
         proc = _ship_process(tmp_path / "a.db", pg_url, 700)
         wait_for(
             "the ship to connect", lambda p=proc: _ship_backends(pg_url) or p.poll() is not None
         )  # connected: the ship has begun
-        time.sleep(rng.uniform(0.05, 0.6))
+        time.sleep(rng.uniform(0.1, 0.9) * whole_s)
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1

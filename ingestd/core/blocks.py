@@ -122,6 +122,10 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
     """Tool results, spawn results and the child agent they name; returns the turn's kind."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
+    said = text_of(content)
+    if is_notice(said):
+        assert said is not None
+        notice(state, said, ts, t)  # a delivered notice (2.1.332: ``origin.kind: "task-notification"``)
     if not isinstance(content, list):
         return user_kind(content if isinstance(content, str) else None, [])
     statuses: list[int] = []
@@ -137,7 +141,10 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
         st = result_status(is_error, text)
         statuses.append(st)
         note_tool(state, t, tuid, agent=agent, ended=ts, status=st)
-        async_launch = isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
+        # a background launch is no end of the agent: its end is a task-notification (``notice``)
+        async_launch = (
+            isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
+        ) or text.startswith(ASYNC_LAUNCH_TEXT)
         if not async_launch:
             note_result(state, tuid, is_error, spawn_cause(text) if is_error else None, ts)
         # 2.1.14+: the spawn's result names the child (toolUseResult.agentId), e.g.
@@ -147,7 +154,7 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
             if isinstance(child, str) and child:
                 link(state, tuid, "tool_use", child)
         t.all_agents = True
-    return user_kind(text_of(content), statuses)
+    return user_kind(said, statuses)
 
 
 def progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
@@ -170,26 +177,60 @@ def progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> N
             assistant(state, inner, ts_of(inner, ts), child, RANK_COPY, t)
 
 
-def queue(state: SessionState, obj: dict[str, Any], t: Touched) -> None:
-    """A ``<task-notification>`` enqueued for a background agent names task id and tool use id.
+def queue(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:
+    """A ``queue-operation`` ``enqueue`` whose ``content`` is a ``<task-notification>`` (``notice``).
 
     corpus/claude-projects/-Users-user-Documents-cka-buddy/7da73774-….jsonl lines 20-21:
     ``<task-id>a59e84c40dbe09dd4</task-id><tool-use-id>toolu_…</tool-use-id>…<status>completed``.
     """
     content = obj.get("content")
-    if obj.get("operation") != "enqueue" or not isinstance(content, str):
+    if obj.get("operation") == "enqueue" and isinstance(content, str):
+        notice(state, content, ts, t)
+
+
+NOTICE = "<task-notification>"
+# The tool_result text of a background spawn (2.1.332: fixtures/claude-2.1.332/agents/
+# async-agent-records.jsonl line 1), for a record whose ``toolUseResult`` is absent (a copy).
+ASYNC_LAUNCH_TEXT = "Async agent launched successfully"
+
+
+def is_notice(text: str | None) -> bool:
+    """Whether ``text`` (a queued content, a user record's text, a UserPromptSubmit ``prompt``) is a
+    ``<task-notification>``."""
+    return text is not None and text.lstrip().startswith(NOTICE)
+
+
+def notice(state: SessionState, text: str, ts: str, t: Touched) -> None:
+    """Fold a ``<task-notification>``: the end (per ``<status>``) of the agent its ``<task-id>`` names.
+
+    Claude Code 2.1.332 delivers one notice in three forms (a queue-operation, a ``user`` record
+    with ``origin.kind: "task-notification"``, a UserPromptSubmit hook's ``prompt``: docs/claude-code.md
+    §5.3); each is folded here, and they agree, so the join makes one piece of evidence. The
+    ``<task-id>`` is the agentId; ``<tool-use-id>`` (newer versions only) names the spawn, an edge of
+    provenance ``task_notification``. The agent's status is the newest notice's, ``(ts, status)``
+    max (a resumed agent notifies again). ``<usage>`` is Claude Code's summary of the agent's
+    tokens, never billed (the agent's own records are). A notice naming no agent (a background
+    shell's task, an agent of a file not read) creates none: ``derive_agents.agent_row`` needs other
+    evidence that it ran.
+
+    Args:
+        text: str, the notice (anything else is ignored). ts: str, canonical UTC, the carrier's time.
+    """
+    if not is_notice(text):
         return
-    if not content.startswith("<task-notification>"):
+    task = _tag(text, "task-id")
+    if not task:
         return
-    task = _tag(content, "task-id")
-    tuid = _tag(content, "tool-use-id")
-    status = _tag(content, "status")
-    if task and tuid:
+    tuid = _tag(text, "tool-use-id")
+    status = _tag(text, "status") or ""
+    prev = state.notified.get(task)
+    if prev is None or (ts, status) > prev:
+        state.notified[task] = (ts, status)
+    if tuid:
         link(state, tuid, "task_notification", task)
-        if status:
-            prev = state.notified.get(task)
-            state.notified[task] = max(prev, status) if prev else status
-        t.all_agents = True
+    t.agents.add(task)
+    t.all_agents = True
+    t.session = True
 
 
 def _tag(text: str, name: str) -> str | None:

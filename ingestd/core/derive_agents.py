@@ -229,7 +229,7 @@ def _subagent_status(v: View, a: str, ev: AgentEv | None, tuid: str | None) -> t
     status, cause = _spawn_status(state, tuid)
     note = state.notified.get(a)
     if status is None and note is not None:
-        status, cause = ("completed", None) if note == "completed" else ("error", "terminated_early")
+        status, cause = ("completed", None) if note[1] == "completed" else ("error", "terminated_early")
     if status is None and ev is not None:
         # how the subagent's own run ended (toolstatus.FAILED_ENDINGS, each rule with its real line);
         # "over" = the session ended with no success signal for it (no SubagentStop either)

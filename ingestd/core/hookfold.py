@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ingestd.core.blocks import notice
 from ingestd.core.records import LogRow
 from ingestd.core.rows import EventRow
 from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn
@@ -89,6 +90,10 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         state.start_at = h.ts
         t.all_agents = t.all_agents or state.end_at is not None  # a resume: every agent's end may change
     _activity(state, h, t)
+    if h.name == "UserPromptSubmit":
+        prompt = _s(obj, "prompt")
+        if prompt is not None:
+            notice(state, prompt, h.ts, t)  # a background agent's end delivered as a prompt (2.1.332)
     tuid = _s(obj, "tool_use_id")
     tool = _TOOL_EVENTS.get(h.name)
     if tool is not None and tuid:

@@ -219,7 +219,8 @@ class SessionState:
     legacy_prompt: dict[str, str] = field(default_factory=dict)  # root uuid -> prompt
     legacy_msgs: set[str] = field(default_factory=set)
     legacy_tools: set[str] = field(default_factory=set)
-    notified: dict[str, str] = field(default_factory=dict)  # agent -> task-notification status
+    # agent (a notice's task id) -> (ts, status) max of its task-notifications (``blocks.notice``)
+    notified: dict[str, tuple[str, str]] = field(default_factory=dict)
     legacy_emitted: set[str] = field(default_factory=set)  # legacy agent ids already derived
     # open calls last derived ``interrupted`` (their agent or session ended; ``derive``): which
     # rows must be re-derived when an agent's terminal state changes, never an input of a row

@@ -106,9 +106,9 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
         untimed(state, row, obj, t)
         t.session = True
         return
-    if kind == "queue-operation":
-        queue(state, obj, t)
     ts = note_time(state, row, obj, t)
+    if kind == "queue-operation":
+        queue(state, obj, ts, t)
     handler = _ACTIVITY.get(kind)
     if handler is None:
         return

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from ingestd.core.projector import fold_log
 from ingestd.core.records import LogRow
 from ingestd.core.touch import Ctx
+from tests.core import async_support
 from tests.core.folding import Incremental
 from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
@@ -140,6 +141,7 @@ ROWS = by_session(tree_rows())
 ROWS[REFUSED] = refused_session()
 ROWS[OPEN] = open_calls_session()
 ROWS[MIXED] = mixed_session()
+ROWS[async_support.SID] = async_support.session()  # a real 2.1.332 background agent (every notice form)
 SESSIONS = sorted(ROWS)
 
 

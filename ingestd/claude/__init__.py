@@ -8,5 +8,6 @@ bench may import any).
 __all__ = [
     "hooksetup",
     "paths",
+    "pluginsetup",
     "service",
 ]

@@ -174,6 +174,8 @@ def event_table_lines() -> list[str]:
 
 
 HTTP_TIMEOUT_S = 5
+MARKER = "ingestd.forward"
+INSTALLED_BY = ("X-Ingestd-Hook", "installed by ingestd hooks install")
 FORWARD_TIMEOUT_S = 2
 SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
 render = settingsjson.render  # the block `hooks print` shows, laid out as Claude Code writes it
@@ -242,8 +244,8 @@ def forward_command(t: HookTarget) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _http_hook(t: HookTarget) -> dict[str, Any]:
-    headers = {INSTALLED_BY[0]: INSTALLED_BY[1]}  # the mark that makes it ours (ingestd.claude.hooksetup)
+def _http_hook(t: HookTarget, mark: str) -> dict[str, Any]:
+    headers = {INSTALLED_BY[0]: mark}  # who wrote it: ``INSTALLED_BY`` makes it ours in settings
     hook: dict[str, Any] = {"type": "http", "url": t.url, "timeout": HTTP_TIMEOUT_S, "headers": headers}
     if t.token_env:
         headers["Authorization"] = f"Bearer ${{{t.token_env}}}"
@@ -251,15 +253,24 @@ def _http_hook(t: HookTarget) -> dict[str, Any]:
     return hook
 
 
-def _command_hook(t: HookTarget) -> dict[str, Any]:
-    return {"type": "command", "command": forward_command(t), "async": True, "timeout": HTTP_TIMEOUT_S}
+def _command_hook(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "async": True, "timeout": HTTP_TIMEOUT_S}
 
 
-def our_hooks(t: HookTarget) -> dict[str, list[dict[str, Any]]]:
-    """The ``hooks`` block ingestd installs, event -> matcher groups."""
+def our_hooks(
+    t: HookTarget, *, mark: str = INSTALLED_BY[1], command: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The ``hooks`` block ingestd installs, event -> matcher groups. Pure.
+
+    Args:
+        mark: the ``X-Ingestd-Hook`` header's value on the http hooks (``INSTALLED_BY`` in
+            settings; the plugin marks its own, ``ingestd.claude.pluginsetup``).
+        command: the command hooks' command line (default: ``forward_command(t)``).
+    """
     out: dict[str, list[dict[str, Any]]] = {}
+    forwarder = _command_hook(command if command is not None else forward_command(t))
     for ev in (*COMMAND_ONLY_EVENTS, *HTTP_EVENTS):
-        hook = _command_hook(t) if (t.legacy or ev in COMMAND_ONLY_EVENTS) else _http_hook(t)
+        hook = dict(forwarder) if (t.legacy or ev in COMMAND_ONLY_EVENTS) else _http_hook(t, mark)
         matcher = EVENTS_BY_NAME[ev].matcher
         group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
         group["hooks"] = [hook]
@@ -496,8 +507,6 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
     return backup
 
 
-MARKER = "ingestd.forward"
-INSTALLED_BY = ("X-Ingestd-Hook", "installed by ingestd hooks install")
 _UNMARKED_TIMEOUT_S = 5  # the timeout every unmarked install wrote (hooksetup.HTTP_TIMEOUT_S)
 
 
@@ -544,7 +553,8 @@ def _unmarked(hook: Any) -> bool:
     return hook.get("headers") == {"Authorization": f"Bearer ${{{names[0]}}}"}
 
 
-def _hooks_of(settings: dict[str, Any]) -> Iterator[Any]:
+def hooks_of(settings: dict[str, Any]) -> Iterator[Any]:
+    """Every hook object in ``settings``' ``hooks`` block (what is not the expected shape is passed over)."""
     hooks = settings.get("hooks")
     if not isinstance(hooks, dict):
         return
@@ -557,7 +567,7 @@ def _hooks_of(settings: dict[str, Any]) -> Iterator[Any]:
 def ours_in(settings: dict[str, Any]) -> Callable[[Any], bool]:
     """The test for ingestd's hooks in ``settings``: ``is_ours``, and in a file an older install
     wrote (our forwarder, no marked http hook) the unmarked http hooks it wrote too."""
-    every = list(_hooks_of(settings))
+    every = list(hooks_of(settings))
     older = any(is_forwarder(h) for h in every) and not any(is_marked(h) for h in every)
     if not older:
         return is_ours

@@ -10,6 +10,7 @@ __all__ = [
     "hooks",
     "ingest",
     "migrate",
+    "plugin",
     "pricing",
     "project",
     "prune",

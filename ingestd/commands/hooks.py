@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from ingestd import settings as settings_mod
-from ingestd.claude import hooksetup
+from ingestd.claude import hooksetup, pluginsetup
 from ingestd.claude.paths import Installed, claude_config_dir, find_installed
 from ingestd.commands._common import IntRange, db_option, load_settings, resolve_db, setting_option
 from ingestd.daemon import presence
@@ -98,7 +98,7 @@ def resolve_address(
     return HookAddress(reach_host(host), port, source)
 
 
-def _address(given_host: str | None, given_port: int | None, db_path: Path | None) -> HookAddress:
+def address_of(given_host: str | None, given_port: int | None, db_path: Path | None) -> HookAddress:
     """``resolve_address`` with the settings loaded and, unless both options are given, the daemon
     serving ``db_path`` (default: the default database) looked for. Reads the config file, the
     daemon's state file and probes its health (about a second at most).
@@ -129,11 +129,11 @@ def _warn_tokenless(address: HookAddress, token_env: str | None) -> None:
         )
 
 
-_PORT_HELP = (
+PORT_HELP = (
     "The daemon's port [default: the running daemon's (of --db), else the port setting as serve reads it: "
     "INGESTD_PORT, the config file, 7391]."
 )
-_HOST_HELP = (
+HOST_HELP = (
     "The address serve listens on (its --host) [default: the running daemon's (of --db), else the host setting "
     "as serve reads it: INGESTD_HOST, the config file, 127.0.0.1; a wildcard bind is reached on loopback]."
 )
@@ -158,6 +158,20 @@ def _say_which(legacy: bool, found: Installed) -> None:
 def _say_events() -> None:
     """Which events are installed, with which handler, and why each is or is not (on stderr)."""
     click.echo("\n".join(hooksetup.event_table_lines()), err=True)
+
+
+def _refuse_if_plugin_enabled(path: Path) -> None:
+    """Refuse (``ConfigError``) while the ingestd plugin is enabled in the user's settings or in the
+    file being edited: its hooks already post every event, and both would deliver each twice.
+    Reads those files."""
+    for where in dict.fromkeys([_path(None), path]):
+        ids = pluginsetup.enabled_in(hooksetup.parse_settings(hooksetup.read_text(where), where))
+        if ids:
+            raise ConfigError(
+                f"the ingestd plugin is enabled in {where} (enabledPlugins: {', '.join(ids)}): its hooks already "
+                "send every event to the daemon, and installing these too would deliver each twice; keep the "
+                f"plugin, or run `claude plugin disable {ids[0]}` first; nothing was changed"
+            )
 
 
 def _path(project: Path | None) -> Path:
@@ -189,8 +203,8 @@ def register(cli: click.Group) -> None:
     @hooks_group.command("install")
     @_common
     @db_option
-    @setting_option("host", help=_HOST_HELP)
-    @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
+    @setting_option("host", help=HOST_HELP)
+    @setting_option("port", type=IntRange(1, 65535), help=PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
     def install_cmd(
@@ -206,8 +220,9 @@ def register(cli: click.Group) -> None:
         daemon running on --db when there is one, else to where the settings say serve listens.
         Every observational event is hooked; --dry-run also lists each event and why."""
         path = _path(project)
+        _refuse_if_plugin_enabled(path)
         found = find_installed(dict(os.environ))
-        address = _address(host, port, db_path)
+        address = address_of(host, port, db_path)
         p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(address, token_env, legacy, found))
         _say_which(legacy, found)
         _say_where(address)
@@ -229,8 +244,8 @@ def register(cli: click.Group) -> None:
 
     @hooks_group.command("print")
     @db_option
-    @setting_option("host", help=_HOST_HELP)
-    @setting_option("port", type=IntRange(1, 65535), help=_PORT_HELP)
+    @setting_option("host", help=HOST_HELP)
+    @setting_option("port", type=IntRange(1, 65535), help=PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME")
     @click.option("--legacy", is_flag=True)
     def print_cmd(
@@ -238,7 +253,7 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Print the hooks block ingestd installs (touches no file), to the address install would use;
         on stderr, every event Claude Code has and why it is installed or left out."""
-        address = _address(host, port, db_path)
+        address = address_of(host, port, db_path)
         _say_where(address)
         _warn_tokenless(address, token_env)
         _say_events()

@@ -18,6 +18,7 @@ __all__ = [
     "ledger",
     "oversized",
     "projector",
+    "reassemble",
     "records",
     "revision",
     "rows",

@@ -6,6 +6,7 @@ bench may import any).
 """
 
 __all__ = [
+    "doctor",
     "hooksetup",
     "paths",
     "pluginsetup",

@@ -7,6 +7,7 @@ the ``_*`` modules are the commands' shared helpers.
 __all__ = [
     "backup",
     "cost",
+    "doctor",
     "export",
     "hooks",
     "ingest",

@@ -7,5 +7,6 @@ bench may import any).
 __all__ = [
     "backfill",
     "readfile",
+    "scan",
     "summary",
 ]

@@ -17,6 +17,8 @@ Routes (``add_api_routes``):
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
 - ``GET /api/status``: as ``ingestd status --json`` (without stat-ing transcript files)
 - ``GET /api/openapi.json``: the OpenAPI description shipped in ``ingestd/http/openapi.json``
+- ``GET /metrics``: the Prometheus text format from the rollups (``ingestd.http.metrics``); 503
+  ``unavailable`` with the reason while migrations are pending or the projections are stale
 
 Reads never touch the writer's connection: each request opens its own read-only connection in a
 worker thread (``run_in_executor``), so the event loop never waits on SQLite. Errors use the one JSON
@@ -41,6 +43,8 @@ from ingestd.core.timefmt import format_utc
 from ingestd.errors import ConfigError, IngestdError, InputError, StorageError
 from ingestd.http.health import Health
 from ingestd.http.hooks import error_response
+from ingestd.http.metrics import CONTENT_TYPE as METRICS_TYPE
+from ingestd.http.metrics import Unavailable, exposition
 from ingestd.report.cost import GROUPINGS, cost_report
 from ingestd.report.sessions import Narrow, projects_report, sessions_report
 from ingestd.report.status import status_report
@@ -217,6 +221,25 @@ async def openapi(request: web.Request) -> web.Response:
     return web.Response(body=request.app[OPENAPI], content_type="application/json")
 
 
+def _exposition(db_path: Path) -> bytes:
+    conn = connect(db_path, readonly=True)
+    try:
+        return exposition(conn, str(db_path))
+    finally:
+        conn.close()
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """``GET /metrics``: read at scrape time, in a worker thread."""
+    try:
+        body = await asyncio.get_running_loop().run_in_executor(None, _exposition, request.app[READ_DB])
+    except Unavailable as e:
+        return error_response(503, "unavailable", e.reason)
+    except IngestdError as e:
+        return _error(e)
+    return web.Response(body=body, headers={"Content-Type": METRICS_TYPE})
+
+
 def add_api_routes(
     app: web.Application,
     db_path: str | os.PathLike[str],
@@ -241,3 +264,4 @@ def add_api_routes(
     app.router.add_get("/api/cost", cost)
     app.router.add_get("/api/status", status)
     app.router.add_get("/api/openapi.json", openapi)
+    app.router.add_get("/metrics", metrics)

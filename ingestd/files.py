@@ -26,7 +26,9 @@ Capped reads (``read_capped``): a file named on the command line or in a setting
 config file, the token file, Claude Code's ``settings.json``) is read into memory whole to be
 parsed. Without a cap, a wrong name (``/dev/zero``, a multi-gigabyte log) ended in a ``MemoryError``
 traceback or an exhausted machine; with it, at most ``limit_bytes + 1`` bytes are read and a larger
-file is a one-line error (exit 2) naming it.
+file is a one-line error (exit 2) naming it. A file that is kept whatever it holds (a subagent's
+``.meta.json``) is read with ``read_bounded``: past the cap, its length, hash, head and tail, never the
+whole; a small file ingestd wrote itself (state, stalls, pid) with ``read_small``: past its cap, none.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import shlex
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
+from hashlib import blake2b
 from pathlib import Path
 
 from ingestd.errors import ConfigError, IngestdError
@@ -268,6 +271,72 @@ def replace(path: Path, data: bytes | str, mode: int) -> None:
 MIB = 1 << 20
 
 
+@dataclass(frozen=True, slots=True)
+class TooLarge:
+    """What ``read_bounded`` keeps of a file longer than its cap: never the whole file.
+
+    Attributes:
+        length: int, the file's size in bytes as read to its end.
+        digest: str, blake2b-8 hex of all those bytes (the hash a transcript line's key uses).
+        head: bytes, its first ``head_bytes``; tail: bytes, its last ``tail_bytes`` (they overlap
+            on a file shorter than both).
+    """
+
+    length: int
+    digest: str
+    head: bytes
+    tail: bytes
+
+
+def _open_regular(path: Path, what: str, error: type[IngestdError]) -> int:
+    """A read-only descriptor on ``path``, refused (``error``) when it is not a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        kind = kind_name(os.fstat(fd).st_mode)
+        if kind is not None:  # before open(fd): on a directory it raises, naming the fd, not the path
+            msg = f"{path} is {kind}, not a regular file: name the {what} itself; nothing was read"
+            raise error(msg, path=str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bounded(
+    path: Path,
+    limit_bytes: int,
+    what: str,
+    error: type[IngestdError] = ConfigError,
+    *,
+    head_bytes: int = 4 << 10,
+    tail_bytes: int = 64 << 10,
+) -> bytes | TooLarge:
+    """The bytes of the file at ``path``, or, when it holds more than ``limit_bytes``, a ``TooLarge``
+    (its length, hash, head and tail), read in 1 MiB chunks so memory stays under ``limit_bytes`` plus
+    ``tail_bytes`` plus a chunk whatever its size. Reads the filesystem.
+
+    For a file that is kept whatever it holds (a subagent's ``.meta.json`` is logged like a
+    transcript line: an oversized one as a marker). Errors as ``read_capped``'s, a larger file excepted.
+    """
+    fd = _open_regular(path, what, error)
+    with open(fd, "rb") as fh:  # owns fd from here: closing fh closes it
+        data = fh.read(limit_bytes + 1)
+        if len(data) <= limit_bytes:
+            return data
+        hasher = blake2b(data, digest_size=8)
+        head = data[:head_bytes]
+        tail = bytearray(data[-tail_bytes:] if tail_bytes else b"")
+        length = len(data)
+        del data
+        while chunk := fh.read(MIB):
+            hasher.update(chunk)
+            length += len(chunk)
+            if tail_bytes:
+                tail += chunk
+                del tail[: max(0, len(tail) - tail_bytes)]
+    return TooLarge(length, hasher.hexdigest(), head, bytes(tail))
+
+
 def read_capped(path: Path, limit_bytes: int, what: str, error: type[IngestdError] = ConfigError) -> bytes:
     """The bytes of the file at ``path``, refused when longer than ``limit_bytes``. Reads the filesystem.
 
@@ -279,24 +348,31 @@ def read_capped(path: Path, limit_bytes: int, what: str, error: type[IngestdErro
         error: the ``IngestdError`` class raised for a file that is too large or not a regular file.
 
     Raises:
-        error: the file holds more than ``limit_bytes`` bytes (the message names it and the cap),
-            or it is not a regular file (the message names it and its kind).
+        error: the file holds more than ``limit_bytes`` bytes (the message names it and the cap;
+            ``limit_bytes`` in its context), or it is not a regular file (the message names it and its kind).
         OSError: the file cannot be opened or read (``FileNotFoundError`` included): the caller says how.
 
-    The descriptor opened is closed on every path, a refusal or an error included.
+    The descriptor opened is closed on every path, a refusal or an error included. At most
+    ``limit_bytes + 1`` bytes are read.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    try:
-        kind = kind_name(os.fstat(fd).st_mode)
-        if kind is not None:  # before open(fd): on a directory it raises, naming the fd, not the path
-            msg = f"{path} is {kind}, not a regular file: name the {what} itself; nothing was read"
-            raise error(msg, path=str(path))
-    except BaseException:
-        os.close(fd)
-        raise
+    fd = _open_regular(path, what, error)
     with open(fd, "rb") as fh:  # owns fd from here: closing fh closes it
         data = fh.read(limit_bytes + 1)
     if len(data) > limit_bytes:
         cap = f"{limit_bytes // MIB} MiB" if limit_bytes % MIB == 0 else f"{limit_bytes} bytes"
-        raise error(f"{path}: the {what} is larger than {cap}; is it the right file? nothing was read", path=str(path))
+        raise error(
+            f"{path}: the {what} is larger than {cap}; is it the right file? nothing was read",
+            path=str(path),
+            limit_bytes=limit_bytes,
+        )
     return data
+
+
+def read_small(path: Path, limit_bytes: int, what: str) -> bytes | None:
+    """The bytes of a small file ingestd wrote itself (a state file, a pid file), or None when it is
+    missing, unreadable, not a regular file or larger than ``limit_bytes`` (a file replaced by
+    something else is no state). Never raises on I/O; reads at most ``limit_bytes + 1`` bytes."""
+    try:
+        return read_capped(path, limit_bytes, what)
+    except (OSError, IngestdError):
+        return None

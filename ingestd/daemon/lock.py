@@ -25,8 +25,10 @@ import os
 from pathlib import Path
 
 from ingestd.errors import DaemonError
+from ingestd.files import read_small
 
 PROC_LOCKS = Path("/proc/locks")
+PID_MAX_BYTES = 64  # a pid and a newline
 
 
 class DaemonLock:
@@ -126,8 +128,8 @@ def _holder(fd: int, pid_file: Path) -> str:
         pid = holder_from_proc_locks(st.st_dev, st.st_ino, PROC_LOCKS.read_text())
         if pid is not None:
             return str(pid)
-    with contextlib.suppress(OSError):
-        return pid_file.read_text().strip() or "unknown"
+    with contextlib.suppress(UnicodeDecodeError):
+        return (read_small(pid_file, PID_MAX_BYTES, "pid file") or b"").decode().strip() or "unknown"
     return "unknown"
 
 

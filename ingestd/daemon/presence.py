@@ -31,8 +31,10 @@ from ingestd import __version__, files
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.daemon.bind import reach_host
 from ingestd.daemon.lock import PROC_LOCKS, holder_from_proc_locks
+from ingestd.files import read_small
 
 PROBE_TIMEOUT_S = 1.0
+STATE_MAX_BYTES = 64 << 10  # the state file is a few hundred bytes; a larger one is no state
 
 
 def state_path(db_path: Path) -> Path:
@@ -69,7 +71,7 @@ def write_stopped(db_path: Path, *, now: datetime) -> None:
     """Add ``stopped_at`` to this process's state file (a clean stop). Never raises on I/O errors."""
     path = state_path(db_path)
     with contextlib.suppress(OSError, orjson.JSONDecodeError):
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_small(path, STATE_MAX_BYTES, "state file") or b"null")
         if isinstance(doc, dict) and doc.get("pid") == os.getpid():
             doc["stopped_at"] = format_utc(now)
             _write(path, doc)
@@ -78,8 +80,8 @@ def write_stopped(db_path: Path, *, now: datetime) -> None:
 def read_state(db_path: Path) -> dict[str, Any] | None:
     """The state file's document, or None when there is none or it is unreadable."""
     try:
-        doc = orjson.loads(state_path(db_path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = orjson.loads(read_small(state_path(db_path), STATE_MAX_BYTES, "state file") or b"null")
+    except orjson.JSONDecodeError:
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -10,19 +10,24 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ingestd.core.decode import UNDECODABLE, decode_line
+from ingestd.core.framing import HEAD_BYTES as HEAD
 from ingestd.core.framing import MAX_LINE_BYTES, Framer, Line, Oversized
-from ingestd.core.keys import jsonl_key, origin_hash, reset_key, short_hash
-from ingestd.core.oversized import usage_lost
+from ingestd.core.framing import TAIL_BYTES as TAIL
+from ingestd.core.keys import jsonl_key, jsonl_key_of_digest, origin_hash, reset_key, short_hash
+from ingestd.core.oversized import marker_payload, usage_lost
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
+from ingestd.errors import InputError
+from ingestd.files import MIB, TooLarge, read_bounded
 from ingestd.ingest.ahead import Ahead
 from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.scan import Found
@@ -36,6 +41,8 @@ log = get_logger("ingestd.ingest")
 
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
+# a subagent's .meta.json is a few hundred bytes; past this it is logged as an oversized marker
+META_MAX_BYTES = MIB
 
 Progress = Callable[[int], None]
 # a batch as applied: its log rows, its checkpoints, its fold made ahead and its blocks of lines
@@ -221,11 +228,13 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
             continue
         except ConnectionError:  # BrokenPipeError among them
             raise  # the hand-off to the writer broke (an interrupted run), not this file
-        except OSError as e:
-            # One unreadable file (EACCES, EIO, ...) must not stop the others: its complete lines
-            # read so far are kept (keys make a re-read harmless), its checkpoint is not advanced.
+        except (OSError, InputError) as e:
+            # One unreadable file (EACCES, EIO, made a FIFO since the scan, ...) must not stop the
+            # others: its complete lines read so far are kept (keys make a re-read harmless), its
+            # checkpoint is not advanced.
             summary.files_unreadable += 1
-            log.warning("file_unreadable", origin=f.origin, error=e.strerror or str(e))
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            log.warning("file_unreadable", origin=f.origin, error=why)
             continue
         if len(b.rows) >= batch_rows:
             b.flush()
@@ -250,16 +259,27 @@ def _resume(b: Batcher, f: Found, cp: tuple[Any, ...] | None, oh: str, sid: str 
 
 
 def _read_meta(b: Batcher, root: str, f: Found, oh: str, sid: str | None, gen: int, now: str) -> None:
-    """A subagent's ``.meta.json``: one row of the whole file, re-read whole when it changes."""
-    with open(f.path, "rb") as fh:
-        data = fh.read()
-    b.rows.append(
-        NewLogRow(
-            jsonl_key(oh, gen, 0, data), "jsonl", META, data, now, sid, f.origin, gen, 0, obj=decode_line(data).obj
-        )
-    )
-    b.summary.bytes += len(data)
-    b.cps.append(Checkpoint(root, f.origin, sid, gen, len(data), f.size, f.mtime_ns, f.inode, "", INGEST_REVISION, now))
+    """A subagent's ``.meta.json``: one row of the whole file, re-read whole when it changes.
+
+    A sidecar is a few hundred bytes; one larger than ``META_MAX_BYTES`` is never held whole: it is
+    logged as a marker row (``meta``, the ``{"oversized": ...}`` payload of an oversized line: length,
+    hash, head and tail), warned about (``sidecar_oversized``) and counted in ``oversized``.
+    """
+    got = read_bounded(Path(f.path), META_MAX_BYTES, "subagent sidecar", InputError, head_bytes=HEAD, tail_bytes=TAIL)
+    if isinstance(got, TooLarge):
+        ov = Oversized(0, got.length, got.digest, got.head, got.tail)
+        data = marker_payload(ov)
+        key = jsonl_key_of_digest(oh, gen, 0, got.digest)
+        b.summary.oversized += 1
+        log.warning("sidecar_oversized", origin=f.origin, length=got.length, cap=META_MAX_BYTES)
+        length = got.length
+    else:
+        data = got
+        key = jsonl_key(oh, gen, 0, data)
+        length = len(data)
+    b.rows.append(NewLogRow(key, "jsonl", META, data, now, sid, f.origin, gen, 0, obj=decode_line(data).obj))
+    b.summary.bytes += length
+    b.cps.append(Checkpoint(root, f.origin, sid, gen, length, f.size, f.mtime_ns, f.inode, "", INGEST_REVISION, now))
 
 
 def _read_lines(

@@ -18,6 +18,7 @@ Usage is counted by quarter-hour slot, so the bounds are widened to whole slots 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -29,9 +30,11 @@ from typing import Any
 from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError
 
 from ingestd.core.timefmt import format_utc, parse
-from ingestd.errors import ConfigError
+from ingestd.errors import ConfigError, IngestdError
+from ingestd.files import read_capped
 
 SLOT_MINUTES = 15
+TZ_MAX_BYTES = 1 << 20  # a zone file is a few KiB; a larger one (a wrong TZ=) is no zone
 _DAY_WORDS = {"today": 0, "yesterday": 1}
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
 _LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
@@ -111,9 +114,8 @@ def _tz_zone(name: str, localtime: Path) -> Zone | None:
             except (ZoneInfoNotFoundError, ValueError):
                 pass
     try:
-        with open(name, "rb") as f:
-            return Zone(name, ZoneInfo.from_file(f, key=name))
-    except (OSError, ValueError):
+        return Zone(name, ZoneInfo.from_file(io.BytesIO(read_capped(Path(name), TZ_MAX_BYTES, "zone file")), key=name))
+    except (OSError, ValueError, IngestdError):
         return None
 
 
@@ -126,9 +128,9 @@ def _machine_zone(localtime: Path) -> Zone:
     except (OSError, ZoneInfoNotFoundError, ValueError):
         pass
     try:
-        with localtime.open("rb") as f:
-            return Zone("localtime", ZoneInfo.from_file(f, key="localtime"))
-    except (OSError, ValueError):
+        data = read_capped(localtime, TZ_MAX_BYTES, "zone file")
+        return Zone("localtime", ZoneInfo.from_file(io.BytesIO(data), key="localtime"))
+    except (OSError, ValueError, IngestdError):
         return Zone("UTC", ZoneInfo("UTC"))
 
 

@@ -25,6 +25,8 @@ import orjson
 
 from ingestd import files
 
+MIRROR_MAX_BYTES = 1 << 20  # a few stalls; a larger file is none
+
 
 class StallReport(Protocol):
     """Who hears about a part retrying a transient refusal (the daemon's ``Health``)."""
@@ -100,7 +102,7 @@ def write_mirror(path: Path, stalls: Sequence[Stall]) -> None:
 def read_mirror(db_path: Path, now_unix_s: float) -> list[dict[str, object]]:
     """The stalls the daemon of ``db_path`` mirrored, if that daemon still runs ([] otherwise). Read-only."""
     try:
-        doc = orjson.loads(mirror_path(db_path).read_bytes())
+        doc = orjson.loads(files.read_small(mirror_path(db_path), MIRROR_MAX_BYTES, "stalls file") or b"null")
         pid = int(doc["pid"])
         os.kill(pid, 0)  # a file left by a daemon that died says nothing
         items = list(doc["stalls"])

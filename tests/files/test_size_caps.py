@@ -6,6 +6,7 @@ Regression: ``( ulimit -v 2000000; ingestd pricing load /dev/zero )`` ended in a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -74,3 +75,20 @@ def test_claude_settings_json_is_capped(tmp_path: Path) -> None:
     big.rename(tmp_path / "proj" / ".claude" / "settings.json")
     r = CliRunner().invoke(cli, ["hooks", "install", "--project", str(tmp_path / "proj"), "--dry-run"])
     assert r.exit_code == 2 and "the settings file is larger than 16 MiB" in r.output, r.output
+
+
+def test_read_bounded_keeps_length_hash_head_and_tail_of_a_larger_file(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"h" * 10 + b"m" * (3 << 20) + b"t" * 10)
+    assert files.read_bounded(f, 1 << 30, "thing") == f.read_bytes()
+    got = files.read_bounded(f, 100, "thing", head_bytes=10, tail_bytes=10)
+    assert got == files.TooLarge(
+        (3 << 20) + 20, hashlib.blake2b(f.read_bytes(), digest_size=8).hexdigest(), b"h" * 10, b"t" * 10
+    )
+
+
+def test_a_small_file_of_ingestd_past_its_cap_is_no_state(tmp_path: Path) -> None:
+    f = private(tmp_path / "s", 101)
+    assert files.read_small(f, 101, "state file") == b" " * 101
+    assert files.read_small(f, 100, "state file") is None
+    assert files.read_small(tmp_path / "missing", 100, "state file") is None

@@ -12,11 +12,13 @@ from __future__ import annotations
 import http.client
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,13 @@ def build_history(root: Path, sessions: int, lines: int) -> None:
         (d / f"{sid}.jsonl").write_bytes(b"".join(record(sid, i, assistant=i % 3 == 0) for i in range(lines)))
 
 
+def _address_space(n: int) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (n, n))
+
+    return limit
+
+
 @dataclass
 class Daemon:
     db: Path
@@ -82,14 +91,17 @@ class Daemon:
         root.mkdir()
         return cls(tmp / "d.db", root, free_port(), tmp / "serve.log")
 
-    def start(self, timeout_s: float = 20.0) -> None:
+    def start(self, timeout_s: float = 20.0, *, address_space_bytes: int | None = None) -> None:
+        """Start ``ingestd serve`` and wait for its health to answer; with ``address_space_bytes``,
+        under that ``RLIMIT_AS`` (set in the child before it runs Python)."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "INGESTD_SCHEDULE_ENABLED": "false"}
         argv = [
             *(sys.executable, "-m", "ingestd", "serve", "--db", str(self.db), "--projects", str(self.root)),
             *("--port", str(self.port), "--watchdog-interval-s", "3600", "--rescan-interval-s", "0.5"),
         ]
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env)
+            limit = None if address_space_bytes is None else _address_space(address_space_bytes)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env, preexec_fn=limit)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)

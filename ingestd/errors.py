@@ -69,6 +69,11 @@ class PragmaError(StorageError):
     """A connection pragma read back a value other than the one set."""
 
 
+class FileLost(StorageError):
+    """The database path no longer names the file a daemon writes (replaced or deleted under it):
+    nothing more is committed to the old file (``ingestd.daemon.fileguard``)."""
+
+
 class CheckFailed(IngestdError):
     """A verification ran and found differences (replay mismatch, verify failure)."""
 

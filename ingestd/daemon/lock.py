@@ -8,9 +8,14 @@ corrupted within seconds.) SQLite's own locks are POSIX byte-range locks, which 
 independent of ``flock``. The kernel drops the lock when the process dies (kill -9 included), so
 nothing stale ever blocks a restart.
 
+A second ``flock`` is held on ``<db>.lock`` beside the database's real path (the holder's pid is
+written in it): a lock on the database's inode alone does not survive ``mv backup.db ingestd.db``
+(a new inode at the path, unlocked), and a second daemon could start on the same path while the
+first still ran. The lock file stays when the database file is replaced, so the second daemon is
+refused until the first has seen the replace and stopped (``ingestd.daemon.fileguard``).
+
 The refusal names the holder's pid: from ``/proc/locks`` (the kernel's table, by device and
-inode, so it is right however the holder spelt the path), else from ``<db>.lock``, a pid file the
-holder writes beside the database's real path.
+inode, so it is right however the holder spelt the path), else from ``<db>.lock``.
 
 The database file is created here when missing (0600, directory 0700), as ``connect`` would; a
 start that then fails (the port taken, an unsafe file) calls ``discard``, which removes what the
@@ -38,19 +43,28 @@ class DaemonLock:
     closing any descriptor of a file drops the process's POSIX locks on it (SQLite's included).
     """
 
-    def __init__(self, path: Path, fd: int, pid_file: Path, made: tuple[Path, ...] = ()) -> None:
+    def __init__(self, path: Path, fd: int, pid_file: Path, made: tuple[Path, ...] = (), pid_fd: int = -1) -> None:
         self.path = path
         self.pid_file = pid_file
         self._fd = fd
+        self._pid_fd = pid_fd  # the lock file's, locked too (-1: none)
         self._made = made  # the database file, then the directories above it, that acquire created
+        st = os.fstat(fd)
+        self.identity = (st.st_dev, st.st_ino)  # of the database file locked
 
     def release(self) -> None:
-        """Release the lock and close the descriptor (the files stay)."""
+        """Release the locks and close the descriptors (the files stay)."""
         if self._fd >= 0:
             with contextlib.suppress(OSError):
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = -1
+        self._close_pid_fd()
+
+    def _close_pid_fd(self) -> None:
+        if self._pid_fd >= 0:
+            os.close(self._pid_fd)  # drops its flock
+            self._pid_fd = -1
 
     def discard(self) -> None:
         """Release the lock, removing what ``acquire`` created if it is still unused.
@@ -82,6 +96,7 @@ class DaemonLock:
                         os.rmdir(d)
         finally:
             os.close(fd)
+            self._close_pid_fd()
             self._made = ()
 
 
@@ -165,13 +180,40 @@ def acquire(db_path: Path) -> DaemonLock:
         os.close(fd)  # a failed start removed the file between our open and our lock: open it again
     else:
         raise DaemonError(f"the database {db_path} keeps being replaced while it is locked", path=str(db_path))
+    try:
+        pfd = _lock_file(pid_file, db_path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return DaemonLock(real, fd, pid_file, (real, *missing) if created else (), pfd)
+
+
+def _lock_file(pid_file: Path, db_path: Path) -> int:
+    """Take the ``flock`` on the lock file beside the database (created 0600), writing this pid in
+    it; its descriptor. A lock file that cannot be opened (a read-only directory) holds nothing: -1.
+
+    Raises:
+        DaemonError: another process holds it (a daemon whose database file was replaced under it).
+    """
+    try:
+        pfd = os.open(pid_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return -1
+    try:
+        fcntl.flock(pfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = _holder(pfd, pid_file)
+        os.close(pfd)
+        raise DaemonError(
+            f"another ingestd serve (pid {holder}) is already running on {db_path} (its lock file {pid_file} is "
+            "held: the database file was replaced while it ran); stop it first or pass a different --db",
+            lock=str(pid_file),
+            pid=holder,
+        ) from None
     with contextlib.suppress(OSError):
-        pfd = os.open(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(pfd, f"{os.getpid()}\n".encode())
-        finally:
-            os.close(pfd)
-    return DaemonLock(real, fd, pid_file, (real, *missing) if created else ())
+        os.ftruncate(pfd, 0)
+        os.pwrite(pfd, f"{os.getpid()}\n".encode(), 0)
+    return pfd
 
 
 def _open(real: Path, db_path: Path) -> tuple[int, bool]:

@@ -26,8 +26,10 @@ from ingestd.daemon import checks, presence
 from ingestd.daemon import lock as lock_mod
 from ingestd.daemon.bind import bind_socket
 from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.fileguard import FileGuard
 from ingestd.daemon.jobs import cancel
 from ingestd.daemon.root import assemble
+from ingestd.errors import DaemonError
 from ingestd.http import auth
 from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.parseerrors import json_errors
@@ -132,13 +134,16 @@ async def serve(
         raise
     try:
         sock = sock if sock is not None else bind_socket(cfg.host, cfg.port)
+        guard = FileGuard(cfg.db_path, held.identity)
         try:
-            await _serve_on(cfg, sock, ready)
+            await _serve_on(cfg, sock, ready, guard)
         finally:
             sock.close()
     finally:
         held.release()
     log.info("stopped")
+    if guard.lost is not None:
+        raise DaemonError(guard.lost, path=str(cfg.db_path))
 
 
 def _limits(cfg: ServeConfig) -> ConnLimits:
@@ -176,19 +181,22 @@ async def _until_signal(cfg: ServeConfig, port: int, stop: asyncio.Event, ready:
     log.info("shutting_down")
 
 
-async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int], None] | None) -> None:
-    """Prepare the database, listen on the bound ``sock`` through the connection guard, serve until a signal."""
+async def _serve_on(
+    cfg: ServeConfig, sock: socket.socket, ready: Callable[[int], None] | None, guard: FileGuard
+) -> None:
+    """Prepare the database, listen on the bound ``sock`` through the connection guard, serve until a
+    signal or until ``guard`` finds the database path no longer names the file (``fileguard.watch``)."""
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, prepare_db, cfg)
     limits = _limits(cfg)
     conns = ConnectionGuard(limits)
-    app = assemble(cfg, conns=conns)
+    stop = asyncio.Event()
+    app = assemble(cfg, conns=conns, file_guard=guard, on_file_lost=stop.set)
     # aiohttp's own keep-alive timer is a backstop behind the guard's.
     runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=limits.keepalive_timeout_s + 1)
     await runner.setup()
     loop.set_exception_handler(conns.exception_handler)
     server: asyncio.Server | None = None
-    stop = asyncio.Event()
     sweeper = asyncio.create_task(conns.run(stop))
     try:
         assert runner.server is not None
@@ -201,4 +209,4 @@ async def _serve_on(cfg: ServeConfig, sock: socket.socket, ready: Callable[[int]
         if server is not None:
             server.close()
         await runner.cleanup()
-        presence.write_stopped(cfg.db_path, now=datetime.now(UTC))
+        presence.write_stopped(cfg.db_path, now=datetime.now(UTC), reason=guard.lost)

@@ -67,13 +67,16 @@ def write_started(db_path: Path, *, host: str, port: int, now: datetime) -> Path
     return path
 
 
-def write_stopped(db_path: Path, *, now: datetime) -> None:
-    """Add ``stopped_at`` to this process's state file (a clean stop). Never raises on I/O errors."""
+def write_stopped(db_path: Path, *, now: datetime, reason: str | None = None) -> None:
+    """Add ``stopped_at`` (and ``stop_reason``, when the daemon stopped by itself) to this process's
+    state file (a clean stop). Never raises on I/O errors."""
     path = state_path(db_path)
     with contextlib.suppress(OSError, orjson.JSONDecodeError):
         doc = orjson.loads(read_small(path, STATE_MAX_BYTES, "state file") or b"null")
         if isinstance(doc, dict) and doc.get("pid") == os.getpid():
             doc["stopped_at"] = format_utc(now)
+            if reason is not None:
+                doc["stop_reason"] = reason
             _write(path, doc)
 
 
@@ -248,7 +251,8 @@ def detect(
         return Presence(state, pid, address, started, stopped, uptime, version, health, problem, str(path), db)
 
     if stopped:
-        return make("stopped", None, "stopped cleanly")
+        reason = doc.get("stop_reason")
+        return make("stopped", None, f"stopped by itself: {reason}" if isinstance(reason, str) else "stopped cleanly")
     if pid is None or not pid_alive(pid):
         return make("stopped", None, f"process {pid} is gone (killed, or the machine restarted)")
     if host is None or port is None:

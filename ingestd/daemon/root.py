@@ -21,8 +21,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ingestd.daemon import checks, hookwriter, jobs, presence
+from ingestd.daemon import checks, fileguard, hookwriter, jobs, presence
 from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.fileguard import FileGuard
 from ingestd.daemon.hookwriter import ApplyFn, ThreadWriter
 from ingestd.daemon.ingestrun import IngestRunner
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
@@ -48,10 +49,14 @@ STOP = web.AppKey("stop", asyncio.Event)
 CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
 
 
-def _open_write_conn(db_path: Path) -> Db:
+def _open_write_conn(db_path: Path, guard: FileGuard | None, health: Health, part: str | None = None) -> Db:
+    """A write connection, migrated; with ``guard``, every commit refused once the path no longer
+    names the daemon's file (``fileguard.guard_commits``), and ``part``'s progress told to ``health``."""
     conn = connect(db_path)
     migrate(conn)
-    return conn
+    if guard is not None:
+        return fileguard.guard_commits(conn, guard, health, part)
+    return checks.report_commits(conn, health, part) if part is not None else conn
 
 
 def assemble(
@@ -62,6 +67,8 @@ def assemble(
     changes: ChangeSource = watch_changes,
     ingest: IngestFn | None = None,
     conns: ConnectionGuard | None = None,
+    file_guard: FileGuard | None = None,
+    on_file_lost: Callable[[], None] | None = None,
 ) -> web.Application:
     """The daemon's application; its background work starts when it starts (``cleanup_ctx``).
 
@@ -72,6 +79,9 @@ def assemble(
         changes: the tailer's change source.
         ingest: override the tailer's ingest function (tests); default the ingest code.
         conns: the connection guard ``serve`` wraps the listening socket's connections in.
+        file_guard: the database file's identity, checked before every commit and every second
+            (``fileguard``; None: not checked); ``on_file_lost`` is called once it no longer holds
+            (``serve`` stops), after the WAL was folded into the old file.
 
     Raises:
         ConfigError: an ``allowed_origins`` item is not an origin.
@@ -80,7 +90,7 @@ def assemble(
     health = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = WalCheckpointer(lambda: connect(cfg.db_path))
-    writer = _make_writer(cfg, apply, health, checkpointer)
+    writer = _make_writer(cfg, apply, health, checkpointer, file_guard)
 
     def daemon_state(now: datetime) -> dict[str, Any]:
         return presence.self_report(cfg.db_path, now).to_json()
@@ -95,11 +105,12 @@ def assemble(
         daemon_state=daemon_state,
         background=[
             _writer_ctx,
-            _tailer_ctx(clock, changes, ingest),
+            _tailer_ctx(clock, changes, ingest, file_guard),
             _watchdog_ctx(clock),
             _schedule_ctx,
             _ship_ctx,
             _probe_ctx,
+            *([] if file_guard is None else [_file_guard_ctx(file_guard, on_file_lost)]),
         ],
         conns=conns,
     )
@@ -110,10 +121,12 @@ def assemble(
     return app
 
 
-def _make_writer(cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer) -> HookWriter:
+def _make_writer(
+    cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer, guard: FileGuard | None
+) -> HookWriter:
     """The hook writer, running ``apply`` (tests inject one) or the daemon's own (``make_apply``)."""
     return ThreadWriter(
-        lambda: checkpointer.attach(_open_write_conn(cfg.db_path)),
+        lambda: checkpointer.attach(_open_write_conn(cfg.db_path, guard, health)),
         apply if apply is not None else hookwriter.make_apply(),
         health=health,
     )
@@ -145,7 +158,9 @@ async def _writer_ctx(app: web.Application) -> AsyncIterator[None]:
     )
 
 
-def _tailer_ctx(clock: Callable[[], int], changes: ChangeSource, ingest: IngestFn | None) -> Ctx:
+def _tailer_ctx(
+    clock: Callable[[], int], changes: ChangeSource, ingest: IngestFn | None, guard: FileGuard | None
+) -> Ctx:
     """The tailer (catch-up, then follow) on its own ingest thread and connection."""
 
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -154,9 +169,7 @@ def _tailer_ctx(clock: Callable[[], int], changes: ChangeSource, ingest: IngestF
         run_ingest: IngestFn
         if ingest is None:
             run_ingest = runner = IngestRunner(
-                lambda: checks.report_commits(
-                    checkpointer.attach(_open_write_conn(cfg.db_path)), health, health_mod.TAILER
-                ),
+                lambda: checkpointer.attach(_open_write_conn(cfg.db_path, guard, health, health_mod.TAILER)),
                 cfg.projects,
                 clock=clock,
                 max_line_bytes=cfg.max_line_bytes,
@@ -179,6 +192,27 @@ def _tailer_ctx(clock: Callable[[], int], changes: ChangeSource, ingest: IngestF
             await asyncio.get_running_loop().run_in_executor(None, runner.close)
 
     return tailer_ctx
+
+
+def _file_guard_ctx(file_guard: FileGuard, then: Callable[[], None] | None) -> Ctx:
+    """The database file checked every second (``fileguard.watch``); once lost, the WAL folded into
+    the old file (on the writer's thread) and ``then`` called."""
+
+    async def file_guard_ctx(app: web.Application) -> AsyncIterator[None]:
+        async def lost(_why: str) -> None:
+            try:
+                await app[WRITER].call(fileguard.fold_wal)
+            except Exception as e:  # the old file refusing it (deleted, full) leaves nothing to fold
+                log.warning("wal_not_folded", error=str(e))
+            if then is not None:
+                then()
+
+        task = asyncio.create_task(fileguard.watch(file_guard, app[HEALTH], app[STOP], lost))
+        yield
+        app[STOP].set()
+        await jobs.cancel(task)
+
+    return file_guard_ctx
 
 
 def _watchdog_ctx(clock: Callable[[], int]) -> Ctx:

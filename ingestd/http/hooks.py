@@ -45,7 +45,7 @@ from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes, value_m
 from ingestd.core.records import NewLogRow
 from ingestd.core.storable import storable
 from ingestd.core.timefmt import from_epoch_ns
-from ingestd.errors import StorageError
+from ingestd.errors import FileLost, StorageError
 from ingestd.logs import get_logger
 from ingestd.settings import DEFAULTS
 from ingestd.store.connection import Db
@@ -246,7 +246,7 @@ def _writer_failed(request: web.Request, e: TimeoutError | StorageError, late: s
     the work without trying (503 unavailable), or failed it (500, logged)."""
     if isinstance(e, TimeoutError):
         return _reject(request, 503, "timeout", f"the database did not {late} in time; retry later")
-    if isinstance(e, WriterOverloaded | WriterClosed):
+    if isinstance(e, WriterOverloaded | WriterClosed | FileLost):
         return _reject(request, 503, "unavailable", f"{e}; retry later")
     log.error("hook_storage_error", error=str(e))
     return _reject(request, *STORAGE_FAILED)

@@ -314,10 +314,12 @@ def write_txn(conn: Db, fn: Callable[[Db], T]) -> T:
         raise
     try:
         conn.execute("COMMIT")
-    except apsw.Error as e:
+    except BaseException as e:  # a commit hook may refuse with its own error (``FileLost``)
         with contextlib.suppress(apsw.Error):
             conn.execute("ROLLBACK")
-        raise translate(e) from e
+        if isinstance(e, apsw.Error):
+            raise translate(e) from e
+        raise
     return result
 
 

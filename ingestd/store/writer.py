@@ -322,7 +322,16 @@ TRANSIENT_CAUSES = frozenset({"BusyError", "LockedError", "FullError", "IOError"
 # ... and those that are about the database, not about any row (read-only, corrupt, not a
 # database, no permission): splitting the batch cannot help, the error is raised as it is.
 DATABASE_CAUSES = frozenset(
-    {"ReadOnlyError", "CorruptError", "NotADBError", "PermissionsError", "CantOpenError", "AuthError", "NoLFSError"}
+    {
+        "ReadOnlyError",
+        "CorruptError",
+        "NotADBError",
+        "PermissionsError",
+        "CantOpenError",
+        "AuthError",
+        "NoLFSError",
+        "FileLost",
+    }
 )
 
 

@@ -37,7 +37,7 @@ import os
 import pwd
 import shlex
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from hashlib import blake2b
 from pathlib import Path
@@ -248,20 +248,26 @@ def write_new(path: Path, data: bytes | str, mode: int) -> None:
         os.fsync(fh.fileno())
 
 
-def replace(path: Path, data: bytes | str, mode: int) -> None:
+def replace(path: Path, data: bytes | str, mode: int, before_rename: Callable[[], None] | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: a temporary file beside it, renamed over it.
 
     The temporary name (``.<name>.tmp<pid>``) is this process's own, so two processes writing
     one file never share a half-written temporary; a left-over one of this pid is replaced.
     ``path`` itself is replaced, not followed: resolve a symlink first to write through it.
+    ``before_rename`` runs once the temporary file is written and synced, right before the rename
+    (a file of the user's re-read there, so a change made meanwhile is not overwritten); what it
+    raises stops the replace (the temporary file removed, ``path`` untouched).
 
     Raises:
         OSError: the directory refuses the file or the rename.
+        whatever ``before_rename`` raises.
     """
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
     try:
         write_new(tmp, data, mode)
+        if before_rename is not None:
+            before_rename()
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

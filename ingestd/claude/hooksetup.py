@@ -279,16 +279,20 @@ def our_hooks(
 
 
 def parse_settings(text: str | None, path: Path) -> dict[str, Any]:
-    """The settings object (``{}`` for a missing, empty or whitespace-only file).
+    """The settings object (``{}`` for a missing, empty or whitespace-only file), read by
+    ``settingsjson.loads`` (numbers keep their text).
 
     Raises:
-        InputError: not valid JSON, not an object, or the ``hooks`` block is not
+        InputError: not valid JSON, text ``settingsjson.loads`` refuses (a duplicate key, ``NaN``, a
+            lone surrogate escape), not an object, or the ``hooks`` block is not
             ``{event: [{"hooks": [{...}]}]}`` (the message names the first wrong place).
     """
     if text is None or not text.strip():
         return {}
     try:
-        doc = json.loads(text)
+        doc = settingsjson.loads(text)
+    except settingsjson.SettingsText as e:
+        raise InputError(f"{path}: {e}; fix it and run again; nothing was changed", path=str(path)) from None
     except json.JSONDecodeError as e:
         raise InputError(
             f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
@@ -394,8 +398,8 @@ class Plan:
         """False when the file would mean the same settings (formatting alone never counts)."""
         if self.old_text is None:
             return self.new_text != render({})
-        old: Any = json.loads(self.old_text) if self.old_text.strip() else {}
-        return self.new_text != self.old_text and json.loads(self.new_text) != old
+        old: Any = settingsjson.loads(self.old_text) if self.old_text.strip() else {}
+        return self.new_text != self.old_text and settingsjson.loads(self.new_text) != old
 
     def diff(self) -> str:
         """A unified diff of the change ('' when nothing changes)."""
@@ -469,17 +473,45 @@ def _splice(
     return settingsjson.splice_uninstall(old_text, new, ours_in(old))
 
 
-def apply_plan(p: Plan, stamp: str) -> Path | None:
+def _unchanged(p: Plan, target: Path) -> Callable[[], None]:
+    """A check that ``target`` still holds ``p.old_text`` (or still does not exist), run right before
+    the rename: another program (Claude Code itself) writing the file after it was read would
+    otherwise lose its change, in no backup either."""
+
+    def check() -> None:
+        try:
+            now: str | None = read_capped(target, SETTINGS_MAX_BYTES, "settings file", InputError).decode(
+                "utf-8", "replace"
+            )
+        except FileNotFoundError:
+            now = None
+        if now != p.old_text:
+            raise InputError(
+                f"{p.path} changed while ingestd edited it (another program wrote it): nothing was written; "
+                "run the command again",
+                path=str(p.path),
+            )
+
+    return check
+
+
+def apply_plan(p: Plan, stamp: str, *, force: bool = False) -> Path | None:
     """Write ``p`` (backup first, atomic replace). Returns the backup path, if one was made.
 
     A symlinked settings file is written through the link (the target is replaced atomically;
     the link stays). The backup sits beside the path as given, with the old file's mode, and only
     the newest ``settingsjson.KEEP_BACKUPS`` backups are kept. The new file keeps the old one's mode (0600
-    when there was none).
+    when there was none). The file is read again right before the rename; a change since ``p`` was
+    planned stops the write (``_unchanged``; the backup just made is removed).
 
     Args:
         p: the plan; nothing is written when it changes nothing.
         stamp: UTC stamp for the backup name, e.g. ``20261130T010203Z``.
+        force: write a file that is read-only (no write permission for this user) all the same.
+
+    Raises:
+        InputError: the file is read-only and not ``force``; it changed since it was read.
+        OSError: the directory refuses the backup or the file.
     """
     if not p.changed:
         return None
@@ -490,6 +522,12 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
     mode = 0o600
     if p.old_text is not None:
         mode = stat.S_IMODE(target.stat().st_mode)
+        if not force and (not mode & stat.S_IWUSR or not os.access(target, os.W_OK)):
+            raise InputError(
+                f"{p.path} is read-only (mode {mode:04o}): someone made it so on purpose, perhaps; "
+                "pass --force to write it anyway (it stays read-only); nothing was changed",
+                path=str(p.path),
+            )
         # After the newest of this second: a name pruned a moment ago is not reused (it would sort oldest).
         taken = [
             int(m.group(2) or 0)
@@ -503,7 +541,12 @@ def apply_plan(p: Plan, stamp: str) -> Path | None:
             backup = p.path.with_name(f"{p.path.name}.bak-{stamp}-{n}")
         files.write_new(backup, p.old_text, mode)
         settingsjson.prune_backups(p.path)
-    files.replace(target, p.new_text, mode)
+    try:
+        files.replace(target, p.new_text, mode, before_rename=_unchanged(p, target))
+    except InputError:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        raise
     return backup
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -92,14 +93,38 @@ def service_env(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _systemd_env(name: str, value: str) -> str:
-    """One ``Environment=`` assignment, quoted (no ``$`` expansion there; ``%`` specifiers doubled).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def check_values(spec: ServiceSpec) -> None:
+    """Refuse a value that would change the service file's meaning: every word of the command (the
+    paths included) and every environment variable's name and value, checked for control characters
+    (a line break ends the line and starts another directive: ``ExecStartPre=...``; a NUL, an escape
+    or a lone surrogate cannot be written either). Pure.
 
     Raises:
-        ConfigError: the value holds a line break (it would end the line and start another directive).
+        ConfigError: naming the value (the option it follows, or the variable) and the character.
     """
-    if "\n" in value or "\r" in value:
-        raise ConfigError(f"{name} holds a line break: it cannot be written into the service file")
+    found: list[tuple[str, str]] = []
+    for i, word in enumerate(spec.argv):
+        what = f"the value of {spec.argv[i - 1]}" if i and spec.argv[i - 1].startswith("--") else f"{word!r}"
+        found.append((what, word))
+    for name, value in spec.env.items():
+        found += [(f"the name {name!r}", name), (name, value)]
+    found.append(("the log file's path", str(spec.log_file)))
+    for what, value in found:
+        m = _CONTROL.search(value)
+        if m is not None:
+            raise ConfigError(
+                f"{what} holds a control character ({m.group()!r} in {value!r}): it cannot be written into "
+                "the service file; use a path or value without it",
+                value=value,
+            )
+
+
+def _systemd_env(name: str, value: str) -> str:
+    """One ``Environment=`` assignment, quoted (no ``$`` expansion there; ``%`` specifiers doubled);
+    ``check_values`` refused control characters before."""
     text = f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"')
     return f'Environment="{text}"\n'
 
@@ -155,7 +180,12 @@ def render_launchd(spec: ServiceSpec) -> str:
 
 
 def render(spec: ServiceSpec) -> str:
-    """The service file for ``spec.platform``."""
+    """The service file for ``spec.platform``.
+
+    Raises:
+        ConfigError: a value holds a control character (``check_values``).
+    """
+    check_values(spec)
     return render_launchd(spec) if spec.platform == "darwin" else render_systemd(spec)
 
 

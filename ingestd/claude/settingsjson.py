@@ -8,6 +8,12 @@
   symlink planted at its name.
 - ``splice_install`` / ``splice_uninstall``: ingestd's hooks inserted into or cut out of the
   user's text in place (``ingestd.core.jsonedit``), every other byte kept; checked by parsing back.
+- ``loads``: the text parsed so that writing it back changes nothing the user wrote: every number
+  keeps its text (``1e400`` is no ``Infinity``, ``1.50`` stays ``1.50``: ``render`` writes it back as
+  it was), and what Claude Code's own parser and ``json.loads`` would read differently is refused
+  with its place (``SettingsText``): a key twice in one object (``json.loads`` keeps the last
+  silently; a rewrite dropped the first), ``NaN`` / ``Infinity`` (not JSON), a lone surrogate escape
+  (``"\\ud800"``: no UTF-8 text can hold it).
 - ``backups_of`` / ``prune_backups``: ``<name>.bak-<UTC stamp>[-n]`` copies, the newest
   ``KEEP_BACKUPS`` kept; any other file beside them is never touched.
 """
@@ -69,11 +75,105 @@ def detect_style(text: str | None) -> Style:
     return Style(indent, key_sep, item_sep, "\\u" in body and body.isascii(), text.endswith("\n"))
 
 
+class SettingsText(ValueError):
+    """Settings text ``loads`` refuses: valid for ``json.loads``, but not written back unchanged."""
+
+
+class _Float(float):
+    """A JSON number with a fraction or exponent, and its text (``1e400``: ``inf``, written ``1e400``)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Float:
+        self = super().__new__(cls, text)
+        self.text = text
+        return self
+
+
+class _Int(int):
+    """A JSON integer and its text (``-0`` stays ``-0``)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _Int:
+        self = super().__new__(cls, text)
+        self.text = text
+        return self
+
+
+def _constant(name: str) -> Any:
+    raise SettingsText(f"{name} is not JSON (Claude Code cannot read it)")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise SettingsText(f"the key {json.dumps(k)} appears twice in one object (which one counts is unclear)")
+        out[k] = v
+    return out
+
+
+def _surrogate(value: Any) -> str | None:
+    """The first string (key or value) in ``value`` holding a lone surrogate, or None."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if any("\ud800" <= c <= "\udfff" for c in v):
+                return v
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def loads(text: str) -> Any:
+    """``text`` parsed, numbers keeping their text (see module docstring).
+
+    Raises:
+        json.JSONDecodeError: not JSON.
+        SettingsText: a duplicate key, ``NaN`` / ``Infinity``, or a lone surrogate escape (the message says which).
+        RecursionError: nested too deeply.
+    """
+    doc = json.loads(text, parse_float=_Float, parse_int=_Int, parse_constant=_constant, object_pairs_hook=_pairs)
+    bad = _surrogate(doc)
+    if bad is not None:
+        shown = json.dumps(bad)[:80]
+        raise SettingsText(f"the string {shown} holds a lone surrogate escape (half of a character): no UTF-8 text can")
+    return doc
+
+
+def _raw_numbers(value: Any, found: list[str]) -> Any:
+    """``value`` with every number whose text ``json.dumps`` would change replaced by a placeholder
+    string naming its place in ``found`` (which gets the text)."""
+    if isinstance(value, _Float | _Int) and value.text != json.dumps(value, allow_nan=True):
+        found.append(value.text)
+        return f"\x00ingestd-number-{len(found) - 1}\x00"
+    if isinstance(value, dict):
+        return {k: _raw_numbers(v, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_raw_numbers(v, found) for v in value]
+    return value
+
+
 def render(settings: dict[str, Any], style: Style = CLAUDE_STYLE) -> str:
-    """Settings laid out in ``style`` (default: as Claude Code writes them), key order kept."""
+    """Settings laid out in ``style`` (default: as Claude Code writes them), key order kept, numbers
+    read by ``loads`` written with their own text.
+
+    Raises:
+        ValueError: a float that is not a JSON number (``nan``, ``inf``) not read by ``loads``:
+            never written as ``NaN`` / ``Infinity``.
+    """
+    found: list[str] = []
+    doc = _raw_numbers(settings, found)
     out = json.dumps(
-        settings, indent=style.indent, separators=(style.item_sep, style.key_sep), ensure_ascii=style.ascii
+        doc, indent=style.indent, separators=(style.item_sep, style.key_sep), ensure_ascii=style.ascii, allow_nan=False
     )
+    for i, text in enumerate(found):
+        out = out.replace(json.dumps(f"\x00ingestd-number-{i}\x00", ensure_ascii=style.ascii), text, 1)
     return out + ("\n" if style.newline else "")
 
 
@@ -99,7 +199,7 @@ def prune_backups(path: Path, keep: int = KEEP_BACKUPS) -> list[Path]:
 def _parses_back(text: str, new: dict[str, Any]) -> str | None:
     """``text`` when it parses back to exactly ``new``, else None (the caller re-renders)."""
     try:
-        return text if json.loads(text) == new else None
+        return text if loads(text) == new else None
     except ValueError:
         return None
 
@@ -150,7 +250,7 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
         return None
     try:
         root = jsonedit.parse(old_text)
-        doc = json.loads(old_text)
+        doc = loads(old_text)
     except ValueError:
         return None
     hooks_span = root.members.get("hooks")

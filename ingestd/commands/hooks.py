@@ -189,6 +189,7 @@ def _common(f: F) -> F:
                 " ($CLAUDE_CONFIG_DIR/settings.json or ~/.claude/settings.json; DIR must exist).",
             ),
             click.option("--dry-run", is_flag=True, help="Print the diff; write nothing."),
+            click.option("--force", is_flag=True, help="Write the settings file even when it is read-only."),
         ]
     ):
         f = opt(f)
@@ -210,6 +211,7 @@ def register(cli: click.Group) -> None:
     def install_cmd(
         project: Path | None,
         dry_run: bool,
+        force: bool,
         db_path: Path | None,
         host: str | None,
         port: int | None,
@@ -229,17 +231,18 @@ def register(cli: click.Group) -> None:
         _warn_tokenless(address, token_env)
         if dry_run:
             _say_events()
-        _run(p, dry_run)
+        _run(p, dry_run, force)
 
     @hooks_group.command("uninstall")
     @_common
-    def uninstall_cmd(project: Path | None, dry_run: bool) -> None:
+    def uninstall_cmd(project: Path | None, dry_run: bool, force: bool) -> None:
         """Remove ingestd's hooks only."""
         path = _path(project)
         # the target is not read by an uninstall (``hooksetup.is_ours`` decides): no PATH search for it
         _run(
             hooksetup.plan(path, hooksetup.read_text(path), "uninstall", hooksetup.HookTarget(port=DEFAULT_PORT)),
             dry_run,
+            force,
         )
 
     @hooks_group.command("print")
@@ -261,12 +264,12 @@ def register(cli: click.Group) -> None:
         click.echo(hooksetup.render({"hooks": hooksetup.our_hooks(target)}), nl=False)
 
 
-def _run(p: hooksetup.Plan, dry_run: bool) -> None:
+def _run(p: hooksetup.Plan, dry_run: bool, force: bool = False) -> None:
     if not p.changed:
         click.echo(f"{p.path}: already up to date, nothing to do")
         return
     if dry_run:
         click.echo(p.diff(), nl=False)
         return
-    backup = hooksetup.apply_plan(p, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    backup = hooksetup.apply_plan(p, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()), force=force)
     click.echo(f"{p.path}: updated" + (f" (old file saved as {backup})" if backup else ""))

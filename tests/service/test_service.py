@@ -157,7 +157,7 @@ def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path
     bad = CliRunner().invoke(
         cli, ["service", "install", "--dry-run"], env={**env, "INGESTD_HOST": "x\nExecStartPre=/bin/sh"}
     )
-    assert bad.exit_code == 2 and "INGESTD_HOST holds a line break" in bad.output
+    assert bad.exit_code == 2 and "INGESTD_HOST holds a control character ('\\n'" in bad.output
 
 
 def test_a_non_loopback_host_needs_a_token_file_which_the_unit_names(tmp_path: Path) -> None:
@@ -213,3 +213,25 @@ def test_uninstall_reports_each_command_and_removes_the_file_whatever_the_manage
     calls.clear()
     assert service.uninstall("linux", path, stop=False, run=run) == [f"{path}: removed"]
     assert calls == [] and not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--db", "{tmp}/a\nExecStartPre=/bin/touch /tmp/pwned\n.db"], {}, "the value of --db"),
+        (["--projects", "{tmp}/p\rx"], {}, "the value of --projects"),
+        ([], {"CLAUDE_CONFIG_DIR": "{tmp}/c\nExecStartPre=/bin/sh"}, "the value of --projects"),
+        ([], {"INGESTD_HOST": "x\x1b[2J"}, "INGESTD_HOST"),
+        (["--token-file", "{tmp}/t\x7f"], {}, "the value of --token-file"),
+    ],
+)
+@pytest.mark.parametrize("plat", ["linux", "darwin"])
+def test_no_control_character_reaches_the_service_file(
+    tmp_path: Path, args: list[str], env: dict[str, str], named: str, plat: str
+) -> None:
+    home = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""}
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    more = {k: v.replace("{tmp}", str(tmp_path)) for k, v in env.items()}
+    res = CliRunner().invoke(cli, ["service", "install", "--dry-run", "--platform", plat, *argv], env={**home, **more})
+    assert res.exit_code == 2, res.output
+    assert f"{named} holds a control character" in res.output and "[Service]" not in res.output

@@ -13,7 +13,6 @@ signals) is ``ingestd.daemon.main``.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.fileguard import FileGuard
 from ingestd.daemon.hookwriter import ApplyFn, ThreadWriter
 from ingestd.daemon.ingestrun import IngestRunner
+from ingestd.daemon.receiptclock import ReceiptClock
 from ingestd.daemon.tailer import ChangeSource, IngestFn, Tailer, watch_changes
 from ingestd.http import guard
 from ingestd.http import health as health_mod
@@ -63,7 +63,7 @@ def assemble(
     cfg: ServeConfig,
     *,
     apply: ApplyFn | None = None,
-    clock: Callable[[], int] = time.time_ns,
+    clock: Callable[[], int] | None = None,
     changes: ChangeSource = watch_changes,
     ingest: IngestFn | None = None,
     conns: ConnectionGuard | None = None,
@@ -75,7 +75,8 @@ def assemble(
     Args:
         cfg: the configuration.
         apply: what the writer runs per grouped transaction (tests inject failures).
-        clock: ns since the epoch, for the watchdog.
+        clock: ns since the epoch, for every receipt time (hooks, transcript reads, the watchdog);
+            None: a ``ReceiptClock`` (never steps back within the run).
         changes: the tailer's change source.
         ingest: override the tailer's ingest function (tests); default the ingest code.
         conns: the connection guard ``serve`` wraps the listening socket's connections in.
@@ -86,6 +87,7 @@ def assemble(
     Raises:
         ConfigError: an ``allowed_origins`` item is not an origin.
     """
+    clock = ReceiptClock() if clock is None else clock
     policy = guard.make_policy(cfg.host, cfg.port, cfg.allowed_hosts, cfg.allowed_origins)
     health = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
@@ -103,6 +105,7 @@ def assemble(
         health=health,
         db_path=cfg.db_path,
         daemon_state=daemon_state,
+        clock=clock,
         background=[
             _writer_ctx,
             _tailer_ctx(clock, changes, ingest, file_guard),

@@ -9,6 +9,7 @@ work (writer, tailer, watchdog, jobs) is handed in by the composition root,
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -88,6 +89,7 @@ def make_app(
     daemon_state: Callable[[datetime], dict[str, Any]] | None = None,
     background: Sequence[Ctx] = (),
     conns: ConnectionGuard | None = None,
+    clock: Callable[[], int] = time.time_ns,
 ) -> web.Application:
     """The application over what it is handed; ``background`` starts when it starts.
 
@@ -103,11 +105,12 @@ def make_app(
         background: the daemon's background work, started in this order before the live view's
             feed, and stopped after it.
         conns: the connection guard ``serve`` wraps the listening socket's connections in.
+        clock: ns since the epoch, a hook's receipt time (the daemon's ``ReceiptClock``).
     """
     # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
     app = web.Application(middlewares=[_front(policy, token, conns)], client_max_size=hooks.max_body_bytes + 1)
     app[HEALTH] = health
-    handler = make_handler(writer, hooks, Receipts())
+    handler = make_handler(writer, hooks, Receipts(), clock)
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
     app.cleanup_ctx.extend(background)

@@ -275,15 +275,18 @@ async def _check_reuse(
     return _reject(request, 409, "idempotency_key_reused", msg)
 
 
-def make_handler(writer: HookWriter, cfg: HookConfig, receipts: Receipts) -> Any:
-    """The ``POST /hooks`` handler bound to a writer and limits."""
+def make_handler(
+    writer: HookWriter, cfg: HookConfig, receipts: Receipts, clock: Callable[[], int] = time.time_ns
+) -> Any:
+    """The ``POST /hooks`` handler bound to a writer and limits; ``clock`` (ns since the epoch)
+    stamps each delivery's receipt time when its request arrives."""
     timeout_s = cfg.hook_timeout_ms / 1000
     body_timeout_s = cfg.body_timeout_ms / 1000
     too_large = (413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
     in_flight = InFlight(cfg.max_decoded_bytes_in_flight)
 
     async def post_hook(request: web.Request) -> web.Response:
-        received_ns = time.time_ns()
+        received_ns = clock()
         # The raw header: aiohttp reports a missing one as application/octet-stream.
         if "Content-Type" not in request.headers or request.content_type != JSON:
             return _reject(request, *UNSUPPORTED_TYPE)

@@ -17,9 +17,14 @@ Events on the stream:
   than ``MAX_SESSIONS_LISTED`` sessions);
 - a comment line every ``HEARTBEAT_S`` keeps proxies and dead-peer detection honest.
 
-At most ``max_streams`` streams are open at once; one more gets 503 ``too_many_streams`` with
-``Retry-After``. On shutdown every stream ends at once (``on_shutdown``), so a restart never waits
-for browsers; the page's ``EventSource`` reconnects by itself.
+Who gets a stream: a request the browser marks as coming from another site (``Sec-Fetch-Site``
+other than ``same-origin`` or ``none``: a page elsewhere framing or navigating to ``/api/live``
+sends no ``Origin``, so the Origin rule cannot see it) is refused 403 ``cross_site``. At most
+``max_streams`` streams are open at once, and at most ``max_per_client`` of one client (its peer
+address); no one can hold them all: a stream past either cap evicts the one that has been open
+longest, of that client when it is over its own cap, else of the client holding the most (the
+evicted stream ends; a page's ``EventSource`` reconnects by itself). On shutdown every stream ends
+at once (``on_shutdown``), so a restart never waits for browsers.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from ingestd.store.connection import Db, connect
 log = get_logger("ingestd.live")
 
 MAX_STREAMS = 16
+MAX_STREAMS_PER_CLIENT = 4
+_SITES = frozenset(("same-origin", "none"))  # Sec-Fetch-Site values of the daemon's own page, or a typed URL
 POLL_INTERVAL_S = 0.2
 HEARTBEAT_S = 10.0
 MAX_SESSIONS_LISTED = 50
@@ -65,6 +72,9 @@ class _Subscriber:
     sessions: set[str] | None = field(default_factory=set)
     dirty: bool = False
     log_id: int = 0
+    client: str = ""  # the peer address
+    opened: int = 0  # the feed's stream counter when it opened
+    evicted: bool = False
 
     def push(self, log_id: int, sessions: set[str] | None) -> None:
         if sessions is None or self.sessions is None:
@@ -95,10 +105,19 @@ class ChangeFeed:
         polls: int, polls done so far, a failed read included (a commit after the first is noticed).
     """
 
-    def __init__(self, db_path: Path, *, interval_s: float = POLL_INTERVAL_S, max_streams: int = MAX_STREAMS) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        interval_s: float = POLL_INTERVAL_S,
+        max_streams: int = MAX_STREAMS,
+        max_per_client: int = MAX_STREAMS_PER_CLIENT,
+    ) -> None:
         self.db_path = db_path
         self.interval_s = interval_s
         self.max_streams = max_streams
+        self.max_per_client = max_per_client
+        self.opened = 0
         self.boot = time.time_ns()
         self.log_id = 0
         self.polls = 0
@@ -138,6 +157,28 @@ class ChangeFeed:
             self._conn.close()
             self._conn = None
             self._data_version = None
+
+    def admit(self, client: str) -> _Subscriber:
+        """A new stream for ``client``, after evicting the stream the caps say goes (module docstring)."""
+        mine = [s for s in self.subscribers if s.client == client]
+        victim: _Subscriber | None = None
+        if len(mine) >= self.max_per_client:
+            victim = min(mine, key=lambda s: s.opened)
+        elif len(self.subscribers) >= self.max_streams:
+            counts: dict[str, int] = {}
+            for s in self.subscribers:
+                counts[s.client] = counts.get(s.client, 0) + 1
+            most = max(counts.values())
+            victim = min((s for s in self.subscribers if counts[s.client] == most), key=lambda s: s.opened)
+        if victim is not None:
+            log.warning("live_stream_evicted", client=victim.client, open=len(self.subscribers), cap=self.max_streams)
+            victim.evicted = True
+            victim.wake.set()
+            self.subscribers.discard(victim)
+        self.opened += 1
+        sub = _Subscriber(client=client, opened=self.opened)
+        self.subscribers.add(sub)
+        return sub
 
     def broadcast(self, log_id: int, sessions: set[str] | None) -> None:
         """Hand one change to every open stream (coalesced with what each has not sent yet)."""
@@ -181,13 +222,11 @@ def _event(name: str, doc: dict[str, Any]) -> bytes:
 async def stream(request: web.Request) -> web.StreamResponse:
     """``GET /api/live``: the event stream (see the module docstring)."""
     feed = request.app[FEED]
-    if len(feed.subscribers) >= feed.max_streams:
-        log.warning("live_stream_refused", open=len(feed.subscribers), cap=feed.max_streams)
-        refused = error_response(503, "too_many_streams", f"at most {feed.max_streams} live streams are served at once")
-        refused.headers["Retry-After"] = "5"
-        return refused
-    sub = _Subscriber()
-    feed.subscribers.add(sub)
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site not in _SITES:
+        log.warning("live_stream_refused", reason="cross_site", sec_fetch_site=site)
+        return error_response(403, "cross_site", "the live feed is served to this daemon's own page only")
+    sub = feed.admit(request.remote or "")
     resp = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
     )
@@ -201,7 +240,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
                 break
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(sub.wake.wait(), 1.0)
-            if feed.closing.is_set():
+            if feed.closing.is_set() or sub.evicted:
                 break
             if sub.dirty:
                 await resp.write(_event("change", sub.take()))
@@ -222,6 +261,7 @@ def add_live_routes(
     *,
     interval_s: float = POLL_INTERVAL_S,
     max_streams: int = MAX_STREAMS,
+    max_per_client: int = MAX_STREAMS_PER_CLIENT,
 ) -> ChangeFeed:
     """Register ``GET /api/live`` and the feed's poll task (``cleanup_ctx``) on ``app``.
 
@@ -229,12 +269,12 @@ def add_live_routes(
         app: the daemon's application.
         db_path: the database the writers write.
         interval_s: seconds between polls.
-        max_streams: cap on concurrently open streams.
+        max_streams: cap on concurrently open streams; max_per_client: of one peer address.
 
     Returns:
         The feed (tests push into it or read its subscribers).
     """
-    feed = ChangeFeed(db_path, interval_s=interval_s, max_streams=max_streams)
+    feed = ChangeFeed(db_path, interval_s=interval_s, max_streams=max_streams, max_per_client=max_per_client)
     app[FEED] = feed
     app.router.add_get("/api/live", stream)
 

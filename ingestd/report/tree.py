@@ -24,29 +24,27 @@ from ingestd.store.rollup import RATE_SQL, TIER_SQL
 def resolve_session(conn: Db, prefix: str) -> str:
     """The one session id equal to, or starting with, ``prefix``. Read-only.
 
-    The CLI and the read API both come here, so they resolve alike: surrounding white space is
-    ignored, and case too (ids are lowercase UUIDs; an id stored in another case still matches
-    exactly as given).
+    The CLI and the read API both come here, so they resolve alike. The id is taken exactly as given:
+    never trimmed or case-folded (an id is attacker-controlled text: ``" abc"`` or ``"ABC"`` must
+    not open the session ``abc...``); an exact id wins over a longer one it is a prefix of.
 
     Raises:
         InputError: nothing to match (``reason="empty"``), no session matches
             (``reason="not_found"``) or several do (``reason="ambiguous"``, ``candidates`` lists up
             to five).
     """
-    p = prefix.strip()
+    p = prefix
     if not p:
         raise InputError("give a session id or a unique prefix of one", reason="empty")
-    found: set[str] = set()
     with storage_errors():
-        for q in dict.fromkeys((p, p.lower())):
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (q,)).fetchall():
-                return q
-            found.update(
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", (q, q + "\U0010ffff")
-                )
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (p,)).fetchall():
+            return p
+        found = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 6", (p, p + "\U0010ffff")
             )
+        }
     if not found:
         raise InputError(f"no session id starts with {p!r} (see `ingestd sessions`)", reason="not_found")
     if len(found) > 1:

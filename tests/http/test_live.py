@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from aiohttp import web
@@ -202,22 +203,64 @@ async def test_a_slow_reader_gets_one_coalesced_change(live: Any, db_path: Path)
     resp.close()
 
 
-async def test_streams_are_capped(live: Any) -> None:
+async def _ended(resp: Any) -> bool:
+    """The server ended the stream (EOF within 5 s)."""
+    async with asyncio.timeout(5):
+        while await resp.content.read(65536):
+            pass
+    return True
+
+
+async def test_a_stream_past_the_cap_evicts_the_oldest_never_refused(live: Any) -> None:
     feed = live.app[FEED]
     first = await live.get("/api/live")
     second = await live.get("/api/live")
     await next_event(first)
     await next_event(second)
-    refused = await live.get("/api/live")
-    assert refused.status == 503 and refused.headers["Retry-After"]
-    assert (await refused.json())["error"]["code"] == "too_many_streams"
-    first.close()
-    # the server notices the closed stream within a second
-    await until("a closed stream to stop counting against the cap", lambda: len(feed.subscribers) <= 1, 5)
     third = await live.get("/api/live")
     assert third.status == 200
+    assert (await next_event(third))[0] == "hello"
+    assert await _ended(first)  # the oldest went; the newest page always gets its feed
+    assert len(feed.subscribers) == 2
     second.close()
     third.close()
+
+
+async def test_one_client_cannot_hold_every_stream(aiohttp_server: Any, db_path: Path) -> None:
+    app = web.Application()
+    add_live_routes(app, db_path, interval_s=0.02, max_streams=4, max_per_client=3)
+    server = await aiohttp_server(app)
+    url = f"http://127.0.0.1:{server.port}/api/live"
+    hog = aiohttp.ClientSession()
+    other = aiohttp.ClientSession(connector=aiohttp.TCPConnector(local_addr=("127.0.0.2", 0)))
+    try:
+        held = [await hog.get(url) for _ in range(4)]  # the fourth evicts the hog's own first
+        for r in held[1:]:
+            assert (await next_event(r))[0] == "hello"
+        assert await _ended(held[0])
+        mine = [await other.get(url) for _ in range(2)]
+        for r in mine:
+            assert (await next_event(r))[0] == "hello"
+        assert await _ended(held[1])  # the cap was full at the second: the hog's oldest made room
+        feed = app[FEED]
+        assert sorted(s.client for s in feed.subscribers) == ["127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2"]
+        for r in [*held, *mine]:
+            r.close()
+    finally:
+        await hog.close()
+        await other.close()
+
+
+@pytest.mark.parametrize(
+    ("site", "status"), [("cross-site", 403), ("same-site", 403), ("same-origin", 200), ("none", 200)]
+)
+async def test_a_navigation_from_another_site_gets_no_stream(live: Any, site: str, status: int) -> None:
+    resp = await live.get("/api/live", headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate"})
+    assert resp.status == status
+    if status == 403:
+        assert (await resp.json())["error"]["code"] == "cross_site"
+        assert live.app[FEED].subscribers == set()
+    resp.close()
 
 
 async def test_shutdown_ends_open_streams_at_once(aiohttp_server: Any, aiohttp_client: Any, db_path: Path) -> None:

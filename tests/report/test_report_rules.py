@@ -197,9 +197,18 @@ def test_each_terminal_view_shows_what_its_json_says(report_db: Path) -> None:
     assert f"{status['schema']['version']} ({status['schema']['name']})" in text("status")
 
 
-@pytest.mark.parametrize("given", ["A1", "a1111111-1111-4111-8111-111111111111".upper(), "\ta1 \n"])
-def test_session_prefix_ignores_case_and_white_space(report_db: Path, given: str) -> None:
-    assert resolve_session(connect(report_db, readonly=True), given) == "a1111111-1111-4111-8111-111111111111"
+def test_a_session_prefix_is_a_prefix_of_the_exact_text(report_db: Path) -> None:
+    conn = connect(report_db, readonly=True)
+    assert resolve_session(conn, "a1") == "a1111111-1111-4111-8111-111111111111"
+    assert resolve_session(conn, "a1111111-1111-4111-8111-111111111111") == "a1111111-1111-4111-8111-111111111111"
+
+
+@pytest.mark.parametrize("given", ["A1", "a1111111-1111-4111-8111-111111111111".upper(), "\ta1 \n", " a1", "a1 "])
+def test_a_session_id_is_never_trimmed_or_case_folded(report_db: Path, given: str) -> None:
+    # an id with spaces around it opened the session it was trimmed to (another one)
+    with pytest.raises(InputError, match="no session id starts with") as e:
+        resolve_session(connect(report_db, readonly=True), given)
+    assert e.value.context["reason"] == "not_found"
 
 
 def test_cli_window_errors_name_the_options(report_db: Path) -> None:

@@ -2,7 +2,7 @@
 // Plain JavaScript modules, no build step, no network beyond this daemon. Every number comes from the
 // read API, i.e. from the same report functions as the CLI.
 
-import { errorBanner } from "./dom.js";
+import { errorBanner, h, printable } from "./dom.js";
 import { costView } from "./cost.js";
 import { healthView } from "./health.js";
 import { sessionView } from "./session.js";
@@ -23,7 +23,7 @@ function showError(e) {
     banner = errorBanner(e);
     banner.id = "view-error";
     main.prepend(banner);
-  } else banner.textContent = e.message || String(e);
+  } else banner.textContent = printable(e.message || String(e));
 }
 
 function clearError() {
@@ -69,10 +69,34 @@ function refresh(change) {
   return inflight;
 }
 
+// A link the page cannot read (a session id that is not valid percent-encoding) says so.
+function badLinkView(hash) {
+  return {
+    name: "bad-link",
+    mount(el) {
+      el.replaceChildren(
+        h("p", { class: "banner error", role: "alert", id: "bad-link" }, `This link is malformed: ${hash} is not a session id (its percent-encoding is broken).`),
+        h("p", {}, h("a", { href: "#/sessions" }, "All sessions")),
+      );
+    },
+    async refresh() {},
+  };
+}
+
+function sessionId(encoded) {
+  try {
+    return decodeURIComponent(encoded);
+  } catch (e) {
+    return null; // URIError: a lone or truncated %-escape
+  }
+}
+
 function route() {
   const hash = location.hash.replace(/^#\/?/, "");
   const [name, ...rest] = hash.split("/");
-  if (name === "session" && rest.length) view = sessionView(decodeURIComponent(rest.join("/")));
+  const id = name === "session" && rest.length ? sessionId(rest.join("/")) : undefined;
+  if (id === null) view = badLinkView(location.hash);
+  else if (id !== undefined) view = sessionView(id);
   else if (name === "cost") view = costView(refresh);
   else if (name === "health") view = healthView();
   else view = sessionsView(refresh);

@@ -16,12 +16,30 @@ export const TOOL_STATUSES = ["running", "completed", "failed", "denied", "inter
 export const BROWSER_TZ = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 export const NF = new Intl.NumberFormat("en-US");
 
+// ---- printable text: the terminal's rule (ingestd/report/printable.py) ----------------------------
+//
+// A control character (Unicode category Cc) or a bidi control in a title, a path or a tool name
+// is shown as an escape (\x1b, \u202e), never applied: U+202E made "/home/u/exe.png/ptf" of a path
+// and a fake "$0.00" of a title. The same characters and the same spelling as the CLI's
+// printable_text (a browser test compares the two over every code point up to U+FFFF).
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+export function printable(s) {
+  return s.replace(UNPRINTABLE, (c) => {
+    const n = c.charCodeAt(0);
+    return n < 0x100 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0");
+  });
+}
+
+// attributes a person reads (a tooltip): printable too; others (href, data-*) keep the exact text
+const READ_ATTRS = new Set(["title", "aria-label", "alt", "placeholder"]);
+
 // ---- DOM helpers (text only) ------------------------------------------------------------------
 
 export function append(el, kids) {
   for (const k of kids.flat(Infinity)) {
     if (k === null || k === undefined || k === false) continue;
-    el.append(k instanceof Node ? k : String(k)); // a string becomes a Text node, never markup
+    el.append(k instanceof Node ? k : printable(String(k))); // a string becomes a Text node, never markup
   }
   return el;
 }
@@ -32,7 +50,7 @@ export function h(tag, attrs, ...kids) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "class") el.className = v;
     else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? "" : String(v));
+    else el.setAttribute(k, v === true ? "" : READ_ATTRS.has(k) ? printable(String(v)) : String(v));
   }
   return append(el, kids);
 }

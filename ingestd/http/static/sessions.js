@@ -26,7 +26,7 @@ export function sessionsView(refresh) {
   let flash = new Set();
 
   function titleCell(r) {
-    const link = h("a", { href: sessionHref(r.session_id), class: "title" });
+    const link = h("a", { href: sessionHref(r.session_id), class: "title", title: r.title || null });
     if (r.title) append(link, [r.title]);
     else append(link, [h("span", { class: "muted" }, "untitled")]);
     return [link, h("span", { class: "sid" }, r.session_id)];

@@ -280,12 +280,13 @@ def agent_row(v: View, a: str, edges: list[EdgeRow]) -> AgentRow | None:
     if last is None and sp is not None:
         last = sp.ts
     stype = (sp.subagent_type if sp else None) or (ev.hook_type if ev else None) or (ev.meta_type if ev else None)
-    desc = sp.description if sp else None
+    desc = (sp.description if sp else None) or (ev.meta_desc if ev else None)
     if ev is not None and ev.root_prompt is not None and ev.root_prompt[1] == "Warmup" and desc is None:
         # 2.0.x "Warmup" sidechains are not real work (corpus/claude-projects/-workspace/agent-af1ff21.jsonl)
         desc = "Warmup"
     comp = 1 if a.startswith(COMPACTION_PREFIX) else 0
-    return AgentRow(a, sid, "subagent", stype, status, parent, first, last, cause, comp, desc)
+    name = ev.name if ev is not None else None
+    return AgentRow(a, sid, "subagent", stype, status, parent, first, last, cause, comp, desc, name)
 
 
 def legacy_agents(v: View, leg: Legacy, edges: list[EdgeRow], retracted: list[AgentKey]) -> list[AgentRow]:

@@ -56,6 +56,7 @@ PINS: tuple[Pin, ...] = (
     Pin(17, "drop_origin_index", "22ac2c356349f44a8dd96453bffece1315f176fb449d297369a2b985b3ed44f4"),
     Pin(18, "token_usage_time_trigger", "c440c2aa4911f98730e54f9e31587af69af91a328d1bdb09dc6dbaa1db8ef105"),
     Pin(19, "payload_open", "41ab67b3fa9f1e991e72cf00979d14fd546a9c2adea5f4b9276ee3e907a72961"),
+    Pin(20, "agent_kinds", "f691700ab959cf34666e60155d14d90e29d20cec769674526c7896c5566480ec"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -76,6 +77,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(4, "host_divergence", "36925dd4228e11920f3594914adf006da3780fc64c18bcafefe2a1870fd9637c"),
     Pin(5, "origin_hash_index", "c2d167886e4a3a3684eae07a3954368b7abc8cfdad7e949cc23804ba206caceb"),
     Pin(6, "shipped_digest", "210483b63421b80974b53fed8943e4ce1211e152b0f4b0c5810e521bff242201"),
+    Pin(7, "agent_kinds", "1622046ce5e7a713c7b4320e62f829fb969b93c3f2ae0dc6ce050de66d79b76c"),
 )
 
 

@@ -34,9 +34,10 @@ class SessionRow(NamedTuple):
 
 
 class AgentRow(NamedTuple):
-    """One ``agents`` row (key ``(session_id, id)``, SPEC §4.2, migration 0009).
+    """One ``agents`` row (key ``(session_id, id)``, SPEC §4.2, migrations 0009, 0020).
 
-    ``parent_agent_id`` is an agent of the same session; ``is_compaction`` is 0 / 1.
+    ``type``: ``main``, ``subagent`` or ``teammate``. ``parent_agent_id`` is an agent of the same
+    session; ``is_compaction`` is 0 / 1; ``name`` the name its spawn gave it (None: unnamed).
     """
 
     id: str
@@ -50,6 +51,7 @@ class AgentRow(NamedTuple):
     outcome_cause: str | None
     is_compaction: int
     description: str | None
+    name: str | None = None
 
 
 class EdgeRow(NamedTuple):

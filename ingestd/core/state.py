@@ -25,8 +25,10 @@ def claim_order(claim_rank: int, occurred_at: str, holder: str) -> tuple[int, st
     return (-claim_rank, occurred_at, holder)
 
 
-# Edge provenance, better first wins (SPEC §4.3).
+# Edge provenance, better first wins (SPEC §4.3; DESIGN.md "Spawns"): the subagent's own
+# ``.meta.json`` naming its spawn's tool_use id beats the spawn's result naming the child.
 EDGE_RANK = {
+    "sidecar": 6,
     "tool_use": 5,
     "task_notification": 4,
     "queue_operation": 3,
@@ -58,7 +60,8 @@ class AgentEv:
         last_turn: tuple (ts, kind) | None, the newest turn of the agent's own transcript (max;
             ``toolstatus.turn_kind``), or a hook's failure evidence: how its run ended, if it did.
         hook_type: str | None, ``agent_type`` from a hook (max non-empty).
-        meta_type: str | None, ``agentType`` from a ``.meta.json`` sidecar.
+        meta_type: str | None, ``agentType`` from a ``.meta.json`` sidecar (max).
+        meta_desc / name: str | None, its ``description`` / ``name`` (max).
         root_prompt: tuple (ts, prompt) | None, the first user prompt of the agent's own file.
         has_assistant: bool, at least one assistant record (a compaction call that ran).
     """
@@ -71,6 +74,8 @@ class AgentEv:
     last_turn: tuple[str, str] | None = None
     hook_type: str | None = None
     meta_type: str | None = None
+    meta_desc: str | None = None
+    name: str | None = None
     root_prompt: tuple[str, str] | None = None
     has_assistant: bool = False
 

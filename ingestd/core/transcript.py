@@ -24,7 +24,7 @@ from ingestd.core.state import (
     SessionState,
 )
 from ingestd.core.toolstatus import END, synthetic_kind
-from ingestd.core.touch import Touched, agent_ev, note_title
+from ingestd.core.touch import Touched, agent_ev, link, note_title
 from ingestd.core.validate import INFER, MAX_TOKENS, index_time, note_time
 
 
@@ -265,11 +265,28 @@ def _meta(state: SessionState, obj: dict[str, Any], ts: str, rank: int) -> None:
 
 
 def sidecar(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
-    """``agent-<id>.meta.json`` (2.1.x): the subagent's type when no spawn input names it."""
+    """``agent-<id>.meta.json`` (2.1.x; docs/claude-code.md §5.2): what the subagent says of its spawn.
+
+    ``toolUseId`` (2.1.332 writes it; older sidecars lack it) names the spawning call: a link of
+    provenance ``sidecar``, the strongest (``state.EDGE_RANK``), so two parallel spawns with one
+    prompt each get their own agent. ``agentType``, ``description`` and ``name`` fill what no spawn
+    input says. ``"finished": true`` (the rewrite at the agent's end) is stop evidence, as a
+    SubagentStop. Every field is a join: the spawn-time file and its rewrite fold to one state in
+    either order.
+    """
     aid = path_info(row.origin).agent_id
-    at = obj.get("agentType")
-    if aid and isinstance(at, str) and at:
-        ev = agent_ev(state, aid)
-        if ev.meta_type is None or at > ev.meta_type:
-            ev.meta_type = at
-        t.agents.add(aid)
+    if not aid:
+        return
+    ev = agent_ev(state, aid)
+    for key, attr in (("agentType", "meta_type"), ("description", "meta_desc"), ("name", "name")):
+        v = obj.get(key)
+        cur = getattr(ev, attr)
+        if isinstance(v, str) and v and (cur is None or v > cur):
+            setattr(ev, attr, v)
+    tuid = obj.get("toolUseId")
+    if isinstance(tuid, str) and tuid:
+        link(state, tuid, "sidecar", aid)
+        t.all_agents = True
+    if obj.get("finished") is True:
+        ev.completed = True
+    t.agents.add(aid)

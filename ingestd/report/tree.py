@@ -74,7 +74,7 @@ def _load(conn: Db, sid: str, rates: RateTable) -> tuple[dict[str, _Agent], Usag
         r[0]: _Agent(r)
         for r in conn.execute(
             "SELECT id, type, subagent_type, status, parent_agent_id, first_seen_at, last_seen_at,"
-            " outcome_cause, is_compaction, description FROM agents WHERE session_id = ?",
+            " outcome_cause, is_compaction, description, name FROM agents WHERE session_id = ?",
             (sid,),
         )
     }
@@ -114,6 +114,7 @@ def _fields(agents: dict[str, _Agent], aid: str, depth: int, orphan: str | None)
     return {
         "agent_id": aid,
         "type": r[1],
+        "name": r[10],
         "subagent_type": r[2],
         "description": r[9],
         "status": r[3],

@@ -13,7 +13,20 @@ from ingestd.store.watchdog_pass import stale_count, watchdog_pass
 def agent(db: apsw.Connection, aid: str, parent: str | None, last_seen: str, status: str = "working") -> None:
     db.execute(
         UPSERT_AGENT,
-        (aid, "s", "main" if parent is None else "subagent", None, status, parent, last_seen, last_seen, None, 0, None),
+        (
+            aid,
+            "s",
+            "main" if parent is None else "subagent",
+            None,
+            status,
+            parent,
+            last_seen,
+            last_seen,
+            None,
+            0,
+            None,
+            None,
+        ),
     )
 
 
@@ -64,7 +77,8 @@ def test_the_recursive_statements_run_only_when_a_row_could_change(db: apsw.Conn
         "INSERT INTO sessions (id, status, last_activity_at) VALUES ('old', 'unknown', '2025-06-01T00:00:00.000Z')"
     )
     db.execute(
-        UPSERT_AGENT, ("o", "old", "main", None, "working", None, *["2025-06-01T00:00:00.000Z"] * 2, None, 0, None)
+        UPSERT_AGENT,
+        ("o", "old", "main", None, "working", None, *["2025-06-01T00:00:00.000Z"] * 2, None, 0, None, None),
     )
     db.execute("UPDATE agents SET status = 'unknown' WHERE session_id = 'old'")
     assert _recursive(db, "2026-01-01T00:09:00.000Z") == 0

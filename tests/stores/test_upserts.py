@@ -9,6 +9,7 @@ from ingestd.core import rows
 from ingestd.core.derive import Changes
 from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
+from tests.core import async_support
 from tests.core.projector_support import by_session, tree_rows
 from tests.stores.stores import HOST, Store
 
@@ -74,3 +75,17 @@ def test_the_fixture_rows_read_back_as_written_and_a_second_write_changes_nothin
     # and the usage rows are not even rewritten (the upsert leaves a row whose values are equal)
     assert store.rewrites("token_usage", again) == 0
     assert {t: store.rows(f"SELECT * FROM {t} ORDER BY 1, 2") for t in TABLES} == before
+
+
+def test_the_agent_kinds_and_edge_provenances_of_2_1_332_are_stored(store: Store) -> None:
+    """A teammate with its name, edges from a sidecar and from a fork (migrations 0020 / pg 0007)."""
+    sid = async_support.SID
+    ch = fold_log(sid, async_support.session(), Ctx("i", HOST))[1]
+    assert {e.source for e in ch.edges} == {"sidecar"}
+    mate = rows.AgentRow("mate", sid, "teammate", None, "working", sid, None, None, None, 0, None, "alice")
+    ch.agents.append(mate)
+    ch.edges.append(rows.EdgeRow(7, sid, "parent-session", sid, "fork", "i", HOST, None, ""))
+    store.write(ch, sid=sid)
+    got = {r[0]: r[1:] for r in store.rows("SELECT id, type, name FROM agents")}
+    assert got["mate"] == ("teammate", "alice")
+    assert {r[0] for r in store.rows("SELECT source FROM orchestration_edges")} == {"sidecar", "fork"}

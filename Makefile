@@ -53,10 +53,12 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run --full
 	$(BIN)/python -m bench.sidebyside --corpus c100 --corpus c1000 --rounds 3 $(SIDE_SRC)
 	$(BIN)/python -m bench.framing
+	$(BIN)/python -m bench.statusline
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick
 	$(BIN)/python -m bench.sidebyside --corpus c20 --rounds 3 $(SIDE_SRC)
+	$(BIN)/python -m bench.statusline --runs 50
 
 bench-team: $(STAMP)
 	$(BIN)/python -m bench.team

@@ -34,7 +34,7 @@ from bench.daemon import free_port
 from bench.hookload import hook_body
 from bench.proc import REPO, _tree_rss_bytes, ingestd_exe, run_measured
 from bench.stats import percentile
-from bench.table import marked_section
+from bench.table import marked_section, write_marked
 
 MB = 1_000_000
 MIB = 1 << 20
@@ -280,14 +280,7 @@ def section_of(text: str) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Replace (or append) the framing section of ``path``."""
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        start = text.index(BEGIN)
-        stop = text.index(END) + len(END) + 1
-        text = text[:start] + section + text[stop:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    write_marked(path, section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ from bench.queries import largest_session, measure_cost, measure_replay, measure
 from bench.report import render
 from bench.results import CorpusResults, Results
 from bench.sidebyside import section_of as sidebyside_section
+from bench.statusline import section_of as statusline_section
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +244,10 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     machine_rows.append(("load average at end (1/5/15 min)", machine.loadavg()))
     machine_rows.append(("note", "the machine is shared: other work running at the same time inflates wall figures"))
     # the side-by-side section (python -m bench.sidebyside), the framing section (python -m
-    # bench.framing) and the team-mode section (python -m bench.team) are measured separately:
-    # keep them, the team section last
+    # bench.framing), the status-line section (python -m bench.statusline) and the team-mode
+    # section (python -m bench.team) are measured separately: keep them, the team section last
     old = out.read_text() if out.exists() else ""
-    kept = sidebyside_section(old) + framing_section(old)
+    kept = sidebyside_section(old) + framing_section(old) + statusline_section(old)
     if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
         kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
     if "<!-- team:begin -->" in old:

@@ -1,9 +1,11 @@
-"""Markdown rendering of the results (pure): one table row per figure, beside its SPEC §11 target."""
+"""Markdown rendering of the results (pure), and the one writer of a marked section of
+BENCHMARKS.md (``write_marked``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,18 @@ def kv_table(pairs: Sequence[tuple[str, str]]) -> str:
     lines = ["| | |", "|---|---|"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in pairs]
     return "\n".join(lines) + "\n"
+
+
+def write_marked(path: Path, section: str, begin: str, end: str) -> None:
+    """Replace (or append) the section of ``path`` between the ``begin`` and ``end`` markers."""
+    text = path.read_text() if path.exists() else ""
+    if begin in text and end in text:
+        start = text.index(begin)
+        stop = text.index(end) + len(end) + 1
+        text = text[:start] + section + text[stop:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
 
 
 def marked_section(text: str, begin: str, end: str) -> str:

@@ -36,6 +36,7 @@ LAYERS = (
     "logs",
     "deepjson",
     "forward",
+    "statusclient",
     "errors",
 )
 

@@ -39,6 +39,7 @@ DIGEST: dict[str, tuple[str, str]] = {
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
     "events": ("*", "raw_event_id"),
+    "rate_limit_samples": ("*", "raw_event_id"),
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
     "quarantine": ("*", "raw_event_id, reason"),
 }

@@ -59,6 +59,7 @@ from ingestd.core.rows import (
     EdgeRow,
     EventRow,
     QuarantineRow,
+    RateLimitSampleRow,
     SessionRow,
     SummaryRow,
     TokenUsageRow,
@@ -89,6 +90,7 @@ PROJECTION_TABLES = (
     "tool_calls",
     "compactions",
     "events",
+    "rate_limit_samples",
     "summaries",
     "quarantine",
 )
@@ -128,6 +130,13 @@ UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"), marks="%s")
 INSERT_EVENT = upsert_sql(
     "events", ("raw_event_id", "host_id", *EventRow._fields[1:]), ("raw_event_id",), update=(), marks="%s"
+)
+INSERT_SAMPLE = upsert_sql(
+    "rate_limit_samples",
+    ("raw_event_id", "host_id", *RateLimitSampleRow._fields[1:]),
+    ("raw_event_id",),
+    update=(),
+    marks="%s",
 )
 UPSERT_QUARANTINE = upsert_sql(
     "quarantine",
@@ -211,6 +220,8 @@ def write_changes(
             cur.executemany(UPSERT_COMPACTION, ch.compactions)
         if ch.events:
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
+        if ch.rate_limit_samples:
+            cur.executemany(INSERT_SAMPLE, [(r[0], host_id, *r[1:]) for r in ch.rate_limit_samples])
         if ch.quarantine:
             cur.executemany(UPSERT_QUARANTINE, [(r[0], r[1], host_id, *r[2:]) for r in ch.quarantine])
         if ch.summaries:

@@ -11,4 +11,5 @@ __all__ = [
     "paths",
     "pluginsetup",
     "service",
+    "statuslinesetup",
 ]

@@ -11,6 +11,7 @@ __all__ = [
     "export",
     "hooks",
     "ingest",
+    "limits",
     "migrate",
     "plugin",
     "pricing",
@@ -22,6 +23,7 @@ __all__ = [
     "sessions",
     "ship",
     "status",
+    "statusline",
     "tree",
     "verify",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "rows",
     "speeds",
     "state",
+    "statusline",
     "storable",
     "timefmt",
     "touch",

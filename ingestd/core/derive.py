@@ -18,6 +18,7 @@ from ingestd.core.rows import (
     EdgeRow,
     EventRow,
     QuarantineRow,
+    RateLimitSampleRow,
     SessionRow,
     SummaryRow,
     TokenUsageRow,
@@ -50,6 +51,7 @@ class Changes:
         tool_calls: ``ToolCallRow`` (key session_id, tool_use_id).
         compactions: ``CompactionRow`` (key session_id, boundary_id).
         events: ``EventRow`` (key raw_event_id), one per hook delivery.
+        rate_limit_samples: ``RateLimitSampleRow`` (key raw_event_id), one per status-line snapshot.
         summaries: ``SummaryRow`` (key origin, origin_gen, origin_offset): the session's files'
             ``summary`` records, whose session is the one of the record ``leaf_uuid`` names
             (``ingestd.store.titles``).
@@ -65,6 +67,7 @@ class Changes:
     tool_calls: list[ToolCallRow] = field(default_factory=list)
     compactions: list[CompactionRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
+    rate_limit_samples: list[RateLimitSampleRow] = field(default_factory=list)
     quarantine: list[QuarantineRow] = field(default_factory=list)
     summaries: list[SummaryRow] = field(default_factory=list)
     retracted_agents: list[AgentKey] = field(default_factory=list)
@@ -84,6 +87,7 @@ class Changes:
         self.tool_calls.extend(other.tool_calls)
         self.compactions.extend(other.compactions)
         self.events.extend(other.events)
+        self.rate_limit_samples.extend(other.rate_limit_samples)
         self.quarantine.extend(other.quarantine)
         self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)
@@ -115,6 +119,7 @@ def storable_changes(ch: Changes) -> Changes:
         ch.tool_calls,
         ch.compactions,
         ch.events,
+        ch.rate_limit_samples,
         ch.quarantine,
         ch.summaries,
         ch.retracted_agents,

@@ -57,6 +57,7 @@ PINS: tuple[Pin, ...] = (
     Pin(18, "token_usage_time_trigger", "c440c2aa4911f98730e54f9e31587af69af91a328d1bdb09dc6dbaa1db8ef105"),
     Pin(19, "payload_open", "41ab67b3fa9f1e991e72cf00979d14fd546a9c2adea5f4b9276ee3e907a72961"),
     Pin(20, "agent_kinds", "f691700ab959cf34666e60155d14d90e29d20cec769674526c7896c5566480ec"),
+    Pin(21, "rate_limit_samples", "fb39ed59a662a91f47ed17833ec299fb7eb4517b999eb4160afca87e7e31185e"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -78,6 +79,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(5, "origin_hash_index", "c2d167886e4a3a3684eae07a3954368b7abc8cfdad7e949cc23804ba206caceb"),
     Pin(6, "shipped_digest", "210483b63421b80974b53fed8943e4ce1211e152b0f4b0c5810e521bff242201"),
     Pin(7, "agent_kinds", "1622046ce5e7a713c7b4320e62f829fb969b93c3f2ae0dc6ce050de66d79b76c"),
+    Pin(8, "rate_limit_samples", "4e373c63c9b6307e8eb112ba6e6ba2da25d90801592219183e0e022ae06e6df7"),
 )
 
 

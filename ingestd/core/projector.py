@@ -5,7 +5,8 @@ batching) into ``state`` and returns the full projection rows of every entity th
 touched (``ingestd.core.derive``). Each row goes to the handler of its source and kind
 (``_fold_row``): hook deliveries to ``hookfold`` (one handler per hook event), transcript
 records to ``transcript`` (one handler per record kind), ``.meta.json`` sidecars to
-``transcript.sidecar``; of ingestd's own rows only quarantine markers are evidence.
+``transcript.sidecar``, status-line snapshots to ``statusline`` (a sample row each, no session
+evidence); of ingestd's own rows only quarantine markers are evidence.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.hookfold import fold_hook
 from ingestd.core.oversized import OVERSIZED, salvage, salvage_line
 from ingestd.core.records import META, LogRow
-from ingestd.core.rows import EventRow
+from ingestd.core.rows import EventRow, RateLimitSampleRow
 from ingestd.core.state import SessionState
+from ingestd.core.statusline import SOURCE as STATUSLINE
+from ingestd.core.statusline import sample_row
 from ingestd.core.touch import Ctx, Touched
 from ingestd.core.transcript import fold_record, index_record, sidecar
 from ingestd.core.validate import STORAGE_MARKER, refold_state, storage_quarantine
@@ -109,10 +112,17 @@ def _fold_once(
         state = SessionState(session_id)
     t = Touched()
     events: list[EventRow] = []
+    samples: list[RateLimitSampleRow] = []
     for row in rows:
+        if row.source == STATUSLINE:
+            obj = decode_row(row)
+            if obj is not None:
+                samples.append(sample_row(row, obj))
+            continue
         _fold_row(state, row, t, events)
     changes = derive.derive(state, t, ctx)
     changes.events.extend(events)
+    changes.rate_limit_samples.extend(samples)
     changes.quarantine.extend(t.quarantined)
     return state, changes
 

@@ -125,6 +125,38 @@ class EventRow(NamedTuple):
     occurred_at: str
 
 
+class RateLimitSampleRow(NamedTuple):
+    """One ``rate_limit_samples`` row (key ``raw_event_id``): a status-line snapshot (SPEC §15,
+    ``ingestd.core.statusline``).
+
+    Attributes:
+        raw_event_id: int, ``events_raw.id`` of the snapshot's log row.
+        session_id: str, the session it was shown in.
+        sampled_at: str, canonical UTC, the row's receipt time.
+        model: str | None, ``model.id``.
+        five_hour_pct / seven_day_pct: float | None, the official ``used_percentage`` (0-100).
+        five_hour_resets_at / seven_day_resets_at: str | None, canonical UTC of ``resets_at``.
+        five_hour_flag / seven_day_flag: str | None, the window's problem (``statusline.FLAGS``).
+        cc_cost_usd: float | None, Claude Code's own session cost estimate (USD).
+        context_used_pct: float | None, ``context_window.used_percentage`` (of the last response).
+        cc_version: str | None, Claude Code's ``version``.
+    """
+
+    raw_event_id: int
+    session_id: str
+    sampled_at: str
+    model: str | None
+    five_hour_pct: float | None
+    five_hour_resets_at: str | None
+    five_hour_flag: str | None
+    seven_day_pct: float | None
+    seven_day_resets_at: str | None
+    seven_day_flag: str | None
+    cc_cost_usd: float | None
+    context_used_pct: float | None
+    cc_version: str | None
+
+
 class QuarantineRow(NamedTuple):
     """One ``quarantine`` row (key ``(raw_event_id, reason)``): a record not projected whole.
 

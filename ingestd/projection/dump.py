@@ -23,6 +23,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
+    ("rate_limit_samples", ("raw_event_id",)),
     ("quarantine", ("raw_event_id", "reason")),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
     ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from", "tier", "speed")),

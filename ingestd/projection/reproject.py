@@ -36,6 +36,7 @@ __all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (
     "events",
+    "rate_limit_samples",
     "compactions",
     "tool_calls",
     "orchestration_edges",

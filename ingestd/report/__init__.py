@@ -10,9 +10,11 @@ bench may import any).
 
 __all__ = [
     "cost",
+    "limits",
     "render",
     "sessions",
     "status",
+    "statusline",
     "statusview",
     "timeline",
     "tree",

@@ -63,12 +63,17 @@ def check_host(conn: Reader, host: str) -> None:
         )
 
 
-def _rollup_rows(conn: Db, by: str | None, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
+def _rollup_rows(
+    conn: Db, by: str | None, window: Window, host: str | None, session: str | None = None
+) -> Iterable[tuple[Any, ...]]:
     key, source = (host_expr(conn, "r"), "token_usage_rollup r") if by == "host" else _ROLLUP_KEYS[by]
     where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
     if host is not None:
         where.append(f"{host_expr(conn, 'r')} = ?")
         params.append(host)
+    if session is not None:
+        where.append("r.session_id = ?")
+        params.append(session)
     cols = "r.model, r.bucket, r.rate_effective_from, r.tier, r.speed"
     sql = (
         f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count), sum(r.web_search_requests)"
@@ -80,11 +85,14 @@ def _rollup_rows(conn: Db, by: str | None, window: Window, host: str | None) -> 
     return rows if key else (("", *r) for r in rows)
 
 
-def _agent_rows(conn: Db, window: Window, host: str | None) -> Iterable[tuple[Any, ...]]:
+def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None = None) -> Iterable[tuple[Any, ...]]:
     where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
     if host is not None:
         where.append(f"{host_expr(conn, 't')} = ?")
         params.append(host)
+    if session is not None:
+        where.append("t.session_id = ?")
+        params.append(session)
     sql = (
         f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
         f" {TIER_SQL}, t.speed, sum(t.tokens), count(*), sum(t.web_search_requests) FROM token_usage t"
@@ -116,7 +124,9 @@ def _describe_agents(conn: Db, keys: Iterable[tuple[str, str]]) -> dict[tuple[st
     return out
 
 
-def cost_report(conn: Db, *, by: str | None, window: Window, zone: Zone, host: str | None = None) -> dict[str, Any]:
+def cost_report(
+    conn: Db, *, by: str | None, window: Window, zone: Zone, host: str | None = None, session: str | None = None
+) -> dict[str, Any]:
     """Cost totals, optionally grouped. Read-only.
 
     Args:
@@ -125,6 +135,7 @@ def cost_report(conn: Db, *, by: str | None, window: Window, zone: Zone, host: s
         window: slot-aligned ``[since, until)``.
         zone: the zone whose local days ``by="day"`` groups into.
         host: only usage of this host (``host_id``; a local database is one host).
+        session: only usage of this session (its exact id).
 
     Returns:
         ``{"by", "tz", "window", "source", "totals", "tokens", "cost_usd", "cost_complete", "unpriced",
@@ -142,7 +153,9 @@ def cost_report(conn: Db, *, by: str | None, window: Window, zone: Zone, host: s
         if host is not None:
             check_host(conn, host)
         rates = load_rates(conn)
-        raw = _agent_rows(conn, window, host) if by == "agent" else _rollup_rows(conn, by, window, host)
+        raw = (
+            _agent_rows(conn, window, host, session) if by == "agent" else _rollup_rows(conn, by, window, host, session)
+        )
         day_cache: dict[str, str] = {}
         to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
         # Sum integers first (cheap), price each (group, model, bucket, rate) once.

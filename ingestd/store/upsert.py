@@ -26,6 +26,7 @@ from ingestd.core.rows import (
     EdgeRow,
     EventRow,
     QuarantineRow,
+    RateLimitSampleRow,
     SessionRow,
     TokenUsageRow,
     ToolCallRow,
@@ -81,6 +82,7 @@ UPSERT_TOKENS = upsert_sql(
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
 INSERT_EVENT = upsert_sql("events", EventRow._fields, ("raw_event_id",), update=())
+INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("raw_event_id",), update=())
 UPSERT_QUARANTINE = upsert_sql("quarantine", QuarantineRow._fields, ("raw_event_id", "reason"), update=("detail",))
 UPSERT_CHECKPOINT = upsert_sql("ingest_checkpoints", Checkpoint._fields, ("root", "origin"))
 BUMP_STAT = (
@@ -117,6 +119,7 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
         (UPSERT_TOOL, ch.tool_calls),
         (UPSERT_COMPACTION, ch.compactions),
         (INSERT_EVENT, ch.events),
+        (INSERT_SAMPLE, ch.rate_limit_samples),
         (UPSERT_QUARANTINE, ch.quarantine),
     ):
         if rows:

@@ -50,8 +50,21 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("CREATE INDEX IF NOT EXISTS events_raw_origin ON events_raw (origin, origin_gen, origin_offset)")
     conn.execute("DROP TABLE IF EXISTS rollup_deferred")
+    conn.execute("DROP TABLE IF EXISTS rate_limit_samples")
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'events_raw'",
+        (
+            "CHECK (source IN ('hook', 'jsonl', 'ingestd', 'statusline', 'otlp'))",
+            "CHECK (source IN ('hook', 'jsonl', 'ingestd'))",
+        ),
+    )
+    conn.execute("PRAGMA writable_schema = RESET")
     conn.execute("ALTER TABLE events_raw DROP COLUMN codec")
     conn.execute("DELETE FROM schema_version WHERE id >= 13")
+    assert (
+        "'statusline'" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_raw'").fetchall()[0][0]
+    )
     conn.execute("VACUUM")
     conn.close()
 
@@ -79,13 +92,13 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
-    # eight new tables and indexes, the schema; the projection tables 0020 rebuilt left their old
+    # eleven new tables and indexes, the schema; the projection tables 0020 rebuilt left their old
     # pages free (the log's pages are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
-    assert in_use <= pages + 10
+    assert in_use <= pages + 13
     conn.close()
     assert _log(db) == before
     code, out = _cli("verify", "--db", str(db))
@@ -163,7 +176,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

@@ -11,6 +11,7 @@ from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from tests.core import async_support
 from tests.core.projector_support import by_session, tree_rows
+from tests.statusline.documented import NOW, SESSION, documented, log_row
 from tests.stores.stores import HOST, Store
 
 TABLES = {
@@ -21,6 +22,7 @@ TABLES = {
     "tool_calls": rows.ToolCallRow,
     "compactions": rows.CompactionRow,
     "events": rows.EventRow,
+    "rate_limit_samples": rows.RateLimitSampleRow,
     "quarantine": rows.QuarantineRow,
     "summaries": rows.SummaryRow,
 }
@@ -89,3 +91,14 @@ def test_the_agent_kinds_and_edge_provenances_of_2_1_332_are_stored(store: Store
     got = {r[0]: r[1:] for r in store.rows("SELECT id, type, name FROM agents")}
     assert got["mate"] == ("teammate", "alice")
     assert {r[0] for r in store.rows("SELECT source FROM orchestration_edges")} == {"sidecar", "fork"}
+
+
+def test_status_line_samples_read_back_as_written(store: Store) -> None:
+    docs = [documented(NOW), documented(NOW + 60, rate_limits={"five_hour": {"used_percentage": None}})]
+    _, ch = fold_log(SESSION, [log_row(d, i + 1) for i, d in enumerate(docs)], Ctx("i", HOST))
+    store.write(ch, sid=SESSION)
+    store.write(ch, sid=SESSION)
+    cls = rows.RateLimitSampleRow
+    stored = store.rows(f"SELECT {', '.join(cls._fields)} FROM rate_limit_samples ORDER BY raw_event_id")
+    assert [cls(*r) for r in stored] == sorted(ch.rate_limit_samples)
+    assert [r.five_hour_flag for r in sorted(ch.rate_limit_samples)] == [None, "null"]

@@ -1,0 +1,235 @@
+"""The status line's one line: what it shows (``line_facts``) and how it is drawn (``render``) (SPEC §15).
+
+The daemon answers ``POST /statusline`` with it (``ingestd.http.statusline``). The facts are the
+session's exact cost and today's (from the rollup, ``ingestd.report.cost``), Claude Code's own
+estimate of the session's cost, the official 5-hour and 7-day percentages with their reset
+times, and the context window's use, all from the input Claude Code handed the status line and
+the database. ``render`` is pure: the fields asked for (``FIELDS``), in that order, joined by
+`` · ``, coloured unless told not to (``NO_COLOR``), never longer than ``columns`` (fields dropped
+from the end, the last one cut), never holding a control character but its own colour codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ingestd.core.statusline import WINDOWS, window_of
+from ingestd.core.timefmt import parse
+from ingestd.report.cost import cost_report
+from ingestd.report.window import Window, Zone, make_window
+from ingestd.store.connection import Db
+
+# Every field, in the default order.
+FIELDS = ("model", "session", "today", "limits", "context")
+DEFAULT_FIELDS = FIELDS
+SEP = " · "
+_RESET = "\x1b[0m"
+_DIM = "\x1b[2m"
+_GREEN = "\x1b[32m"
+_YELLOW = "\x1b[33m"
+_RED = "\x1b[31m"
+
+
+@dataclass(frozen=True, slots=True)
+class Official:
+    """One official window as the input gave it.
+
+    Attributes:
+        pct: float | None, ``used_percentage`` (0-100) when sound.
+        resets_at: datetime | None, aware UTC.
+        flag: str | None, what is not sound (``ingestd.core.statusline.FLAGS``).
+    """
+
+    pct: float | None
+    resets_at: datetime | None
+    flag: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LineFacts:
+    """What the line can show.
+
+    Attributes:
+        model: str | None, the model's display name (else its id).
+        session_usd / today_usd: Decimal | None, ingestd's exact cost (None: no session id / not read).
+        session_complete / today_complete: bool, no unpriced usage in it.
+        cc_usd: float | None, Claude Code's own estimate of the session's cost.
+        five_hour / seven_day: Official | None, None when the input has no such window.
+        context_pct: float | None, the context window's ``used_percentage``.
+    """
+
+    model: str | None = None
+    session_usd: Decimal | None = None
+    session_complete: bool = True
+    cc_usd: float | None = None
+    today_usd: Decimal | None = None
+    today_complete: bool = True
+    five_hour: Official | None = None
+    seven_day: Official | None = None
+    context_pct: float | None = None
+
+
+def parse_fields(text: str | None) -> tuple[str, ...]:
+    """The fields named in ``text`` (comma-separated, known ones only, in the order given), or
+    ``DEFAULT_FIELDS`` when it names none. Pure."""
+    if not text:
+        return DEFAULT_FIELDS
+    wanted = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip().lower() in FIELDS))
+    return wanted or DEFAULT_FIELDS
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for name in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(name)
+    return obj
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v == v else None
+
+
+def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
+    """What the input alone says (no database): model, Claude Code's cost, limits, context. Pure."""
+    if obj is None:
+        return LineFacts()
+    model = _get(obj, "model", "display_name") or _get(obj, "model", "id")
+    limits = obj.get("rate_limits")
+    limits = limits if isinstance(limits, dict) else {}
+
+    def official(name: str) -> Official | None:
+        win = limits.get(name)
+        if win is None:
+            return None
+        pct, reset, flag = window_of(win, WINDOWS[name], now)
+        return Official(pct, parse(reset) if reset is not None else None, flag)
+
+    return LineFacts(
+        model=model if isinstance(model, str) else None,
+        cc_usd=_number(_get(obj, "cost", "total_cost_usd")),
+        five_hour=official("five_hour"),
+        seven_day=official("seven_day"),
+        context_pct=_number(_get(obj, "context_window", "used_percentage")),
+    )
+
+
+def line_facts(conn: Db, obj: dict[str, Any] | None, now: datetime, zone: Zone) -> LineFacts:
+    """``input_facts`` with ingestd's exact costs of the session and of today (in ``zone``) from the
+    rollup. Read-only.
+
+    Raises:
+        StorageError: the database refused the read.
+    """
+    base = input_facts(obj, now)
+    sid = obj.get("session_id") if obj is not None else None
+    today = cost_report(conn, by=None, window=make_window("today", None, zone, now), zone=zone)
+    session = (
+        cost_report(conn, by=None, window=Window(None, None), zone=zone, session=sid) if isinstance(sid, str) else None
+    )
+    return LineFacts(
+        model=base.model,
+        session_usd=Decimal(session["cost_usd"]) if session is not None else None,
+        session_complete=bool(session["cost_complete"]) if session is not None else True,
+        cc_usd=base.cc_usd,
+        today_usd=Decimal(today["cost_usd"]),
+        today_complete=bool(today["cost_complete"]),
+        five_hour=base.five_hour,
+        seven_day=base.seven_day,
+        context_pct=base.context_pct,
+    )
+
+
+def _clean(text: str) -> str:
+    """``text`` without control or format characters (a name from the input cannot move the cursor)."""
+    return "".join(ch for ch in text if ch.isprintable())
+
+
+def usd(v: Decimal | float, complete: bool = True) -> str:
+    """``$1.23`` (cents; ``$0.004`` below a cent), ``+`` when some usage is unpriced. Pure."""
+    d = Decimal(str(v)) if isinstance(v, float) else v
+    text = f"${d:.2f}" if d >= Decimal("0.01") or d == 0 else f"${d:.3f}"
+    return text if complete else text + "+"
+
+
+def _pct_color(pct: float) -> str:
+    return _RED if pct >= 80 else _YELLOW if pct >= 50 else _GREEN
+
+
+def _reset_text(at: datetime, now: datetime, zone: Zone) -> str:
+    local = at.astimezone(zone.tz)
+    return local.strftime("%H:%M") if at - now < timedelta(hours=24) else local.strftime("%a %H:%M")
+
+
+Part = tuple[str, str]  # (plain, coloured)
+
+
+def _official(label: str, o: Official, now: datetime, zone: Zone) -> Part:
+    if o.pct is None:
+        return f"{label} ?", f"{_DIM}{label} ?{_RESET}"
+    pct = f"{o.pct:.0f}%"
+    reset = f" ↻{_reset_text(o.resets_at, now, zone)}" if o.resets_at is not None and o.flag is None else ""
+    mark = "?" if o.flag is not None else ""
+    plain = f"{label} {pct}{mark}{reset}"
+    return plain, f"{_DIM}{label}{_RESET} {_pct_color(o.pct)}{pct}{_RESET}{mark}{_DIM}{reset}{_RESET}"
+
+
+def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> list[Part]:
+    out: list[Part] = []
+    for name in fields:
+        if name == "model" and f.model:
+            m = _clean(f.model)
+            out.append((m, m))
+        elif name == "session" and (f.session_usd is not None or f.cc_usd is not None):
+            exact = usd(f.session_usd, f.session_complete) if f.session_usd is not None else "?"
+            cc = f" (CC {usd(f.cc_usd)})" if f.cc_usd is not None else ""
+            out.append((f"session {exact}{cc}", f"{_DIM}session{_RESET} {exact}{_DIM}{cc}{_RESET}"))
+        elif name == "today" and f.today_usd is not None:
+            t = usd(f.today_usd, f.today_complete)
+            out.append((f"today {t}", f"{_DIM}today{_RESET} {t}"))
+        elif name == "limits":
+            for label, o in (("5h", f.five_hour), ("7d", f.seven_day)):
+                if o is not None:
+                    out.append(_official(label, o, now, zone))
+        elif name == "context" and f.context_pct is not None:
+            c = f"{f.context_pct:.0f}%"
+            out.append((f"ctx {c}", f"{_DIM}ctx{_RESET} {_pct_color(f.context_pct)}{c}{_RESET}"))
+    return out
+
+
+def render(
+    f: LineFacts,
+    *,
+    fields: tuple[str, ...] = DEFAULT_FIELDS,
+    color: bool = True,
+    columns: int | None = None,
+    now: datetime,
+    zone: Zone,
+    prefix: str = "",
+) -> str:
+    """The line (no newline). Pure.
+
+    Args:
+        fields: which facts, in order (``parse_fields``).
+        color: ANSI colours (False: ``NO_COLOR``).
+        columns: the most characters shown (None: no limit): fields are dropped from the end, and a
+            single field left too long is cut with ``…``, uncoloured.
+        prefix: a plain note shown first (``ingestd:`` and why, when the input was not sound).
+    """
+    parts = _parts(f, fields, now, zone)
+    if prefix:
+        parts.insert(0, (_clean(prefix), _clean(prefix)))
+    if not parts:
+        parts = [("ingestd", "ingestd")]
+    if columns is not None and columns > 0:
+        while len(parts) > 1 and len(SEP.join(p for p, _ in parts)) > columns:
+            parts.pop()
+        if len(parts[0][0]) > columns:
+            cut = parts[0][0][: max(columns - 1, 0)] + "…"
+            return cut[:columns]
+    if not color:
+        return SEP.join(p for p, _ in parts)
+    return f"{_DIM}{SEP}{_RESET}".join(c for _, c in parts)

@@ -12,7 +12,7 @@ from ingestd.claude import doctor
 from ingestd.claude.paths import claude_config_dir
 from ingestd.commands._common import db_option, default_projects, emit_json, json_option, resolve_db
 
-MARKS = {doctor.OK: "ok", doctor.NOTE: "note", doctor.ACTION: "TODO"}
+MARKS = {doctor.OK: "ok", doctor.NOTE: "note", doctor.ACTION: "fix"}
 
 
 def register(cli: click.Group) -> None:

@@ -80,7 +80,8 @@ def parse_input(data: bytes) -> Snapshot | NotASnapshot:
     return Snapshot(sid, dec.obj, data)
 
 
-def _get(obj: Any, *path: str) -> Any:
+def get_path(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...``, or None where a step is not a dict. Pure."""
     for name in path:
         if not isinstance(obj, dict):
             return None
@@ -93,9 +94,9 @@ def snapshot_part(body: dict[str, Any]) -> dict[str, Any]:
     the context window and the model (not durations, line counts or the prompt cache's timers)."""
     return {
         "rate_limits": body.get("rate_limits"),
-        "cost": _get(body, "cost", "total_cost_usd"),
+        "cost": get_path(body, "cost", "total_cost_usd"),
         "context_window": body.get("context_window"),
-        "model": _get(body, "model", "id"),
+        "model": get_path(body, "model", "id"),
     }
 
 
@@ -161,10 +162,10 @@ def sample_row(row: LogRow, obj: dict[str, Any]) -> RateLimitSampleRow:
     limits = limits if isinstance(limits, dict) else {}
     five = window_of(limits.get("five_hour"), WINDOWS["five_hour"], sampled)
     seven = window_of(limits.get("seven_day"), WINDOWS["seven_day"], sampled)
-    model = _get(obj, "model", "id")
+    model = get_path(obj, "model", "id")
     version = obj.get("version")
-    ctx_pct = _number(_get(obj, "context_window", "used_percentage"))
-    cost = _number(_get(obj, "cost", "total_cost_usd"))
+    ctx_pct = _number(get_path(obj, "context_window", "used_percentage"))
+    cost = _number(get_path(obj, "cost", "total_cost_usd"))
     return RateLimitSampleRow(
         row.id,
         storable(str(row.session_id)),

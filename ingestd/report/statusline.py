@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from ingestd.core.statusline import WINDOWS, window_of
+from ingestd.core.statusline import WINDOWS, get_path, window_of
 from ingestd.core.timefmt import parse
 from ingestd.report.cost import cost_report
 from ingestd.report.window import Window, Zone, make_window
@@ -81,14 +81,6 @@ def parse_fields(text: str | None) -> tuple[str, ...]:
     return wanted or DEFAULT_FIELDS
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for name in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(name)
-    return obj
-
-
 def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v == v else None
 
@@ -97,7 +89,7 @@ def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
     """What the input alone says (no database): model, Claude Code's cost, limits, context. Pure."""
     if obj is None:
         return LineFacts()
-    model = _get(obj, "model", "display_name") or _get(obj, "model", "id")
+    model = get_path(obj, "model", "display_name") or get_path(obj, "model", "id")
     limits = obj.get("rate_limits")
     limits = limits if isinstance(limits, dict) else {}
 
@@ -110,10 +102,10 @@ def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
 
     return LineFacts(
         model=model if isinstance(model, str) else None,
-        cc_usd=_number(_get(obj, "cost", "total_cost_usd")),
+        cc_usd=_number(get_path(obj, "cost", "total_cost_usd")),
         five_hour=official("five_hour"),
         seven_day=official("seven_day"),
-        context_pct=_number(_get(obj, "context_window", "used_percentage")),
+        context_pct=_number(get_path(obj, "context_window", "used_percentage")),
     )
 
 

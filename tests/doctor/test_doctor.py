@@ -174,7 +174,7 @@ def test_an_unreadable_projects_root_needs_action(home: Path, tmp_path: Path) ->
 def test_the_terminal_shows_one_line_per_finding_and_what_to_do(home: Path) -> None:
     r = CliRunner().invoke(cli, ["doctor"])
     assert r.exit_code == 1
-    assert "TODO  daemon" in r.output
+    assert "fix   daemon" in r.output
     assert "-> ingestd hooks install" in r.output
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import click
 from ingestd.claude import doctor
 from ingestd.claude.paths import claude_config_dir
 from ingestd.commands._common import db_option, default_projects, emit_json, json_option, resolve_db
+from ingestd.report.short import hang
 
 MARKS = {doctor.OK: "ok", doctor.NOTE: "note", doctor.ACTION: "fix"}
 
@@ -43,9 +45,11 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json(doctor.to_json(findings))
         else:
+            width = shutil.get_terminal_size().columns
             for f in findings:
-                click.echo(f"{MARKS[f.level]:<5} {f.check:<17} {f.message}")
+                lines = hang(f"{MARKS[f.level]:<5} {f.check:<17} ", f.message, width)
                 if f.fix and f.level != doctor.OK:
-                    click.echo(f"{'':<23} -> {f.fix}")
+                    lines += hang(f"{'':<23} -> ", f.fix, width)
+                click.echo("\n".join(lines))
         if any(f.level == doctor.ACTION for f in findings):
             raise SystemExit(1)

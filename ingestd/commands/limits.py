@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 
 from ingestd.commands._common import db_option, emit_json, json_option, note_stale, open_reader
 from ingestd.report.limits import limits_lines, limits_report
+from ingestd.report.short import hang
 from ingestd.report.window import resolve_zone
 
 
@@ -30,4 +32,5 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json(doc)
             return
-        click.echo("\n".join(limits_lines(doc, zone)))
+        width = shutil.get_terminal_size().columns
+        click.echo("\n".join(out for line in limits_lines(doc, zone) for out in hang("", line, width, "  ")))

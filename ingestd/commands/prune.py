@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ingestd.commands._common import (
     resolve_db,
     setting_option,
 )
+from ingestd.report.short import hang
 from ingestd.retention import backup as bk
 from ingestd.retention import prune as pr
 from ingestd.retention.schedule import policy_from, prune_and_retain
@@ -99,6 +101,7 @@ def _print(results: list[pr.PruneResult], retention: bk.RetentionResult | None, 
             for at, rid in r.keys:
                 click.echo(f"  {r.table} id={rid} occurred_at={at}")
     if retention is not None:
-        click.echo(f"backups in {retention.directory}: {verb} {len(retention.deleted)}, kept {len(retention.kept)}")
+        said = f"backups in {retention.directory}: {verb} {len(retention.deleted)}, kept {len(retention.kept)}"
+        click.echo("\n".join(hang("", said, shutil.get_terminal_size().columns, "  ")))
         for n in retention.deleted:
             click.echo(f"  {n}")

@@ -49,6 +49,7 @@ def register(cli: click.Group) -> None:
         "The daemon's token is in this env variable.",
         "The daemon's token is in this file (as `serve --token-file`): sent with the health probe.",
     )
+    @click.option("--verbose", "-v", is_flag=True, help="Also the rows per table and every listed quarantined record.")
     @json_option
     def status_cmd(
         db_path: Path | None,
@@ -56,12 +57,14 @@ def register(cli: click.Group) -> None:
         no_stat: bool,
         token_env: str | None,
         token_file: Path | None,
+        verbose: bool,
         as_json: bool,
     ) -> None:
-        """Whether the daemon runs (pid, address, uptime, version), schema version, database size, host
-        id and shipping, rows per table, activity, last ingest, hook and commit, tail lag, watchdog
-        window, skipped lines, unpriced models, last prune and backup. With the daemon down, statuses
-        are labelled as of when it last wrote.
+        """The answer first: whether the daemon runs (pid, address, uptime, version), the last hook
+        and transcript line received, the tail lag, and each problem with its fix. Then sessions,
+        agents, database, schema, host id and shipping, last commit, watchdog window, oversized
+        lines, last prune and backup; rows per table with --verbose (always in --json). With the
+        daemon down, statuses are labelled as of when it last wrote.
 
         With --store: the central store's ledger, hosts and their high-water marks, projector lag,
         rows, statuses and quarantined records.
@@ -86,7 +89,7 @@ def register(cli: click.Group) -> None:
 
         from ingestd.report.statusview import render_status
 
-        render_status(Console(), doc)
+        render_status(Console(), doc, verbose=verbose)
 
 
 def _local_status(

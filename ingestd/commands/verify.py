@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ from ingestd.commands._common import (
 )
 from ingestd.errors import CheckFailed
 from ingestd.projection.verify import run_checks
+from ingestd.report.short import hang
 
 
 def register(cli: click.Group) -> None:
@@ -43,10 +45,12 @@ def register(cli: click.Group) -> None:
         if as_json:
             emit_json({"ok": not failed, "database": where, "checks": [c.to_json() for c in checks]})
         else:
+            width = shutil.get_terminal_size().columns
             for c in checks:
                 mark = "ok  " if c.ok else "FAIL"
-                click.echo(f"{mark}  {c.name}: {c.details[0] if c.details else ''}")
+                lines = hang(f"{mark}  {c.name}: ", c.details[0] if c.details else "", width)
                 for extra in c.details[1:]:
-                    click.echo(f"      {extra}")
+                    lines += hang("      ", extra, width)
+                click.echo("\n".join(lines))
         if failed:
             raise CheckFailed("verify failed: " + ", ".join(c.name for c in failed))

@@ -7,6 +7,7 @@
   shortened id still names one agent and can be typed where a prefix is accepted.
 - ``flow`` packs phrases into lines of a width, breaking between phrases, never inside one.
 - ``cut`` / ``cut_start`` fit one text to a width, an ellipsis marking the cut end or start.
+- ``hang`` lays a list row's long message out under its head, within a width.
 
 Pure functions; ``--json`` always carries the full names.
 """
@@ -113,3 +114,22 @@ def cut_start(text: str, width: int) -> str:
     while keep and cell_len(text[-keep:]) > width - 1:
         keep -= 1
     return "…" + (text[-keep:] if keep else "")
+
+
+def hang(head: str, text: str, width: int, indent: str | None = None) -> list[str]:
+    """``head`` then ``text`` in lines at most ``width`` cells wide, the lines after the first
+    indented under the text's start, or by ``indent`` when given (a row of a list whose message is
+    long: its first line is the row, the rest hang under it, none wrapped by the terminal). A word
+    longer than a line is cut. Pure."""
+    indent = " " * cell_len(head) if indent is None else indent
+    room = max(10, width - len(indent))
+    words = text.split(" ")
+    lines: list[str] = []
+    cur = ""
+    for w in words:
+        if cur and cell_len(cur) + 1 + cell_len(w) > room:
+            lines.append(cur)
+            cur = ""
+        cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    return [cut((head if i == 0 else indent) + line, width) for i, line in enumerate(lines)]

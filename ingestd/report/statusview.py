@@ -16,6 +16,7 @@ from rich.text import Text
 from ingestd.core.timefmt import parse
 from ingestd.report.printable import printable
 from ingestd.report.render import skipped_line, tokens
+from ingestd.report.short import cut_start
 from ingestd.report.status import clock_warnings
 from ingestd.report.words import plural
 
@@ -54,44 +55,106 @@ def _uptime(seconds: float | None) -> str:
     return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m {sec}s"
 
 
-def _daemon(doc: dict[str, Any] | None) -> Text:
-    """``running: pid 123 on 127.0.0.1:7391, up 2h 5m, ingestd 0.1.0`` or why it is not."""
+def _daemon(doc: dict[str, Any] | None) -> tuple[Text, str | None]:
+    """``running: pid 123 on 127.0.0.1:7391, up 2h 5m, ingestd 0.1.0`` or why it is not, and the fix."""
     if doc is None:
-        return Text("not checked")
+        return Text("not checked"), None
     if doc["running"]:
         t = Text(doc["state"], style="green" if doc["state"] == "running" else "red")
         t.append(f": pid {doc['pid']} on {doc['address']}, up {_uptime(doc['uptime_s'])}, ingestd {doc['version']}")
-        if doc["problem"]:
-            t.append(f"; {doc['problem']}", style="red")
-        return t
+        return t, (None if not doc["problem"] else doc["problem"])
     words = {"not_responding": "not responding", "stopped": "not running", "never_started": "not running"}
     t = Text(words.get(doc["state"], doc["state"]), style="bold red")
     if doc["problem"]:
         t.append(f": {doc['problem']}")
     if doc["state"] != "never_started":
         t.append(f" (last started {doc['started_at']}" + (f", pid {doc['pid']})" if doc["pid"] else ")"))
-    t.append("; start it: `ingestd service install` or `ingestd serve`", style="dim")
-    return t
+    return t, "ingestd service install (or ingestd serve)"
 
 
-def render_status(console: Console, doc: dict[str, Any]) -> None:
-    """Health as a two-column table, then row counts. With the daemon down, the statuses are
-    labelled ``as of <time>, daemon not running``: nothing has updated them since."""
+LABEL = 17  # "last transcript" and two spaces: the values line up
+
+
+def render_status(console: Console, doc: dict[str, Any], *, verbose: bool = False) -> None:
+    """The answer first (is the daemon running, the last hook and transcript line received, the
+    tail lag, each problem with its fix), then the details, one line each within the console's
+    width (a longer value is cut: ``--json`` has it whole). ``verbose`` adds the rows per table
+    and every listed quarantined record. With the daemon down, the statuses are labelled
+    ``as of <time>, daemon not running``: nothing has updated them since."""
     doc = printable(doc)  # text from transcripts never drives the terminal
-    t = Table(show_header=False, title="ingestd status", title_justify="left")
-    t.add_column(style="bold")
-    t.add_column()
-    for head, cell in _store_rows(doc) + _activity_rows(doc):
-        t.add_row(head, cell)
-    console.print(t)
-    render_quarantine(console, doc.get("quarantine"))
+    width = console.width
+    console.print(Text("ingestd status", style="bold"))
+    for head, cell in _answer_rows(doc) + _detail_rows(doc, width):
+        line = Text(head.ljust(LABEL), style="bold" if head.strip() else "") + cell
+        line.truncate(width, overflow="ellipsis")
+        console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+    render_quarantine(console, doc.get("quarantine"), listed=None if verbose else QUARANTINE_SHOWN)
+    if not verbose:
+        console.print(Text("(rows per table: ingestd status --verbose, or --json)", style="dim"))
+        return
     rows = Table("table", "rows", title="rows per table", title_justify="left")
     for name, n in doc["rows"].items():
         rows.add_row(name, f"{n:,}")
     console.print(rows)
 
 
-Row = tuple[str, str | Text]
+QUARANTINE_SHOWN = 3  # quarantined records listed without --verbose: the screen keeps the answer
+
+
+Row = tuple[str, Text]
+
+
+def _fix(text: str) -> Row:
+    return ("", Text("fix: ", style="yellow") + Text(text))
+
+
+def _answer_rows(doc: dict[str, Any]) -> list[Row]:
+    """The daemon, the last hook, the last transcript line, the tail lag, then the problems."""
+    now = parse(doc["now"]) or datetime.now(UTC)
+    daemon, fix = _daemon(doc.get("daemon"))
+    running = bool((doc.get("daemon") or {}).get("running"))
+    out: list[Row] = [("daemon", daemon)]
+    if fix and running:
+        out.append(("", Text(f"problem: {fix}", style="red")))
+    elif fix:
+        out.append(_fix(fix))
+    out.append(("last hook", Text(_ago(doc["last_hook_at"], now))))
+    if doc["last_hook_at"] is None:
+        out.append(_fix("ingestd hooks install (hooks give live status and prompts)"))
+    out.append(("last transcript", Text(_ago(doc["last_ingest_at"], now))))
+    tail = doc["tail"]
+    out.append(("tail lag", Text(_tail_line(tail))))
+    if tail.get("bytes_behind_on_disk") and not running:
+        out.append(_fix("ingestd ingest (or start the daemon: it reads them as they grow)"))
+    problems = _problem_rows(doc)
+    if not problems and not any(head == "" for head, _ in out):
+        problems.append(("problems", Text("none", style="green")))
+    return out + problems
+
+
+def _problem_rows(doc: dict[str, Any]) -> list[Row]:
+    """What else is wrong, each with what to do: a stale projection, stalled writers, clocks,
+    skipped lines, unpriced models."""
+    out: list[Row] = []
+    stale = doc.get("stale_projection")
+    if stale:
+        out += [
+            ("problem", Text("projections are stale", style="red")),
+            _fix(str(stale.get("fix") or "ingestd migrate")),
+        ]
+    for st in doc.get("stalls") or []:
+        text = f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"
+        out.append(("stalled", Text(text, style="red")))
+    if "watchdog" in doc:
+        out += clock_rows(doc["watchdog"])
+    if doc["skipped"]["lines"]:
+        out.append(("skipped lines", Text(skipped_line(doc["skipped"]), style="yellow")))
+    if doc["unpriced"]:
+        unpriced = ", ".join(
+            f"{m} ({tokens(u['tokens'])} tok, {plural(u['messages'], 'message')})" for m, u in doc["unpriced"].items()
+        )
+        out += [("unpriced models", Text(unpriced, style="yellow")), _fix("ingestd pricing set MODEL ... (see cost)")]
+    return out
 
 
 def _host_line(host: dict[str, Any]) -> str:
@@ -105,67 +168,58 @@ def _host_line(host: dict[str, Any]) -> str:
     )
 
 
-def _store_rows(doc: dict[str, Any]) -> list[Row]:
-    """The daemon, the schema, the database file, this host, sessions and agents."""
-    stale = "" if doc.get("live", True) else f" (as of {doc.get('as_of') or 'never'}, daemon not running)"
+def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
+    """Sessions and agents, the database and schema, this host, the last commit, the watchdog,
+    oversized lines, retention."""
+    now = parse(doc["now"]) or datetime.now(UTC)
+    live = doc.get("live", True)
     sc = doc["schema"]
     db = doc["database"]
-    host = doc.get("host") or {}
     sess = doc["sessions"]
-    active = "active now" if not stale else "active"
+    agents = doc["agents"]["by_status"]
+    n_sessions = sum(sess["by_status"].values())
+    agents_by = ", ".join(f"{k} {v}" for k, v in agents.items())
     by_status = ", ".join(f"{k} {v}" for k, v in sess["by_status"].items())
-    return [
-        ("daemon", _daemon(doc.get("daemon"))),
-        ("schema", f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none"),
-        ("database", f"{db['path'] or '-'}  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})"),
-        ("host", _host_line(host)),
-        ("sessions", Text(f"{sess['active']} {active}; " + by_status) + Text(stale, style="yellow")),
-        (
-            "agents",
-            Text(", ".join(f"{k} {v}" for k, v in doc["agents"]["by_status"].items()) or "none")
-            + Text(stale, style="yellow"),
-        ),
+    active = f"{sess['active']} active now" if live else f"{sess['active']} active"
+    schema = f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none"
+    size = f"  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})"
+    path = cut_start(db["path"] or "-", max(8, width - LABEL - len(size)))
+    p = doc["last_prune"]
+    out: list[Row] = [
+        ("sessions", Text(f"{n_sessions}, {active}" + (f" ({by_status})" if by_status else ""))),
+        ("agents", Text(f"{sum(agents.values())}" + (f" ({agents_by})" if agents else ""))),
     ]
+    if not live:
+        out.append(("", Text(f"(as of {doc.get('as_of') or 'never'}, daemon not running)", style="yellow")))
+    out += [
+        ("database", Text(path + size)),
+        ("schema", Text(schema)),
+        ("host", Text(_host_line(doc.get("host") or {}))),
+        ("last commit", Text(_ago(doc.get("last_commit_at"), now))),
+    ]
+    if "watchdog" in doc:
+        out.append(("watchdog", Text(f"an agent idle {doc['watchdog']['window_s']} s becomes unknown")))
+    if not doc["skipped"]["lines"]:
+        out.append(("skipped lines", Text("none")))
+    out += [
+        ("oversized lines", Text(_oversized_line(doc.get("oversized")))),
+        ("last prune", Text("never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}")),
+        ("last backup", Text(_ago(doc["backup"]["last_backup_at"], now))),
+    ]
+    return out
 
 
 def _tail_line(tail: dict[str, Any]) -> str:
-    # Only files an ingest has reached have a checkpoint: the lag is of those, and says so ("541 B not
-    # yet read in 2 files" would hide 23 MB in 226 files no ingest has reached)
-    lag = f"{plural(tail['files_tracked'], 'file')} tracked so far"
-    if tail["bytes_behind_on_disk"] is not None:
-        lag += f"; {_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} of them"
-        if tail["files_missing_on_disk"]:
-            lag += f"; {plural(tail['files_missing_on_disk'], 'file')} gone from disk (kept in the log)"
-        lag += " (files no ingest has reached yet are not counted)"
+    # Only files an ingest has reached have a checkpoint: the lag is of those, and says so
+    tracked = f"{plural(tail['files_tracked'], 'file')} tracked"
+    if tail["bytes_behind_on_disk"] is None:
+        return (
+            f"{_size(tail['bytes_behind_at_last_read'])} behind at the last read, {tracked} (not compared: --no-stat)"
+        )
+    lag = f"{_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} of {tracked}"
+    if tail["files_missing_on_disk"]:
+        lag += f"; {plural(tail['files_missing_on_disk'], 'file')} gone from disk (kept in the log)"
     return lag
-
-
-def _activity_rows(doc: dict[str, Any]) -> list[Row]:
-    """The watchdog, the last writes, the tail, skipped and unpriced, retention, stalls."""
-    now = parse(doc["now"]) or datetime.now(UTC)
-    out: list[Row] = []
-    if "watchdog" in doc:
-        out.append(("watchdog", f"an agent idle {doc['watchdog']['window_s']} s becomes unknown"))
-        out += clock_rows(doc["watchdog"])
-    unpriced = ", ".join(
-        f"{m} ({tokens(u['tokens'])} tok, {plural(u['messages'], 'message')})" for m, u in doc["unpriced"].items()
-    )
-    p = doc["last_prune"]
-    out += [
-        ("last commit", _ago(doc.get("last_commit_at"), now)),
-        ("last ingest", _ago(doc["last_ingest_at"], now)),
-        ("last hook", _ago(doc["last_hook_at"], now)),
-        ("tail", _tail_line(doc["tail"])),
-        ("skipped lines", skipped_line(doc["skipped"])),
-        ("oversized lines", _oversized_line(doc.get("oversized"))),
-        ("unpriced models", Text(unpriced or "none")),
-        ("last prune", "never" if p is None else f"{p['ran_at']}: {plural(p['rows'], 'row')} of {p['target']}"),
-        ("last backup", _ago(doc["backup"]["last_backup_at"], now)),
-    ]
-    for st in doc.get("stalls") or []:
-        text = f"{st['component']}: retrying for {st['seconds']} s ({st['retries']} retries): {st['reason']}"
-        out.append(("stalled", Text(text)))
-    return out
 
 
 def clock_rows(wd: dict[str, Any]) -> list[Row]:
@@ -181,21 +235,24 @@ def _oversized_line(oversized: dict[str, Any] | None) -> str:
     return f"{plural(n, 'line')} (longer than max_line_bytes: logged as marker rows)"
 
 
-def render_quarantine(console: Console, q: dict[str, Any] | None) -> None:
-    """The quarantined records of ``status``: counts per reason, then the newest with where they are."""
+def render_quarantine(console: Console, q: dict[str, Any] | None, *, listed: int | None = None) -> None:
+    """The quarantined records of ``status``: counts per reason, then the newest (``listed`` of
+    them when given, all the document lists otherwise) with where they are."""
     if not q or not q["records"]:
         console.print("quarantined records: none")
         return
     counts = ", ".join(f"{k} {v}" for k, v in q["by_reason"].items())
+    shown = q["listed"] if listed is None else q["listed"][:listed]
+    more = "" if len(shown) == len(q["listed"]) else " (--verbose lists more)"
     t = Table(
         "reason",
         "origin",
         "offset",
         "detail",
-        title=f"quarantined records: {q['records']} ({counts}); newest {len(q['listed'])}",
+        title=f"quarantined records: {q['records']} ({counts}); newest {len(shown)}{more}",
         title_justify="left",
     )
-    for r in q["listed"]:
+    for r in shown:
         off = r["origin_offset"]
         t.add_row(r["reason"], Text(r["origin"]), "-" if off is None else str(off), Text(r["detail"]))
     console.print(t)

@@ -13,6 +13,7 @@ __all__ = [
     "limits",
     "render",
     "sessions",
+    "short",
     "status",
     "statusline",
     "statusview",

@@ -84,10 +84,14 @@ def render_status(console: Console, doc: dict[str, Any], *, verbose: bool = Fals
     doc = printable(doc)  # text from transcripts never drives the terminal
     width = console.width
     console.print(Text("ingestd status", style="bold"))
-    for head, cell in _answer_rows(doc) + _detail_rows(doc, width):
-        line = Text(head.ljust(LABEL), style="bold" if head.strip() else "") + cell
-        line.truncate(width, overflow="ellipsis")
-        console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+    answer = _answer_rows(doc)
+    for i, (head, cell) in enumerate(answer + _detail_rows(doc, width)):
+        # a problem is read whole, its lines hanging under its value; a detail is cut (--json has it)
+        lines = cell.wrap(console, max(10, width - LABEL)) if i < len(answer) else [cell]
+        for n, part in enumerate(lines):
+            line = Text((head if n == 0 else "").ljust(LABEL), style="bold") + part
+            line.truncate(width, overflow="ellipsis")
+            console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
     render_quarantine(console, doc.get("quarantine"), listed=None if verbose else QUARANTINE_SHOWN)
     if not verbose:
         console.print(Text("(rows per table: ingestd status --verbose, or --json)", style="dim"))
@@ -124,6 +128,8 @@ def _answer_rows(doc: dict[str, Any]) -> list[Row]:
     out.append(("last transcript", Text(_ago(doc["last_ingest_at"], now))))
     tail = doc["tail"]
     out.append(("tail lag", Text(_tail_line(tail))))
+    if tail["files_tracked"] and tail["bytes_behind_on_disk"] is not None:
+        out.append(("", Text("(files no ingest has reached yet are not counted)", style="dim")))
     if tail.get("bytes_behind_on_disk") and not running:
         out.append(_fix("ingestd ingest (or start the daemon: it reads them as they grow)"))
     problems = _problem_rows(doc)
@@ -210,12 +216,15 @@ def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
 
 
 def _tail_line(tail: dict[str, Any]) -> str:
-    # Only files an ingest has reached have a checkpoint: the lag is of those, and says so
-    tracked = f"{plural(tail['files_tracked'], 'file')} tracked"
+    """``541 B not yet read in 2 of 2 files tracked so far``: the lag of the files with a checkpoint.
+
+    Only files an ingest has reached have one: ``status`` says so on the line under this one
+    ("541 B not yet read in 2 files" would hide 23 MB in 226 files no ingest has reached).
+    """
+    tracked = f"{plural(tail['files_tracked'], 'file')} tracked so far"
     if tail["bytes_behind_on_disk"] is None:
-        return (
-            f"{_size(tail['bytes_behind_at_last_read'])} behind at the last read, {tracked} (not compared: --no-stat)"
-        )
+        behind = _size(tail.get("bytes_behind_at_last_read"))
+        return f"{behind} behind at the last read, {tracked} (not compared: --no-stat)"
     lag = f"{_size(tail['bytes_behind_on_disk'])} not yet read in {tail['files_behind_on_disk']} of {tracked}"
     if tail["files_missing_on_disk"]:
         lag += f"; {plural(tail['files_missing_on_disk'], 'file')} gone from disk (kept in the log)"

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from ingestd.cli import cli
 from ingestd.ingest import backfill
 from ingestd.ingest.backfill import ingest_roots
-from ingestd.report.statusview import _tail_line
+from ingestd.report.statusview import _answer_rows, _tail_line
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 
@@ -73,9 +73,12 @@ def test_the_ingest_summary_says_how_many_vanished(tmp_path: Path, monkeypatch: 
 
 def test_status_says_its_lag_counts_only_tracked_files() -> None:
     tail = {"files_tracked": 2, "bytes_behind_on_disk": 541, "files_behind_on_disk": 2, "files_missing_on_disk": 0}
-    line = _tail_line(tail)
-    assert line.startswith("2 files tracked so far; 541 B not yet read in 2 of them"), line
-    assert "(files no ingest has reached yet are not counted)" in line
-    assert _tail_line(tail | {"files_tracked": 0, "bytes_behind_on_disk": 0, "files_behind_on_disk": 0}).startswith(
-        "0 files tracked so far"
+    assert _tail_line(tail) == "541 B not yet read in 2 of 2 files tracked so far"
+    doc = {"now": "2026-01-01T00:00:00.000Z", "daemon": None, "last_hook_at": None, "last_ingest_at": None}
+    doc |= {"tail": tail, "skipped": {"lines": 0, "by_reason": {}}, "unpriced": {}}
+    rows = [(head, cell.plain) for head, cell in _answer_rows(doc)]
+    at = rows.index(("tail lag", _tail_line(tail)))
+    assert rows[at + 1] == ("", "(files no ingest has reached yet are not counted)"), rows
+    assert _tail_line(tail | {"files_tracked": 0, "bytes_behind_on_disk": 0, "files_behind_on_disk": 0}).endswith(
+        "of 0 files tracked so far"
     )

@@ -18,6 +18,7 @@ __all__ = [
     "project",
     "prune",
     "replay",
+    "search",
     "serve",
     "service",
     "sessions",

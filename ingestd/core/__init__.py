@@ -22,6 +22,7 @@ __all__ = [
     "records",
     "revision",
     "rows",
+    "search",
     "speeds",
     "state",
     "statusline",

@@ -19,6 +19,7 @@ from ingestd.core.rows import (
     EventRow,
     QuarantineRow,
     RateLimitSampleRow,
+    SearchDocRow,
     SessionRow,
     SummaryRow,
     TokenUsageRow,
@@ -52,6 +53,8 @@ class Changes:
         compactions: ``CompactionRow`` (key session_id, boundary_id).
         events: ``EventRow`` (key raw_event_id), one per hook delivery.
         rate_limit_samples: ``RateLimitSampleRow`` (key raw_event_id), one per status-line snapshot.
+        search_docs: ``SearchDocRow`` (key doc_id), the text of transcript records
+            (``ingestd.core.search``), storable already.
         summaries: ``SummaryRow`` (key origin, origin_gen, origin_offset): the session's files'
             ``summary`` records, whose session is the one of the record ``leaf_uuid`` names
             (``ingestd.store.titles``).
@@ -68,6 +71,7 @@ class Changes:
     compactions: list[CompactionRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     rate_limit_samples: list[RateLimitSampleRow] = field(default_factory=list)
+    search_docs: list[SearchDocRow] = field(default_factory=list)
     quarantine: list[QuarantineRow] = field(default_factory=list)
     summaries: list[SummaryRow] = field(default_factory=list)
     retracted_agents: list[AgentKey] = field(default_factory=list)
@@ -88,6 +92,7 @@ class Changes:
         self.compactions.extend(other.compactions)
         self.events.extend(other.events)
         self.rate_limit_samples.extend(other.rate_limit_samples)
+        self.search_docs.extend(other.search_docs)
         self.quarantine.extend(other.quarantine)
         self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)

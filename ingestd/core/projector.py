@@ -19,7 +19,8 @@ from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.hookfold import fold_hook
 from ingestd.core.oversized import OVERSIZED, salvage, salvage_line
 from ingestd.core.records import META, LogRow
-from ingestd.core.rows import EventRow, RateLimitSampleRow
+from ingestd.core.rows import EventRow, RateLimitSampleRow, SearchDocRow
+from ingestd.core.search import docs as search_docs
 from ingestd.core.state import SessionState
 from ingestd.core.statusline import SOURCE as STATUSLINE
 from ingestd.core.statusline import sample_row
@@ -113,22 +114,27 @@ def _fold_once(
     t = Touched()
     events: list[EventRow] = []
     samples: list[RateLimitSampleRow] = []
+    found: list[SearchDocRow] = []
     for row in rows:
         if row.source == STATUSLINE:
             obj = decode_row(row)
             if obj is not None:
                 samples.append(sample_row(row, obj))
             continue
-        _fold_row(state, row, t, events)
+        obj = _fold_row(state, row, t, events)
+        if obj is not None and row.source == "jsonl" and row.event_type != META:
+            found.extend(search_docs(row, obj, session_id))
     changes = derive.derive(state, t, ctx)
     changes.events.extend(events)
     changes.rate_limit_samples.extend(samples)
+    changes.search_docs.extend(found)
     changes.quarantine.extend(t.quarantined)
     return state, changes
 
 
-def _fold_row(state: SessionState, row: LogRow, t: Touched, events: list[EventRow]) -> None:
-    """Fold one log row through the handler of its source and kind (see the module docstring)."""
+def _fold_row(state: SessionState, row: LogRow, t: Touched, events: list[EventRow]) -> dict[str, Any] | None:
+    """Fold one log row through the handler of its source and kind (see the module docstring);
+    the row's decoded object (None: nothing was decoded, or an ingestd row)."""
     if row.source == "ingestd":
         # ingestd's own rows: a quarantine marker is evidence (the row it names was isolated);
         # file_reset markers and watchdog ticks are not the session's evidence
@@ -136,10 +142,10 @@ def _fold_row(state: SessionState, row: LogRow, t: Touched, events: list[EventRo
             q = storage_quarantine(row.id, state.session_id, row.origin, row.origin_offset, row.payload)
             if q is not None:
                 t.quarantined.append(q)
-        return
+        return None
     obj = decode_row(row)
     if obj is None:
-        return
+        return None
     t.row = row
     t.bad_at = None
     if row.source == "hook":
@@ -148,3 +154,4 @@ def _fold_row(state: SessionState, row: LogRow, t: Touched, events: list[EventRo
         sidecar(state, row, obj, t)
     else:
         fold_record(state, row, obj, t)
+    return obj

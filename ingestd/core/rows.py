@@ -157,6 +157,34 @@ class RateLimitSampleRow(NamedTuple):
     cc_version: str | None
 
 
+class SearchDocRow(NamedTuple):
+    """One ``search_docs`` row (key ``doc_id``): a piece of text the full-text index holds
+    (``ingestd.core.search``).
+
+    Attributes:
+        doc_id: int, ``raw_event_id * search.SEQ_SPAN + seq`` (the index's rowid).
+        raw_event_id: int, ``events_raw.id`` of the record. seq: int, its place in the record.
+        session_id: str. agent_id: str | None, the record's agent (None: the main agent).
+        kind: str, one of ``search.KINDS``. occurred_at: str | None, canonical UTC of the record
+            (None: it has no valid timestamp).
+        label: str | None, the tool name (``tool``) or the title's record kind (``title``).
+        uuid: str | None, the record's uuid (a resumed session's copy of a record shares it).
+        text: str, at most ``search.MAX_DOC_CHARS`` characters: written into the full-text index,
+            not into ``search_docs`` (the log keeps it).
+    """
+
+    doc_id: int
+    raw_event_id: int
+    seq: int
+    session_id: str
+    agent_id: str | None
+    kind: str
+    occurred_at: str | None
+    label: str | None
+    uuid: str | None
+    text: str
+
+
 class QuarantineRow(NamedTuple):
     """One ``quarantine`` row (key ``(raw_event_id, reason)``): a record not projected whole.
 

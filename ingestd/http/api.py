@@ -16,6 +16,8 @@ Routes (``add_api_routes``):
   (``ingestd.report.timeline``; the live view's timeline)
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
 - ``GET /api/status``: as ``ingestd status --json`` (without stat-ing transcript files)
+- ``GET /api/search?q&kind&project&session&since&until&sort&limit&fts&tz``: as ``ingestd search
+  --json`` (``kind`` repeatable; ``fts=1`` reads ``q`` as FTS5 syntax)
 - ``GET /api/openapi.json``: the OpenAPI description shipped in ``ingestd/http/openapi.json``
 - ``GET /metrics``: the Prometheus text format from the rollups (``ingestd.http.metrics``); 503
   ``unavailable`` with the reason while migrations are pending or the projections are stale
@@ -46,6 +48,8 @@ from ingestd.http.hooks import error_response
 from ingestd.http.metrics import CONTENT_TYPE as METRICS_TYPE
 from ingestd.http.metrics import Unavailable, exposition
 from ingestd.report.cost import GROUPINGS, cost_report
+from ingestd.report.search import DEFAULT_LIMIT as SEARCH_LIMIT
+from ingestd.report.search import search_report
 from ingestd.report.sessions import Narrow, projects_report, sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
@@ -194,6 +198,33 @@ async def cost(request: web.Request) -> web.Response:
     return await _run(request, lambda c: cost_report(c, by=by, window=window, zone=zone))
 
 
+async def search(request: web.Request) -> web.Response:
+    """``GET /api/search``: 400 for an empty or unparsable query or a bad parameter."""
+    q = request.query
+    try:
+        window, _ = _window_and_zone(q)
+        limit = _limit(q) or SEARCH_LIMIT
+    except IngestdError as e:
+        return _error(e)
+    kinds = tuple(k for k in q.getall("kind", []) if k)
+    fts = q.get("fts", "") in ("1", "true")
+    text = q.get("q", "")
+    return await _run(
+        request,
+        lambda c: search_report(
+            c,
+            text,
+            window=window,
+            kinds=kinds,
+            project=q.get("project") or None,
+            session=q.get("session") or None,
+            limit=limit,
+            sort=q.get("sort") or "rank",
+            fts=fts,
+        ),
+    )
+
+
 async def status(request: web.Request) -> web.Response:
     """``GET /api/status``."""
     db_path = request.app[READ_DB]
@@ -263,5 +294,6 @@ def add_api_routes(
     app.router.add_get("/api/sessions/{id}/timeline", timeline)
     app.router.add_get("/api/cost", cost)
     app.router.add_get("/api/status", status)
+    app.router.add_get("/api/search", search)
     app.router.add_get("/api/openapi.json", openapi)
     app.router.add_get("/metrics", metrics)

@@ -31,6 +31,7 @@ ASSETS: dict[str, str] = {
     "session.js": "text/javascript; charset=utf-8",
     "cost.js": "text/javascript; charset=utf-8",
     "health.js": "text/javascript; charset=utf-8",
+    "search.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }

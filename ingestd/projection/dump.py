@@ -24,13 +24,15 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("compactions", ("session_id", "boundary_id")),
     ("events", ("raw_event_id",)),
     ("rate_limit_samples", ("raw_event_id",)),
+    # a document's ids are its log row's (arrival order): its record's place and content identify it
+    ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label", "text")),
     ("quarantine", ("raw_event_id", "reason")),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
     ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from", "tier", "speed")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ
 # between rebuilds by design; the table's natural key identifies its rows.
-ARRIVAL_IDS: dict[str, tuple[str, ...]] = {"token_usage": ("id",)}
+ARRIVAL_IDS: dict[str, tuple[str, ...]] = {"token_usage": ("id",), "search_docs": ("doc_id", "raw_event_id")}
 MAX_DIFFS = 5
 Row = tuple[Any, ...]
 

@@ -35,6 +35,7 @@ __all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (
+    "search_docs",
     "events",
     "rate_limit_samples",
     "compactions",

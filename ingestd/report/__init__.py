@@ -12,6 +12,8 @@ __all__ = [
     "cost",
     "limits",
     "render",
+    "search",
+    "searchview",
     "sessions",
     "short",
     "status",

@@ -14,6 +14,7 @@ from typing import Any
 
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.validate import FUTURE_DETAIL
+from ingestd.report.search import index_size
 from ingestd.report.usage import Usage
 from ingestd.store.connection import Db, scalar, storage_errors
 from ingestd.store.identity import shipped_through, stored_identity
@@ -45,6 +46,7 @@ def _database(conn: Db, db_path: Path | None) -> dict[str, Any]:
         "size_bytes": page_size * pages,
         "free_bytes": page_size * free,
         "wal_bytes": None,
+        "search": index_size(conn),
     }
     if db_path is not None:
         wal = Path(str(db_path) + "-wal")
@@ -259,9 +261,9 @@ def _last_seen(conn: Db) -> dict[str, str | None]:
 
 
 def _row_counts(conn: Db) -> dict[str, int]:
-    """Rows of every table, by name (``sqlite_%`` tables left out)."""
-    sql = "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    tables = [r[0] for r in conn.execute(sql)]
+    """Rows of every table, by name (``sqlite_%`` tables, virtual tables and their shadow tables left out)."""
+    sql = "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%'"
+    tables = sorted(r[0] for r in conn.execute(sql))
     return {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
 
 

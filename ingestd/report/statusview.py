@@ -188,7 +188,7 @@ def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
     by_status = ", ".join(f"{k} {v}" for k, v in sess["by_status"].items())
     active = f"{sess['active']} active now" if live else f"{sess['active']} active"
     schema = f"{sc['version']} ({sc['name']})" if sc["version"] is not None else "none"
-    size = f"  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})"
+    size = f"  {_size(db['size_bytes'])} (+ WAL {_size(db['wal_bytes'])})" + _search(db)
     path = cut_start(db["path"] or "-", max(8, width - LABEL - len(size)))
     p = doc["last_prune"]
     out: list[Row] = [
@@ -213,6 +213,12 @@ def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
         ("last backup", Text(_ago(doc["backup"]["last_backup_at"], now))),
     ]
     return out
+
+
+def _search(db: dict[str, Any]) -> str:
+    """``; search index <size>`` of the database line (nothing when the size is unknown)."""
+    s = db.get("search") or {}
+    return "" if s.get("bytes") is None else f"; search index {_size(s['bytes'])}"
 
 
 def _tail_line(tail: dict[str, Any]) -> str:

@@ -48,6 +48,17 @@ def session_rows(conn: Db, sid: str, after_id: int = 0, before_id: int | None = 
     ]
 
 
+def rows_by_id(conn: Db, ids: Sequence[int]) -> dict[int, LogRow]:
+    """The log rows with these ids (those that exist), by id. Read-only."""
+    out: dict[int, LogRow] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        sql = f"SELECT {LOG_COLUMNS} FROM events_raw WHERE id IN ({', '.join('?' * len(chunk))})"
+        for r in conn.execute(sql, tuple(chunk)):
+            out[int(r[0])] = row_from_db(conn, r)
+    return out
+
+
 def quarantine_marker(row: NewLogRow, raw_event_id: int | None, detail: str) -> NewLogRow:
     """The ``quarantine`` log row (source ``ingestd``) recording that ``row`` was isolated.
 

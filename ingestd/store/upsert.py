@@ -27,6 +27,7 @@ from ingestd.core.rows import (
     EventRow,
     QuarantineRow,
     RateLimitSampleRow,
+    SearchDocRow,
     SessionRow,
     TokenUsageRow,
     ToolCallRow,
@@ -83,6 +84,9 @@ UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
 INSERT_EVENT = upsert_sql("events", EventRow._fields, ("raw_event_id",), update=())
 INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("raw_event_id",), update=())
+# a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
+INSERT_SEARCH_DOC = upsert_sql("search_docs", SearchDocRow._fields[:-1], ("doc_id",), update=()) + " RETURNING doc_id"
+INDEX_SEARCH_TEXT = "INSERT INTO search_fts (rowid, text) VALUES (?, ?)"
 UPSERT_QUARANTINE = upsert_sql("quarantine", QuarantineRow._fields, ("raw_event_id", "reason"), update=("detail",))
 UPSERT_CHECKPOINT = upsert_sql("ingest_checkpoints", Checkpoint._fields, ("root", "origin"))
 BUMP_STAT = (
@@ -126,6 +130,18 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
             conn.executemany(sql, rows)
     if ch.token_usage:
         upsert.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
+    if ch.search_docs:
+        index_search_docs(conn, ch.search_docs)
+
+
+def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:
+    """Insert the documents not stored yet, and their text into the full-text index (inside the
+    caller's transaction). A document stored already is left as it is (it is a pure function of
+    its log row: the same row gives the same document)."""
+    text = {d.doc_id: d.text for d in docs}
+    fresh = [(i, text[i]) for (i,) in conn.executemany(INSERT_SEARCH_DOC, [d[:-1] for d in docs])]
+    if fresh:
+        conn.executemany(INDEX_SEARCH_TEXT, fresh)
 
 
 def write_checkpoints(conn: Db, checkpoints: Iterable[Checkpoint]) -> None:

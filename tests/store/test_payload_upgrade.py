@@ -12,7 +12,9 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core import ledger
+from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
+from ingestd.projection.reproject import ensure_current
 from ingestd.store import payload
 from ingestd.store.connection import connect
 from ingestd.store.migrate import MIGRATIONS_DIR, migrate
@@ -51,6 +53,10 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("CREATE INDEX IF NOT EXISTS events_raw_origin ON events_raw (origin, origin_gen, origin_offset)")
     conn.execute("DROP TABLE IF EXISTS rollup_deferred")
     conn.execute("DROP TABLE IF EXISTS rate_limit_samples")
+    conn.execute("DROP TABLE IF EXISTS search_fts")
+    conn.execute("DROP TABLE IF EXISTS search_docs")
+    # projected by the rules of its day: the search projection came with revision 21
+    conn.execute("UPDATE meta SET value = '20' WHERE key = 'projection_revision'")
     conn.execute("PRAGMA writable_schema = ON")
     conn.execute(
         "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'events_raw'",
@@ -92,13 +98,18 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
-    # eleven new tables and indexes, the schema; the projection tables 0020 rebuilt left their old
-    # pages free (the log's pages are not rewritten)
+    # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
+    # shadow tables (0022); the projection tables 0020 rebuilt left their old pages free (the log's
+    # pages are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
-    assert in_use <= pages + 13
+    assert in_use <= pages + 20
+    conn.close()
+    assert _log(db) == before
+    conn = connect(db)
+    assert ensure_current(conn, db, ctx=Ctx()) is not None  # the projections of the new rules, from the log
     conn.close()
     assert _log(db) == before
     code, out = _cli("verify", "--db", str(db))
@@ -176,7 +187,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

@@ -5,6 +5,7 @@
 import { errorBanner, h, printable } from "./dom.js";
 import { costView } from "./cost.js";
 import { healthView } from "./health.js";
+import { searchView } from "./search.js";
 import { sessionView } from "./session.js";
 import { sessionsView } from "./sessions.js";
 
@@ -99,6 +100,7 @@ function route() {
   else if (id !== undefined) view = sessionView(id);
   else if (name === "cost") view = costView(refresh);
   else if (name === "health") view = healthView();
+  else if (name === "search") view = searchView(rest.length ? sessionId(rest.join("/")) || "" : "", refresh);
   else view = sessionsView(refresh);
   for (const a of document.querySelectorAll("nav a")) {
     if (a.dataset.view === (view.name === "session" ? "sessions" : view.name)) a.setAttribute("aria-current", "page");

@@ -176,6 +176,29 @@ SETTINGS: tuple[Setting, ...] = (
         1,
     ),
     Setting("ship_interval_s", 5, "Seconds between the daemon's shipping passes when it is caught up.", "int"),
+    *(
+        Setting(
+            f"budget_{period}_{level}_usd",
+            None,
+            f"Budget: at or over this {what} in USD, the daemon's PreToolUse / UserPromptSubmit answer "
+            + ("warns (systemMessage)." if level == "soft" else "stops the call (deny / block) with the reason."),
+            "float",
+        )
+        for period, what in (("daily", "spend today"), ("weekly", "spend this week"), ("session", "session spend"))
+        for level in ("soft", "hard")
+    ),
+    *(
+        Setting(
+            f"budget_five_hour_{level}_pct",
+            None,
+            "Budget: at or over this percent of the official 5-hour limit (from the status line), the daemon's "
+            "PreToolUse / UserPromptSubmit answer " + ("warns." if level == "soft" else "stops the call."),
+            "float",
+            0,
+            100,
+        )
+        for level in ("soft", "hard")
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -302,6 +325,11 @@ class Settings:
         if not isinstance(v, int | float) or isinstance(v, bool):
             raise ConfigError(f"setting {name} must be a number, not {v!r}", setting=name)
         return float(v)
+
+    def get_opt_float(self, name: str) -> float | None:
+        """A float setting that may be None (off)."""
+        v = self.values[name]
+        return None if v is None else self.get_float(name)
 
     def get_str(self, name: str) -> str:
         """A str setting that must be set."""

@@ -13,6 +13,7 @@ signals) is ``ingestd.daemon.main``.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +36,8 @@ from ingestd.http.conns import ConnectionGuard
 from ingestd.http.health import Health
 from ingestd.http.hooks import HookWriter
 from ingestd.logs import get_logger
+from ingestd.report.budget import BudgetCheck, caps_from
+from ingestd.report.window import resolve_zone
 from ingestd.store import stall
 from ingestd.store.connection import Db, connect
 from ingestd.store.migrate import migrate
@@ -97,6 +100,9 @@ def assemble(
     def daemon_state(now: datetime) -> dict[str, Any]:
         return presence.self_report(cfg.db_path, now).to_json()
 
+    caps = caps_from(cfg.settings)
+    budget = BudgetCheck(cfg.db_path, caps, resolve_zone(None, dict(os.environ))) if caps.any() else None
+
     app = make_app(
         policy=policy,
         token=cfg.token,
@@ -106,6 +112,7 @@ def assemble(
         db_path=cfg.db_path,
         daemon_state=daemon_state,
         clock=clock,
+        budget=budget,
         background=[
             _writer_ctx,
             _tailer_ctx(clock, changes, ingest, file_guard),

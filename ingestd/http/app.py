@@ -22,7 +22,7 @@ from ingestd.http import auth, guard
 from ingestd.http.api import HEALTH, add_api_routes
 from ingestd.http.conns import ConnectionGuard
 from ingestd.http.health import Health
-from ingestd.http.hooks import HookConfig, HookWriter, Receipts, error_response, make_handler
+from ingestd.http.hooks import Budget, HookConfig, HookWriter, Receipts, error_response, make_handler
 from ingestd.http.live import add_live_routes
 from ingestd.http.statusline import add_statusline_route
 from ingestd.http.web import add_page_routes
@@ -92,6 +92,7 @@ def make_app(
     background: Sequence[Ctx] = (),
     conns: ConnectionGuard | None = None,
     clock: Callable[[], int] = time.time_ns,
+    budget: Budget | None = None,
 ) -> web.Application:
     """The application over what it is handed; ``background`` starts when it starts.
 
@@ -108,11 +109,12 @@ def make_app(
             feed, and stopped after it.
         conns: the connection guard ``serve`` wraps the listening socket's connections in.
         clock: ns since the epoch, a hook's receipt time (the daemon's ``ReceiptClock``).
+        budget: the budget check answering PreToolUse / UserPromptSubmit (None: budgets off).
     """
     # The receiver checks the size itself (JSON 413); aiohttp's cap is a backstop.
     app = web.Application(middlewares=[_front(policy, token, conns)], client_max_size=hooks.max_body_bytes + 1)
     app[HEALTH] = health
-    handler = make_handler(writer, hooks, Receipts(), clock)
+    handler = make_handler(writer, hooks, Receipts(), clock, budget)
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
     add_statusline_route(app, writer, hooks, db_path)

@@ -2,8 +2,10 @@
 
 Replies:
 
-- ``200`` with an empty body, only after the delivery is committed (Claude Code adds a
-  plain-text 2xx body to the model's context, so the body stays empty);
+- ``200`` with an empty body, only after the delivery is committed (Claude Code reads a 2xx body
+  as the hook's JSON output, so the body stays empty), or, when budgets are on, with the budget's
+  JSON answer to a PreToolUse or UserPromptSubmit (``ingestd.core.budget``: a ``systemMessage``
+  warning, or the decision that stops the call);
 - ``400`` ``{"error": {"status": 400, "code": <reason>, "message": ...}}`` for a body
   that cannot be an event (reasons in ``ingestd.core.hookkeys.Rejected``);
 - ``401`` missing or wrong token (only when one is configured; see ``auth``);
@@ -56,6 +58,11 @@ log = get_logger("ingestd.http")
 
 # Told, once, on the loop, that rows a writer was handed are no longer held by it (``wait_committed``).
 Released = Callable[[], None]
+
+# The budget check (``ingestd.report.budget.BudgetCheck``): a committed delivery's event name and
+# session id -> the hook's JSON answer, or None for the empty 200. Called on a worker thread.
+Budget = Callable[[str, str | None], dict[str, Any] | None]
+BUDGET_TIMEOUT_S = 0.5
 
 
 class HookWriter(Protocol):
@@ -214,9 +221,11 @@ async def _store(
     received_ns: int,
     charge: Charge,
     marks: int,
+    budget: Budget | None = None,
 ) -> web.Response:
     """Decode one delivery's body (``marks``: its ``value_marks``, counted once for its charge and
-    its decoding), commit its row and answer (``post_hook``'s second half)."""
+    its decoding), commit its row and answer (``post_hook``'s second half): the empty 200, or the
+    budget's JSON answer when a ``budget`` is set and has something to say."""
     parsed = hookkeys.parse_body(body, marks)
     if isinstance(parsed, hookkeys.Rejected):
         # too many values to decode within the memory budget is a size limit, like bytes
@@ -237,8 +246,28 @@ async def _store(
     except (TimeoutError, StorageError) as e:
         return _writer_failed(request, e, "commit")
     if header_key is not None:  # client-keyed only: hooks from Claude Code never take this read
-        return await _check_reuse(writer, deadline, request, parsed, body, header_key, key)
+        resp = await _check_reuse(writer, deadline, request, parsed, body, header_key, key)
+        if resp.status != 200:
+            return resp
+    if budget is not None:
+        return await _budget_answer(budget, parsed)
     return web.Response(status=200)
+
+
+async def _budget_answer(budget: Budget, event: hookkeys.HookEvent) -> web.Response:
+    """200 with the budget's JSON answer, or empty: the delivery is committed whatever the check
+    says, and a check that fails or takes over ``BUDGET_TIMEOUT_S`` is logged and answers empty
+    (a budget never holds Claude Code)."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(BUDGET_TIMEOUT_S):
+            doc = await loop.run_in_executor(None, budget, event.event_name, event.session_id)
+    except (TimeoutError, StorageError) as e:
+        log.warning("budget_check_failed", error=str(e) or "timeout", hook_event=event.event_name)
+        return web.Response(status=200)
+    if doc is None:
+        return web.Response(status=200)
+    return web.Response(status=200, body=orjson.dumps(doc), content_type=JSON)
 
 
 def _writer_failed(request: web.Request, e: TimeoutError | StorageError, late: str) -> web.Response:
@@ -276,10 +305,15 @@ async def _check_reuse(
 
 
 def make_handler(
-    writer: HookWriter, cfg: HookConfig, receipts: Receipts, clock: Callable[[], int] = time.time_ns
+    writer: HookWriter,
+    cfg: HookConfig,
+    receipts: Receipts,
+    clock: Callable[[], int] = time.time_ns,
+    budget: Budget | None = None,
 ) -> Any:
     """The ``POST /hooks`` handler bound to a writer and limits; ``clock`` (ns since the epoch)
-    stamps each delivery's receipt time when its request arrives."""
+    stamps each delivery's receipt time when its request arrives; ``budget`` answers committed
+    PreToolUse / UserPromptSubmit deliveries (None: every answer is the empty 200)."""
     timeout_s = cfg.hook_timeout_ms / 1000
     body_timeout_s = cfg.body_timeout_ms / 1000
     too_large = (413, "body_too_large", f"the body is over {cfg.max_body_bytes} bytes")
@@ -320,7 +354,9 @@ def make_handler(
             return resp
         charge = Charge(in_flight, cost)
         try:
-            return await _store(writer, receipts, timeout_s, request, body, header_key, received_ns, charge, marks)
+            return await _store(
+                writer, receipts, timeout_s, request, body, header_key, received_ns, charge, marks, budget
+            )
         finally:
             charge.give()  # the request's hold; the writer's goes when the row leaves its queue
 

@@ -102,6 +102,8 @@ UNITS = {
     "_ms": (r"\bms\b|\bmilliseconds?\b", 100, 3_600_000),
     "_bytes": (r"\bbytes?\b", 1_024, 1 << 40),
     "_rows": (r"\brows?\b", 1, 10_000_000),
+    "_usd": (r"\busd\b", 0, 1_000_000),
+    "_pct": (r"\bpercent\b", 0, 100),
 }
 # Number settings with no unit: what they count.
 COUNTS = {"backup_keep_newest": "backups", "max_connections": "open connections", "port": "a TCP port number"}

@@ -5,7 +5,9 @@
 -- input, a title or a compaction summary) by its log row and place; search_fts is a contentless
 -- FTS5 index of their text: the text itself stays in the log (compressed), where the search reads
 -- it back for snippets. The store writes a document's index entry with its row (rowid = doc_id =
--- raw_event_id * 256 + seq); deleting the row deletes the entry (contentless_delete).
+-- raw_event_id * 256 + seq). Documents are only ever deleted all together (a re-projection), with
+-- the index's 'delete-all': no contentless_delete option, which SQLite before 3.43 (Debian 12's
+-- sqlite3, Python's sqlite3 there, Datasette on it) cannot open.
 CREATE TABLE search_docs (
     doc_id       INTEGER PRIMARY KEY,
     raw_event_id INTEGER NOT NULL,         -- events_raw.id of the record
@@ -19,9 +21,5 @@ CREATE TABLE search_docs (
 );
 
 CREATE VIRTUAL TABLE search_fts USING fts5(
-    text, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+    text, content = '', tokenize = 'unicode61 remove_diacritics 2'
 );
-
-CREATE TRIGGER search_docs_delete AFTER DELETE ON search_docs BEGIN
-    DELETE FROM search_fts WHERE rowid = old.doc_id;
-END;

@@ -58,7 +58,7 @@ PINS: tuple[Pin, ...] = (
     Pin(19, "payload_open", "41ab67b3fa9f1e991e72cf00979d14fd546a9c2adea5f4b9276ee3e907a72961"),
     Pin(20, "agent_kinds", "f691700ab959cf34666e60155d14d90e29d20cec769674526c7896c5566480ec"),
     Pin(21, "rate_limit_samples", "fb39ed59a662a91f47ed17833ec299fb7eb4517b999eb4160afca87e7e31185e"),
-    Pin(22, "search", "3f292629558ebb8145ec8cded7b0f66d6161e1e64e7c444522d9fb8c1bad4bb7"),
+    Pin(22, "search", "dc6fbb9f11bb51f20981724eb5a0180c639a1ae622a1f956b465c464ed777e25"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later

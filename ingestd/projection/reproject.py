@@ -95,6 +95,7 @@ def _reproject(conn: Db, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | No
     # here, not at the top: the readers of ``stale_projection`` must not pay for the projector
     from ingestd.core.watchdog import WATCHDOG_WINDOW_S
     from ingestd.projection.rebuild import rebuild_projections
+    from ingestd.store.upsert import CLEAR_SEARCH_INDEX
 
     window_s = WATCHDOG_WINDOW_S if watchdog_window_s is None else watchdog_window_s
 
@@ -105,6 +106,7 @@ def _reproject(conn: Db, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | No
         )
         for table in PROJECTION_TABLES:
             c.execute(f"DELETE FROM {table}")
+        c.execute(CLEAR_SEARCH_INDEX)  # the documents' index entries, with the documents
 
     write_txn(conn, clear)
     src = connect(db_path, readonly=True)

@@ -87,6 +87,8 @@ INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("r
 # a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
 INSERT_SEARCH_DOC = upsert_sql("search_docs", SearchDocRow._fields[:-1], ("doc_id",), update=()) + " RETURNING doc_id"
 INDEX_SEARCH_TEXT = "INSERT INTO search_fts (rowid, text) VALUES (?, ?)"
+# every index entry at once (a contentless index deletes nothing else without the entry's text)
+CLEAR_SEARCH_INDEX = "INSERT INTO search_fts (search_fts) VALUES ('delete-all')"
 UPSERT_QUARANTINE = upsert_sql("quarantine", QuarantineRow._fields, ("raw_event_id", "reason"), update=("detail",))
 UPSERT_CHECKPOINT = upsert_sql("ingest_checkpoints", Checkpoint._fields, ("root", "origin"))
 BUMP_STAT = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +22,15 @@ from ingestd.report.sessions import sessions_report
 from ingestd.report.window import make_window, resolve_zone
 
 DEFAULT_LIMIT = 20
+SCREEN_LINES = 5  # the title, header, rule and hidden-columns note, and the shell's next prompt
+
+
+def screenful() -> int:
+    """The sessions one terminal screen holds under the table's own lines (``DEFAULT_LIMIT`` at most):
+    at 24 lines the header stays on screen."""
+    return max(1, min(DEFAULT_LIMIT, shutil.get_terminal_size().lines - SCREEN_LINES))
+
+
 WINDOW_HELP = (
     "today, yesterday, YYYY-MM-DD (a local day, included), YYYY-MM-DDTHH:MM (local), a zoned instant, or 7d / 12h."
 )
@@ -37,7 +47,7 @@ def register(cli: click.Group) -> None:
         "--limit",
         type=IntRange(min=1),
         default=None,
-        help=f"At most this many sessions, newest first [default: {DEFAULT_LIMIT} on the terminal, all with --json].",
+        help=f"At most this many sessions, newest first [default: a screenful ({DEFAULT_LIMIT} at most); --json: all].",
     )
     @click.option("--all", "show_all", is_flag=True, help="Every session in the window (no limit).")
     @click.option("--tz", "tz_name", default=None, help="IANA time zone for dates [default: the machine's].")
@@ -53,12 +63,12 @@ def register(cli: click.Group) -> None:
         tz_name: str | None,
         as_json: bool,
     ) -> None:
-        """The newest sessions (20 unless --limit N or --all; --json: all unless --limit N) with project,
-        title, times, status, agents, tokens and cost (+? marks unpriced usage)."""
+        """The newest sessions (a screenful, 20 at most, unless --limit N or --all; --json: all unless
+        --limit N) with project, title, times, status, agents, tokens and cost (+? marks unpriced usage)."""
         if show_all and limit is not None:
             raise click.UsageError("--all and --limit exclude each other")
         # the terminal shows a screenful; --json stays complete (as /api/sessions) unless asked to limit
-        limit = None if show_all or (as_json and limit is None) else (limit or DEFAULT_LIMIT)
+        limit = None if show_all or (as_json and limit is None) else (limit or screenful())
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))

@@ -17,7 +17,7 @@ from rich.text import Text
 from ingestd.core.timefmt import parse
 from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
 from ingestd.report.printable import printable
-from ingestd.report.short import cut, cut_start, short_ids, unique_suffixes
+from ingestd.report.short import cut, cut_start, hang, short_ids, unique_suffixes
 from ingestd.report.window import Zone
 from ingestd.report.words import plural
 
@@ -326,27 +326,35 @@ def _from_utc(instant: str) -> str:
 
 def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
     """Price rows (``PriceRow.to_json`` documents): model ids, buckets and rates are never cut;
-    the source is shortened, then the source and the date give way on a narrow terminal."""
+    each row names its source by number, the sources listed whole under the table (they are
+    long and few); the other dimensions (long-context tier, speed, web-search fee) give way last."""
     rows = printable(rows)  # text from transcripts never drives the terminal
+    sources: dict[str, int] = {}
+    for r in rows:
+        sources.setdefault(r["source"], len(sources) + 1)
     cols = [
         Col("model", [r["model"] for r in rows], key=True),
         Col("bucket", [r["bucket"] for r in rows], key=True),
-        Col("USD/MTok", [r["usd_per_mtok"] for r in rows], justify="right", key=True),
+        Col("$/MTok", [r["usd_per_mtok"] for r in rows], justify="right", key=True),
         Col("from (UTC)", [_from_utc(r["effective_from"]) for r in rows]),
-        Col("source", [r["source"] for r in rows], elide=cut, min_width=12),
+        Col("src", [str(sources[r["source"]]) for r in rows], justify="right"),
     ]
     extra: list[Cell] = [_dimensions(r) for r in rows]
     if any(extra):
-        # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee); first to give way
-        cols.insert(3, Col("also", extra, elide=cut, min_width=8))
-    _print_table(console, plural(len(rows), "price row"), cols, ["also", "source", "from (UTC)"])
+        # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee)
+        cols.insert(4, Col("also", extra, elide=cut, min_width=9))
+    _print_table(console, plural(len(rows), "price row"), cols, ["src", "from (UTC)", "also"])
+    for text, n in sources.items():
+        for line in hang(f"{n:>3}  ", text, console.width):
+            console.print(Text(line, style="dim"), no_wrap=True, crop=True)
 
 
 def _dimensions(r: dict[str, Any]) -> str:
+    """``>200k 6.0``, ``fast x6``, ``web $0.01``: the row's other dimensions, in few cells."""
     parts = []
     if r.get("long_context_threshold") is not None:
-        parts.append(f">{r['long_context_threshold']}: {r['long_context_usd_per_mtok']}")
+        parts.append(f">{tokens(int(r['long_context_threshold']))} {r['long_context_usd_per_mtok']}")
     parts += [f"{k} x{v}" for k, v in (r.get("speed_multipliers") or {}).items()]
     if r.get("web_search_usd_per_request") is not None:
-        parts.append(f"search ${r['web_search_usd_per_request']}")
+        parts.append(f"web ${r['web_search_usd_per_request']}")
     return ", ".join(parts)

@@ -63,6 +63,8 @@ def test_sessions_rows_are_one_line_each(real: Path) -> None:
     text = run(real, "sessions", "--all")
     for r in doc["rows"]:
         assert sum(1 for line in text.splitlines() if r["session_id"][:8] in line) == 1, r["session_id"]
+    screen = run(real, "sessions").splitlines()
+    assert len(screen) <= 23 and screen[0].startswith("newest "), "the header stays on an 80x24 screen"
 
 
 def test_tree_of_every_session_fits(real: Path) -> None:
@@ -106,6 +108,9 @@ def test_pricing_list_is_one_row_per_price(real: Path) -> None:
     doc = as_json(real, "pricing", "list")
     text = run(real, "pricing", "list")
     assert sum(1 for line in text.splitlines() if line.startswith("claude-")) == len(doc["rows"])
+    assert "web $0.01" in text, "the web-search fee is shown"
+    flat = " ".join(text.split())
+    assert all(r["source"] in flat for r in doc["rows"]), "every source whole, under the table"
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(db: Path, *args: str) -> str:
-    r = CliRunner().invoke(cli, ["sessions", "--db", str(db), *args], env={"COLUMNS": "120"})
+    r = CliRunner().invoke(cli, ["sessions", "--db", str(db), *args], env={"COLUMNS": "120", "LINES": "40"})
     assert r.exit_code == 0, r.output
     return r.stdout
 
@@ -46,6 +46,13 @@ def test_the_terminal_shows_the_newest_twenty(db: Path) -> None:
     out = run(db)
     assert f"newest 20 of {N} sessions" in out and "--all shows all" in out
     assert "00000024" in out and "00000005" in out and "00000004" not in out
+
+
+def test_a_short_terminal_keeps_the_header_on_screen(db: Path) -> None:
+    r = CliRunner().invoke(cli, ["sessions", "--db", str(db)], env={"COLUMNS": "80", "LINES": "24"})
+    lines = r.stdout.splitlines()
+    assert len(lines) <= 23 and lines[0].startswith(f"newest 19 of {N} sessions"), lines
+    assert lines[1].split()[:2] == ["project", "session"]
 
 
 def test_all_shows_every_session(db: Path) -> None:

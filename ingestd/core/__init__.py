@@ -8,6 +8,7 @@ bench may import any).
 """
 
 __all__ = [
+    "activity",
     "blocks",
     "budget",
     "decode",

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ingestd.core.timefmt import parse
+from ingestd.report.activity import session_name
 from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
 from ingestd.report.printable import printable
 from ingestd.report.short import cut, cut_start, hang, short_ids, unique_suffixes
@@ -170,12 +171,15 @@ def _times(values: list[str | None], zone: Zone) -> tuple[list[str], list[str], 
 
 
 def _title(row: dict[str, Any]) -> Text:
-    """The session's title; else its slug (dim, as Claude Code names it); else ``-``."""
-    if row.get("title"):
-        return Text(str(row["title"]).replace("\n", " "))
-    if row.get("slug"):
-        return Text(str(row["slug"]), style="dim")
-    return Text("-", style="dim")
+    """The session's name (``activity.session_name``): its title; else its slug (dim, as Claude
+    Code names it); else its first prompt (dim, in quotes); else ``-``."""
+    name, source = session_name(row)
+    if name is None:
+        return Text("-", style="dim")
+    text = " ".join(name.split())
+    if source == "title":
+        return Text(text)
+    return Text(f"“{text}”" if source == "first_prompt" else text, style="dim")
 
 
 def _project_col(head: str, paths: list[str | None], footer: Cell = "", min_width: int = 8) -> Col:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingestd.errors import InputError
+from ingestd.report.activity import first_prompt, session_name
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.report.window import Window, range_clauses
 from ingestd.store.connection import Db, scalar, storage_errors
@@ -42,6 +43,8 @@ def session_row(conn: Db, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any
         str(t): int(n)
         for t, n in conn.execute("SELECT type, count(*) FROM agents WHERE session_id = ? GROUP BY type", (sid,))
     }
+    named = {"title": r[8], "slug": r[9], "first_prompt": None if r[8] or r[9] else first_prompt(conn, sid)}
+    name, name_source = session_name(named)
     return {
         "session_id": sid,
         "project_path": r[2],
@@ -49,6 +52,9 @@ def session_row(conn: Db, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any
         "title": r[8],
         "title_source": r[11],
         "slug": r[9],
+        "first_prompt": named["first_prompt"],
+        "name": name,
+        "name_source": name_source,
         "git_branch": r[6],
         "cc_version": r[7],
         "started_at": r[3],
@@ -128,7 +134,9 @@ def sessions_report(
 
     Returns:
         ``{"window", "count", "matched", "rows"}``: ``count`` rows shown of ``matched`` sessions in the
-        window (more when ``limit`` cut the list); each row has the session's fields,
+        window (more when ``limit`` cut the list); each row has the session's fields, its
+        ``first_prompt`` (read from the log only for a session with neither title nor slug, else
+        None), its ``name`` and ``name_source`` (``activity.session_name``),
         ``agents``/``subagents`` and the cost keys of ``Usage.to_json`` over the whole session.
     """
     if limit is not None and limit < 1:

@@ -2,8 +2,9 @@
 
 The live view draws these as one timeline lane per agent; the read API serves the same document at
 ``GET /api/sessions/{id}/timeline``. Rows come from the ``tool_calls`` and ``compactions``
-projections (one index range each: both tables are keyed by ``session_id`` first); nothing here
-reads the log.
+projections (one index range each: both tables are keyed by ``session_id`` first); what each call
+did (its input and result), each subagent's prompt and answer and the person's prompts are read
+from the log (``report.activity``), so a session from history has them too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingestd.core.timefmt import parse
+from ingestd.report.activity import session_activity
 from ingestd.report.tree import resolve_session
 from ingestd.store.connection import Db, storage_errors
 
@@ -27,12 +29,19 @@ def timeline_report(conn: Db, session: str) -> dict[str, Any]:
     """Tool calls and compactions of one session (``session``: an id or a unique prefix). Read-only.
 
     Returns:
-        ``{"session_id", "started_at", "last_activity_at", "agents", "tool_calls", "compactions"}``.
+        ``{"session_id", "started_at", "last_activity_at", "agents", "tool_calls", "compactions",
+        "prompts", "spawns"}``.
         ``agents`` lists the agent ids that own a tool call or a compaction, main agent first, then
         by first tool call; a call with no known agent is under ``null``. Each tool call is
         ``{"tool_use_id", "agent_id", "tool_name", "status", "started_at", "ended_at",
-        "duration_ms"}`` (``duration_ms``: int milliseconds, None while running or when an end is
-        unknown, e.g. ``interrupted``), ordered by start (calls with no start last). Each compaction
+        "duration_ms", "input_summary", "input", "result"}`` (``duration_ms``: int milliseconds, None
+        while running or when an end is unknown, e.g. ``interrupted``; ``input_summary``: one line,
+        the Bash command, file path, pattern, URL or Task description; ``input``: the input as JSON
+        text, bounded; ``result``: ``{"is_error", "size_bytes", "preview"}``; each None where the log
+        has none), ordered by start (calls with no start last). ``prompts``: the person's prompts,
+        ``[{"at", "text"}]`` in time order. ``spawns``: per subagent with a spawning call,
+        ``{agent_id: {"tool_use_id", "prompt", "answer"}}`` (the Task / Agent call's prompt and the
+        result its parent received). Each compaction
         is ``{"boundary_id", "agent_id", "occurred_at", "trigger", "pre_tokens"}`` ordered by time.
 
     Raises:
@@ -67,6 +76,15 @@ def timeline_report(conn: Db, session: str) -> dict[str, Any]:
                 (sid,),
             )
         ]
+        edges = conn.execute(
+            "SELECT child_agent_id, tool_use_id FROM orchestration_edges"
+            " WHERE session_id = ? AND tool_use_id IS NOT NULL",
+            (sid,),
+        ).fetchall()
+    done = session_activity(conn, sid)
+    for c in calls:
+        c.update(done.call_json(c["tool_use_id"]))
+    spawns = {str(child): {"tool_use_id": tuid, **done.spawn_json(tuid)} for child, tuid in edges}
     order: dict[str | None, int] = {}
     for aid in (*sorted(main), *(c["agent_id"] for c in calls), *(c["agent_id"] for c in compactions)):
         order.setdefault(aid, len(order))
@@ -77,4 +95,6 @@ def timeline_report(conn: Db, session: str) -> dict[str, Any]:
         "agents": list(order),
         "tool_calls": calls,
         "compactions": compactions,
+        "prompts": done.prompts,
+        "spawns": spawns,
     }

@@ -152,10 +152,10 @@ def session_activity(conn: Db, session_id: str) -> Activity:
                 out.calls.setdefault(use.tool_use_id, _Call()).use = use
             for res in act.tool_results(obj):
                 out.calls.setdefault(res.tool_use_id, _Call()).result = res
-            p = act.prompt_text(obj)
-            if p is not None:
+            text = act.prompt_text(obj)
+            if text is not None:
                 ts = obj.get("timestamp")
-                out.prompts.append({"at": ts if isinstance(ts, str) else at, "text": p})
+                out.prompts.append({"at": ts if isinstance(ts, str) else at, "text": text})
     # a prompt both a hook and the transcript saw is listed once (as often as the transcript has it)
     in_transcript = Counter(p["text"] for p in out.prompts)
     for p in hooked:

@@ -84,7 +84,7 @@ def timeline_report(conn: Db, session: str) -> dict[str, Any]:
     done = session_activity(conn, sid)
     for c in calls:
         c.update(done.call_json(c["tool_use_id"]))
-    spawns = {str(child): {"tool_use_id": tuid, **done.spawn_json(tuid)} for child, tuid in edges}
+    spawns = {str(child): {"tool_use_id": str(tuid), **done.spawn_json(str(tuid))} for child, tuid in edges}
     order: dict[str | None, int] = {}
     for aid in (*sorted(main), *(c["agent_id"] for c in calls), *(c["agent_id"] for c in compactions)):
         order.setdefault(aid, len(order))

@@ -6,6 +6,7 @@ the ``_*`` modules are the commands' shared helpers.
 
 __all__ = [
     "backup",
+    "blocks",
     "cost",
     "doctor",
     "export",

@@ -17,7 +17,7 @@ from ingestd.commands._common import (
     store_option,
 )
 from ingestd.commands.sessions import WINDOW_HELP
-from ingestd.report.cost import GROUPINGS, cost_report
+from ingestd.report.cost import GROUPINGS, check_by, cost_report
 from ingestd.report.window import make_window, resolve_zone
 
 
@@ -25,7 +25,12 @@ def register(cli: click.Group) -> None:
     @cli.command("cost")
     @db_option
     @store_option
-    @click.option("--by", type=click.Choice(GROUPINGS), default=None, help="Group rows by this.")
+    @click.option(
+        "--by",
+        "by_levels",
+        multiple=True,
+        help=f"Group rows by this: {', '.join(GROUPINGS)}; two levels as --by day,model or --by day --by model.",
+    )
     @click.option("--host", "host", default=None, help="Only usage logged by this host (its host_id, see status).")
     @click.option("--since", default=None, help=f"From. {WINDOW_HELP}")
     @click.option("--until", default=None, help=f"Until (exclusive; a date is included). {WINDOW_HELP}")
@@ -36,7 +41,7 @@ def register(cli: click.Group) -> None:
     def cost_cmd(
         db_path: Path | None,
         store_url: str | None,
-        by: str | None,
+        by_levels: tuple[str, ...],
         host: str | None,
         since: str | None,
         until: str | None,
@@ -47,9 +52,15 @@ def register(cli: click.Group) -> None:
 
         Usage is counted per UTC quarter-hour (how the rollup stores it), so --since/--until are
         widened to whole quarter-hours and local days are exact in every zone, DST days included.
+        --by week groups by ISO week (Monday first), --by month by calendar month, both local.
         --by agent is the one grouping the rollup cannot answer (it has no agent column): it scans
         token_usage in the window instead, and says so ("source": "token_usage").
         """
+        by = ",".join(p.strip() for v in by_levels for p in v.split(",")) or None
+        try:
+            check_by(by)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--by") from None
         env = dict(os.environ)
         zone = resolve_zone(tz_name, env)
         window = make_window(since, until, zone, datetime.now(UTC))

@@ -16,6 +16,8 @@ Routes (``add_api_routes``):
   (``ingestd.report.timeline``; the live view's timeline)
 - ``GET /api/cost?by&since&until&tz``: as ``ingestd cost --json`` (from the rollup)
 - ``GET /api/status``: as ``ingestd status --json`` (without stat-ing transcript files)
+- ``GET /api/blocks?active&since&until&tz``: as ``ingestd blocks --json`` (``active=1``: ``--active``)
+- ``GET /api/limits?tz``: as ``ingestd limits --json`` (the live view's limits panel)
 - ``GET /api/search?q&kind&project&session&since&until&sort&limit&fts&tz``: as ``ingestd search
   --json`` (``kind`` repeatable; ``fts=1`` reads ``q`` as FTS5 syntax)
 - ``GET /api/openapi.json``: the OpenAPI description shipped in ``ingestd/http/openapi.json``
@@ -47,7 +49,9 @@ from ingestd.http.health import Health
 from ingestd.http.hooks import error_response
 from ingestd.http.metrics import CONTENT_TYPE as METRICS_TYPE
 from ingestd.http.metrics import Unavailable, exposition
-from ingestd.report.cost import GROUPINGS, cost_report
+from ingestd.report.blocks import blocks_report
+from ingestd.report.cost import GROUPINGS, check_by, cost_report
+from ingestd.report.limits import limits_report
 from ingestd.report.search import DEFAULT_LIMIT as SEARCH_LIMIT
 from ingestd.report.search import search_report
 from ingestd.report.sessions import Narrow, projects_report, sessions_report
@@ -189,8 +193,12 @@ async def cost(request: web.Request) -> web.Response:
     """``GET /api/cost``."""
     q = request.query
     by = q.get("by") or None
-    if by is not None and by not in GROUPINGS:
-        return error_response(400, "bad_parameter", f"by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+    try:
+        check_by(by)
+    except ValueError:
+        choices = ", ".join(GROUPINGS)
+        msg = f"by must be one of {choices}, or two joined by a comma, not {by!r}"
+        return error_response(400, "bad_parameter", msg)
     try:
         window, zone = _window_and_zone(q)
     except IngestdError as e:
@@ -223,6 +231,28 @@ async def search(request: web.Request) -> web.Response:
             fts=fts,
         ),
     )
+
+
+async def blocks(request: web.Request) -> web.Response:
+    """``GET /api/blocks``."""
+    q = request.query
+    try:
+        window, zone = _window_and_zone(q)
+    except IngestdError as e:
+        return _error(e)
+    active = q.get("active", "") in ("1", "true")
+    now = datetime.now(UTC)
+    return await _run(request, lambda c: blocks_report(c, now=now, zone=zone, window=window, active_only=active))
+
+
+async def limits(request: web.Request) -> web.Response:
+    """``GET /api/limits``."""
+    try:
+        zone = resolve_zone(request.query.get("tz") or None, os.environ)
+    except IngestdError as e:
+        return _error(e)
+    now = datetime.now(UTC)
+    return await _run(request, lambda c: limits_report(c, now=now, zone=zone))
 
 
 async def status(request: web.Request) -> web.Response:
@@ -294,6 +324,8 @@ def add_api_routes(
     app.router.add_get("/api/sessions/{id}/timeline", timeline)
     app.router.add_get("/api/cost", cost)
     app.router.add_get("/api/status", status)
+    app.router.add_get("/api/blocks", blocks)
+    app.router.add_get("/api/limits", limits)
     app.router.add_get("/api/search", search)
     app.router.add_get("/api/openapi.json", openapi)
     app.router.add_get("/metrics", metrics)

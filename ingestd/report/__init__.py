@@ -9,6 +9,8 @@ bench may import any).
 """
 
 __all__ = [
+    "blocks",
+    "blocksview",
     "budget",
     "cost",
     "limits",

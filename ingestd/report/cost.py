@@ -12,6 +12,7 @@ rate rule the rollup triggers use.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import date
 from typing import Any
 
 from ingestd.errors import InputError
@@ -20,7 +21,10 @@ from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import Db, Reader, storage_errors
 from ingestd.store.rollup import RATE_SQL, TIER_SQL
 
-GROUPINGS = ("day", "model", "session", "project", "agent", "host")
+GROUPINGS = ("day", "week", "month", "model", "session", "project", "agent", "host")
+SEP = "\x1e"  # between the keys of a two-level grouping (``day,model``)
+# the groupings by time: each a function of a usage slot's local day (``slot`` itself: blocks)
+TIME_GROUPINGS = ("day", "week", "month", "slot")
 
 # (group key expression, FROM clause). Every key is grouped together with model, bucket and rate.
 # The totals (no key) group by (model, bucket, rate) alone, so an index on those columns can serve them.
@@ -28,6 +32,9 @@ _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
     None: (None, "token_usage_rollup r"),
     "model": ("r.model", "token_usage_rollup r"),
     "day": ("r.slot", "token_usage_rollup r"),
+    "week": ("r.slot", "token_usage_rollup r"),
+    "month": ("r.slot", "token_usage_rollup r"),
+    "slot": ("r.slot", "token_usage_rollup r"),
     "session": ("r.session_id", "token_usage_rollup r"),
     "project": (
         "COALESCE(s.project_path, '')",
@@ -63,10 +70,22 @@ def check_host(conn: Reader, host: str) -> None:
         )
 
 
+def _key_source(conn: Db, level: str) -> tuple[str | None, str]:
+    return (host_expr(conn, "r"), "token_usage_rollup r") if level == "host" else _ROLLUP_KEYS[level]
+
+
 def _rollup_rows(
     conn: Db, by: str | None, window: Window, host: str | None, session: str | None = None
 ) -> Iterable[tuple[Any, ...]]:
-    key, source = (host_expr(conn, "r"), "token_usage_rollup r") if by == "host" else _ROLLUP_KEYS[by]
+    """The rollup's sums grouped by the key of ``by`` (one grouping, or two joined by ``,``: their
+    keys joined by ``SEP``), model, bucket, rate date, tier and speed."""
+    if by is None:
+        key, source = _ROLLUP_KEYS[None]
+    else:
+        parts = [_key_source(conn, level) for level in by.split(",")]
+        key = " || char(30) || ".join(str(k) for k, _ in parts)
+        joined = [src for _, src in parts if "JOIN" in src]
+        source = joined[0] if joined else parts[0][1]
     where, params = range_clauses("r.slot", window.since_slot, "r.slot", window.until_slot)
     if host is not None:
         where.append(f"{host_expr(conn, 'r')} = ?")
@@ -131,7 +150,8 @@ def cost_report(
 
     Args:
         conn: a read connection.
-        by: None (totals only) or one of ``GROUPINGS``.
+        by: None (totals only), one of ``GROUPINGS`` (``slot``: per UTC quarter hour), or two joined
+            by ``,`` (``check_by``).
         window: slot-aligned ``[since, until)``.
         zone: the zone whose local days ``by="day"`` groups into.
         host: only usage of this host (``host_id``; a local database is one host).
@@ -147,8 +167,7 @@ def cost_report(
         InputError: ``host`` is not a known host (``check_host``).
         StorageError: the database refused the read.
     """
-    if by is not None and by not in GROUPINGS:
-        raise ValueError(f"unknown grouping {by!r}")
+    levels = check_by(by)
     with storage_errors():
         if host is not None:
             check_host(conn, host)
@@ -156,8 +175,7 @@ def cost_report(
         raw = (
             _agent_rows(conn, window, host, session) if by == "agent" else _rollup_rows(conn, by, window, host, session)
         )
-        day_cache: dict[str, str] = {}
-        to_key: Callable[[str], str] = (lambda s: slot_day(s, zone, day_cache)) if by == "day" else str
+        to_key = _key_function(levels, zone)
         # Sum integers first (cheap), price each (group, model, bucket, rate) once.
         sums: dict[tuple[str, str, str, str, int, str], list[int]] = {}
         for key, model, bucket, rate_key, tier, speed, tokens, rows, searches in raw:
@@ -174,7 +192,7 @@ def cost_report(
         total = Usage()
         for u in groups.values():
             total.merge(u)
-        rows_out = _shape_rows(conn, by, groups) if by is not None else []
+        rows_out = _shape_rows(conn, levels, groups) if levels else []
     return {
         "by": by,
         "tz": zone.name,
@@ -186,32 +204,109 @@ def cost_report(
     }
 
 
-def _shape_rows(conn: Db, by: str, groups: dict[str, Usage]) -> list[dict[str, Any]]:
-    order = sorted(groups) if by == "day" else sorted(groups, key=lambda k: (-groups[k].cost_usd, -groups[k].tokens, k))
+def check_by(by: str | None) -> tuple[str, ...]:
+    """The levels of ``by``: none, one of ``GROUPINGS`` (or ``slot``), or two of them joined by ``,``
+    (``day,model``: each day's rows by model; ``agent`` stands alone).
+
+    Raises:
+        ValueError: an unknown grouping, ``agent`` in two levels, a level twice, or more than two.
+    """
+    if by is None:
+        return ()
+    levels = tuple(by.split(","))
+    for level in levels:
+        if level not in GROUPINGS and level != "slot":
+            raise ValueError(f"unknown grouping {level!r}")
+    if len(levels) > 2 or len(set(levels)) != len(levels) or (len(levels) == 2 and "agent" in levels):
+        raise ValueError(f"grouping {by!r}: at most two different levels, agent alone")
+    return levels
+
+
+def iso_week(day: str) -> str:
+    """``YYYY-Www``: the ISO week (Monday first) of a local day ``YYYY-MM-DD``."""
+    y, w, _ = date.fromisoformat(day).isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+def _key_function(levels: tuple[str, ...], zone: Zone) -> Callable[[str], str]:
+    """What a rollup key of ``levels`` becomes: a slot's local day, ISO week or month for the time
+    levels, the slot itself for ``slot``, the key as it is for the others."""
+    day_cache: dict[str, str] = {}
+
+    def one(level: str) -> Callable[[str], str]:
+        if level == "day":
+            return lambda s: slot_day(s, zone, day_cache)
+        if level == "week":
+            return lambda s: iso_week(slot_day(s, zone, day_cache))
+        if level == "month":
+            return lambda s: slot_day(s, zone, day_cache)[:7]
+        return str
+
+    fns = [one(level) for level in levels]
+    if len(fns) == 2:
+        f1, f2 = fns
+
+        def both(k: str) -> str:
+            a, b = k.split(SEP, 1)
+            return f1(a) + SEP + f2(b)
+
+        return both
+    return fns[0] if fns else str
+
+
+_FIELD = {"day": "day", "week": "week", "month": "month", "slot": "slot", "model": "model", "host": "host_id"}
+
+
+def _shape_rows(conn: Db, levels: tuple[str, ...], groups: dict[str, Usage]) -> list[dict[str, Any]]:
+    def cost_order(k: str) -> tuple[Any, ...]:
+        return (-groups[k].cost_usd, -groups[k].tokens, k)
+
+    if levels[0] in TIME_GROUPINGS:  # time first: in time order, each period's rows by cost
+        order = sorted(groups, key=lambda k: (k.split(SEP)[0], *cost_order(k)))
+    elif len(levels) == 2:  # the first level's groups by their cost, each group's rows by the second
+        firsts: dict[str, Any] = {}
+        for k, u in groups.items():
+            first = k.split(SEP)[0]
+            firsts[first] = firsts.get(first, 0) + u.cost_usd
+        second_time = levels[1] in TIME_GROUPINGS
+        order = sorted(
+            groups,
+            key=lambda k: (-firsts[k.split(SEP)[0]], k.split(SEP)[0], *((k,) if second_time else cost_order(k))),
+        )
+    else:
+        order = sorted(groups, key=cost_order)
+    if levels == ("agent",):
+        return _agent_shape(conn, order, groups)
+    at = levels.index("session") if "session" in levels else None
+    sessions = _describe_sessions(conn, {k.split(SEP)[at] for k in groups}) if at is not None else {}
     out: list[dict[str, Any]] = []
-    sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups}) if by in ("session", "agent") else {}
-    agent_keys = {(k.split("\x1f")[0], k.split("\x1f")[1]) for k in groups} if by == "agent" else set()
-    agents = _describe_agents(conn, {k for k in agent_keys if k[1]})
     for k in order:
-        row: dict[str, Any] = {"key": k}
-        if by == "day":
-            row["day"] = k
-        elif by == "model":
-            row["model"] = k
-        elif by == "project":
-            row["project_path"] = k or None
-        elif by == "host":
-            row["host_id"] = k
-        elif by == "session":
-            row["session_id"] = k
-            row["project_path"], row["started_at"] = sessions.get(k, (None, None))
-        else:
-            sid, aid = k.split("\x1f")
-            row["key"] = f"{sid}/{aid}" if aid else f"{sid}/(unattributed)"
-            row["session_id"] = sid
-            row["agent_id"] = aid or None
-            row["project_path"] = sessions.get(sid, (None, None))[0]
-            row["agent_type"], row["subagent_type"] = agents.get((sid, aid), (None, None))
+        parts = k.split(SEP)
+        row: dict[str, Any] = {"key": "/".join(parts) if len(parts) > 1 else k}
+        for level, part in zip(levels, parts, strict=True):
+            if level == "project":
+                row["project_path"] = part or None
+            elif level == "session":
+                row["session_id"] = part
+                row["project_path"], row["started_at"] = sessions.get(part, (None, None))
+            else:
+                row[_FIELD[level]] = part
+        row.update(groups[k].to_json())
+        out.append(row)
+    return out
+
+
+def _agent_shape(conn: Db, order: list[str], groups: dict[str, Usage]) -> list[dict[str, Any]]:
+    sessions = _describe_sessions(conn, {k.split("\x1f")[0] for k in groups})
+    agents = _describe_agents(conn, {(k.split("\x1f")[0], k.split("\x1f")[1]) for k in groups if k.split("\x1f")[1]})
+    out: list[dict[str, Any]] = []
+    for k in order:
+        sid, aid = k.split("\x1f")
+        row: dict[str, Any] = {"key": f"{sid}/{aid}" if aid else f"{sid}/(unattributed)"}
+        row["session_id"] = sid
+        row["agent_id"] = aid or None
+        row["project_path"] = sessions.get(sid, (None, None))[0]
+        row["agent_type"], row["subagent_type"] = agents.get((sid, aid), (None, None))
         row.update(groups[k].to_json())
         out.append(row)
     return out

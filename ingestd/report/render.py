@@ -141,7 +141,7 @@ def unpriced_note(console: Console, doc: dict[str, Any], *, store: bool = False)
         console.print(Text(f"+? unpriced: {model}: {' and '.join(what)} ({why})", style="yellow"))
 
 
-def _print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
+def print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:
     """The table fitted to the console; when even its key columns cannot share a line, one block
     per row (``layout.stacked``), which drops and cuts nothing."""
     console.print(Text(title, style="italic"))
@@ -227,7 +227,7 @@ def render_sessions(
     year = y1 if y1 and y1 == y2 else ""
     what = plural(count, "session") if n == count else f"newest {n} of {plural(count, 'session')}"
     more = "" if n == count else "; --all shows all"
-    _print_table(console, f"{what} (times in {zone.name}{', ' + year if year else ''}{more})", cols, steps)
+    print_table(console, f"{what} (times in {zone.name}{', ' + year if year else ''}{more})", cols, steps)
     unpriced_note(console, {"unpriced": unpriced}, store=store)
 
 
@@ -250,6 +250,12 @@ def _agent_ids(rows: list[dict[str, Any]]) -> list[str]:
 
 def _cost_label_cols(by: str | None, rows: list[dict[str, Any]]) -> list[Col]:
     """The columns that name a cost row (the key of the grouping), ``total`` in the footer."""
+    if by is not None and "," in by:
+        first, second = (_cost_label_cols(level, rows) for level in by.split(","))
+        return [*first, *(replace(c, footer="") for c in second)]
+    if by in ("day", "week", "month", "model", "host"):
+        field = {"host": "host_id"}.get(by, by)
+        return [Col(by, [r[field] for r in rows], footer="total", key=True)]
     if by == "project":
         return [replace(_project_col("project", [r["project_path"] for r in rows], "total"), key=True)]
     if by == "session":
@@ -309,7 +315,7 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None, *, stor
         Col("cost", [usd(r) for r in rows], justify="right", footer=usd(doc) if foot else "", key=True),
     ]
     steps = ["msgs", "agent", "project"]
-    _print_table(console, f"{title}  ({span}; days in {doc['tz']})", cols, steps)
+    print_table(console, f"{title}  ({span}; days in {doc['tz']})", cols, steps)
     if empty:
         console.print(Text(f"(no tokens in: {', '.join(empty)})", style="dim"))
     if doc["source"] != "token_usage_rollup":
@@ -347,7 +353,7 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
     if any(extra):
         # SPEC §5.1 price dimensions (long-context tier, speed multipliers, server tool fee)
         cols.insert(4, Col("also", extra, elide=cut, min_width=9))
-    _print_table(console, plural(len(rows), "price row"), cols, ["src", "from (UTC)", "also"])
+    print_table(console, plural(len(rows), "price row"), cols, ["src", "from (UTC)", "also"])
     for text, n in sources.items():
         for line in hang(f"{n:>3}  ", text, console.width):
             console.print(Text(line, style="dim"), no_wrap=True, crop=True)

@@ -95,7 +95,8 @@ async def test_health_and_status(client: Any) -> None:
     [
         ("/api/sessions/b22/tree", 400, "ambiguous"),
         ("/api/sessions/zzz/tree", 404, "not_found"),
-        ("/api/cost?by=week", 400, "bad_parameter"),
+        ("/api/cost?by=fortnight", 400, "bad_parameter"),
+        ("/api/cost?by=day,model,host", 400, "bad_parameter"),
         ("/api/cost?tz=Mars/Olympus", 400, "bad_parameter"),
         ("/api/cost?since=tomorrow", 400, "bad_parameter"),
         ("/api/sessions?limit=0", 400, "bad_parameter"),

@@ -36,6 +36,42 @@ function costSection(doc, by, heading) {
   );
 }
 
+// The plan's limits (official, from the status line) and the 5-hour block running now.
+function limitText(name, w) {
+  if (!w || !w.official || w.official.used_percentage === null || w.official.used_percentage === undefined) return `${name}: —`;
+  const reset = w.official.resets_at ? ` (resets ${fmtClock(w.official.resets_at)})` : "";
+  return `${name}: ${w.official.used_percentage}%${reset}${w.official.flag ? " ?" : ""}`;
+}
+
+function fmtClock(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString("en-GB", { weekday: "short", hour: "2-digit", minute: "2-digit" });
+}
+
+function nowPanel(limits, blocks) {
+  const a = blocks.active;
+  const hasLimits = limits.windows.five_hour || limits.windows.seven_day;
+  return h(
+    "section",
+    { class: "panel", id: "cost-now" },
+    h("h2", {}, "Now"),
+    h(
+      "p",
+      { id: "now-limits" },
+      hasLimits
+        ? [limitText("5-hour", limits.windows.five_hour), " · ", limitText("7-day", limits.windows.seven_day)]
+        : h("span", { class: "muted" }, "No plan limits yet: `ingestd statusline install` records them (Pro and Max plans)."),
+    ),
+    h(
+      "p",
+      { id: "now-block", "data-cost-usd": a ? a.cost_usd : "" },
+      a
+        ? [`Block ${fmtClock(a.start)} to ${fmtClock(a.end)}: `, costEl(a), ` so far, $${Number(a.burn_usd_per_hour).toFixed(2)}/h, projected $${Number(a.projected_cost_usd).toFixed(2)} (${a.remaining_minutes} min left)`]
+        : h("span", { class: "muted" }, "No 5-hour block running."),
+    ),
+  );
+}
+
 export function costView(refresh) {
   const state = { tz: BROWSER_TZ, since: "", until: "" };
   const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
@@ -57,6 +93,7 @@ export function costView(refresh) {
     async refresh() {
       const params = { tz: state.tz, since: state.since, until: state.until };
       const [day, model, project] = await Promise.all(["day", "model", "project"].map((by) => api("/api/cost", { ...params, by })));
+      const [limits, blocks] = await Promise.all([api("/api/limits", { tz: state.tz }), api("/api/blocks", { active: "1", tz: state.tz })]);
       const totals = h(
         "section",
         { class: "panel", id: "cost-totals", "data-tokens": day.tokens, "data-cost-usd": day.cost_usd },
@@ -73,7 +110,7 @@ export function costView(refresh) {
           : null,
         h("p", { class: "muted" }, `Window ${day.window.since || "start"} to ${day.window.until || "now"} (UTC, whole quarter-hours); days in ${day.tz}.`),
       );
-      body.replaceChildren(totals, costSection(day, "day", `Per day (${day.tz})`), costSection(model, "model", "Per model"), costSection(project, "project", "Per project"));
+      body.replaceChildren(nowPanel(limits, blocks), totals, costSection(day, "day", `Per day (${day.tz})`), costSection(model, "model", "Per model"), costSection(project, "project", "Per project"));
     },
   };
   tz.addEventListener("change", () => {

@@ -1,0 +1,152 @@
+"""``ingestd blocks``: usage in 5-hour billing windows, the way Claude's plan limits count it.
+
+A block starts at the hour of its first activity and lasts 5 hours; activity at or past its end
+starts the next block at that activity's hour (ccusage's rule; an idle gap longer than 5 hours is
+past the end, so it needs no rule of its own). Where Claude Code's status line gave an official
+``rate_limits.five_hour.resets_at`` (``rate_limit_samples``, sound samples only), activity inside
+``[resets_at - 5h, resets_at)`` belongs to that window instead, and the block says ``official``.
+
+Usage comes from the rollup per UTC quarter-hour slot, priced as ``ingestd cost`` prices it, so the
+blocks of a day sum to that day's cost when none crosses midnight. A block's times are its slots':
+``first_activity`` is the start of its first active quarter hour. For the active block (``now``
+before its end): the burn rate over its active time so far and the cost projected at its end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ingestd.core.derive import BUCKETS
+from ingestd.core.timefmt import format_utc, parse
+from ingestd.report.cost import cost_report
+from ingestd.report.usage import money
+from ingestd.report.window import Window, Zone
+from ingestd.store.connection import Db, storage_errors
+
+BLOCK = timedelta(hours=5)
+SLOT = timedelta(minutes=15)
+
+
+@dataclass(slots=True)
+class _Block:
+    start: datetime
+    end: datetime
+    official: bool
+    first: datetime
+    last: datetime
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
+    cost: Decimal = field(default_factory=Decimal)
+    messages: int = 0
+    models: set[str] = field(default_factory=set)
+    unpriced: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _slot_time(slot: str) -> datetime:
+    return datetime(int(slot[0:4]), int(slot[5:7]), int(slot[8:10]), int(slot[11:13]), int(slot[14:16]), tzinfo=UTC)
+
+
+def official_windows(conn: Db) -> list[tuple[datetime, datetime]]:
+    """The official 5-hour windows ``[resets_at - 5h, resets_at)`` of every sound sample, in order."""
+    out: list[tuple[datetime, datetime]] = []
+    for (r,) in conn.execute(
+        "SELECT DISTINCT five_hour_resets_at FROM rate_limit_samples"
+        " WHERE five_hour_flag IS NULL AND five_hour_resets_at IS NOT NULL ORDER BY 1"
+    ):
+        end = parse(str(r))
+        if end is not None:
+            out.append((end - BLOCK, end))
+    return out
+
+
+def _official(windows: list[tuple[datetime, datetime]], t: datetime) -> tuple[datetime, datetime] | None:
+    for start, end in windows:
+        if start <= t < end:
+            return start, end
+    return None
+
+
+def blocks_report(conn: Db, *, now: datetime, zone: Zone, window: Window, active_only: bool = False) -> dict[str, Any]:
+    """Usage per 5-hour block (the module docstring's rules), oldest first. Read-only.
+
+    Returns:
+        ``{"tz", "now", "window", "blocks", "active"}``: each block ``{"start", "end", "official",
+        "active", "first_activity", "last_activity", "models", "billed_messages", "totals", "tokens",
+        "cost_usd", "cost_complete", "unpriced"}`` (times canonical UTC, ``last_activity`` the end of
+        its last active quarter hour); ``active`` is the active block with ``burn_usd_per_hour``,
+        ``tokens_per_minute`` and ``projected_cost_usd`` at its end, or None. ``active_only``: only
+        that block in ``blocks``.
+    """
+    with storage_errors():
+        doc = cost_report(conn, by="slot,model", window=window, zone=zone)
+        windows = official_windows(conn)
+    per_slot: dict[str, list[dict[str, Any]]] = {}
+    for row in doc["rows"]:
+        per_slot.setdefault(row["slot"], []).append(row)
+    blocks: list[_Block] = []
+    cur: _Block | None = None
+    for slot in sorted(per_slot):
+        t = _slot_time(slot)
+        if cur is None or not (cur.start <= t < cur.end):
+            w = _official(windows, t)
+            if w is not None:
+                cur = _Block(w[0], w[1], True, t, t)
+            else:
+                start = t.replace(minute=0)
+                end = start + BLOCK
+                later = [s for s, _ in windows if start < s < end]
+                cur = _Block(start, min([end, *later]), False, t, t)
+            blocks.append(cur)
+        cur.last = t
+        for row in per_slot[slot]:
+            for b in BUCKETS:
+                cur.totals[b] += row["totals"][b]
+            cur.cost += Decimal(row["cost_usd"])
+            cur.messages += row["billed_messages"]
+            cur.models.add(row["model"])
+            for model, u in row["unpriced"].items():
+                acc = cur.unpriced.setdefault(model, {"tokens": 0, "messages": 0, "reasons": set()})
+                acc["tokens"] += u["tokens"]
+                acc["messages"] += u["messages"]
+                acc["reasons"].update(u.get("reasons", ()))
+    out = [_block_json(b, now) for b in blocks]
+    active = next((b for b in out if b["active"]), None)
+    return {
+        "tz": zone.name,
+        "now": format_utc(now),
+        "window": window.to_json(),
+        "blocks": [active] if active_only and active else ([] if active_only else out),
+        "active": active,
+    }
+
+
+def _block_json(b: _Block, now: datetime) -> dict[str, Any]:
+    active = b.start <= now < b.end
+    unpriced = {m: {**u, "reasons": sorted(u["reasons"])} for m, u in b.unpriced.items()}
+    tokens = sum(b.totals.values())
+    doc: dict[str, Any] = {
+        "start": format_utc(b.start),
+        "end": format_utc(b.end),
+        "official": b.official,
+        "active": active,
+        "first_activity": format_utc(b.first),
+        "last_activity": format_utc(b.last + SLOT),
+        "models": sorted(b.models),
+        "billed_messages": b.messages,
+        "totals": b.totals,
+        "tokens": tokens,
+        "cost_usd": money(b.cost),
+        "cost_complete": not unpriced,
+        "unpriced": unpriced,
+    }
+    if active:
+        hours = max((now - b.first).total_seconds(), SLOT.total_seconds()) / 3600
+        burn = b.cost / Decimal(str(hours))
+        left = Decimal(str(max((b.end - now).total_seconds(), 0) / 3600))
+        doc["burn_usd_per_hour"] = money(burn.quantize(Decimal("0.000001")))
+        doc["tokens_per_minute"] = round(tokens / (hours * 60))
+        doc["projected_cost_usd"] = money((b.cost + burn * left).quantize(Decimal("0.000001")))
+        doc["remaining_minutes"] = int((b.end - now).total_seconds() // 60)
+    return doc

@@ -1,0 +1,40 @@
+"""The terminal form of ``ingestd blocks``: one row per block within the width, the active one marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ingestd.report.layout import Col
+from ingestd.report.render import print_table, tokens, usd, when
+from ingestd.report.window import Zone
+
+
+def render_blocks(console: Console, doc: dict[str, Any], zone: Zone) -> None:
+    """Start and end (local), status, messages, tokens and cost per block; the active block's burn
+    rate and projection under the table."""
+    rows = doc["blocks"]
+    if not rows:
+        console.print(Text("no active block" if doc["active"] is None else "no usage in this window", style="dim"))
+        return
+    cols = [
+        Col("start", [when(r["start"], zone) for r in rows], key=True),
+        Col("end", [when(r["end"], zone, "%H:%M") for r in rows], key=True),
+        Col("", [("active" if r["active"] else "") + (" official" if r["official"] else "") for r in rows]),
+        Col("msgs", [str(r["billed_messages"]) for r in rows], justify="right"),
+        Col("tokens", [tokens(r["tokens"]) for r in rows], justify="right", key=True),
+        Col("cost", [usd(r) for r in rows], justify="right", key=True),
+        Col("models", [", ".join(m.removeprefix("claude-") for m in r["models"]) for r in rows]),
+    ]
+    print_table(console, f"5-hour blocks (times in {zone.name})", cols, ["models", "msgs"])
+    a = doc["active"]
+    if a is not None:
+        console.print(
+            Text(
+                f"active: {usd(a)} so far, ${float(a['burn_usd_per_hour']):.2f}/h, "
+                f"projected ${float(a['projected_cost_usd']):.2f} at {when(a['end'], zone, '%H:%M')} "
+                f"({a['remaining_minutes']} min left)"
+            )
+        )

@@ -8,6 +8,7 @@ __all__ = [
     "backup",
     "blocks",
     "cost",
+    "db",
     "doctor",
     "export",
     "hooks",

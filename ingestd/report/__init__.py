@@ -13,6 +13,7 @@ __all__ = [
     "blocksview",
     "budget",
     "cost",
+    "datasette",
     "limits",
     "render",
     "search",

@@ -3,7 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Empty: the demo picks ../shared/corpus/claude-projects when present, else fixtures/projects.
+# Empty: the demo picks ~/.claude/projects when it holds a transcript, else
+# ../shared/corpus/claude-projects when present, else fixtures/projects.
 # Passed single-quoted (a ' in it escaped), so a path with spaces or $ reaches the demo whole.
 CORPUS ?=
 squote = '$(subst ','\'',$(1))'

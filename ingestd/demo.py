@@ -1,31 +1,48 @@
 """``make demo``: ingest a projects tree into a temporary database and show what came out.
 
-Usage: ``python -m ingestd.demo [CORPUS_DIR]`` (default ``../shared/corpus/claude-projects``, else the
-bundled ``fixtures/projects`` tree). Prints the ingest summary, the sessions, the agent tree of the
+Usage: ``python -m ingestd.demo [CORPUS_DIR]`` (default: your own Claude Code projects,
+``$CLAUDE_CONFIG_DIR/projects`` or ``~/.claude/projects``, when it holds a transcript; else
+``../shared/corpus/claude-projects``; else the bundled ``fixtures/projects`` tree). The tree is only
+read; the database is temporary. Prints the ingest summary, the sessions, the agent tree of the
 session with the most agents, and the cost summary, through the report commands; exits non-zero when
 a step fails (``main``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 import click
 
+from ingestd.commands._common import default_projects
 from ingestd.commands.ingest import run_ingest
 from ingestd.errors import IngestdError
 from ingestd.store.connection import connect
 
 
-def _corpus(argv: list[str]) -> Path:
-    """The tree to ingest: the argument (when non-empty), else the real corpus beside the clone, else fixtures."""
+def _corpus(argv: list[str], env: dict[str, str]) -> Path:
+    """The tree to ingest: the argument (when non-empty: ``make demo CORPUS=...`` wins), else the
+    user's own projects when they hold a transcript, else the real corpus beside the clone, else
+    fixtures. Reads ``env`` and lists directories only."""
     if argv and argv[0]:
         return Path(argv[0])
+    [own] = default_projects(env)
+    if _has_transcript(own):
+        return own
     repo = Path(__file__).resolve().parent.parent
     shared = repo.parent / "shared" / "corpus" / "claude-projects"
     return shared if shared.is_dir() else repo / "fixtures" / "projects"
+
+
+def _has_transcript(root: Path) -> bool:
+    """Whether a project folder of ``root`` holds a ``.jsonl`` (one is enough: stops at the first)."""
+    try:
+        return any(True for d in root.iterdir() if d.is_dir() for _ in d.glob("*.jsonl"))
+    except OSError:
+        return False
 
 
 def _run(args: list[str]) -> bool:
@@ -70,14 +87,14 @@ def main(argv: list[str]) -> int:
         (the failed steps named on stderr after the others ran); 2 when the corpus folder does not
         exist.
     """
-    corpus = _corpus(argv)
+    corpus = _corpus(argv, dict(os.environ))
     if not corpus.is_dir():
         click.echo(f"demo: no corpus at {corpus}", err=True)
         return 2
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ingestd-demo-") as tmp:
         db = Path(tmp) / "demo.db"
-        click.echo(f"== ingest {corpus}")
+        click.echo(f"== ingest {corpus} (read only, into a temporary database; make demo CORPUS=DIR for another)")
         try:
             s = run_ingest(db, (corpus,), show_progress=sys.stderr.isatty())
         except IngestdError as e:

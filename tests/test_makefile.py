@@ -30,3 +30,19 @@ def test_demo_passes_the_corpus_whole(corpus: str, tmp_path: Path) -> None:
     )  # fmt: skip
     argv = shlex.split(r.stdout.strip().splitlines()[-1])
     assert argv[-3:] == ["-m", "ingestd.demo", corpus]
+
+
+def test_demo_reads_your_own_projects_by_default_and_corpus_still_wins(tmp_path: Path) -> None:
+    from ingestd.demo import _corpus
+
+    home = tmp_path / "home"
+    own = home / ".claude" / "projects"
+    env = {"HOME": str(home)}
+    assert _corpus([], env) != own, "no ~/.claude/projects: the corpus or the fixtures"
+    (own / "-home-me-code").mkdir(parents=True)
+    assert _corpus([], env) != own, "an empty projects folder is not worth a demo"
+    (own / "-home-me-code" / "s.jsonl").write_text("{}\n")
+    assert _corpus([], env) == own
+    assert _corpus([""], env) == own, "make demo with CORPUS empty"
+    assert _corpus(["/some/where"], env) == Path("/some/where"), "CORPUS= still wins"
+    assert _corpus([], {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "none")}) != own

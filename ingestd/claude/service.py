@@ -229,16 +229,45 @@ def install(spec: ServiceSpec, path: Path, *, start: bool, run: Runner = run_com
         One line per service-manager command run, with its outcome.
 
     Raises:
-        ConfigError: a command of the service manager failed (the file stays written; the message
-            says how to start it by hand).
+        ConfigError: a command of the service manager failed: the file is put back as it was (the
+            previous one restored, or removed when there was none) and the message says why and
+            what to do (``no_user_manager``: no systemd user session).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if spec.platform == "darwin":
         spec.log_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if start and path.exists():  # bootstrap refuses a loaded label: unload the old one first
             run(_manager(spec.platform, path, "uninstall")[0])
+    before = path.read_text() if path.exists() else None
     files.replace(path, render(spec), 0o644)
-    return _run_all(_manager(spec.platform, path, "install"), run) if start else []
+    if not start:
+        return []
+    try:
+        return _run_all(_manager(spec.platform, path, "install"), run)
+    except ConfigError:
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            files.replace(path, before, 0o644)
+        raise
+
+
+# What systemctl --user says without a user manager to talk to (a container, WSL without systemd,
+# a login session without a user bus): seen as "Failed to connect to bus: No medium found".
+_NO_USER_BUS = ("Failed to connect to bus", "No medium found", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+
+
+def no_user_manager(output: str) -> str | None:
+    """Why ``systemctl --user`` cannot work here and what to do, when ``output`` says there is no
+    user bus; None otherwise. Pure."""
+    if not any(mark in output for mark in _NO_USER_BUS):
+        return None
+    return (
+        "no systemd user session is reachable (no user bus: a container, WSL without systemd, or a"
+        " login without one); run `ingestd serve` under your own supervisor (tmux, your init), or"
+        " enable systemd (WSL: `[boot] systemd=true` in /etc/wsl.conf, then `wsl --shutdown`;"
+        " over ssh: `loginctl enable-linger $USER`)"
+    )
 
 
 def uninstall(platform: str, path: Path, *, stop: bool, run: Runner = run_command) -> list[str]:
@@ -274,9 +303,10 @@ def _run_all(cmds: list[list[str]], run: Runner) -> list[str]:
     for argv in cmds:
         code, out = run(argv)
         if code != 0:
+            why = no_user_manager(out or "")
             raise ConfigError(
-                f"`{' '.join(argv)}` failed (exit {code}): {out or 'no output'}; the service file is written: "
-                "start it by hand, or run `ingestd serve`"
+                f"`{' '.join(argv)}` failed (exit {code}): {out or 'no output'}; nothing was installed (the "
+                "service file is removed again)" + (f": {why}" if why else "; run `ingestd serve` instead")
             )
         done.append(f"{' '.join(argv)}: ok")
     return done

@@ -136,7 +136,8 @@ def status_cmd(db_path: Path | None, platform: str | None) -> None:
     click.echo(f"service file: {path}" + ("" if path.exists() else " (not installed)"))
     if path.exists() and platform in (None, service.current_platform()):
         code, out = service.manager_status(plat, path)
-        click.echo(out or f"(service manager exit {code})")
+        why = service.no_user_manager(out or "") if code != 0 else None
+        click.echo(f"service manager: {why}" if why else out or f"(service manager exit {code})")
     p = presence.detect(resolve_db(db_path), datetime.now(UTC))
     where = f" pid {p.pid} on {p.address}" if p.running else ""
     click.echo(f"daemon: {p.state.replace('_', ' ')}{where}" + (f" ({p.problem})" if p.problem else ""))

@@ -200,7 +200,9 @@ def _set_host_id(db_path: Path | None, name: str, as_json: bool) -> None:
         held.discard()  # removed between the check and the lock: the empty file the lock made goes too
         raise
     held.release()
+    nothing = "nothing was shipped: run `ingestd ship` to ship"
     if done.old == done.new:
-        _say(as_json, done.to_json(), f"host id is already {done.new!r}: nothing was changed")
+        _say(as_json, done.to_json(), f"host id is already {done.new!r}: nothing was changed; {nothing}")
     else:
-        _say(as_json, done.to_json(), f"host id {done.old!r} -> {done.new!r}; {done.edges} edges re-stamped")
+        line = f"host id {done.old!r} -> {done.new!r}; {done.edges} edges re-stamped; {nothing} under the new id"
+        _say(as_json, done.to_json(), line)

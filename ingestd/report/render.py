@@ -228,6 +228,15 @@ def render_sessions(
     what = plural(count, "session") if n == count else f"newest {n} of {plural(count, 'session')}"
     more = "" if n == count else "; --all shows all"
     print_table(console, f"{what} (times in {zone.name}{', ' + year if year else ''}{more})", cols, steps)
+    window = doc.get("window") or {}
+    if window.get("since") or window.get("until"):
+        # the window picks the sessions; their tokens and cost are each one's whole life
+        note = (
+            "tokens and cost: each session's whole life, not only the window"
+            " (`ingestd cost --since ...` counts the window)"
+        )
+        for line in hang("", note, console.width, "  "):
+            console.print(Text(line, style="dim"), no_wrap=True, crop=True)
     unpriced_note(console, {"unpriced": unpriced}, store=store)
 
 

@@ -120,7 +120,10 @@ def flatten(node: dict[str, Any], section: str, out: dict[str, tuple[str, dict[s
 SESSION_ROWS_JS = """
 return [...document.querySelectorAll('#sessions-table tbody tr')].map(tr => {
   const cost = tr.querySelector('.cost');
+  const sid = tr.querySelector('.sid .shortid');
   return {id: tr.dataset.sessionId, title: tr.querySelector('a.title').textContent,
+          nameSource: tr.querySelector('a.title').dataset.nameSource,
+          shortId: sid.querySelector('.mono').textContent, fullId: sid.querySelector('.mono').title,
           tokens: tr.querySelector('.tokens').textContent, cost: cost.dataset.costUsd,
           costText: cost.textContent, status: tr.querySelector('.status').textContent,
           agents: tr.querySelector('td[data-label=Agents]').textContent};
@@ -155,7 +158,9 @@ def test_sessions_list_shows_the_cli_rows(browser: Any, site: Site) -> None:
         assert el["tokens"] == fmt_tokens(row["tokens"])
         assert el["status"] == row["status"]
         assert el["agents"] == str(row["agents"])
-        assert el["title"] == (row["title"] or "untitled")  # the API sends no prompt to fall back on
+        assert el["title"] == (row["name"] or "untitled")  # the title, else the slug, else the first prompt
+        assert el["nameSource"] == (row["name_source"] or "none")
+        assert el["shortId"] == row["session_id"][:8] and el["fullId"] == row["session_id"]
         assert_cost_shown(el, row)
 
 
@@ -465,6 +470,22 @@ def test_hostile_titles_prompts_and_descriptions_render_as_text(browser: Any, si
         site,
         {**base, "hook_event_name": "PreToolUse", "tool_name": XSS_TYPE, "tool_use_id": "toolu_x2", "tool_input": {}},
     )
+    bash = {"command": XSS_TITLE + " && echo done", "description": XSS_PROMPT}
+    post_hook(
+        site,
+        {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_x3", "tool_input": bash},
+    )
+    post_hook(
+        site,
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "toolu_x3",
+            "tool_input": bash,
+            "tool_response": {"stdout": XSS_TYPE, "stderr": "", "interrupted": False},
+        },
+    )
     open_view(browser, site, "#/sessions", "sessions")
     row = wait_for(
         "the hostile session in the list",
@@ -479,6 +500,10 @@ def test_hostile_titles_prompts_and_descriptions_render_as_text(browser: Any, si
     agents = {a["id"]: a for a in js(browser, AGENTS_JS)}
     assert agents["a0x55e1"]["desc"] == XSS_PROMPT and agents["a0x55e1"]["name"] == XSS_TYPE
     assert XSS_TYPE in _text(browser, "tool-calls")
+    calls = _text(browser, "tool-calls")
+    assert XSS_TITLE + " && echo done" in calls, "the hostile Bash command, as text"
+    assert '"description": "' + XSS_PROMPT + '"' in calls and "ok · 23 B" in calls, "its input and result on demand"
+    assert _text(browser, "prompts").strip().endswith(XSS_PROMPT), "the hostile prompt, as text"
     assert "/tmp/<b>proj</b>" in _text(browser, "session-body")
     injected = "return document.querySelectorAll('img, svg, iframe, object, embed, b, script:not([src])').length"
     assert js(browser, injected) == 0

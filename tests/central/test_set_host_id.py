@@ -40,6 +40,7 @@ def hosts(db: Path) -> tuple[list[tuple[str, int]], str]:
 def test_set_host_id_restamps_the_edges_and_replay_agrees(db: Path) -> None:
     r = CliRunner().invoke(cli, ["ship", "--set-host-id", "box-2", "--db", str(db)])
     assert r.exit_code == 0, r.output
+    assert "nothing was shipped: run `ingestd ship` to ship under the new id" in r.output, r.output
     assert "-> 'box-2'; 5 edges re-stamped" in r.output
     assert hosts(db) == ([("box-2", 5)], "box-2")
     rep = CliRunner().invoke(cli, ["replay", "--db", str(db), "--json"])

@@ -261,3 +261,15 @@ def test_cut_and_cut_start_fit_wide_characters_to_the_cells() -> None:
         for width in range(2, 12):
             assert cell_len(cut(text, width)) <= width and cut(text, width).endswith(("…", text[-1]))
             assert cell_len(cut_start(text, width)) <= width
+
+
+def test_sessions_in_a_window_say_their_cost_is_each_sessions_whole_life(report_db: Path) -> None:
+    from datetime import UTC, datetime
+
+    since = Window(datetime(2025, 11, 1, tzinfo=UTC), None)
+    doc = sessions_report(connect(report_db, readonly=True), window=since)
+    text = _render(80, lambda c: render_sessions(c, doc, UTCZ, None))
+    assert "each session's whole life, not only the window" in " ".join(text.split())
+    assert "whole life" not in _render(
+        80, lambda c: render_sessions(c, sessions_report(connect(report_db, readonly=True), window=ALL), UTCZ, None)
+    )

@@ -121,14 +121,35 @@ def test_cli_install_uninstall_round_trip_in_a_temporary_home(tmp_path: Path) ->
     assert "not installed, nothing to do" in again.output
 
 
-def test_a_failing_service_manager_is_a_clear_error_and_the_file_stays(tmp_path: Path) -> None:
+def test_a_failing_service_manager_is_a_clear_error_and_leaves_nothing_behind(tmp_path: Path) -> None:
     def run(argv: Sequence[str]) -> tuple[int, str]:
-        return (1, "Failed to connect to bus") if "enable" in argv else (0, "")
+        return (1, "Failed to connect to bus: No medium found") if "enable" in argv else (0, "")
 
     path = tmp_path / "u" / service.UNIT_NAME
-    with pytest.raises(service.ConfigError, match="Failed to connect to bus"):
+    with pytest.raises(service.ConfigError, match="Failed to connect to bus") as e:
         service.install(_spec(tmp_path, "linux"), path, start=True, run=run)
-    assert path.exists()
+    assert not path.exists(), "the unit it wrote is removed again"
+    assert "no systemd user session" in e.value.message and "ingestd serve" in e.value.message
+    assert "wsl.conf" in e.value.message
+    path.write_text("the unit of an earlier install\n")
+    with pytest.raises(service.ConfigError):
+        service.install(_spec(tmp_path, "linux"), path, start=True, run=run)
+    assert path.read_text() == "the unit of an earlier install\n", "a replaced unit is put back"
+
+
+def test_service_status_explains_a_missing_user_bus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if service.current_platform() != "linux":
+        pytest.skip("systemd user units are Linux's")
+    home = tmp_path / "home"
+    unit = service.service_file("linux", {"HOME": str(home)})
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\n")
+    monkeypatch.setattr(service, "manager_status", lambda plat, path: (1, "Failed to connect to bus: No medium found"))
+    r = CliRunner().invoke(
+        cli, ["service", "status", "--db", str(tmp_path / "x.db")], env={"HOME": str(home), "XDG_CONFIG_HOME": ""}
+    )
+    assert "service manager: no systemd user session is reachable" in r.output, r.output
+    assert "Failed to connect" not in r.output
 
 
 def test_the_service_resolves_its_settings_as_the_installing_shell_does(tmp_path: Path) -> None:

@@ -161,3 +161,56 @@ export function errorBanner(e) {
 export function labelled(text, control) {
   return h("label", {}, text, control);
 }
+
+// ---- long text, ids ---------------------------------------------------------------------------------
+
+// Lines of text as text nodes with <br> between them: a newline stays a line break, every other
+// control character an escape (printable); tabs become spaces.
+export function textLines(text) {
+  const out = [];
+  String(text).replaceAll("\t", "    ").split(/\r?\n/).forEach((line, i) => {
+    if (i) out.push(h("br", {}));
+    out.push(line);
+  });
+  return out;
+}
+
+// A value cut to `n` characters, the rest on demand: a <details> whose summary is the start.
+export function longText(text, n, className) {
+  const s = String(text);
+  const oneLine = s.replace(/\s+/g, " ").trim();
+  if (s.length <= n && !s.includes("\n")) return h("span", { class: className || null }, s);
+  return h(
+    "details",
+    { class: "long " + (className || "") },
+    h("summary", {}, oneLine.length > n ? oneLine.slice(0, n) + "…" : oneLine),
+    h("div", { class: "full" }, textLines(s)),
+  );
+}
+
+// A short id for a list (its first 8 characters), the full id on hover and a button copying it.
+export function shortId(id, className) {
+  if (!id) return h("span", { class: "muted" }, "—");
+  const copy = h("button", { type: "button", class: "copy", title: "copy the full id", "aria-label": "copy the full id " + id }, "copy");
+  copy.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    ev.stopPropagation();
+    if (navigator.clipboard) navigator.clipboard.writeText(id).catch(() => {});
+  });
+  return h("span", { class: "shortid " + (className || ""), "data-full-id": id }, h("span", { class: "mono", title: id }, id.slice(0, 8)), copy);
+}
+
+// A session's name as people know it: its title, else its slug, else its first prompt (the API's
+// `name` and `name_source`), marked so a slug or a prompt does not pass for a title.
+export function sessionName(r, fallback) {
+  if (!r.name) return h("span", { class: "muted" }, fallback);
+  if (r.name_source === "title") return h("span", { class: "name-title" }, r.name);
+  return h("span", { class: "name-" + (r.name_source === "slug" ? "slug" : "prompt"), title: r.name_source === "slug" ? "Claude Code's name for the session" : "the session's first prompt" }, r.name);
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return "—";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}

@@ -1,13 +1,23 @@
 // ingestd live view: one session: its agent tree and its tool calls on a timeline per agent.
 
-import { TOOL_STATUSES, api, append, cls, costEl, fmtDuration, fmtTime, fmtTokens, h, statusEl } from "./dom.js";
+import { TOOL_STATUSES, api, append, cls, costEl, fmtBytes, fmtDuration, fmtTime, fmtTokens, h, longText, sessionName, shortId, statusEl, textLines } from "./dom.js";
 
 function agentLabel(node) {
   if (node.type === "main") return "main";
   return node.subagent_type || (node.is_compaction ? "compaction" : "subagent");
 }
 
-function agentCard(node) {
+function spawnEl(spawn) {
+  if (!spawn || (!spawn.prompt && !spawn.answer)) return null;
+  return h(
+    "div",
+    { class: "spawn" },
+    spawn.prompt ? h("div", { class: "spawn-prompt" }, h("span", { class: "label" }, "prompt "), longText(spawn.prompt, 160)) : null,
+    spawn.answer ? h("div", { class: "spawn-answer" }, h("span", { class: "label" }, "answer "), longText(spawn.answer, 160)) : null,
+  );
+}
+
+function agentCard(node, spawns) {
   const facts = h(
     "span",
     { class: "facts" },
@@ -29,12 +39,13 @@ function agentCard(node) {
     edge,
     node.description ? h("span", { class: "desc" }, node.description) : null,
     facts,
+    spawnEl((spawns || {})[node.agent_id]),
   );
 }
 
 // Both walk the tree with a stack of their own, not recursion: a chain of agents is as deep as
 // it is (SPEC §4.3), and the CLI and the API serve chains thousands of agents deep.
-function treeItem(root) {
+function treeItem(root, spawns) {
   const built = new Map();
   const stack = [[root, false]];
   while (stack.length) {
@@ -48,8 +59,8 @@ function treeItem(root) {
     built.set(
       node,
       kids.length === 0
-        ? h("li", {}, agentCard(node))
-        : h("li", {}, h("details", { open: true }, h("summary", {}, agentCard(node)), h("ul", {}, kids.map((c) => built.get(c))))),
+        ? h("li", {}, agentCard(node, spawns))
+        : h("li", {}, h("details", { open: true }, h("summary", {}, agentCard(node, spawns)), h("ul", {}, kids.map((c) => built.get(c))))),
     );
   }
   return built.get(root);
@@ -89,7 +100,7 @@ function timelineEl(tl, nodes) {
       const bar = h("span", {
         class: "bar " + cls(c.status, TOOL_STATUSES, "st-"),
         "data-tool-use-id": c.tool_use_id,
-        title: `${c.tool_name || "?"} · ${c.status} · ${fmtDuration(c.duration_ms)} · ${c.started_at}`,
+        title: `${c.tool_name || "?"}${c.input_summary ? ": " + c.input_summary.slice(0, 200) : ""} · ${c.status} · ${fmtDuration(c.duration_ms)} · ${c.started_at}`,
       });
       bar.style.left = pct(s) + "%"; // CSSOM, allowed by the style-src policy (no inline style attribute)
       bar.style.width = Math.max(0, pct(e) - pct(s)) + "%";
@@ -109,6 +120,21 @@ function timelineEl(tl, nodes) {
   return [legend, grid];
 }
 
+function resultEl(r) {
+  if (!r) return h("span", { class: "muted" }, "—");
+  return h("span", { class: r.is_error ? "result-error" : "result-ok" }, `${r.is_error ? "error" : "ok"} · ${fmtBytes(r.size_bytes)}`);
+}
+
+// What a call did: its input in one line, and on demand the whole input and the start of its result.
+function inputEl(c) {
+  if (!c.input_summary && !c.input && !c.result) return h("span", { class: "muted" }, "—");
+  const body = [];
+  if (c.input) body.push(h("div", { class: "label" }, "input"), h("div", { class: "block mono" }, textLines(c.input)));
+  if (c.result) body.push(h("div", { class: "label" }, `result (${fmtBytes(c.result.size_bytes)}${c.result.is_error ? ", an error" : ""})`), h("div", { class: "block mono" }, textLines(c.result.preview || "")));
+  const line = (c.input_summary || "").replace(/\s+/g, " ");
+  return h("details", { class: "call" }, h("summary", { class: "mono" }, line.length > 120 ? line.slice(0, 120) + "…" : line || "(input)"), body);
+}
+
 function toolTable(tl, nodes) {
   const cell = (label, kids, c) => h("td", { "data-label": label, class: c }, kids);
   return h(
@@ -118,7 +144,7 @@ function toolTable(tl, nodes) {
     h(
       "table",
       { class: "data" },
-      h("thead", {}, h("tr", {}, ["Agent", "Tool", "Status", "Started", "Ended", "Duration"].map((x) => h("th", { scope: "col" }, x)))),
+      h("thead", {}, h("tr", {}, ["Agent", "Tool", "Input", "Status", "Result", "Started", "Duration"].map((x) => h("th", { scope: "col" }, x)))),
       h(
         "tbody",
         {},
@@ -126,17 +152,23 @@ function toolTable(tl, nodes) {
           h(
             "tr",
             { "data-tool-use-id": c.tool_use_id },
-            cell("Agent", c.agent_id === null ? "(no agent)" : (nodes.get(c.agent_id) ? agentLabel(nodes.get(c.agent_id)) + " " : "") + c.agent_id),
+            cell("Agent", c.agent_id === null ? "(no agent)" : [nodes.get(c.agent_id) ? agentLabel(nodes.get(c.agent_id)) + " " : "", shortId(c.agent_id)]),
             cell("Tool", c.tool_name || "?"),
+            cell("Input", inputEl(c), "input"),
             cell("Status", c.status),
+            cell("Result", resultEl(c.result)),
             cell("Started", fmtTime(c.started_at)),
-            cell("Ended", fmtTime(c.ended_at)),
             cell("Duration", fmtDuration(c.duration_ms)),
           ),
         ),
       ),
     ),
   );
+}
+
+function promptsEl(prompts) {
+  if (!prompts || !prompts.length) return h("p", { class: "muted" }, "No prompts in the log.");
+  return h("ol", { class: "prompts", id: "prompts" }, prompts.map((p) => h("li", {}, fmtTime(p.at), " ", longText(p.text, 240, "prompt"))));
 }
 
 export function sessionView(id) {
@@ -158,12 +190,12 @@ export function sessionView(id) {
       for (const n of [...tree.orphans, ...tree.compaction_agents]) walk(n, nodes);
       const old = document.getElementById("tool-calls");
       if (old) openTools = old.open;
-      const title = s.title ? s.title : h("span", { class: "muted" }, "Untitled session");
+      const title = sessionName(s, "Untitled session");
       const meta = h(
         "dl",
         { class: "meta" },
         [
-          ["Session", h("span", { class: "mono" }, s.session_id)],
+          ["Session", [h("span", { class: "mono", id: "session-id" }, s.session_id), " ", shortId(s.session_id, "copy-only")]],
           ["Project", s.project_path || s.project_slug || "—"],
           ["Branch", s.git_branch || "—"],
           ["Claude Code", s.cc_version || "—"],
@@ -178,11 +210,13 @@ export function sessionView(id) {
       const sections = [
         h("h1", { id: "session-title" }, title),
         h("section", { class: "panel" }, meta),
+        h("h2", {}, "Prompts"),
+        h("section", { class: "panel", id: "prompts-panel" }, promptsEl(tl.prompts)),
         h("h2", {}, "Agents"),
-        h("section", { class: "panel", id: "agent-tree" }, tree.tree ? h("ul", { class: "tree" }, treeItem(tree.tree)) : h("p", { class: "muted" }, "No main agent recorded.")),
+        h("section", { class: "panel", id: "agent-tree" }, tree.tree ? h("ul", { class: "tree" }, treeItem(tree.tree, tl.spawns)) : h("p", { class: "muted" }, "No main agent recorded.")),
       ];
-      if (tree.orphans.length) sections.push(h("h2", {}, "Orphans (no parent known)"), h("section", { class: "panel", id: "orphans" }, h("ul", { class: "tree" }, tree.orphans.map(treeItem))));
-      if (tree.compaction_agents.length) sections.push(h("h2", {}, "Compaction sidechains"), h("section", { class: "panel", id: "compaction-agents" }, h("ul", { class: "tree" }, tree.compaction_agents.map(treeItem))));
+      if (tree.orphans.length) sections.push(h("h2", {}, "Orphans (no parent known)"), h("section", { class: "panel", id: "orphans" }, h("ul", { class: "tree" }, tree.orphans.map((n) => treeItem(n, tl.spawns)))));
+      if (tree.compaction_agents.length) sections.push(h("h2", {}, "Compaction sidechains"), h("section", { class: "panel", id: "compaction-agents" }, h("ul", { class: "tree" }, tree.compaction_agents.map((n) => treeItem(n, tl.spawns)))));
       if (tree.unattributed) sections.push(h("h2", {}, "Usage with no agent"), h("section", { class: "panel", id: "unattributed" }, fmtTokens(tree.unattributed.tokens), " tokens ", costEl(tree.unattributed)));
       sections.push(h("h2", {}, "Tool calls"), h("section", { class: "panel" }, timelineEl(tl, nodes), toolTable(tl, nodes)));
       body.replaceChildren(...sections);

@@ -4,7 +4,7 @@
 // menu is fetched on the first refresh, on a live change (a new session can bring a new project) and
 // when it is PROJECTS_TTL_MS old, not on every keystroke or filter change.
 
-import { BROWSER_TZ, STATUSES, api, append, costEl, fmtTime, fmtTokens, h, labelled, sessionHref, statusEl } from "./dom.js";
+import { BROWSER_TZ, STATUSES, api, append, costEl, fmtTime, fmtTokens, h, labelled, sessionHref, sessionName, shortId, statusEl } from "./dom.js";
 
 export function sessionsView(refresh) {
   const PAGE = 200;
@@ -26,10 +26,9 @@ export function sessionsView(refresh) {
   let flash = new Set();
 
   function titleCell(r) {
-    const link = h("a", { href: sessionHref(r.session_id), class: "title", title: r.title || null });
-    if (r.title) append(link, [r.title]);
-    else append(link, [h("span", { class: "muted" }, "untitled")]);
-    return [link, h("span", { class: "sid" }, r.session_id)];
+    const link = h("a", { href: sessionHref(r.session_id), class: "title", title: r.name || null, "data-name-source": r.name_source || "none" });
+    append(link, [sessionName(r, "untitled")]);
+    return [link, h("span", { class: "sid" }, shortId(r.session_id))];
   }
 
   function draw() {

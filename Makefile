@@ -29,8 +29,9 @@ install: $(STAMP)
 # Only a roomy one: a container's /dev/shm is often 64 MiB, and a run writes hundreds of MB.
 TEST_TMPDIR ?= $(shell d=/dev/shm; [ -d $$d ] && [ -w $$d ] && \
 	[ "$$(df -Pk $$d 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4194304 ] 2>/dev/null && echo $$d)
+# -rs: every skip summarised with its reason at the end (a skipped test says why, never only a count)
 test: $(STAMP)
-	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m "not slow" -n auto --dist loadfile
+	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m "not slow" -n auto --dist loadfile -rs
 
 lint: $(STAMP)
 	$(BIN)/ruff check ingestd tests bench

@@ -46,3 +46,16 @@ def test_demo_reads_your_own_projects_by_default_and_corpus_still_wins(tmp_path:
     assert _corpus([""], env) == own, "make demo with CORPUS empty"
     assert _corpus(["/some/where"], env) == Path("/some/where"), "CORPUS= still wins"
     assert _corpus([], {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "none")}) != own
+
+
+def test_make_test_says_why_each_test_was_skipped(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    stamp = tmp_path / "installed"
+    stamp.touch()
+    r = subprocess.run(
+        ["make", "-s", "-n", "test", f"STAMP={stamp}"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=30
+    )
+    argv = shlex.split(r.stdout.strip().splitlines()[-1])
+    assert "pytest" in argv[0] or any(a.endswith("pytest") for a in argv), argv
+    assert "-rs" in argv, "the skip reasons are summarised"

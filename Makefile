@@ -14,7 +14,7 @@ squote = '$(subst ','\'',$(1))'
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -27,6 +27,7 @@ install: $(STAMP)
 # the CPU, was a third of the wall time (CHANGELOG.md, "Measured").
 # `make test TEST_TMPDIR=` keeps $$TMPDIR; `make reliability` stays on it (a real disk).
 # Only a roomy one: a container's /dev/shm is often 64 MiB, and a run writes hundreds of MB.
+# PYTHONWARNINGS above: setuptools' editable-install banner is advice to the package's authors.
 TEST_TMPDIR ?= $(shell d=/dev/shm; [ -d $$d ] && [ -w $$d ] && \
 	[ "$$(df -Pk $$d 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4194304 ] 2>/dev/null && echo $$d)
 # -rs: every skip summarised with its reason at the end (a skipped test says why, never only a count)

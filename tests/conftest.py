@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,28 @@ from tests.realclaude.fixtures import claude, claude_code, recorder, standin  # 
 # structlog loads at a command's first log line; tests capture lines with structlog.testing,
 # which must find ingestd's configuration already in place
 logs.load()
+
+
+class _CapturedStderr:
+    """Log lines to ``sys.stderr`` only while pytest (or a CliRunner) holds it: a thread a test
+    started (a daemon's committer, a logging storm) writing in the moment between a test's phases,
+    when pytest hands the real stderr back, would print into the run's report instead."""
+
+    def write(self, text: str) -> int:
+        return len(text) if sys.stderr is sys.__stderr__ else sys.stderr.write(text)
+
+    def flush(self) -> None:
+        if sys.stderr is not sys.__stderr__:
+            sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("capture") != "no":  # with -s every line is shown, as it comes
+        logs.configure(stream=_CapturedStderr(), force=True)  # type: ignore[arg-type]
+
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -54,7 +54,7 @@ from ingestd.report.cost import GROUPINGS, check_by, cost_report
 from ingestd.report.limits import limits_report
 from ingestd.report.search import DEFAULT_LIMIT as SEARCH_LIMIT
 from ingestd.report.search import search_report
-from ingestd.report.sessions import Narrow, projects_report, sessions_report
+from ingestd.report.sessions import SORTS, Narrow, projects_report, sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
@@ -169,7 +169,12 @@ async def sessions(request: web.Request) -> web.Response:
         project_is=q.get("project_is") or None,
         status=q.get("status") or None,
     )
-    return await _run(request, lambda c: sessions_report(c, window=window, project=project, limit=limit, narrow=narrow))
+    sort = q.get("sort") or "last_activity"
+    if sort not in SORTS:
+        return error_response(400, "bad_parameter", f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    return await _run(
+        request, lambda c: sessions_report(c, window=window, project=project, limit=limit, narrow=narrow, sort=sort)
+    )
 
 
 async def projects(request: web.Request) -> web.Response:

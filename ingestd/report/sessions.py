@@ -23,6 +23,10 @@ _COLUMNS = (
 
 SQLITE_MAX_INT = (1 << 63) - 1
 
+SORTS = ("last_activity", "cost", "tokens")
+"""How ``sessions_report`` orders its rows: most recently active first (the default), or the
+highest priced cost first, or the most tokens first (ties: the most recently active first)."""
+
 
 def session_usage(conn: Db, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
@@ -122,8 +126,9 @@ def sessions_report(
     project: str | None = None,
     limit: int | None = None,
     narrow: Narrow | None = None,
+    sort: str = "last_activity",
 ) -> dict[str, Any]:
-    """Sessions active within ``window``, most recently active first. Read-only.
+    """Sessions active within ``window``, most recently active first (or as ``sort`` says). Read-only.
 
     Args:
         conn: a read connection.
@@ -131,16 +136,20 @@ def sessions_report(
         project: keep sessions whose real project path contains this text (or whose folder name equals it).
         limit: at most this many rows.
         narrow: the live view's filters (``Narrow``), over every session before ``limit``.
+        sort: one of ``SORTS``. By ``cost`` or ``tokens`` every matching session's usage is
+            summed before ``limit`` keeps the first (the order is over all of them, not a page).
 
     Returns:
-        ``{"window", "count", "matched", "rows"}``: ``count`` rows shown of ``matched`` sessions in the
-        window (more when ``limit`` cut the list); each row has the session's fields, its
+        ``{"window", "sort", "count", "matched", "rows"}``: ``count`` rows shown of ``matched`` sessions in
+        the window (more when ``limit`` cut the list); each row has the session's fields, its
         ``first_prompt`` (read from the log only for a session with neither title nor slug, else
         None), its ``name`` and ``name_source`` (``activity.session_name``),
         ``agents``/``subagents`` and the cost keys of ``Usage.to_json`` over the whole session.
     """
     if limit is not None and limit < 1:
         raise InputError("limit must be at least 1")
+    if sort not in SORTS:
+        raise InputError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
     # A session is in the window when its span overlaps it.
     where, params = range_clauses(
         "COALESCE(s.last_activity_at, s.started_at)",
@@ -159,14 +168,28 @@ def sessions_report(
         f"SELECT {_COLUMNS} FROM sessions s"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + " ORDER BY s.last_activity_at IS NULL, s.last_activity_at DESC, s.started_at DESC, s.id"
-        + (" LIMIT ?" if limit is not None else "")
+        + (" LIMIT ?" if limit is not None and sort == "last_activity" else "")
     )
     count_sql = "SELECT count(*) FROM sessions s" + (f" WHERE {' AND '.join(where)}" if where else "")
     count_params = tuple(params)
-    if limit is not None:
+    if limit is not None and sort == "last_activity":
         params.append(min(limit, SQLITE_MAX_INT))  # a larger limit means "all"; SQLite binds 64-bit only
     with storage_errors():
         rates = load_rates(conn)
         rows = [session_row(conn, r, rates) for r in conn.execute(sql, tuple(params)).fetchall()]
-        matched = len(rows) if limit is None else int(scalar(conn, count_sql, count_params) or 0)
-    return {"window": window.to_json(), "count": len(rows), "matched": matched, "rows": rows}
+        if sort != "last_activity":
+            matched = len(rows)
+            rows = _sorted(rows, sort)[:limit]
+        else:
+            matched = len(rows) if limit is None else int(scalar(conn, count_sql, count_params) or 0)
+    return {"window": window.to_json(), "sort": sort, "count": len(rows), "matched": matched, "rows": rows}
+
+
+def _sorted(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+    """``rows`` (most recently active first) by ``cost`` (the priced part, exact) or ``tokens``,
+    highest first; the sort is stable, so ties stay most recently active first."""
+    from decimal import Decimal
+
+    if sort == "cost":
+        return sorted(rows, key=lambda r: (Decimal(r["cost_usd"]), r["tokens"]), reverse=True)
+    return sorted(rows, key=lambda r: r["tokens"], reverse=True)

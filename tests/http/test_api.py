@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +261,16 @@ async def test_api_projects_lists_every_project(client: Any) -> None:
             {"project": "/home/dev/code/beta", "sessions": 1},
         ]
     }
+
+
+async def test_sessions_sort_by_cost_or_tokens_over_every_session(client: Any, db: Path) -> None:
+    rows = cli_json(db, "sessions")["rows"]
+    by_cost = await (await client.get("/api/sessions?sort=cost")).json()
+    assert by_cost["sort"] == "cost"
+    want = sorted(rows, key=lambda r: (Decimal(r["cost_usd"]), r["tokens"]), reverse=True)
+    assert [r["session_id"] for r in by_cost["rows"]] == [r["session_id"] for r in want]
+    assert [r["session_id"] for r in by_cost["rows"]] != [r["session_id"] for r in rows], "an order of its own"
+    top = await (await client.get("/api/sessions?sort=tokens&limit=1")).json()
+    assert top["matched"] == len(rows) and [r["tokens"] for r in top["rows"]] == [max(r["tokens"] for r in rows)]
+    bad = await client.get("/api/sessions?sort=price")
+    assert bad.status == 400 and (await bad.json())["error"]["code"] == "bad_parameter"

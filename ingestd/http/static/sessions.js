@@ -1,4 +1,4 @@
-// ingestd live view: the sessions list (newest activity first, filters, search).
+// ingestd live view: the sessions list (newest activity first, or by cost or tokens; filters, search).
 // Search, project and status are the read API's (over every session, then a page of PAGE rows more
 // at a time); the project menu lists every project (/api/projects), not those of the rows shown. The
 // menu is fetched on the first refresh, on a live change (a new session can bring a new project) and
@@ -10,10 +10,13 @@ export function sessionsView(refresh) {
   const PAGE = 200;
   const PROJECTS_TTL_MS = 30000;
   let projectsAt = null; // Date.now() of the last /api/projects answer
-  const state = { rows: [], matched: 0, projects: [], since: "", until: "", project: "", status: "", q: "", limit: PAGE };
+  const state = { rows: [], matched: 0, projects: [], since: "", until: "", project: "", status: "", q: "", sort: "last_activity", limit: PAGE };
   const search = h("input", { type: "search", id: "f-search", placeholder: "id prefix or title", autocomplete: "off" });
   const project = h("select", { id: "f-project" });
   const status = h("select", { id: "f-status" }, h("option", { value: "" }, "any"), STATUSES.map((s) => h("option", { value: s }, s)));
+  // the order is the read API's, over every matching session (not the page shown)
+  const SORTS = [["last_activity", "last activity"], ["cost", "cost"], ["tokens", "tokens"]];
+  const sort = h("select", { id: "f-sort" }, SORTS.map(([v, label]) => h("option", { value: v }, label)));
   const since = h("input", { type: "date", id: "f-since" });
   const until = h("input", { type: "date", id: "f-until" });
   const count = h("p", { class: "muted", id: "sessions-count" });
@@ -70,7 +73,7 @@ export function sessionsView(refresh) {
   }
 
   let typing = null;
-  for (const [el, key] of [[search, "q"], [project, "project"], [status, "status"]]) {
+  for (const [el, key] of [[search, "q"], [project, "project"], [status, "status"], [sort, "sort"]]) {
     el.addEventListener("input", () => {
       state[key] = el.value;
       state.limit = PAGE;
@@ -91,7 +94,7 @@ export function sessionsView(refresh) {
     mount(main) {
       main.replaceChildren(
         h("h1", {}, "Sessions"),
-        h("div", { class: "controls", role: "search" }, labelled("Search", search), labelled("Project", project), labelled("Status", status), labelled("Active from", since), labelled("to", until)),
+        h("div", { class: "controls", role: "search" }, labelled("Search", search), labelled("Project", project), labelled("Status", status), labelled("Sort by", sort), labelled("Active from", since), labelled("to", until)),
         count,
         body,
         more,
@@ -108,6 +111,7 @@ export function sessionsView(refresh) {
           search: state.q.trim(),
           project_is: state.project,
           status: state.status,
+          sort: state.sort === "last_activity" ? "" : state.sort,
         }),
         menuDue ? api("/api/projects") : null,
       ]);

@@ -30,9 +30,10 @@ install: $(STAMP)
 # PYTHONWARNINGS above: setuptools' editable-install banner is advice to the package's authors.
 TEST_TMPDIR ?= $(shell d=/dev/shm; [ -d $$d ] && [ -w $$d ] && \
 	[ "$$(df -Pk $$d 2>/dev/null | awk 'NR==2 {print $$4}')" -gt 4194304 ] 2>/dev/null && echo $$d)
-# -rs: every skip summarised with its reason at the end (a skipped test says why, never only a count)
+# -rfEs: every skip summarised with its reason at the end (a skipped test says why, never only a
+# count), beside the failures and errors (-rs alone would drop them from the summary: -r replaces -rfE)
 test: $(STAMP)
-	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m "not slow" -n auto --dist loadfile -rs
+	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/pytest -m "not slow" -n auto --dist loadfile -rfEs
 
 lint: $(STAMP)
 	$(BIN)/ruff check ingestd tests bench

@@ -59,7 +59,9 @@ def test_make_test_says_why_each_test_was_skipped(tmp_path: Path) -> None:
     )
     argv = shlex.split(r.stdout.strip().splitlines()[-1])
     assert "pytest" in argv[0] or any(a.endswith("pytest") for a in argv), argv
-    assert "-rs" in argv, "the skip reasons are summarised"
+    assert "-rfEs" in argv, "the skip reasons are summarised, the failures and errors too"
+
+
 def _dry(*args: str, stamp: Path) -> str:
     if shutil.which("make") is None:
         pytest.skip("no make")

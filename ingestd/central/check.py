@@ -38,6 +38,7 @@ DIGEST: dict[str, tuple[str, str]] = {
     "token_usage_rollup": ("*", "session_id, model, bucket, slot, rate_effective_from, tier, speed, host_id"),
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
+    "tasks": ("*", "session_id, task_id"),
     "events": ("*", "raw_event_id"),
     "rate_limit_samples": ("*", "raw_event_id"),
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),

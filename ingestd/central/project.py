@@ -62,6 +62,7 @@ from ingestd.core.rows import (
     RateLimitSampleRow,
     SessionRow,
     SummaryRow,
+    TaskRow,
     TokenUsageRow,
     ToolCallRow,
 )
@@ -89,6 +90,7 @@ PROJECTION_TABLES = (
     "token_usage_rollup",
     "tool_calls",
     "compactions",
+    "tasks",
     "events",
     "rate_limit_samples",
     "summaries",
@@ -128,6 +130,7 @@ UPSERT_TOKENS = upsert_sql(
 )
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"), marks="%s")
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"), marks="%s")
+UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"), marks="%s")
 INSERT_EVENT = upsert_sql(
     "events", ("raw_event_id", "host_id", *EventRow._fields[1:]), ("raw_event_id",), update=(), marks="%s"
 )
@@ -218,6 +221,8 @@ def write_changes(
             cur.executemany(UPSERT_TOOL, ch.tool_calls)
         if ch.compactions:
             cur.executemany(UPSERT_COMPACTION, ch.compactions)
+        if ch.tasks:
+            cur.executemany(UPSERT_TASK, ch.tasks)
         if ch.events:
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
         if ch.rate_limit_samples:

@@ -35,6 +35,7 @@ from ingestd.claude import hooksetup, pluginsetup
 from ingestd.daemon import presence
 from ingestd.ingest.scan import discover
 from ingestd.projection.reproject import stale_projection
+from ingestd.report.status import notices_line, notices_section
 from ingestd.store import migrate
 from ingestd.store.connection import Db, connect, storage_errors
 
@@ -59,7 +60,7 @@ class Finding:
 
     Attributes:
         check: str, which check (``daemon``, ``hooks``, ``managed_settings``, ``status_line``,
-            ``cleanup``, ``projects``, ``disk``, ``migrations``).
+            ``cleanup``, ``projects``, ``disk``, ``migrations``, ``notices``).
         level: str, ``ok``, ``note`` or ``action``.
         message: str, what was found, one sentence.
         fix: str | None, what to do (a command where there is one).
@@ -365,6 +366,16 @@ def database_findings(conn: Db | None, db_path: Path) -> list[Finding]:
     return out or [Finding("migrations", OK, "schema and projections current")]
 
 
+def notices_finding(conn: Db | None) -> Finding | None:
+    """The task-notifications that name no agent (``report.status.notices_section``): a note, never an
+    action (they are kept in the log; an agent whose transcript is read later matches its notice).
+    None without a database. Read-only."""
+    if conn is None:
+        return None
+    sec = notices_section(conn)
+    return Finding("notices", NOTE if sec["unmatched"] else OK, notices_line(sec))
+
+
 def logged_whole(conn: Db | None) -> dict[str, int]:
     """Each transcript's committed offset in the log (bytes read to), by origin (the largest over
     roots). Read-only."""
@@ -450,6 +461,9 @@ def gather(
         size = db_path.stat().st_size if db_path.exists() else 0
         findings.append(disk_finding(db_path, size, usage.free, usage.total))
         findings += database_findings(conn, db_path)
+        notices = notices_finding(conn)
+        if notices is not None:
+            findings.append(notices)
     finally:
         if conn is not None:
             conn.close()

@@ -126,10 +126,14 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
     if is_notice(said):
         assert said is not None
         notice(state, said, ts, t)  # a delivered notice (2.1.332: ``origin.kind: "task-notification"``)
+    if obj.get("isCompactSummary") is True and said is not None:
+        _compact_summary(state, obj.get("parentUuid"), said, ts, t)
     if not isinstance(content, list):
         return user_kind(content if isinstance(content, str) else None, [])
     statuses: list[int] = []
     tur = obj.get("toolUseResult")
+    pid = obj.get("promptId")  # 2.1.196+: the prompt whose turn this is (= the hooks' ``prompt_id``)
+    pid = pid if isinstance(pid, str) and pid else None
     for block in content:
         if not isinstance(block, dict) or block.get("type") != "tool_result":
             continue
@@ -140,7 +144,7 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
         text = text_of(block.get("content")) or ""
         st = result_status(is_error, text)
         statuses.append(st)
-        note_tool(state, t, tuid, agent=agent, ended=ts, status=st)
+        note_tool(state, t, tuid, agent=agent, ended=ts, status=st, prompt_id=pid)
         # a background launch is no end of the agent: its end is a task-notification (``notice``)
         async_launch = (
             isinstance(tur, dict) and (tur.get("status") == "async_launched" or tur.get("isAsync") is True)
@@ -155,6 +159,20 @@ def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touch
                 link(state, tuid, "tool_use", child)
         t.all_agents = True
     return user_kind(said, statuses)
+
+
+def _compact_summary(state: SessionState, boundary: Any, text: str, ts: str, t: Touched) -> None:
+    """The summary a compaction left: the ``isCompactSummary`` user record whose ``parentUuid`` is
+    the ``compact_boundary`` record (corpus/claude-projects/-home-user-projects-spotter-worktrees-
+    spotter-dov/4d5611e5-….jsonl: boundary dd3cc2e6-…, its summary the next line). ``(ts, text)``
+    min: the same record read twice is one summary."""
+    if not isinstance(boundary, str) or not boundary:
+        return
+    cur = state.compact_summaries.get(boundary)
+    if cur is None or (ts, text) < cur:
+        state.compact_summaries[boundary] = (ts, text)
+    if boundary in state.compactions:
+        t.compactions.add(boundary)
 
 
 def progress(state: SessionState, obj: dict[str, Any], ts: str, t: Touched) -> None:

@@ -22,6 +22,7 @@ from ingestd.core.rows import (
     SearchDocRow,
     SessionRow,
     SummaryRow,
+    TaskRow,
     TokenUsageRow,
     ToolCallRow,
 )
@@ -51,6 +52,7 @@ class Changes:
         token_usage: ``TokenUsageRow`` (key message_id, bucket; id None).
         tool_calls: ``ToolCallRow`` (key session_id, tool_use_id).
         compactions: ``CompactionRow`` (key session_id, boundary_id).
+        tasks: ``TaskRow`` (key session_id, task_id).
         events: ``EventRow`` (key raw_event_id), one per hook delivery.
         rate_limit_samples: ``RateLimitSampleRow`` (key raw_event_id), one per status-line snapshot.
         search_docs: ``SearchDocRow`` (key doc_id), the text of transcript records
@@ -69,6 +71,7 @@ class Changes:
     token_usage: list[TokenUsageRow] = field(default_factory=list)
     tool_calls: list[ToolCallRow] = field(default_factory=list)
     compactions: list[CompactionRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     rate_limit_samples: list[RateLimitSampleRow] = field(default_factory=list)
     search_docs: list[SearchDocRow] = field(default_factory=list)
@@ -90,6 +93,7 @@ class Changes:
         self.token_usage.extend(other.token_usage)
         self.tool_calls.extend(other.tool_calls)
         self.compactions.extend(other.compactions)
+        self.tasks.extend(other.tasks)
         self.events.extend(other.events)
         self.rate_limit_samples.extend(other.rate_limit_samples)
         self.search_docs.extend(other.search_docs)
@@ -123,6 +127,7 @@ def storable_changes(ch: Changes) -> Changes:
         ch.token_usage,
         ch.tool_calls,
         ch.compactions,
+        ch.tasks,
         ch.events,
         ch.rate_limit_samples,
         ch.quarantine,
@@ -144,7 +149,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     v = View.of(state, ctx)
     ch = Changes()
     names = _agents(v, t, ch)
-    ch.sessions.append(_session_row(state))
+    ch.sessions.append(_session_row(state, _unmatched_notices(v)))
     for where in sorted(t.summaries):
         leaf, text = state.summaries[where]
         ch.summaries.append(SummaryRow(*where, state.session_id, leaf, text))
@@ -152,8 +157,30 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     _tool_calls(v, t, names, ch)
     for bid in sorted(t.compactions):
         a, ts, trig, pre = state.compactions[bid]
-        ch.compactions.append(CompactionRow(state.session_id, bid, v.resolve(a), ts, trig, pre))
+        summary = state.compact_summaries.get(bid)
+        ch.compactions.append(
+            CompactionRow(state.session_id, bid, v.resolve(a), ts, trig, pre, summary[1] if summary else None)
+        )
+    for tid in sorted(t.tasks):
+        k = state.tasks[tid]
+        status = "completed" if k.completed_at is not None else "pending"
+        ch.tasks.append(
+            TaskRow(state.session_id, tid, k.subject, k.description, k.teammate, status, k.created_at, k.completed_at)
+        )
     return ch
+
+
+def _unmatched_notices(v: View) -> int:
+    """How many ``<task-notification>`` task ids name no agent that has a row (``derive_agents.agent_row``:
+    evidence that it ran, or a link naming it): a background shell's task, an agent of a file not
+    read. Kept and counted, never an agent."""
+    state = v.state
+    n = 0
+    for task in state.notified:
+        ev = state.agents.get(task)
+        if (ev is None or not ev.ran) and not v.by_child.get(task):
+            n += 1
+    return n
 
 
 def _agents(v: View, t: Touched, ch: Changes) -> set[str]:
@@ -170,8 +197,9 @@ def _agents(v: View, t: Touched, ch: Changes) -> set[str]:
     return names
 
 
-def _session_row(state: SessionState) -> SessionRow:
-    """The session's row: its merged fields, the main agent's status, the best title (SPEC §4.1)."""
+def _session_row(state: SessionState, unmatched: int) -> SessionRow:
+    """The session's row: its merged fields, the main agent's status, the best title (SPEC §4.1),
+    the latest turn's error type, the model switched to, ``unmatched`` notices."""
     mev = state.agents.get(state.session_id)
     idle = "completed" if state.ended else "unknown"  # the main agent never ran
     status = main_status(state, mev) if mev is not None and mev.ran else idle
@@ -194,6 +222,9 @@ def _session_row(state: SessionState) -> SessionRow:
         last(state.entrypoint),
         last(state.end_reason) if state.ended else None,
         title[0] if title else None,
+        (state.turn_end[1] or None) if state.turn_end else None,
+        last(state.switched_model),
+        unmatched,
     )
 
 
@@ -292,5 +323,15 @@ def _tool_calls(v: View, t: Touched, names: set[str], ch: Changes) -> None:
         if call.status == RUNNING and state.open_consistent.get(call.agent or "") not in (None, st == INTERRUPTED):
             del state.open_consistent[call.agent or ""]  # its other open calls may disagree: scan next time
         ch.tool_calls.append(
-            ToolCallRow(state.session_id, tuid, agent, call.name, call.started, call.ended, STATUSES[st])
+            ToolCallRow(
+                state.session_id,
+                tuid,
+                agent,
+                call.name,
+                call.started,
+                call.ended,
+                STATUSES[st],
+                call.prompt_id,
+                call.reason,
+            )
         )

@@ -16,7 +16,7 @@ from typing import Any
 from ingestd.core.blocks import notice
 from ingestd.core.records import LogRow
 from ingestd.core.rows import EventRow
-from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn
+from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn, TaskEv
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
 from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
 
@@ -60,6 +60,8 @@ class Hook:
         name: str, ``hook_event_name``; ts: str, the receipt time (canonical UTC).
         agent_id: str | None, the body's ``agent_id`` (a subagent's hook), else None.
         agent: str, ``agent_id`` or the session's main agent.
+        prompt_id: str | None, the body's ``prompt_id`` (2.1.196+: the user prompt the event belongs
+            to; absent before the first prompt and on Setup).
     """
 
     row: LogRow
@@ -69,19 +71,31 @@ class Hook:
     ts: str
     agent_id: str | None
     agent: str
+    prompt_id: str | None
 
     def event(self, agent: str | None) -> EventRow:
         """The delivery's ``events`` row (identifiers only), naming ``agent``."""
-        return EventRow(self.row.id, self.session_id, agent, self.name, self.ts)
+        return EventRow(self.row.id, self.session_id, agent, self.name, self.ts, self.prompt_id)
 
 
 def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> EventRow:
     """Fold one hook delivery through its event's handler (``_EVENTS``, else activity of its agent
     plus ``_TOOL_EVENTS`` for tool events); return its ``events`` row."""
     agent_id = _s(obj, "agent_id")
-    h = Hook(row, obj, state.session_id, row.event_type, row.received_at, agent_id, agent_id or state.session_id)
+    h = Hook(
+        row,
+        obj,
+        state.session_id,
+        row.event_type,
+        row.received_at,
+        agent_id,
+        agent_id or state.session_id,
+        _s(obj, "prompt_id"),
+    )
     _session_fields(state, h, t)
     if h.name in _NEUTRAL:
+        if h.name == "PostModelSwitch":
+            _model_switch(state, h)
         return h.event(h.agent_id)
     handler = _EVENTS.get(h.name)
     if handler is not None:
@@ -90,6 +104,10 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         state.start_at = h.ts
         t.all_agents = t.all_agents or state.end_at is not None  # a resume: every agent's end may change
     _activity(state, h, t)
+    if h.name in ("Stop", "StopFailure") and not h.agent_id:
+        _turn_end(state, h)
+    elif h.name in ("TaskCreated", "TaskCompleted"):
+        _task(state, h, t)
     if h.name == "UserPromptSubmit":
         prompt = _s(obj, "prompt")
         if prompt is not None:
@@ -185,10 +203,11 @@ def _tool_event(state: SessionState, h: Hook, tuid: str, t: Touched) -> None:
         st = INTERRUPTED
     tool = _s(h.obj, "tool_name")
     named = h.agent_id is not None
+    pid = h.prompt_id
     if st == RUNNING:
-        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, started=h.ts)
+        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, started=h.ts, prompt_id=pid)
     else:
-        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, ended=h.ts, status=st)
+        note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=tool, ended=h.ts, status=st, prompt_id=pid)
     resp = h.obj.get("tool_response")
     resp = resp if isinstance(resp, dict) else {}
     if tool in SPAWN_TOOLS and h.name != "PostToolUseFailure":
@@ -221,13 +240,67 @@ def _permission_request(state: SessionState, h: Hook, tuid: str, t: Touched) -> 
     cancellation is the transcript tool_result of that tool_use id (toolstatus.result_status),
     an allowed call its PostToolUse; a PermissionDenied hook names the id.
     """
-    note_tool(state, t, tuid, agent=h.agent, agent_named=h.agent_id is not None, name=_s(h.obj, "tool_name"))
+    named = h.agent_id is not None
+    note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=_s(h.obj, "tool_name"), prompt_id=h.prompt_id)
 
 
 def _permission_denied(state: SessionState, h: Hook, tuid: str, t: Touched) -> None:
-    """PermissionDenied: the call ended ``denied``."""
-    named = h.agent_id is not None
-    note_tool(state, t, tuid, agent=h.agent, agent_named=named, name=_s(h.obj, "tool_name"), ended=h.ts, status=DENIED)
+    """PermissionDenied (auto mode's classifier refused the call; docs/claude-code.md §3): the call
+    ended ``denied``, with the hook's ``reason``."""
+    note_tool(
+        state,
+        t,
+        tuid,
+        agent=h.agent,
+        agent_named=h.agent_id is not None,
+        name=_s(h.obj, "tool_name"),
+        ended=h.ts,
+        status=DENIED,
+        prompt_id=h.prompt_id,
+        reason=_s(h.obj, "reason"),
+    )
+
+
+def _turn_end(state: SessionState, h: Hook) -> None:
+    """Stop / StopFailure of the main agent: how its turn ended. StopFailure fires instead of Stop
+    when the turn ended on an API error, typed (``error``: ``rate_limit``, ``overloaded``,
+    ``billing_error``, ...; fixtures/claude-2.1.332/hooks/StopFailure.jsonl); a later Stop clears
+    it. ``(receipt, kind)`` max, so the order of arrival does not matter."""
+    kind = ""
+    if h.name == "StopFailure":
+        kind = _s(h.obj, "error") or "unknown"
+    if state.turn_end is None or (h.ts, kind) > state.turn_end:
+        state.turn_end = (h.ts, kind)
+
+
+def _model_switch(state: SessionState, h: Hook) -> None:
+    """PostModelSwitch (``from_model``, ``to_model``, ``source``: fixtures/claude-2.1.332/hooks/
+    PostModelSwitch.jsonl): the session's model from then on; the latest receipt wins."""
+    to = _s(h.obj, "to_model")
+    if to and (state.switched_model is None or (h.ts, to) > state.switched_model):
+        state.switched_model = (h.ts, to)
+
+
+def _task(state: SessionState, h: Hook, t: Touched) -> None:
+    """TaskCreated / TaskCompleted (``task_id``, ``task_subject``, ``task_description?``,
+    ``teammate_name?``: fixtures/claude-2.1.332/hooks/TaskCreated.jsonl): one task of the session's
+    list, every field a join. A body without a ``task_id`` names no task."""
+    tid = _s(h.obj, "task_id")
+    if tid is None:
+        return
+    ev = state.tasks.get(tid)
+    if ev is None:
+        ev = state.tasks[tid] = TaskEv()
+    for key, attr in (("task_subject", "subject"), ("task_description", "description"), ("teammate_name", "teammate")):
+        v = _s(h.obj, key)
+        cur = getattr(ev, attr)
+        if v is not None and (cur is None or v > cur):
+            setattr(ev, attr, v)
+    at = "created_at" if h.name == "TaskCreated" else "completed_at"
+    cur_ts = getattr(ev, at)
+    if cur_ts is None or h.ts < cur_ts:
+        setattr(ev, at, h.ts)
+    t.tasks.add(tid)
 
 
 # One handler per hook event that is not plain activity of its agent.

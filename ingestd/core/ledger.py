@@ -59,6 +59,7 @@ PINS: tuple[Pin, ...] = (
     Pin(20, "agent_kinds", "f691700ab959cf34666e60155d14d90e29d20cec769674526c7896c5566480ec"),
     Pin(21, "rate_limit_samples", "fb39ed59a662a91f47ed17833ec299fb7eb4517b999eb4160afca87e7e31185e"),
     Pin(22, "search", "dc6fbb9f11bb51f20981724eb5a0180c639a1ae622a1f956b465c464ed777e25"),
+    Pin(23, "hook_projections", "469d9ae9b9a910f1bcb374035a71e5f5f9d9c953ea7334a2b05bb24b08b13932"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -81,6 +82,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(6, "shipped_digest", "210483b63421b80974b53fed8943e4ce1211e152b0f4b0c5810e521bff242201"),
     Pin(7, "agent_kinds", "1622046ce5e7a713c7b4320e62f829fb969b93c3f2ae0dc6ce050de66d79b76c"),
     Pin(8, "rate_limit_samples", "4e373c63c9b6307e8eb112ba6e6ba2da25d90801592219183e0e022ae06e6df7"),
+    Pin(9, "hook_projections", "5162336416a50798083916c137bda048fc2384f0f0e9d4cbcae269b25248d0d6"),
 )
 
 

@@ -15,7 +15,11 @@ class SessionRow(NamedTuple):
     """One ``sessions`` row (key ``id``).
 
     ``title`` / ``title_source`` (``state.TITLE_KINDS``) are None when no record of the session names
-    one (a ``summary`` title is joined in by the store, ``ingestd.store.titles``).
+    one (a ``summary`` title is joined in by the store, ``ingestd.store.titles``). ``error_type``:
+    the StopFailure ``error`` of the main agent's latest turn end, None when that turn ended with a
+    Stop (or none arrived). ``switched_to_model``: the ``to_model`` of the latest PostModelSwitch
+    (None: no switch; each message's usage keeps the model that answered it).
+    ``unmatched_notices``: int, the ``<task-notification>`` task ids that name no agent of the session.
     """
 
     id: str
@@ -31,6 +35,9 @@ class SessionRow(NamedTuple):
     entrypoint: str | None
     end_reason: str | None
     title_source: str | None
+    error_type: str | None = None
+    switched_to_model: str | None = None
+    unmatched_notices: int = 0
 
 
 class AgentRow(NamedTuple):
@@ -93,7 +100,12 @@ class TokenUsageRow(NamedTuple):
 
 
 class ToolCallRow(NamedTuple):
-    """One ``tool_calls`` row (key ``(session_id, tool_use_id)``); ``status`` a ``toolstatus.STATUSES`` name."""
+    """One ``tool_calls`` row (key ``(session_id, tool_use_id)``); ``status`` a ``toolstatus.STATUSES`` name.
+
+    ``prompt_id``: the user prompt whose turn made the call (Claude Code's ``prompt_id`` /
+    ``promptId``, 2.1.196+), None when no evidence names one. ``reason``: why the call was denied
+    (a PermissionDenied hook's ``reason``), else None.
+    """
 
     session_id: str
     tool_use_id: str
@@ -102,10 +114,13 @@ class ToolCallRow(NamedTuple):
     started_at: str | None
     ended_at: str | None
     status: str
+    prompt_id: str | None = None
+    reason: str | None = None
 
 
 class CompactionRow(NamedTuple):
-    """One ``compactions`` row (key ``(session_id, boundary_id)``); ``pre_tokens`` None when not a count."""
+    """One ``compactions`` row (key ``(session_id, boundary_id)``); ``pre_tokens`` None when not a count;
+    ``summary`` the text of the ``isCompactSummary`` user record under the boundary (None: not read)."""
 
     session_id: str
     boundary_id: str
@@ -113,16 +128,40 @@ class CompactionRow(NamedTuple):
     occurred_at: str
     trigger: str | None
     pre_tokens: int | None
+    summary: str | None = None
 
 
 class EventRow(NamedTuple):
-    """One ``events`` row (key ``raw_event_id``): a hook delivery, identifiers only."""
+    """One ``events`` row (key ``raw_event_id``): a hook delivery, identifiers only; ``prompt_id``
+    the body's ``prompt_id`` (None: the event names no prompt)."""
 
     raw_event_id: int
     session_id: str
     agent_id: str | None
     event_type: str
     occurred_at: str
+    prompt_id: str | None = None
+
+
+class TaskRow(NamedTuple):
+    """One ``tasks`` row (key ``(session_id, task_id)``): a task of the session's task list.
+
+    Attributes:
+        session_id: str; task_id: str, Claude Code's id (``"1"``, ``"2"``, ... per session).
+        subject / description: str | None, ``task_subject`` / ``task_description``.
+        teammate: str | None, ``teammate_name`` (an agent-teams member), None for the session's own.
+        status: str, ``completed`` once a TaskCompleted arrived, else ``pending``.
+        created_at / completed_at: str | None, canonical UTC receipts of TaskCreated / TaskCompleted.
+    """
+
+    session_id: str
+    task_id: str
+    subject: str | None
+    description: str | None
+    teammate: str | None
+    status: str
+    created_at: str | None
+    completed_at: str | None
 
 
 class RateLimitSampleRow(NamedTuple):

@@ -147,6 +147,9 @@ class ToolEv:
         agent: str | None, the calling agent (a named one beats a default, then the smaller id).
         name: str | None, max; started / ended: str | None, canonical UTC min.
         status: int, a ``toolstatus`` rank, max. agent_rank: int, 1 named, 0 a default, -1 none.
+        prompt_id: str | None, the prompt whose turn made the call (a hook's ``prompt_id``, a
+            transcript tool_result's ``promptId``), min. reason: str | None, why it was denied (a
+            PermissionDenied hook's ``reason``), max.
     """
 
     agent: str | None
@@ -155,6 +158,8 @@ class ToolEv:
     ended: str | None
     status: int
     agent_rank: int
+    prompt_id: str | None = None
+    reason: str | None = None
 
 
 class CompactionEv(NamedTuple):
@@ -164,6 +169,24 @@ class CompactionEv(NamedTuple):
     ts: str
     trigger: str | None
     pre_tokens: int | None
+
+
+@dataclass(slots=True)
+class TaskEv:
+    """One task of the session's task list (TaskCreated / TaskCompleted hooks), every field a join.
+
+    Attributes:
+        subject / description / teammate: str | None, ``task_subject`` / ``task_description`` /
+            ``teammate_name`` (max non-empty).
+        created_at / completed_at: str | None, canonical UTC, the earliest TaskCreated /
+            TaskCompleted receipt.
+    """
+
+    subject: str | None = None
+    description: str | None = None
+    teammate: str | None = None
+    created_at: str | None = None
+    completed_at: str | None = None
 
 
 class SpawnResult(NamedTuple):
@@ -204,6 +227,14 @@ class SessionState:
     # (origin, origin_gen, origin_offset) -> (leafUuid, summary) of this session's files' summary records
     summaries: dict[tuple[str, int, int], tuple[str, str]] = field(default_factory=dict)
     end_reason: tuple[str, str] | None = None
+    # (receipt, kind) max of the main agent's turn ends: "" for a Stop, else a StopFailure's
+    # ``error`` (``rate_limit``, ``overloaded``, ...; "unknown" when it names none): the session's
+    # ``error_type`` is the latest turn's, None when that turn ended well
+    turn_end: tuple[str, str] | None = None
+    switched_model: tuple[str, str] | None = None  # (receipt, to_model) max of PostModelSwitch hooks
+    tasks: dict[str, TaskEv] = field(default_factory=dict)  # task_id -> its evidence
+    # compact_boundary uuid -> (ts, summary) min of the ``isCompactSummary`` user record under it
+    compact_summaries: dict[str, tuple[str, str]] = field(default_factory=dict)
     end_at: str | None = None  # the latest SessionEnd's receipt
     start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)

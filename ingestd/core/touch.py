@@ -33,6 +33,7 @@ class Touched:
     msgs: set[str] = field(default_factory=set)
     tools: set[str] = field(default_factory=set)
     compactions: set[str] = field(default_factory=set)
+    tasks: set[str] = field(default_factory=set)
     summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
     quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
@@ -60,6 +61,8 @@ def note_tool(
     ended: str | None = None,
     status: int = 0,
     agent_named: bool = True,
+    prompt_id: str | None = None,
+    reason: str | None = None,
 ) -> None:
     """Merge one piece of tool-call evidence (every field a join: min / max).
 
@@ -72,7 +75,9 @@ def note_tool(
     rank = 1 if agent_named else 0
     was_open: str | None = None
     if cur is None:
-        cur = state.tools[tuid] = ToolEv(agent, name, started, ended, status, rank if agent is not None else -1)
+        cur = state.tools[tuid] = ToolEv(
+            agent, name, started, ended, status, rank if agent is not None else -1, prompt_id, reason
+        )
     else:
         was_open = (cur.agent or "") if cur.status == RUNNING else None
         if agent is not None and (
@@ -87,6 +92,10 @@ def note_tool(
         if ended is not None and (cur.ended is None or ended < cur.ended):
             cur.ended = ended
         cur.status = max(cur.status, status)
+        if prompt_id is not None and (cur.prompt_id is None or prompt_id < cur.prompt_id):
+            cur.prompt_id = prompt_id
+        if reason is not None and (cur.reason is None or reason > cur.reason):
+            cur.reason = reason
     # keep ``state.open_tools`` (agent, "" for none -> its running calls) an index of ``state.tools``
     is_open = (cur.agent or "") if cur.status == RUNNING else None
     if was_open is not None and was_open != is_open:

@@ -39,6 +39,7 @@ PROJECTION_TABLES = (
     "events",
     "rate_limit_samples",
     "compactions",
+    "tasks",
     "tool_calls",
     "orchestration_edges",
     "token_usage",

@@ -174,9 +174,10 @@ def status_report(
     Returns:
         ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",
         "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "oversized", "counters",
-        "unpriced", "last_prune", "backup", "quarantine"}``; ``skipped`` is ``{"lines": int, "by_reason": {reason:
-        int}}`` (the reasons break the lines down); ``oversized`` is ``{"lines": int}``, the transcript lines
-        longer than ``max_line_bytes`` logged as marker rows (``ingest --json``'s ``oversized``);
+        "unpriced", "last_prune", "backup", "quarantine", "notices"}``; ``notices`` is ``notices_section``;
+        ``skipped`` is ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down);
+        ``oversized`` is ``{"lines": int}``, the transcript lines longer than ``max_line_bytes`` logged
+        as marker rows (``ingest --json``'s ``oversized``);
         ``quarantine`` is ``quarantine_section``. ``live`` is true
         while a daemon answers; otherwise the statuses (``sessions``, ``agents``) are only as current as
         ``as_of`` (canonical UTC: the daemon's clean stop or the last commit, whichever is later), and
@@ -198,6 +199,7 @@ def status_report(
             "rows": rows,
             "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
+            "notices": notices_section(conn),
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
             "watchdog": {"window_s": effective_window(conn), **clock_section(conn, now)},
@@ -208,6 +210,33 @@ def status_report(
             "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
         }
+
+
+def notices_section(conn: Db) -> dict[str, int]:
+    """The ``<task-notification>`` task ids that name no agent (``sessions.unmatched_notices``):
+    ``{"unmatched": int, "sessions": int}`` (how many, in how many sessions; both 0 on a database
+    older than the column). Such a notice is kept in the log and counted, never made an agent.
+    Read-only."""
+    with storage_errors():
+        cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(sessions)")}
+        if "unmatched_notices" not in cols:
+            return {"unmatched": 0, "sessions": 0}
+        n, k = conn.execute(
+            "SELECT coalesce(sum(unmatched_notices), 0), count(*) FROM sessions WHERE unmatched_notices > 0"
+        ).fetchall()[0]
+        return {"unmatched": int(str(n)), "sessions": int(str(k))}
+
+
+def notices_line(section: dict[str, int] | None) -> str:
+    """``notices_section`` as a sentence. Pure."""
+    n = (section or {}).get("unmatched", 0)
+    if not n:
+        return "every task-notification names an agent"
+    k = (section or {}).get("sessions", 0)
+    return (
+        f"{n} task-notification{'' if n == 1 else 's'} in {k} session{'' if k == 1 else 's'} name no agent"
+        " (a background shell's task, or an agent whose transcript was not read): kept in the log, no agent made"
+    )
 
 
 # The detail ``core.validate.note_time`` writes for a record time after its line's read time.

@@ -17,7 +17,7 @@ from ingestd.core.timefmt import parse
 from ingestd.report.printable import printable
 from ingestd.report.render import skipped_line, tokens
 from ingestd.report.short import cut_start
-from ingestd.report.status import clock_warnings
+from ingestd.report.status import clock_warnings, notices_line
 from ingestd.report.words import plural
 
 
@@ -195,6 +195,8 @@ def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
         ("sessions", Text(f"{n_sessions}, {active}" + (f" ({by_status})" if by_status else ""))),
         ("agents", Text(f"{sum(agents.values())}" + (f" ({agents_by})" if agents else ""))),
     ]
+    if (doc.get("notices") or {}).get("unmatched"):  # a row only when there are some: the screen keeps the answer
+        out.append(("notices", Text(notices_line(doc.get("notices")))))
     if not live:
         out.append(("", Text(f"(as of {doc.get('as_of') or 'never'}, daemon not running)", style="yellow")))
     out += [

@@ -29,6 +29,7 @@ from ingestd.core.rows import (
     RateLimitSampleRow,
     SearchDocRow,
     SessionRow,
+    TaskRow,
     TokenUsageRow,
     ToolCallRow,
 )
@@ -82,6 +83,7 @@ UPSERT_TOKENS = upsert_sql(
 )
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
+UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"))
 INSERT_EVENT = upsert_sql("events", EventRow._fields, ("raw_event_id",), update=())
 INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("raw_event_id",), update=())
 # a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
@@ -124,6 +126,7 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
         (UPSERT_EDGE, ch.edges),
         (UPSERT_TOOL, ch.tool_calls),
         (UPSERT_COMPACTION, ch.compactions),
+        (UPSERT_TASK, ch.tasks),
         (INSERT_EVENT, ch.events),
         (INSERT_SAMPLE, ch.rate_limit_samples),
         (UPSERT_QUARANTINE, ch.quarantine),

@@ -72,6 +72,7 @@ _TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
     ("tokens", "token_usage", rows.TokenUsageRow, ("message_id", "bucket")),
     ("tools", "tool_calls", rows.ToolCallRow, ("session_id", "tool_use_id")),
     ("compactions", "compactions", rows.CompactionRow, ("session_id", "boundary_id")),
+    ("tasks", "tasks", rows.TaskRow, ("session_id", "task_id")),
     ("events", "events", rows.EventRow, ("raw_event_id",)),
     ("summaries", "summaries", rows.SummaryRow, ("origin", "origin_gen", "origin_offset")),
 )

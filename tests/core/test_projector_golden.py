@@ -82,8 +82,11 @@ def test_compaction_usage_flagged_and_agent_without_edge(model: Model) -> None:
 
 
 def test_compaction_row(model: Model) -> None:
-    """A compact_boundary record makes its compactions row: agent, time, trigger and the tokens before."""
-    assert model.tables["compactions"][(S1, "cb1")] == (S1, "cb1", S1, "2026-02-12T10:02:00.000Z", "auto", 12345)
+    """A compact_boundary record makes its compactions row: agent, time, trigger, the tokens before and
+    the text of the summary record under it."""
+    summary = "This session is being continued from a previous conversation that ran out of context."
+    row = (S1, "cb1", S1, "2026-02-12T10:02:00.000Z", "auto", 12345, summary)
+    assert model.tables["compactions"][(S1, "cb1")] == row
 
 
 def test_edges_with_provenance_and_depth_two(model: Model) -> None:
@@ -163,7 +166,7 @@ def test_hook_rows_fold() -> None:
     assert a[sid].status == "waiting"  # Stop: the main agent waits; the subagent stop did not end it
     assert a["ag1"].status == "completed" and a["ag1"].subagent_type == "Explore"
     assert "never-started" not in a
-    assert m.tables["tools"][(sid, "t1")][4:] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
+    assert m.tables["tools"][(sid, "t1")][4:7] == ("2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z", "completed")
     assert len(m.tables["events"]) == 8 and m.tables["events"][7].event_type == "SubagentStop"
     assert m.tables["sessions"][sid].project_path == "/w"
     # SessionEnd folded onto the state so far ends the session and its waiting main agent

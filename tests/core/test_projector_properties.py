@@ -194,7 +194,7 @@ def test_refused_timestamps_date_nothing_at_the_read_time() -> None:
 
 
 def test_open_calls_of_ended_agents_are_interrupted() -> None:
-    t = {k[1]: v[5:] for k, v in SCRATCH[OPEN]["tools"].items()}
+    t = {k[1]: v[5:7] for k, v in SCRATCH[OPEN]["tools"].items()}
     assert t == {
         "tu1": (None, "interrupted"),  # the main agent's, the session ended
         "tu2": ("2026-01-01T00:02:00.000Z", "completed"),  # its result came after the end

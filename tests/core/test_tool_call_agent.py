@@ -47,7 +47,7 @@ def test_a_hook_without_agent_id_never_overrides_the_transcripts_agent() -> None
             ch = inc([r])
             m.apply(ch)
         row = m.tables["tools"][(SID, "toolu_R")]
-        assert row[2:] == (SUB, "Read", "2026-01-01T00:00:00.500Z", "2026-01-01T00:00:02.000Z", "completed")
+        assert row[2:7] == (SUB, "Read", "2026-01-01T00:00:00.500Z", "2026-01-01T00:00:02.000Z", "completed")
 
 
 def test_hooks_alone_attribute_to_the_main_agent_or_the_named_subagent() -> None:

@@ -30,7 +30,10 @@ def log_rebuilder(src: apsw.Connection, dst: apsw.Connection, /, *, batch_size: 
         f"ORDER BY id {order}"
     ).fetchall()
     for i in range(0, len(hooks), batch_size):
-        dst.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", hooks[i : i + batch_size])
+        dst.executemany(
+            "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at) VALUES (?, ?, ?, ?, ?)",
+            hooks[i : i + batch_size],
+        )
     dst.execute("COMMIT")
     return len(hooks)
 

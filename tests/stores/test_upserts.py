@@ -10,6 +10,7 @@ from ingestd.core.derive import Changes
 from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from tests.core import async_support
+from tests.core.claude_fixtures import deliveries, hook_rows
 from tests.core.projector_support import by_session, tree_rows
 from tests.statusline.documented import NOW, SESSION, documented, log_row
 from tests.stores.stores import HOST, Store
@@ -21,6 +22,7 @@ TABLES = {
     "token_usage": rows.TokenUsageRow,
     "tool_calls": rows.ToolCallRow,
     "compactions": rows.CompactionRow,
+    "tasks": rows.TaskRow,
     "events": rows.EventRow,
     "rate_limit_samples": rows.RateLimitSampleRow,
     "quarantine": rows.QuarantineRow,
@@ -91,6 +93,36 @@ def test_the_agent_kinds_and_edge_provenances_of_2_1_332_are_stored(store: Store
     got = {r[0]: r[1:] for r in store.rows("SELECT id, type, name FROM agents")}
     assert got["mate"] == ("teammate", "alice")
     assert {r[0] for r in store.rows("SELECT source FROM orchestration_edges")} == {"sidecar", "fork"}
+
+
+def test_the_hook_projections_of_2_1_332_read_back_as_written(store: Store) -> None:
+    """Tasks, a denied call's reason, prompt ids, a failed turn's error type, the model switched to,
+    unmatched notices and a compaction's summary (migrations 0023 / pg 0009), in both stores."""
+    bodies = deliveries("tasks")
+    sid = str(bodies[0]["session_id"])
+    pre = next(b for b in bodies if b["hook_event_name"] == "PreToolUse")
+    extra = [
+        {**pre, "hook_event_name": "PermissionDenied", "reason": "not allowed"},
+        {**pre, "hook_event_name": "StopFailure", "error": "overloaded"},
+        {**pre, "hook_event_name": "PostModelSwitch", "to_model": "claude-haiku-4-5-20251001"},
+        {
+            **pre,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "<task-notification><task-id>b9</task-id></task-notification>",
+        },
+    ]
+    ch = fold_log(sid, hook_rows([*bodies[:-1], *extra]), Ctx("i", HOST))[1]
+    ch.compactions.append(rows.CompactionRow(sid, "cb", sid, "2026-12-01T00:00:00.000Z", "manual", 10, "Summary."))
+    store.write(ch, sid=sid)
+    store.write(ch, sid=sid)
+    for table, got in (("tasks", ch.tasks), ("tool_calls", ch.tool_calls), ("events", ch.events)):
+        cls = TABLES[table]
+        assert {cls(*r) for r in store.rows(f"SELECT {', '.join(cls._fields)} FROM {table}")} == set(got), table
+    (s,) = store.rows("SELECT error_type, switched_to_model, unmatched_notices FROM sessions")
+    assert s == ("overloaded", "claude-haiku-4-5-20251001", 1)
+    assert store.rows("SELECT status, reason FROM tool_calls WHERE reason IS NOT NULL") == [("denied", "not allowed")]
+    assert store.rows("SELECT summary FROM compactions") == [("Summary.",)]
+    assert {r.status for r in ch.tasks} == {"completed"}
 
 
 def test_status_line_samples_read_back_as_written(store: Store) -> None:

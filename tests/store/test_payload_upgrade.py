@@ -113,9 +113,9 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
-    # thirteen new tables and indexes, the schema, the search projection's table, index and FTS5
-    # shadow tables (0022), the tasks table and an index (0023); the projection tables 0020 rebuilt left their old pages free (the log's
-    # pages are not rewritten)
+    # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
+    # shadow tables (0022), the tasks table and an index (0023); the projection tables 0020 rebuilt
+    # left their old pages free (the log's pages are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
     assert in_use <= pages + 22
     conn.close()

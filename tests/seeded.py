@@ -38,12 +38,11 @@ def seed(conn: apsw.Connection, *, sessions: int = 2, days: int = 5) -> None:
                     "session_id, origin, origin_offset) VALUES (?, 'jsonl', 'assistant', ?, ?, ?, ?, ?)",
                     (f"j:{sid}:{d}", line, at, sid, f"{sid}.jsonl", d * 100),
                 )
-                for i, b in enumerate(BUCKETS):
-                    c.execute(
-                        "INSERT INTO token_usage (id, session_id, agent_id, message_id, model, bucket, tokens, "
-                        "occurred_at) VALUES (?, ?, ?, ?, 'claude-opus-4-6', ?, ?, ?)",
-                        (s * 1000 + d * 10 + i, sid, sid, mid, b, 10 * (i + 1), at),
-                    )
+                c.execute(
+                    f"INSERT INTO token_usage (id, session_id, agent_id, message_id, model, {', '.join(BUCKETS)}, "
+                    "occurred_at) VALUES (?, ?, ?, ?, 'claude-opus-4-6', ?, ?, ?, ?, ?, ?)",
+                    (s * 1000 + d * 10, sid, sid, mid, *(10 * (i + 1) for i in range(len(BUCKETS))), at),
+                )
                 hook = orjson.dumps({"hook_event_name": "Stop", "session_id": sid})
                 c.execute(
                     "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, "

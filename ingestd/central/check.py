@@ -22,6 +22,7 @@ from ingestd.core.timefmt import format_utc
 from ingestd.errors import CheckFailed
 from ingestd.projection.verify import MAX_DETAILS, Check
 from ingestd.report.status import UNPRICED_SQL, quarantine_section, unpriced_section
+from ingestd.report.usage import load_rates
 from ingestd.store import rollup
 
 # table -> (columns compared, order): every column except token_usage's surrogate id.
@@ -31,11 +32,11 @@ DIGEST: dict[str, tuple[str, str]] = {
     "agents": ("*", "session_id, id"),
     "orchestration_edges": ("*", "id"),
     "token_usage": (
-        "host_id, session_id, agent_id, message_id, model, bucket, tokens, is_compaction_baseline, occurred_at,"
-        " claim_rank, prompt_tokens, speed, web_search_requests",
-        "message_id, bucket",
+        "host_id, session_id, agent_id, message_id, model, input, output, cache_read, cache_write_5m,"
+        " cache_write_1h, is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests",
+        "message_id",
     ),
-    "token_usage_rollup": ("*", "session_id, model, bucket, slot, rate_effective_from, tier, speed, host_id"),
+    "token_usage_rollup": ("*", "session_id, model, slot, rate_effective_from, tier, speed, host_id"),
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
     "tasks": ("*", "session_id, task_id"),
@@ -44,12 +45,11 @@ DIGEST: dict[str, tuple[str, str]] = {
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
     "quarantine": ("*", "raw_event_id, reason"),
 }
-_RATE = "ingestd_rate(t.model, t.bucket, t.occurred_at)"
 # The local rollup's scan (``ingestd.store.rollup.scan_sql``) per host, in the store's own functions.
 ROLLUP_SCAN = rollup.scan_sql(
     "ingestd_slot(t.occurred_at)",
-    _RATE,
-    f"ingestd_tier(t.model, t.bucket, {_RATE}, t.prompt_tokens)",
+    "ingestd_version(t.model, t.occurred_at)",
+    "ingestd_tiers(t.model, t.occurred_at, t.prompt_tokens)",
     keys=("t.host_id",),
 )
 _ROLLUP_COLS = "host_id, " + rollup.ROLLUP_COLUMNS
@@ -168,7 +168,8 @@ def status_report(pg: psycopg.Connection[Any], *, now: datetime) -> dict[str, An
         }
         doc["sessions"] = _by_status(pg, "sessions")
         doc["agents"] = _by_status(pg, "agents")
-        doc["unpriced"] = unpriced_section(pg.execute(UNPRICED_SQL))
+        prices: Any = PgReadConn(pg)  # the reports' connection shape
+        doc["unpriced"] = unpriced_section(pg.execute(UNPRICED_SQL), load_rates(prices))
         if any(a.id >= 3 for a in applied):  # pg 0003 made the table
             reader: Any = PgReadConn(pg)  # the reports' connection shape
             doc["quarantine"] = quarantine_section(reader)

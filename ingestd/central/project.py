@@ -19,7 +19,7 @@ killed run rolls back to the previous mark.
 One session, several hosts (a session resumed on another machine, or a copied transcript): the
 rows of every host are folded into one state, in host order, with each host's identity as the
 context of its slice (edges carry the ``host_id`` / ``instance`` of the host whose rows derived
-them). Dedup is the one-machine rule (``message.id`` per bucket, the better claim wins).
+them). Dedup is the one-machine rule (one row per ``message.id``, the better claim wins).
 ``token_usage.host_id`` is the host whose own log holds the best claim on it (the direct record over another host's
 ``agent_progress`` copy; the smaller host id between equal claims), so ``cost --by host`` splits
 hosts with disjoint messages exactly as their local databases do, and counts a message two hosts
@@ -123,7 +123,7 @@ _TOKEN_UPDATE = ("host_id", *TOKEN_UPDATE)
 UPSERT_TOKENS = upsert_sql(
     "token_usage",
     _TOKEN_COLUMNS,
-    ("message_id", "bucket"),
+    ("message_id",),
     update=_TOKEN_UPDATE,
     where=claim_where(_TOKEN_UPDATE),
     marks="%s",
@@ -193,12 +193,12 @@ def write_changes(
     sid: str,
     host_id: str,
     ch: derive.Changes,
-    owner: dict[tuple[str, str], str] | None = None,
+    owner: dict[str, str] | None = None,
 ) -> None:
     """Upsert one host slice's projection rows (inside the caller's transaction).
 
     Args:
-        owner: (message_id, bucket) -> the host a usage row is attributed to (default ``host_id``).
+        owner: message_id -> the host a usage row is attributed to (default ``host_id``).
     """
     owner = owner or {}
     with pg.cursor() as cur:
@@ -214,9 +214,7 @@ def write_changes(
         if ch.edges:
             cur.executemany(UPSERT_EDGE, ch.edges)
         if ch.token_usage:
-            cur.executemany(
-                UPSERT_TOKENS, [(owner.get((str(r[3]), str(r[5])), host_id), *r[1:]) for r in ch.token_usage]
-            )
+            cur.executemany(UPSERT_TOKENS, [(owner.get(r.message_id, host_id), *r[1:]) for r in ch.token_usage])
         if ch.tool_calls:
             cur.executemany(UPSERT_TOOL, ch.tool_calls)
         if ch.compactions:
@@ -233,15 +231,15 @@ def write_changes(
             cur.executemany(UPSERT_SUMMARY, [(host_id, *r) for r in ch.summaries])
 
 
-def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[tuple[str, str], str]:
-    """(message_id, bucket) -> the host whose own log holds the best claim on it (the claim order,
+def _best_hosts(sid: str, by_host: dict[str, list[LogRow]], hosts: dict[str, Ctx]) -> dict[str, str]:
+    """message_id -> the host whose own log holds the best claim on it (the claim order,
     ``claim_order``, with the host id as the last tie-break). Each host's rows are folded alone to
     find its own claim."""
-    best: dict[tuple[str, str], tuple[int, str, str]] = {}
+    best: dict[str, tuple[int, str, str]] = {}
     for h, rows in by_host.items():
         _, solo = projector.fold_log(sid, rows, hosts[h])
         for r in solo.token_usage:
-            key = (r.message_id, r.bucket)
+            key = r.message_id
             cand = claim_order(r.claim_rank, r.occurred_at, h)
             if key not in best or cand < best[key]:
                 best[key] = cand

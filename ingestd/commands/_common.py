@@ -337,8 +337,9 @@ def reproject_if_stale(conn: Db, path: Path) -> int | None:
     from ingestd.projection.reproject import ensure_current
     from ingestd.store.identity import database_identity
 
+    bar = RebuildBar(sys.stderr)
     try:
-        return ensure_current(conn, path, ctx=database_identity(conn))
+        return ensure_current(conn, path, ctx=database_identity(conn), progress=bar)
     except KeyboardInterrupt:
         click.echo(
             f"ingestd: interrupted while re-projecting: the projections hold only part of the log; "
@@ -346,6 +347,44 @@ def reproject_if_stale(conn: Db, path: Path) -> int | None:
             err=True,
         )
         raise click.exceptions.Exit(130) from None
+    finally:
+        bar.close()
+
+
+class RebuildBar:
+    """A re-projection's progress (log rows folded of the log's rows) as a rich progress bar on
+    ``stream`` when it is a terminal; nothing otherwise (the command's report says what was done)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        """``done`` of ``total`` log rows re-projected."""
+        if self._bar is None:
+            if not (hasattr(self._stream, "isatty") and self._stream.isatty()):
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self._bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self._stream),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("re-projecting the log", total=total)
+        self._bar.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        """Remove the bar (when one was shown)."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
 
 def emit_json(doc: Any) -> None:

@@ -49,7 +49,7 @@ class Changes:
         sessions: ``SessionRow`` (key id), one per fold call.
         agents: ``AgentRow`` (key session_id, id).
         edges: ``EdgeRow`` (key session_id, child_agent_id; id = stable_id(session_id, child)).
-        token_usage: ``TokenUsageRow`` (key message_id, bucket; id None).
+        token_usage: ``TokenUsageRow`` (key message_id; id None).
         tool_calls: ``ToolCallRow`` (key session_id, tool_use_id).
         compactions: ``CompactionRow`` (key session_id, boundary_id).
         tasks: ``TaskRow`` (key session_id, task_id).
@@ -229,7 +229,7 @@ def _session_row(state: SessionState, unmatched: int) -> SessionRow:
 
 
 def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
-    """Append the five bucket rows of each message in ``msgs`` from its best claim (SPEC §4.4)."""
+    """Append the usage row of each message in ``msgs`` from its best claim (SPEC §4.4)."""
     state = v.state
     for mid in sorted(msgs):
         by_rank = state.msgs[mid]
@@ -241,28 +241,24 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
         occurred = ev.occurred if ev.occurred != INFER else occurred_of(state.inferred[mid], state.ts_index)
         counts = ev.counts()
         prompt = counts[0] + counts[2] + counts[3] + counts[4]  # the long-context tier's measure (SPEC §5.1)
-        for i, bucket in enumerate(BUCKETS):
-            # id None: SQLite assigns the next rowid, so the table appends in arrival order
-            # (a random id rewrote most of its pages at every commit); rows compare by
-            # (message_id, bucket), their natural key. Searches sit on the output row only: once per message.
-            searches = ev.web_search_requests if i == 1 else 0
-            ch.token_usage.append(
-                TokenUsageRow(
-                    None,
-                    state.session_id,
-                    agent,
-                    mid,
-                    ev.model[1],
-                    bucket,
-                    counts[i],
-                    comp,
-                    occurred,
-                    rank,
-                    prompt,
-                    ev.speed,
-                    searches,
-                )
+        # id None: SQLite assigns the next rowid, so the table appends in arrival order
+        # (a random id rewrote most of its pages at every commit); rows compare by message_id.
+        ch.token_usage.append(
+            TokenUsageRow(
+                None,
+                state.session_id,
+                agent,
+                mid,
+                ev.model[1],
+                *counts,
+                comp,
+                occurred,
+                rank,
+                prompt,
+                ev.speed,
+                ev.web_search_requests,
             )
+        )
 
 
 def _flipped_open_calls(v: View, agents: Iterable[str]) -> set[str]:

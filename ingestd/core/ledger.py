@@ -60,6 +60,7 @@ PINS: tuple[Pin, ...] = (
     Pin(21, "rate_limit_samples", "fb39ed59a662a91f47ed17833ec299fb7eb4517b999eb4160afca87e7e31185e"),
     Pin(22, "search", "dc6fbb9f11bb51f20981724eb5a0180c639a1ae622a1f956b465c464ed777e25"),
     Pin(23, "hook_projections", "469d9ae9b9a910f1bcb374035a71e5f5f9d9c953ea7334a2b05bb24b08b13932"),
+    Pin(24, "usage_columns", "7503acb39cdf066f4601f97658bbeb55d4b916d86240974a5ac5b640dae61d18"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -83,6 +84,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(7, "agent_kinds", "1622046ce5e7a713c7b4320e62f829fb969b93c3f2ae0dc6ce050de66d79b76c"),
     Pin(8, "rate_limit_samples", "4e373c63c9b6307e8eb112ba6e6ba2da25d90801592219183e0e022ae06e6df7"),
     Pin(9, "hook_projections", "5162336416a50798083916c137bda048fc2384f0f0e9d4cbcae269b25248d0d6"),
+    Pin(10, "usage_columns", "a93580fa404fd2cc8708b581f7ae083ee80c6748689e1a2fe7b29929c30f6a1f"),
 )
 
 

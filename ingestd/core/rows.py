@@ -77,11 +77,13 @@ class EdgeRow(NamedTuple):
 
 
 class TokenUsageRow(NamedTuple):
-    """One ``token_usage`` row (key ``(message_id, bucket)``; ``id`` None: SQLite assigns it).
+    """One ``token_usage`` row: one billed message (key ``message_id``; ``id`` None: SQLite assigns it).
 
-    ``tokens``: int, the bucket's count. ``claim_rank``: ``state.RANK_*``. ``prompt_tokens``,
-    ``speed`` and ``web_search_requests`` are per message facts (migration 0011), searches on the
-    ``output`` row only.
+    ``input``, ``output``, ``cache_read``, ``cache_write_5m``, ``cache_write_1h``: int, the
+    message's tokens per bucket (``derive.BUCKETS`` order, zeros included). ``claim_rank``:
+    ``state.RANK_*``. ``prompt_tokens`` (int, tokens: input + cache read + both cache writes, the
+    long-context tier's measure), ``speed`` (str, '' for standard) and ``web_search_requests`` (int)
+    are the message's pricing facts (SPEC §5.1).
     """
 
     id: int | None
@@ -89,8 +91,11 @@ class TokenUsageRow(NamedTuple):
     agent_id: str | None
     message_id: str
     model: str
-    bucket: str
-    tokens: int
+    input: int
+    output: int
+    cache_read: int
+    cache_write_5m: int
+    cache_write_1h: int
     is_compaction_baseline: int
     occurred_at: str
     claim_rank: int

@@ -121,7 +121,7 @@ def _totals(conn: Db, summary: Summary) -> None:
     """Fill the summary's counts over the projections (sessions, agents, messages, quarantine)."""
     summary.sessions = _count(conn, "SELECT count(*) FROM sessions")
     summary.agents = _count(conn, "SELECT count(*) FROM agents")
-    summary.messages = _count(conn, "SELECT count(*) FROM token_usage WHERE bucket = 'input'")
+    summary.messages = _count(conn, "SELECT count(*) FROM token_usage")
     summary.quarantined = {
         str(r): int(n) for r, n in conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 1")
     }

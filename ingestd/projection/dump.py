@@ -19,7 +19,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sessions", ("id",)),
     ("agents", ("session_id", "id")),
     ("orchestration_edges", ("id",)),
-    ("token_usage", ("message_id", "bucket")),
+    ("token_usage", ("message_id",)),
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("tasks", ("session_id", "task_id")),
@@ -29,7 +29,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label", "text")),
     ("quarantine", ("raw_event_id", "reason")),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
-    ("token_usage_rollup", ("session_id", "model", "bucket", "slot", "rate_effective_from", "tier", "speed")),
+    ("token_usage_rollup", ("session_id", "model", "slot", "rate_effective_from", "tier", "speed")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ
 # between rebuilds by design; the table's natural key identifies its rows.

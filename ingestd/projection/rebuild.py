@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 
@@ -18,7 +18,7 @@ from ingestd.core.records import LogRow
 from ingestd.core.state import SessionState
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, window_of
-from ingestd.store.connection import Db, write_txn
+from ingestd.store.connection import Db, scalar, write_txn
 from ingestd.store.logrows import LOG_COLUMNS, row_from_db, session_rows
 from ingestd.store.payload import decode as decode_payload
 from ingestd.store.watchdog_pass import clock_bound, effective_window, newest_before, reference, watchdog_pass
@@ -76,6 +76,7 @@ def rebuild_projections(
     ctx: Ctx | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     as_of: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Re-project every session of ``src``'s log into ``dst`` (migrated, projections empty).
 
@@ -88,6 +89,7 @@ def rebuild_projections(
         ctx: instance / host ids stamped on edges (must match the live ingester's to compare).
         watchdog_window_s: int, seconds, when the log records no window (``logged_window``).
         as_of: canonical UTC for the watchdog; default the newest ``received_at`` in the log not after the clock.
+        progress: called with (log rows folded so far, log rows to fold) after each written batch.
 
     Returns:
         int, log rows folded.
@@ -102,6 +104,10 @@ def rebuild_projections(
         )
     ]
     skip = isolated_ids(src)
+    todo = 0
+    if progress is not None:
+        todo = int(scalar(src, "SELECT count(*) FROM events_raw WHERE session_id IS NOT NULL") or 0)
+        progress(0, todo)
     states: dict[str, SessionState] = {}
     pending: list[SessionWork] = []
     pending_n = total = 0
@@ -117,9 +123,13 @@ def rebuild_projections(
             if pending_n >= batch_size:
                 _flush(src, dst, states, pending, ctx)
                 pending, pending_n = [], 0
+                if progress is not None:
+                    progress(total, todo)
                 for done in [k for k in states if k != sid]:
                     del states[done]  # folded and written: only the current session's state is needed
     _flush(src, dst, states, pending, ctx)
+    if progress is not None:
+        progress(total, total)  # isolated rows were counted in the plan and never folded: done
     if as_of is None:
         # capped at the clock as live (``watchdog_pass.reference``): a time read while the clock was
         # ahead is not the log's now

@@ -19,6 +19,7 @@ Light on imports: readers must not pay for the projector.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,7 @@ def ensure_current(
     *,
     ctx: Ctx,
     watchdog_window_s: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> int | None:
     """Re-project the whole log when the projector's rules changed since it was projected.
 
@@ -63,6 +65,7 @@ def ensure_current(
         db_path: the database file (a second, read-only connection reads the log).
         ctx: the database identity stamped on edges.
         watchdog_window_s: int, seconds (None: the default window, ``WATCHDOG_WINDOW_S``).
+        progress: called with (log rows re-projected so far, log rows to re-project) as it goes.
 
     Returns:
         None when the projections were current; else the number of log rows re-projected.
@@ -84,12 +87,21 @@ def ensure_current(
             path=str(db_path),
         )
     has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
-    folded = _reproject(conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s) if has_log else 0
+    folded = (
+        _reproject(conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s, progress=progress) if has_log else 0
+    )
     write_txn(conn, _record_current)
     return folded
 
 
-def _reproject(conn: Db, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | None) -> int:
+def _reproject(
+    conn: Db,
+    db_path: Path,
+    *,
+    ctx: Ctx,
+    watchdog_window_s: int | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Mark the re-projection, clear every projection table, rebuild them from the log of
     ``db_path`` (read through a second, read-only connection) and re-apply the prune receipts;
     the number of log rows folded."""
@@ -112,7 +124,7 @@ def _reproject(conn: Db, db_path: Path, *, ctx: Ctx, watchdog_window_s: int | No
     write_txn(conn, clear)
     src = connect(db_path, readonly=True)
     try:
-        folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=window_s)
+        folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=window_s, progress=progress)
         recs = pruned.receipts(src)
     finally:
         src.close()

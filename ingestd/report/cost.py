@@ -1,8 +1,9 @@
 """``ingestd cost``: totals per bucket, exact cost and unpriced usage, optionally grouped (SPEC §5, §9).
 
-Every grouping except ``agent`` reads ``token_usage_rollup`` only (tokens per session, model, bucket,
-UTC quarter-hour slot and resolved rate row) joined to ``model_pricing`` on ``(model, bucket,
-rate_effective_from)``: the answer never scans ``token_usage``, however long the history.
+Every grouping except ``agent`` reads ``token_usage_rollup`` only (the five bucket sums per session,
+model, UTC quarter-hour slot, price version, tier and speed), each bucket priced at its rate row at
+that version (``ingestd.report.usage.RateTable.bucket_rate``): the answer never scans
+``token_usage``, however long the history.
 
 ``--by agent`` is the exception, said so in the answer (``"source": "token_usage"``): the rollup
 has no agent column, so that grouping alone scans ``token_usage`` (within the window) with the same
@@ -19,15 +20,15 @@ from ingestd.errors import InputError
 from ingestd.report.usage import Usage, load_rates
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import Db, Reader, storage_errors
-from ingestd.store.rollup import RATE_SQL, TIER_SQL
+from ingestd.store.rollup import RATE_SQL, SUM_COLUMNS, SUMS_SQL, TIER_SQL
 
 GROUPINGS = ("day", "week", "month", "model", "session", "project", "agent", "host")
 SEP = "\x1e"  # between the keys of a two-level grouping (``day,model``)
 # the groupings by time: each a function of a usage slot's local day (``slot`` itself: blocks)
 TIME_GROUPINGS = ("day", "week", "month", "slot")
 
-# (group key expression, FROM clause). Every key is grouped together with model, bucket and rate.
-# The totals (no key) group by (model, bucket, rate) alone, so an index on those columns can serve them.
+# (group key expression, FROM clause). Every key is grouped together with model, version, tier and speed.
+# The totals (no key) group by those alone, so an index on those columns can serve them.
 _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
     None: (None, "token_usage_rollup r"),
     "model": ("r.model", "token_usage_rollup r"),
@@ -78,7 +79,7 @@ def _rollup_rows(
     conn: Db, by: str | None, window: Window, host: str | None, session: str | None = None
 ) -> Iterable[tuple[Any, ...]]:
     """The rollup's sums grouped by the key of ``by`` (one grouping, or two joined by ``,``: their
-    keys joined by ``SEP``), model, bucket, rate date, tier and speed."""
+    keys joined by ``SEP``), model, price version, tier and speed."""
     if by is None:
         key, source = _ROLLUP_KEYS[None]
     else:
@@ -93,9 +94,10 @@ def _rollup_rows(
     if session is not None:
         where.append("r.session_id = ?")
         params.append(session)
-    cols = "r.model, r.bucket, r.rate_effective_from, r.tier, r.speed"
+    cols = "r.model, r.rate_effective_from, r.tier, r.speed"
+    sums = ", ".join(f"sum(r.{c})" for c in SUM_COLUMNS)
     sql = (
-        f"SELECT {key + ', ' if key else ''}{cols}, sum(r.tokens), sum(r.row_count), sum(r.web_search_requests)"
+        f"SELECT {key + ', ' if key else ''}{cols}, {sums}"
         f" FROM {source}"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f" GROUP BY {key + ', ' if key else ''}{cols}"
@@ -113,10 +115,10 @@ def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None 
         where.append("t.session_id = ?")
         params.append(session)
     sql = (
-        f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, t.bucket, {RATE_SQL},"
-        f" {TIER_SQL}, t.speed, sum(t.tokens), count(*), sum(t.web_search_requests) FROM token_usage t"
+        f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, {RATE_SQL},"
+        f" {TIER_SQL}, t.speed, {SUMS_SQL} FROM token_usage t"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " GROUP BY 1, 2, 3, 4, 5, 6"
+        + " GROUP BY 1, 2, 3, 4, 5"
     )
     return conn.execute(sql, tuple(params))
 
@@ -176,19 +178,19 @@ def cost_report(
             _agent_rows(conn, window, host, session) if by == "agent" else _rollup_rows(conn, by, window, host, session)
         )
         to_key = _key_function(levels, zone)
-        # Sum integers first (cheap), price each (group, model, bucket, rate) once.
-        sums: dict[tuple[str, str, str, str, int, str], list[int]] = {}
-        for key, model, bucket, rate_key, tier, speed, tokens, rows, searches in raw:
-            acc = sums.setdefault((to_key(key), model, bucket, rate_key, int(tier), str(speed)), [0, 0, 0])
-            acc[0] += tokens
-            acc[1] += rows
-            acc[2] += searches
+        # Sum integers first (cheap), price each (group, model, version, tier, speed) once.
+        sums: dict[tuple[str, str, str, int, str], list[int]] = {}
+        width = len(SUM_COLUMNS)
+        for key, model, version, tier, speed, *values in raw:
+            acc = sums.setdefault((to_key(key), model, version, int(tier), str(speed)), [0] * width)
+            for i in range(width):
+                acc[i] += values[i]
         groups: dict[str, Usage] = {}
-        for (k, model, bucket, rate_key, tier, speed), (tokens, rows, searches) in sums.items():
+        for (k, model, version, tier, speed), values in sums.items():
             u = groups.get(k)
             if u is None:
                 u = groups[k] = Usage()
-            u.add(model, bucket, rate_key, int(tokens), int(rows), rates, tier, speed, int(searches))
+            u.add_messages(model, version, tier, speed, values, rates)
         total = Usage()
         for u in groups.values():
             total.merge(u)

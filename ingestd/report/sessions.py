@@ -14,6 +14,7 @@ from ingestd.report.activity import first_prompt, session_name
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.report.window import Window, range_clauses
 from ingestd.store.connection import Db, scalar, storage_errors
+from ingestd.store.rollup import SUM_COLUMNS
 
 _COLUMNS = (
     "s.id, s.project_slug, s.project_path, s.started_at, s.last_activity_at, s.status,"
@@ -31,12 +32,13 @@ highest priced cost first, or the most tokens first (ties: the most recently act
 def session_usage(conn: Db, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
     u = Usage()
-    for model, bucket, rate_key, tier, speed, tokens, rows, searches in conn.execute(
-        "SELECT model, bucket, rate_effective_from, tier, speed, sum(tokens), sum(row_count),"
-        " sum(web_search_requests) FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4, 5",
+    for model, version, tier, speed, *sums in conn.execute(
+        "SELECT model, rate_effective_from, tier, speed, "
+        + ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+        + " FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4",
         (session_id,),
     ):
-        u.add(model, bucket, rate_key, int(tokens), int(rows), rates, int(tier), str(speed), int(searches))
+        u.add_messages(model, version, int(tier), str(speed), sums, rates)
     return u
 
 

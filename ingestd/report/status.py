@@ -15,9 +15,11 @@ from typing import Any
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.validate import FUTURE_DETAIL
 from ingestd.report.search import index_size
-from ingestd.report.usage import Usage
+from ingestd.report.usage import UNPRICED, RateTable, Usage, load_rates
 from ingestd.store.connection import Db, scalar, storage_errors
 from ingestd.store.identity import shipped_through, stored_identity
+from ingestd.store.pricing import BUCKETS
+from ingestd.store.rollup import SUM_COLUMNS
 from ingestd.store.watchdog_pass import effective_window
 
 ACTIVE_STATUSES = ("working", "waiting")
@@ -205,7 +207,7 @@ def status_report(
             "watchdog": {"window_s": effective_window(conn), **clock_section(conn, now)},
             **_marked_lines(conn, counters),
             "counters": counters,
-            "unpriced": unpriced_section(conn.execute(UNPRICED_SQL)),
+            "unpriced": unpriced_section(conn.execute(UNPRICED_SQL), load_rates(conn)),
             "last_prune": _last_prune(conn),
             "backup": _backup(conn),
             "quarantine": quarantine_section(conn),
@@ -315,18 +317,23 @@ def _skipped(invalid_lines: int, counters: dict[str, int]) -> dict[str, Any]:
     return {"lines": max(invalid_lines, sum(by_reason.values())), "by_reason": by_reason}
 
 
-# Usage with no rate row at all, per (model, bucket), from the rollup; both stores run this text.
+# Usage per (model, price version) from the rollup, for the buckets with no rate row at all; both
+# stores run this text.
 UNPRICED_SQL = (
-    "SELECT model, bucket, sum(tokens), sum(row_count) FROM token_usage_rollup"
-    " WHERE rate_effective_from = '' GROUP BY 1, 2"
+    "SELECT model, rate_effective_from, "
+    + ", ".join(f"sum({c})" for c in SUM_COLUMNS)
+    + " FROM token_usage_rollup GROUP BY 1, 2"
 )
 
 
-def unpriced_section(rows: Iterable[Sequence[Any]]) -> dict[str, Any]:
-    """The ``unpriced`` section (``Usage.unpriced_json``) from the rows of ``UNPRICED_SQL``. Pure."""
+def unpriced_section(rows: Iterable[Sequence[Any]], rates: RateTable) -> dict[str, Any]:
+    """The ``unpriced`` section (``Usage.unpriced_json``) from the rows of ``UNPRICED_SQL``: each
+    bucket with no rate row at its version (``rates``, ``load_rates``). Pure."""
     unpriced = Usage()
-    for model, bucket, tokens, n in rows:
-        unpriced.add(model, bucket, "", int(tokens), int(n), {})
+    for model, version, *sums in rows:
+        for i, bucket in enumerate(BUCKETS):
+            if rates.bucket_rate(model, bucket, version) == UNPRICED:
+                unpriced.add(model, bucket, UNPRICED, int(sums[i]), int(sums[5]), RateTable())
     return unpriced.unpriced_json()
 
 

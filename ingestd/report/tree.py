@@ -18,7 +18,7 @@ from ingestd.errors import InputError
 from ingestd.report.sessions import _COLUMNS, session_row
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.store.connection import Db, storage_errors
-from ingestd.store.rollup import RATE_SQL, TIER_SQL
+from ingestd.store.rollup import RATE_SQL, SUMS_SQL, TIER_SQL
 
 
 def resolve_session(conn: Db, prefix: str) -> str:
@@ -87,13 +87,13 @@ def _load(conn: Db, sid: str, rates: RateTable) -> tuple[dict[str, _Agent], Usag
         if a is not None:
             a.edge = {"parent_agent_id": parent, "source": source, "created_at": created_at, "tool_use_id": tool_use_id}
     unattributed = Usage()
-    for aid, model, bucket, rate_key, tier, speed, tokens, rows, searches in conn.execute(
-        f"SELECT t.agent_id, t.model, t.bucket, {RATE_SQL}, {TIER_SQL}, t.speed, sum(t.tokens), count(*),"
-        " sum(t.web_search_requests) FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5, 6",
+    for aid, model, version, tier, speed, *sums in conn.execute(
+        f"SELECT t.agent_id, t.model, {RATE_SQL}, {TIER_SQL}, t.speed, {SUMS_SQL}"
+        " FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5",
         (sid,),
     ):
         target = agents[aid].own if aid in agents else unattributed
-        target.add(model, bucket, rate_key, int(tokens), int(rows), rates, int(tier), str(speed), int(searches))
+        target.add_messages(model, version, int(tier), str(speed), sums, rates)
     for aid, tool, status, n in conn.execute(
         "SELECT agent_id, COALESCE(tool_name, '?'), status, count(*) FROM tool_calls"
         " WHERE session_id = ? GROUP BY 1, 2, 3",

@@ -8,6 +8,8 @@ bucket beside the priced total, never folded into it as $0.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 from ingestd.core.speeds import speed_multipliers
 from ingestd.store.connection import Db
 from ingestd.store.pricing import BUCKETS, rate_decimal
+from ingestd.store.rollup import TIER_BITS
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
 STANDARD_SPEEDS = frozenset(("", "standard"))  # usage.speed absent or named standard: multiplier 1
@@ -39,23 +42,50 @@ class Price:
     web_search_usd_per_request: Decimal | None = None
 
 
-RateTable = dict[tuple[str, str, str], Price]
+class RateTable(dict[tuple[str, str, str], Price]):
+    """Every price row as ``(model, bucket, effective_from) -> Price``, and the rate rule over them."""
+
+    __slots__ = ("_dates",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._dates: dict[tuple[str, str], list[str]] | None = None
+
+    def bucket_rate(self, model: str, bucket: str, version: str) -> str:
+        """The effective_from of ``bucket``'s rate row at price version ``version`` (the rollup's
+        ``rate_effective_from``): its latest row at or before the version; ``UNPRICED`` when none."""
+        if version == UNPRICED:
+            return UNPRICED
+        if self._dates is None:
+            dates: dict[tuple[str, str], list[str]] = {}
+            for m, b, e in self:
+                dates.setdefault((m, b), []).append(e)
+            for v in dates.values():
+                v.sort()
+            self._dates = dates
+        found = self._dates.get((model, bucket))
+        if not found:
+            return UNPRICED
+        i = bisect_right(found, version)
+        return found[i - 1] if i else UNPRICED
 
 
 def load_rates(conn: Db) -> RateTable:
     """Every price row as ``(model, bucket, effective_from) -> Price``. Read-only."""
-    return {
-        (r[0], r[1], r[2]): Price(
-            rate_decimal(r[3]),
-            rate_decimal(r[4]) if r[4] is not None else None,
-            speed_multipliers(r[5]),
-            rate_decimal(r[6]) if r[6] is not None else None,
-        )
-        for r in conn.execute(
-            "SELECT model, bucket, effective_from, usd_per_mtok, long_context_usd_per_mtok, speed_multipliers,"
-            " web_search_usd_per_request FROM model_pricing"
-        )
-    }
+    return RateTable(
+        {
+            (r[0], r[1], r[2]): Price(
+                rate_decimal(r[3]),
+                rate_decimal(r[4]) if r[4] is not None else None,
+                speed_multipliers(r[5]),
+                rate_decimal(r[6]) if r[6] is not None else None,
+            )
+            for r in conn.execute(
+                "SELECT model, bucket, effective_from, usd_per_mtok, long_context_usd_per_mtok, speed_multipliers,"
+                " web_search_usd_per_request FROM model_pricing"
+            )
+        }
+    )
 
 
 def money(value: Decimal) -> str:
@@ -73,7 +103,7 @@ class Usage:
     Attributes:
         totals: tokens per bucket (all five buckets, priced or not).
         cost_usd: Decimal, US dollars of the priced part.
-        billed_messages: messages (the ``output`` bucket's row count: five rows per message).
+        billed_messages: messages (counted with the ``output`` bucket, which every message has).
         unpriced: model -> bucket -> [tokens, rows] for usage no price row can price: no effective
             rate, or a dimension the rate row has no price for (SPEC §5.1: never the standard rate).
         reasons: model -> why its usage is unpriced (``no_rate``, ``long_context``, ``speed:<s>``,
@@ -148,6 +178,34 @@ class Usage:
                 self.reasons.setdefault(model, set()).add("web_search")
             else:
                 self.cost_usd += fee * searches
+
+    def add_messages(
+        self, model: str, version: str, tier: int, speed: str, sums: Sequence[int], rates: RateTable
+    ) -> None:
+        """Add one grouped row of messages, as the rollup holds them (``ingestd.store.rollup``).
+
+        Args:
+            model: the messages' model.
+            version: their price version (``rate_effective_from``; '' when the model has no price).
+            tier: their tier bits (``TIER_BITS``).
+            speed: their ``usage.speed``.
+            sums: the five bucket sums (``BUCKETS`` order), the message count and the web search
+                requests (``SUM_COLUMNS``).
+            rates: the price rows; each bucket is priced at its own rate row at ``version``.
+        """
+        rows, searches = int(sums[5]), int(sums[6])
+        for i, bucket in enumerate(BUCKETS):
+            self.add(
+                model,
+                bucket,
+                rates.bucket_rate(model, bucket, version),
+                int(sums[i]),
+                rows,
+                rates,
+                1 if tier & TIER_BITS[bucket] else 0,
+                speed,
+                searches if bucket == "output" else 0,
+            )
 
     def merge(self, other: Usage) -> None:
         """Add ``other`` into this one."""

@@ -35,7 +35,16 @@ from ingestd.core.rows import (
 )
 from ingestd.store import titles, upsert
 from ingestd.store.connection import Db
-from ingestd.store.rollup import RATE_SQL, ROLLUP_COLUMNS, SLOT_SQL, TIER_SQL
+from ingestd.store.rollup import (
+    CANONICAL_SQL,
+    RATE_SQL,
+    ROLLUP_COLUMNS,
+    ROLLUP_KEY,
+    SLOT_SQL,
+    SUM_COLUMNS,
+    SUMS_SQL,
+    TIER_SQL,
+)
 from ingestd.store.sqlgen import upsert_sql
 
 UPSERT_SESSION = upsert_sql("sessions", SessionRow._fields, ("id",))
@@ -53,7 +62,7 @@ UPSERT_EDGE = upsert_sql(
     ("session_id", "child_agent_id"),
     update=EdgeRow._fields[2:3] + EdgeRow._fields[4:],
 )
-TOKEN_UPDATE = tuple(f for f in TokenUsageRow._fields if f not in ("id", "message_id", "bucket"))
+TOKEN_UPDATE = tuple(f for f in TokenUsageRow._fields if f not in ("id", "message_id"))
 
 
 def claim_where(update: Sequence[str]) -> str:
@@ -79,7 +88,7 @@ def claim_where(update: Sequence[str]) -> str:
 
 
 UPSERT_TOKENS = upsert_sql(
-    "token_usage", TokenUsageRow._fields, ("message_id", "bucket"), update=TOKEN_UPDATE, where=claim_where(TOKEN_UPDATE)
+    "token_usage", TokenUsageRow._fields, ("message_id",), update=TOKEN_UPDATE, where=claim_where(TOKEN_UPDATE)
 )
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
@@ -165,14 +174,11 @@ MARK = "INSERT INTO rollup_deferred (one, from_id) SELECT 1, coalesce(max(id), 0
 # added to what the rollup holds for older rows.
 ROLLUP_SINCE = (
     f"INSERT INTO token_usage_rollup ({ROLLUP_COLUMNS})"
-    f" SELECT t.session_id, t.model, t.bucket, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed,"
-    " sum(t.tokens), count(*), sum(t.web_search_requests)"
+    f" SELECT t.session_id, t.model, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed, {SUMS_SQL}"
     " FROM token_usage t WHERE t.id >= (SELECT from_id FROM rollup_deferred)"
-    " AND t.occurred_at IS strftime('%Y-%m-%dT%H:%M:%fZ', t.occurred_at)"
-    " GROUP BY 1, 2, 3, 4, 5, 6, 7"
-    " ON CONFLICT (session_id, model, bucket, slot, rate_effective_from, tier, speed)"
-    " DO UPDATE SET tokens = tokens + excluded.tokens, row_count = row_count + excluded.row_count,"
-    " web_search_requests = web_search_requests + excluded.web_search_requests"
+    f" AND {CANONICAL_SQL}"
+    " GROUP BY 1, 2, 3, 4, 5, 6"
+    f" ON CONFLICT ({ROLLUP_KEY}) DO UPDATE SET " + ", ".join(f"{c} = {c} + excluded.{c}" for c in SUM_COLUMNS)
 )
 
 

@@ -136,7 +136,8 @@ _ROWS = {
     "agents": "session_id, id, type, subagent_type, status, parent_agent_id, first_seen_at, last_seen_at,"
     " outcome_cause, is_compaction, description",
     "orchestration_edges": "session_id, parent_agent_id, child_agent_id, source, created_at, tool_use_id",
-    "token_usage": "session_id, agent_id, message_id, model, bucket, tokens, occurred_at, claim_rank",
+    "token_usage": "session_id, agent_id, message_id, model, input, output, cache_read, cache_write_5m,"
+    " cache_write_1h, occurred_at, claim_rank",
     "tool_calls": "session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status",
     "events": "session_id, agent_id, event_type, occurred_at",
     "quarantine": "reason, session_id, origin, origin_offset, detail",

@@ -80,7 +80,12 @@ def test_a_store_at_0002_upgrades_with_its_rollup_regrouped(pg_url: str, tmp_pat
             "        ('h', 's', 'm2', 'claude-opus-4-6', 'input', 7, '2025-01-01T00:00:00Z')"
         )
         conn.commit()
-        assert [p.id for p in mig.migrate(conn)] == [p.id for p in ledger.PG_PINS[2:]]
+        # up to pg 0008, the last schema of five usage rows per message
+        before = tmp_path / "pg-0008"
+        before.mkdir()
+        for f in sorted(mig.PG_MIGRATIONS_DIR.glob("000[1-8]_*.sql")):
+            shutil.copy(f, before / f.name)
+        assert [p.id for p in mig.migrate(conn, directory=before, pins=ledger.PG_PINS[:8])] == [3, 4, 5, 6, 7, 8]
         got = conn.execute(
             "SELECT bucket, rate_effective_from, tier, speed, tokens, row_count, web_search_requests"
             " FROM token_usage_rollup ORDER BY 1"
@@ -90,5 +95,8 @@ def test_a_store_at_0002_upgrades_with_its_rollup_regrouped(pg_url: str, tmp_pat
             ("input", "2024-01-01T00:00:00.000Z", 0, "", 7, 1, 0),
             ("output", "2026-02-05T00:00:00.000Z", 0, "", 1000, 1, 0),
         ]
-        assert rollup_differences(conn) == []
         assert conn.execute("SELECT title_source FROM sessions").fetchall() == []
+        # pg 0009: one row per message; the projector refolds the log (its rules revision changed)
+        assert [p.id for p in mig.migrate(conn)] == [p.id for p in ledger.PG_PINS[8:]]
+        assert conn.execute("SELECT count(*) FROM token_usage_rollup").fetchall() == [(0,)]
+        assert rollup_differences(conn) == []

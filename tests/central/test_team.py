@@ -30,6 +30,7 @@ from ingestd.report.window import make_window, resolve_zone
 from tests.central.support import central_log, local_db, local_log, project, ship_all, split_hosts
 from tests.conftest import CORPUS, REPO
 from tests.pgcluster import Cluster
+from tests.usage_rows import BY_BUCKET
 
 ZONE = resolve_zone("UTC", {})
 WINDOW = make_window(None, None, ZONE, datetime(2030, 1, 1, tzinfo=UTC))
@@ -190,7 +191,7 @@ def test_a_message_two_hosts_hold_counts_once_under_the_better_evidence(tmp_path
     with the direct record."""
     t = build_team(SOURCES["corpus"], tmp_path, pg_url, subagents=True)
     try:
-        q = "SELECT message_id, bucket, tokens, claim_rank FROM token_usage"
+        q = f"SELECT message_id, bucket, tokens, claim_rank FROM {BY_BUCKET}"
         a = {(r[0], r[1]): (r[2], r[3]) for r in t["a"].execute(q)}
         b = {(r[0], r[1]): (r[2], r[3]) for r in t["b"].execute(q)}
         overlap = set(a) & set(b)
@@ -212,7 +213,7 @@ def test_a_message_two_hosts_hold_counts_once_under_the_better_evidence(tmp_path
             assert by_host[h] == {k: local["totals"][k] - dropped[f"{h}:{k}"] for k in local["totals"]}
         stored = {
             (r[0], r[1]): r[2]
-            for r in t["central"].execute("SELECT message_id, bucket, host_id FROM token_usage")
+            for r in t["central"].execute(f"SELECT message_id, bucket, host_id FROM {BY_BUCKET}")
             if (r[0], r[1]) in overlap
         }
         assert stored == owners

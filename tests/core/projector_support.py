@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ingestd.core import rows
-from ingestd.core.derive import Changes
+from ingestd.core.derive import BUCKETS, Changes
 from ingestd.core.framing import split_lines
 from ingestd.core.keys import short_hash
 from ingestd.core.records import LogRow, line_row, path_info
@@ -69,7 +69,7 @@ _TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
     ("sessions", "sessions", rows.SessionRow, ("id",)),
     ("agents", "agents", rows.AgentRow, ("session_id", "id")),  # an agent is (session_id, id): SPEC §4.2
     ("edges", "orchestration_edges", rows.EdgeRow, ("session_id", "child_agent_id")),
-    ("tokens", "token_usage", rows.TokenUsageRow, ("message_id", "bucket")),
+    ("tokens", "token_usage", rows.TokenUsageRow, ("message_id",)),
     ("tools", "tool_calls", rows.ToolCallRow, ("session_id", "tool_use_id")),
     ("compactions", "compactions", rows.CompactionRow, ("session_id", "boundary_id")),
     ("tasks", "tasks", rows.TaskRow, ("session_id", "task_id")),
@@ -147,5 +147,6 @@ class Model:
         """Tokens per bucket over the whole ``token_usage`` table."""
         out: dict[str, int] = {}
         for r in self.tables["tokens"].values():
-            out[r.bucket] = out.get(r.bucket, 0) + r.tokens
+            for b in BUCKETS:
+                out[b] = out.get(b, 0) + getattr(r, b)
         return out

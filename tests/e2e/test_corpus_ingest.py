@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.store.connection import connect
+from tests.usage_rows import BY_BUCKET
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "claude-projects"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not found at {CORPUS}")
@@ -134,7 +135,7 @@ def test_sessions_agents_edges(db: tuple[Path, dict[str, Any], dict[str, Any]]) 
 
 def test_token_totals_exact(db: tuple[Path, dict[str, Any], dict[str, Any]]) -> None:
     conn = connect(db[0])
-    got: dict[Any, Any] = dict(conn.execute("SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket").fetchall())  # type: ignore[arg-type]
+    got: dict[Any, Any] = dict(conn.execute(f"SELECT bucket, sum(tokens) FROM {BY_BUCKET} GROUP BY bucket").fetchall())  # type: ignore[arg-type]
     assert got == TOTALS
     assert conn.execute("SELECT count(*) FROM token_usage WHERE model = '<synthetic>'").fetchall()[0][0] == 0
 
@@ -165,7 +166,7 @@ def test_independent_recount_of_distinct_messages(db: tuple[Path, dict[str, Any]
     merged.update({k: v for k, v in copies.items() if k not in direct})
     recount = [sum(v[i] for v in merged.values()) for i in range(5)]
     conn = connect(db[0])
-    got: dict[Any, Any] = dict(conn.execute("SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket").fetchall())  # type: ignore[arg-type]
+    got: dict[Any, Any] = dict(conn.execute(f"SELECT bucket, sum(tokens) FROM {BY_BUCKET} GROUP BY bucket").fetchall())  # type: ignore[arg-type]
     assert recount == [got[b] for b in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")]
     n = conn.execute("SELECT count(DISTINCT message_id) FROM token_usage").fetchall()[0][0]
     assert n == len(merged) == 992

@@ -47,7 +47,7 @@ def test_superseded_generation_still_counts(tmp_path: Path) -> None:
     s = ingest_roots(conn, [root], now="2026-03-02T00:00:00.000Z")
     assert s.resets == 1
     assert count(conn, "SELECT max(origin_gen) FROM events_raw WHERE origin = ?", (f"-p/{SID}.jsonl",)) == 1
-    outputs = dict(conn.execute("SELECT message_id, tokens FROM token_usage WHERE bucket = 'output'").fetchall())
+    outputs = dict(conn.execute("SELECT message_id, output FROM token_usage").fetchall())
     assert outputs == {"msg_1": 100, "msg_2": 200, "msg_3": 30}
     # replay from the log alone agrees with the live rows, in either file order
     for order in ("log", "reverse"):

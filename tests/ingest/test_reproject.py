@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from ingestd.cli import cli
-from ingestd.commands._common import open_db
+from ingestd.commands._common import RebuildBar, open_db
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.projection.dump import canonical_rows
-from ingestd.projection.reproject import PROJECTION_TABLES, stored_revision
+from ingestd.projection.reproject import PROJECTION_TABLES, ensure_current, stored_revision
 from ingestd.store.connection import connect
+from ingestd.store.identity import database_identity
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
@@ -31,7 +33,7 @@ def test_stale_projections_are_rebuilt_and_the_revision_recorded(tmp_path: Path)
     assert stored_revision(conn) == str(PROJECTION_REVISION)
     # What an older ingestd might have left: other rows, and an older revision.
     conn.execute("UPDATE meta SET value = '0' WHERE key = 'projection_revision'")
-    conn.execute("UPDATE token_usage SET tokens = tokens + 1")
+    conn.execute("UPDATE token_usage SET output = output + 1")
     conn.execute("DELETE FROM tool_calls")
     conn.execute("UPDATE agents SET subagent_type = 'stale'")
     open_db(db)
@@ -43,7 +45,35 @@ def test_current_projections_are_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(FIXTURES)])
     conn = connect(db)
-    conn.execute("UPDATE token_usage SET tokens = tokens + 1")  # a tamper only replay should find
+    conn.execute("UPDATE token_usage SET output = output + 1")  # a tamper only replay should find
     tampered = dump(db)
     open_db(db)
     assert dump(db) == tampered
+
+
+def test_a_reprojection_reports_its_progress_to_the_end(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(FIXTURES)])
+    conn = connect(db)
+    logged = conn.execute("SELECT count(*) FROM events_raw WHERE session_id IS NOT NULL").fetchall()[0][0]
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'projection_revision'")
+    seen: list[tuple[int, int]] = []
+    folded = ensure_current(conn, db, ctx=database_identity(conn), progress=lambda d, t: seen.append((d, t)))
+    assert folded and seen[0] == (0, logged) and seen[-1] == (folded, folded)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_rebuild_bar_draws_on_a_terminal_and_nothing_elsewhere() -> None:
+    term, pipe = _Terminal(), io.StringIO()
+    for stream in (term, pipe):
+        bar = RebuildBar(stream)
+        for done in (0, 50, 100):
+            bar(done, 100)
+        bar.close()
+    assert "re-projecting the log" in term.getvalue()
+    assert pipe.getvalue() == ""

@@ -33,7 +33,7 @@ def stale_db(tmp_path: Path) -> tuple[Path, dict[str, list[tuple[object, ...]]]]
     want = dump(db)
     conn = connect(db)
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'projection_revision'")
-    conn.execute("DELETE FROM token_usage WHERE bucket = 'output'")
+    conn.execute("UPDATE token_usage SET output = 0")
     conn.close()
     return db, want
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.store.connection import connect
+from tests.usage_rows import BY_BUCKET
 
 SID = "cccccccc-0000-4000-8000-000000000001"
 
@@ -37,7 +38,7 @@ def buckets(tmp_path: Path, parts: list[dict[str, Any]]) -> dict[str, int]:
     db = tmp_path / "x.db"
     res = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "p")])
     assert res.exit_code == 0, res.output
-    return dict(connect(db).execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_s'").fetchall())
+    return dict(connect(db).execute(f"SELECT bucket, tokens FROM {BY_BUCKET} WHERE message_id = 'msg_s'").fetchall())
 
 
 AGG_ONLY = {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 100}

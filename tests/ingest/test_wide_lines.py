@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from ingestd.cli import cli
 from ingestd.store.connection import connect
 from ingestd.store.payload import decode as decode_payload
+from tests.usage_rows import BY_BUCKET
 
 SID = "eeeeeeee-0000-4000-8000-000000000001"
 
@@ -51,7 +52,7 @@ def test_a_wide_line_is_an_oversized_marker_and_its_usage_counts(tmp_path: Path)
     assert len(rows) == 1
     marker = orjson.loads(decode_payload(conn, rows[0][0], rows[0][1]))["oversized"]
     assert marker["reason"] == "values" and marker["length"] == len(wide)
-    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_w'").fetchall())
+    got = dict(conn.execute(f"SELECT bucket, tokens FROM {BY_BUCKET} WHERE message_id = 'msg_w'").fetchall())
     assert got["input"] == 10 and got["output"] == 5
 
 
@@ -69,7 +70,7 @@ def test_a_line_nested_too_deep_is_said_and_its_usage_still_counts(tmp_path: Pat
     res, db = _ingest(tmp_path, line)
     assert orjson.loads(res.stdout)["skipped"] == {"too_deep": 1}
     conn = connect(db)
-    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_d'").fetchall())
+    got = dict(conn.execute(f"SELECT bucket, tokens FROM {BY_BUCKET} WHERE message_id = 'msg_d'").fetchall())
     assert got["input"] == 7
     assert CliRunner().invoke(cli, ["replay", "--db", str(db)]).exit_code == 0
 
@@ -97,6 +98,6 @@ def test_a_line_with_a_number_too_large_is_salvaged_and_its_usage_counts(tmp_pat
     said = [(e["reason"], e["usage_lost"]) for e in logs if e["event"] == "line_undecodable"]
     assert said == [("number_too_large", False), ("number_too_large", True)]
     conn = connect(db)
-    got = dict(conn.execute("SELECT bucket, tokens FROM token_usage WHERE message_id = 'msg_n'").fetchall())
+    got = dict(conn.execute(f"SELECT bucket, tokens FROM {BY_BUCKET} WHERE message_id = 'msg_n'").fetchall())
     assert got["input"] == 21 and got["output"] == 4
     assert CliRunner().invoke(cli, ["replay", "--db", str(db)]).exit_code == 0

@@ -59,7 +59,7 @@ def test_cache_miss_rebuilds_from_log(tmp_path: Path) -> None:
 
     apply_batch(conn, [part(1, 500)], cache=FoldCache())
     apply_batch(conn, [part(2, 3)], cache=FoldCache())  # fresh cache: state rebuilt from the log
-    assert conn.execute("SELECT tokens FROM token_usage WHERE bucket = 'output'").fetchall() == [(500,)]
+    assert conn.execute("SELECT output FROM token_usage").fetchall() == [(500,)]
 
 
 def test_failed_batch_leaves_nothing(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ TABLES = {
     "tool_calls": "session_id, tool_use_id",
     "compactions": "session_id, boundary_id",
     "events": "raw_event_id",
-    "token_usage_rollup": "session_id, model, bucket, slot, rate_effective_from, tier, speed",
+    "token_usage_rollup": "session_id, model, slot, rate_effective_from, tier, speed",
     "summaries": "origin, origin_gen, origin_offset",
 }
 

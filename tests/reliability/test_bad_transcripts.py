@@ -28,6 +28,7 @@ from ingestd.ingest.summary import Summary
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.reliability.support import SID, assert_kept, assert_replay_ok, q, snapshot
+from tests.usage_rows import BY_BUCKET
 
 NOW = "2026-01-02T00:00:00.000Z"
 SLUG = "-home-dev-proj"
@@ -76,7 +77,7 @@ class Case:
 
 
 def tokens(db: Path, mid: str = "msg_bad") -> dict[str, int]:
-    return dict(q(db, "SELECT bucket, tokens FROM token_usage WHERE message_id = ?", (mid,)))
+    return dict(q(db, f"SELECT bucket, tokens FROM {BY_BUCKET} WHERE message_id = ?", (mid,)))
 
 
 def expect_tokens(inp: int, out: int) -> Callable[[Path], None]:

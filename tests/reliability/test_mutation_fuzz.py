@@ -21,6 +21,7 @@ from ingestd.ingest.backfill import ingest_roots
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.reliability.support import assert_replay_ok, q
+from tests.usage_rows import BY_BUCKET
 
 GOOD = "55555555-5555-4555-8555-555555555555"
 BAD = "66666666-6666-4666-8666-666666666666"
@@ -155,7 +156,7 @@ def check_mutated_file(lines: list[bytes], bad_first: bool) -> None:
         assert summary.isolated == 0
         got: dict[str, Any] = {
             str(b): int(n)
-            for b, n in q(db, "SELECT bucket, sum(tokens) FROM token_usage WHERE session_id = ? GROUP BY 1", (GOOD,))
+            for b, n in q(db, f"SELECT bucket, sum(tokens) FROM {BY_BUCKET} WHERE session_id = ? GROUP BY 1", (GOOD,))
         }
         assert {k: got[k] for k in GOOD_TOTALS} == GOOD_TOTALS
         assert_replay_ok(db, work)

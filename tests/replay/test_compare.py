@@ -44,7 +44,7 @@ def test_equal_databases_compare_equal(db_path: Path) -> None:
     doc = res.to_json()
     assert [t["table"] for t in doc["tables"]] == [t for t, _ in TABLES]
     rows = {t["table"]: t["rows"] for t in doc["tables"]}
-    assert rows["token_usage"] == {"live": 50, "replay_a": 50, "replay_b": 50}
+    assert rows["token_usage"] == {"live": 10, "replay_a": 10, "replay_b": 10}
     assert rows["events"]["live"] == 10
     assert res.log_rows == 20
     assert not list(db_path.parent.glob(".ingestd-replay-*"))  # scratch removed

@@ -17,6 +17,7 @@ from ingestd.http.hooks import hook_row
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
+from ingestd.store.rollup import TIER_BITS
 from ingestd.store.writer import apply_batch
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
@@ -130,7 +131,8 @@ def test_replay_keeps_the_price_dimensions_long_context_usage_is_tiered_alike(tm
     db = tmp_path / "long.db"
     assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(root)]).exit_code == 0
     conn = connect(db)
-    assert conn.execute("SELECT DISTINCT tier FROM token_usage_rollup ORDER BY 1").fetchall() == [(0,), (1,)]
+    every = sum(TIER_BITS.values())  # the seeded tier prices every bucket of the request
+    assert conn.execute("SELECT DISTINCT tier FROM token_usage_rollup ORDER BY 1").fetchall() == [(0,), (every,)]
     conn.close()
     _replay_ok(db)
 

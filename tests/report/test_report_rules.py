@@ -39,9 +39,7 @@ def test_cost_reads_the_rollup(report_db: Path) -> None:
     assert rollup.differences(conn) == []
     assert cost_report(conn, by="day", window=ALL, zone=NY) == before
     # Tamper with one rollup row: the answer follows the rollup, not token_usage.
-    conn.execute(
-        "UPDATE token_usage_rollup SET tokens = tokens + 1000000 WHERE model = 'claude-opus-4-6' AND bucket = 'output'"
-    )
+    conn.execute("UPDATE token_usage_rollup SET output = output + 1000000 WHERE model = 'claude-opus-4-6'")
     after = cost_report(conn, by="day", window=ALL, zone=NY)
     assert after["totals"]["output"] == before["totals"]["output"] + 1_000_000
     assert Decimal(after["cost_usd"]) == Decimal(before["cost_usd"]) + Decimal(25)

@@ -74,7 +74,7 @@ def test_protected_tables_refused_by_name(db_path: Path, table: str) -> None:
 def test_token_usage_needs_explicit_acknowledgement(db_path: Path) -> None:
     res = CliRunner().invoke(cli, ["prune", "--db", str(db_path), "--delete-token-usage-older-than", "90"])
     assert res.exit_code == 2 and "cost history" in res.stderr
-    assert connect(db_path).execute("SELECT count(*) FROM token_usage").fetchall() == [(50,)]
+    assert connect(db_path).execute("SELECT count(*) FROM token_usage").fetchall() == [(10,)]
     with pytest.raises(ConfigError):
         pr.targets(pr.Policy(token_usage_days=1))
 
@@ -83,9 +83,9 @@ def test_token_usage_pruned_when_acknowledged_keeps_rollup_exact(db_path: Path) 
     conn = connect(db_path)
     res = pr.prune(conn, pr.Policy(token_usage_days=90, acknowledge_cost_loss=True), now=NOW, batch_rows=4)
     usage = next(r for r in res if r.table == "token_usage")
-    assert usage.rows == 20  # 2 sessions x 2 days x 5 buckets
+    assert usage.rows == 4  # 2 sessions x 2 days, one row per message
     assert rollup.differences(conn) == []
-    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(30,)]
+    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(6,)]
 
 
 def test_receipt_written_per_target_with_watermark(db_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_unshipped_token_usage_counts_only_while_a_log_row_is_unshipped(db_path:
     mark = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     usage = pr.PruneTarget("token_usage", 90)
     assert pr.unshipped(conn, usage, NOW, mark) == 0  # the whole log shipped: nothing held back
-    assert pr.unshipped(conn, usage, NOW, mark - 1) == 20  # one row behind: every candidate counts
+    assert pr.unshipped(conn, usage, NOW, mark - 1) == 4  # one row behind: every candidate counts
     with pytest.raises(ConfigError, match="refusing to prune token_usage"):
         pr.prune(conn, pr.Policy(token_usage_days=90, acknowledge_cost_loss=True), now=NOW, shipped_through=mark - 1)
-    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(50,)]
+    assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(10,)]

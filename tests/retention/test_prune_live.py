@@ -143,7 +143,7 @@ def test_a_write_between_prune_batches_leaves_the_other_sessions_rows_to_prune(t
     _run("ingest", "--projects", str(tmp_path / "p"), "--db", str(db))
     conn = connect(db)
     total = conn.execute("SELECT count(*) FROM token_usage").fetchall()[0][0]
-    assert total > 6
+    assert total >= 2
     # another session of its own messages: a copy of the fixture under new session, message and line ids
     other = tmp_path / "66666666-6666-4666-8666-666666666666.jsonl"
     text = FIXTURE.read_text().replace(FIXTURE.stem, other.stem).replace('"msg_', '"msgB_')
@@ -158,8 +158,8 @@ def test_a_write_between_prune_batches_leaves_the_other_sessions_rows_to_prune(t
             left.append(conn.execute("SELECT count(*) FROM token_usage WHERE session_id = ?", (sid,)).fetchall()[0][0])
 
     policy = pr.Policy(events_days=None, token_usage_days=30, acknowledge_cost_loss=True)
-    (res,) = pr.prune(conn, policy, now=datetime.now(UTC), batch_rows=3, on_batch=on_batch)
-    assert left == [total - 3]
+    (res,) = pr.prune(conn, policy, now=datetime.now(UTC), batch_rows=1, on_batch=on_batch)
+    assert left == [total - 1]
     assert res.rows == total and len(res.keys) == total and res.batches > 2
     assert conn.execute("SELECT rows FROM prune_receipts").fetchall() == [(total,)]
     assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(0,)]

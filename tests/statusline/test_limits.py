@@ -84,7 +84,12 @@ def test_claude_codes_estimate_beside_the_exact_cost(tmp_path: Path) -> None:
     conn = db(tmp_path)
     projects = REPO / "fixtures" / "projects"
     ingest_roots(conn, [projects], now="2026-12-01T00:00:00.000Z")
-    sid = str(conn.execute("SELECT session_id FROM token_usage GROUP BY 1 ORDER BY sum(tokens) DESC").fetchall()[0][0])
+    sid = str(
+        conn.execute(
+            "SELECT session_id FROM token_usage GROUP BY 1"
+            " ORDER BY sum(input + output + cache_read + cache_write_5m + cache_write_1h) DESC"
+        ).fetchall()[0][0]
+    )
     log(conn, T0, {"used_percentage": 1, "resets_at": T0 + 60}, session_id=sid, cost={"total_cost_usd": 0.25})
     doc = limits_report(conn, now=datetime.fromtimestamp(T0, tz=UTC), zone=ZONE)
     exact = cost_report(conn, by=None, window=Window(None, None), zone=ZONE, session=sid)["cost_usd"]

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from ingestd.cli import cli
 from ingestd.core import ledger
+from ingestd.core.derive import BUCKETS
+from ingestd.core.rows import TokenUsageRow
 from ingestd.core.touch import Ctx
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.projection.reproject import ensure_current
@@ -38,7 +40,20 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ref = connect(db.parent / "ref.db")
     migrate(ref, directory=ref_dir, pins=ledger.PINS[:12])
     want = {str(n): str(q) for n, q in ref.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")}
+    usage_ddl = [
+        str(q)
+        for (q,) in ref.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('token_usage', 'token_usage_rollup')"
+            " AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC"
+        )
+    ]
     ref.close()
+    # token_usage back to five rows per message (0012's layout), its rollup refilled by 0012's triggers
+    usage = conn.execute(f"SELECT {', '.join(TokenUsageRow._fields[1:])} FROM token_usage ORDER BY id").fetchall()
+    conn.execute("DROP TABLE token_usage_rollup")
+    conn.execute("DROP TABLE token_usage")
+    for q in usage_ddl:
+        conn.execute(q)
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
         if want.get(name) != conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchall()[0][0]:
             conn.execute(f'DROP TRIGGER "{name}"')
@@ -46,6 +61,19 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     for name, sql in want.items():
         if name not in have:
             conn.execute(sql)
+    for r in usage:
+        u = TokenUsageRow(None, *r)
+        for b in BUCKETS:
+            conn.execute(
+                "INSERT INTO token_usage (session_id, agent_id, message_id, model, bucket, tokens,"
+                " is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *(u.session_id, u.agent_id, u.message_id, u.model, b, getattr(u, b)),
+                    *(u.is_compaction_baseline, u.occurred_at, u.claim_rank, u.prompt_tokens, u.speed),
+                    u.web_search_requests if b == "output" else 0,
+                ),
+            )
     conn.execute("DROP TABLE payload_codecs")
     conn.execute("DROP TABLE IF EXISTS payload_blocks")
     for table in ("payload_open", "payload_open_blocks", "payload_sealed"):

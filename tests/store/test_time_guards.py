@@ -20,8 +20,8 @@ from ingestd.store.connection import Db
 def test_a_time_that_is_not_text_is_refused(db: apsw.Connection, value: object) -> None:
     with pytest.raises(apsw.ConstraintError):
         db.execute(
-            "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at)"
-            " VALUES ('s', 'm', 'claude-opus-4-6', 'input', 1, ?)",
+            "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at)"
+            " VALUES ('s', 'm', 'claude-opus-4-6', 1, ?)",
             (value,),
         )
     with pytest.raises(apsw.ConstraintError):

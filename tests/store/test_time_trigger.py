@@ -80,9 +80,9 @@ VALUE = st.one_of(
 STATEMENT = st.tuples(st.sampled_from(["insert", "upsert", "update"]), st.integers(0, 3), VALUE)
 
 UPSERT = (
-    "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at)"
-    " VALUES ('s', ?, 'claude-opus-4-6', 'input', 5, ?)"
-    " ON CONFLICT (message_id, bucket) DO UPDATE SET occurred_at = excluded.occurred_at, tokens = tokens + 1"
+    "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at)"
+    " VALUES ('s', ?, 'claude-opus-4-6', 5, ?)"
+    " ON CONFLICT (message_id) DO UPDATE SET occurred_at = excluded.occurred_at, input = input + 1"
 )
 
 
@@ -91,8 +91,8 @@ def _run(conn: apsw.Connection, kind: str, m: int, value: object) -> str:
     try:
         if kind == "insert":
             conn.execute(
-                "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at)"
-                " VALUES ('s', ?, 'claude-opus-4-6', 'input', 5, ?)",
+                "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at)"
+                " VALUES ('s', ?, 'claude-opus-4-6', 5, ?)",
                 (f"m{m}", value),
             )
         elif kind == "upsert":
@@ -105,7 +105,7 @@ def _run(conn: apsw.Connection, kind: str, m: int, value: object) -> str:
 
 
 def _state(conn: apsw.Connection) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-    rows = conn.execute("SELECT id, message_id, tokens, occurred_at FROM token_usage ORDER BY id").fetchall()
+    rows = conn.execute("SELECT id, message_id, input, occurred_at FROM token_usage ORDER BY id").fetchall()
     return rows, sorted(conn.execute("SELECT * FROM token_usage_rollup").fetchall())
 
 
@@ -132,8 +132,8 @@ def test_null_is_refused(conn: apsw.Connection) -> None:
 
 def _run_raw(conn: apsw.Connection, value: object) -> None:
     conn.execute(
-        "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at)"
-        " VALUES ('s', 'm', 'claude-opus-4-6', 'input', 5, ?)",
+        "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at)"
+        " VALUES ('s', 'm', 'claude-opus-4-6', 5, ?)",
         (value,),
     )
 
@@ -143,9 +143,9 @@ def test_a_refused_time_undoes_the_whole_statement(conn: apsw.Connection) -> Non
     BEFORE guard refused them first."""
     with pytest.raises(apsw.ConstraintError, match="must be a date or a zoned ISO-8601 instant"):
         conn.execute(
-            "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at)"
-            " VALUES ('s', 'a', 'claude-opus-4-6', 'input', 5, '2025-03-01T10:00:00+01:00'),"
-            " ('s', 'b', 'claude-opus-4-6', 'input', 5, 'not a time')"
+            "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at)"
+            " VALUES ('s', 'a', 'claude-opus-4-6', 5, '2025-03-01T10:00:00+01:00'),"
+            " ('s', 'b', 'claude-opus-4-6', 5, 'not a time')"
         )
     assert conn.execute("SELECT count(*) FROM token_usage").fetchall() == [(0,)]
     assert conn.execute("SELECT count(*) FROM token_usage_rollup").fetchall() == [(0,)]

@@ -30,13 +30,13 @@ _examples = itertools.count()
 
 def _claim(mid: str, sid: str, rank: int, at: str, tokens: int) -> Changes:
     return Changes(
-        token_usage=[TokenUsageRow(None, sid, sid, mid, "claude-x", "output", tokens, 0, at, rank, 0, "", 0)]
+        token_usage=[TokenUsageRow(None, sid, sid, mid, "claude-x", 0, tokens, 0, 0, 0, 0, at, rank, 0, "", 0)]
     )
 
 
 def _stored(store: Store, mid: str) -> list[tuple[Any, ...]]:
     return store.rows(
-        "SELECT session_id, claim_rank, occurred_at, tokens FROM token_usage WHERE message_id = ?", (mid,)
+        "SELECT session_id, claim_rank, occurred_at, output FROM token_usage WHERE message_id = ?", (mid,)
     )
 
 

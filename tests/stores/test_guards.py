@@ -42,8 +42,7 @@ def insert_usage(store: Store, occurred_at: object, message_id: str = "m") -> No
         "session_id": "s",
         "message_id": message_id,
         "model": "claude-opus-4-6",
-        "bucket": "input",
-        "tokens": 1,
+        "input": 1,
         "occurred_at": occurred_at,
     }
     store.execute(_USAGE.format(cols=", ".join(row), marks=", ".join("?" * len(row))), list(row.values()))

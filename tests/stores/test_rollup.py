@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingestd.store.rollup import TIER_BITS
 from tests.stores.stores import Refused, Store
 
 MODELS = ["claude-opus-4-6", "claude-sonnet-4-5-20250929", "model-without-price"]
@@ -30,7 +31,6 @@ PRICE_TIMES = ["2025-03-01T10:15:00.000Z", "2025-06-01", "2026-01-01T00:00:00Z"]
 PROMPTS = [0, 1_000, 199_999, 200_000, 200_001, 10**6]
 SPEEDS = ["", "standard", "fast", "turbo"]
 COLUMN = {
-    "update_tokens": "tokens",
     "update_model": "model",
     "update_time": "occurred_at",
     "update_session": "session_id",
@@ -52,7 +52,7 @@ op = st.one_of(
         st.sampled_from(SPEEDS),
         st.integers(0, 5),
     ),
-    st.tuples(st.just("update_tokens"), st.integers(0, 7), st.integers(0, 10**6)),
+    st.tuples(st.just("update_tokens"), st.integers(0, 7), st.sampled_from(BUCKETS), st.integers(0, 10**6)),
     st.tuples(st.just("update_model"), st.integers(0, 7), st.sampled_from(MODELS)),
     st.tuples(st.just("update_time"), st.integers(0, 7), st.sampled_from(TIMES)),
     st.tuples(st.just("update_session"), st.integers(0, 7), st.sampled_from(["s1", "s2", "s3"])),
@@ -72,6 +72,13 @@ op = st.one_of(
     st.tuples(st.just("price_delete"), st.sampled_from(MODELS)),
     # a tier appears, moves or goes: usage changes tier
     st.tuples(st.just("price_threshold"), st.sampled_from(MODELS), st.sampled_from([None, *PROMPTS])),
+    # one bucket's tier alone: the message's tier bits differ by bucket
+    st.tuples(
+        st.just("price_bucket_threshold"),
+        st.sampled_from(MODELS),
+        st.sampled_from(BUCKETS),
+        st.sampled_from([None, *PROMPTS]),
+    ),
 )
 
 # A model's first price row by its key (no rowid or ctid: the one spelling both stores read).
@@ -83,12 +90,12 @@ _FIRST_PRICE = (
 
 def insert_usage(store: Store, **row: Any) -> None:
     """A ``token_usage`` row (with the store's own further columns: the central host) or, when its
-    (message, bucket) is there, its values."""
-    cols = {**store.usage_columns(), **row}
+    message is there, its values (buckets not given are 0)."""
+    cols = {**store.usage_columns(), **dict.fromkeys(BUCKETS, 0), **row}
     store.execute(
         f"INSERT INTO token_usage ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        " ON CONFLICT (message_id, bucket) DO UPDATE SET "
-        + ", ".join(f"{c} = excluded.{c}" for c in row if c not in ("message_id", "bucket")),
+        " ON CONFLICT (message_id) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in cols if c not in ("message_id", *store.usage_columns())),
         list(cols.values()),
     )
 
@@ -104,13 +111,14 @@ def apply(store: Store, o: tuple[Any, ...]) -> None:
                 session_id=s,
                 message_id=f"msg{m}",
                 model=model,
-                bucket=bucket,
-                tokens=tokens,
+                **{bucket: tokens},
                 occurred_at=t,
                 prompt_tokens=prompt,
                 speed=speed,
                 web_search_requests=searches,
             )
+        elif kind == "update_tokens":
+            store.execute(f"UPDATE token_usage SET {o[2]} = ? WHERE message_id = ?", (o[3], f"msg{o[1]}"))
         elif kind in COLUMN:
             store.execute(f"UPDATE token_usage SET {COLUMN[kind]} = ? WHERE message_id = ?", (o[2], f"msg{o[1]}"))
         elif kind == "delete":
@@ -134,6 +142,12 @@ def apply(store: Store, o: tuple[Any, ...]) -> None:
                 " WHERE model = ?",
                 (o[2], o[1]),
             )
+        elif kind == "price_bucket_threshold":
+            store.execute(
+                "UPDATE model_pricing SET long_context_threshold = ?, long_context_usd_per_mtok = usd_per_mtok * 2"
+                " WHERE model = ? AND bucket = ?",
+                (o[3], o[1], o[2]),
+            )
     except Refused:
         pass
 
@@ -153,7 +167,7 @@ def _rates(store: Store) -> dict[str, str]:
 
 def test_a_new_price_moves_existing_rows_from_its_first_instant(store: Store) -> None:
     for m, at in (("m1", "2025-05-01T00:00:00Z"), ("m2", "2025-07-01T00:00:00Z")):
-        insert_usage(store, session_id="s", message_id=m, model="x-model", bucket="input", tokens=10**6, occurred_at=at)
+        insert_usage(store, session_id="s", message_id=m, model="x-model", input=10**6, occurred_at=at)
     assert set(_rates(store).values()) == {""}  # the unpriced sentinel
     add = (
         "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source)"
@@ -189,23 +203,48 @@ def test_the_rollup_keys_tier_and_speed_and_sums_searches(store: Store) -> None:
             session_id="s",
             message_id=m,
             model=son,
-            bucket="output",
-            tokens=10,
+            output=10,
             occurred_at=at,
             prompt_tokens=prompt,
             speed=speed,
             web_search_requests=searches,
         )
     got = store.rows(
-        "SELECT slot, tier, speed, tokens, row_count, web_search_requests FROM token_usage_rollup ORDER BY 1, 2, 3"
+        "SELECT slot, tier, speed, output, row_count, web_search_requests FROM token_usage_rollup ORDER BY 1, 2, 3"
     )
+    every = sum(TIER_BITS.values())  # the seeded tier prices every bucket
     assert got == [
         ("2025-09-01T00:00Z", 0, "", 10, 1, 0),
         ("2025-10-01T00:00Z", 0, "", 10, 1, 2),
         ("2025-10-01T00:00Z", 0, "fast", 10, 1, 0),
-        ("2025-10-01T00:00Z", 1, "", 20, 2, 7),
+        ("2025-10-01T00:00Z", every, "", 20, 2, 7),
     ]
     store.execute("DELETE FROM token_usage WHERE message_id = 'm3'")
     store.execute("UPDATE token_usage SET speed = 'fast' WHERE message_id = 'm1'")
     assert store.rollup_differences() == []
     assert store.rows("SELECT sum(web_search_requests) FROM token_usage_rollup") == [(5,)]
+
+
+def test_a_tier_on_one_bucket_sets_that_bucket_s_bit_only(store: Store) -> None:
+    """Tier thresholds are per price row: a prompt over the output row's threshold alone sets the
+    output bit; the message's other buckets stay standard."""
+    store.execute(
+        "INSERT INTO model_pricing (model, bucket, usd_per_mtok, effective_from, source,"
+        " long_context_threshold, long_context_usd_per_mtok) VALUES"
+        " ('x-tier', 'input', 1, '2025-01-01', 't', NULL, NULL),"
+        " ('x-tier', 'output', 5, '2025-01-01', 't', 1000, 10)"
+    )
+    insert_usage(
+        store,
+        session_id="s",
+        message_id="m",
+        model="x-tier",
+        input=7,
+        output=3,
+        occurred_at="2025-02-01T00:00:00Z",
+        prompt_tokens=1001,
+    )
+    assert store.rows("SELECT tier, input, output FROM token_usage_rollup") == [(TIER_BITS["output"], 7, 3)]
+    store.execute("UPDATE model_pricing SET long_context_threshold = 5000 WHERE model = 'x-tier'")
+    assert store.rows("SELECT tier FROM token_usage_rollup") == [(0,)]
+    assert store.rollup_differences() == []

@@ -54,8 +54,8 @@ def test_empty_log_probes_triggers_without_leaving_a_row(tmp_path: Path) -> None
 def test_dropped_rollup_row_fails_rollup(db_path: Path) -> None:
     conn = connect(db_path)
     conn.execute(
-        "DELETE FROM token_usage_rollup WHERE (session_id, model, bucket, slot) IN "
-        "(SELECT session_id, model, bucket, slot FROM token_usage_rollup LIMIT 1)"
+        "DELETE FROM token_usage_rollup WHERE (session_id, model, slot) IN "
+        "(SELECT session_id, model, slot FROM token_usage_rollup LIMIT 1)"
     )
     conn.close()
     code, doc = _run(db_path)
@@ -78,8 +78,8 @@ def test_missing_trigger_fails_append_only_and_touches_nothing(db_path: Path) ->
 def test_usage_without_log_message_fails(db_path: Path) -> None:
     conn = connect(db_path)
     conn.execute(
-        "INSERT INTO token_usage (session_id, message_id, model, bucket, tokens, occurred_at) "
-        "VALUES ('sess-0', 'msg_ghost', 'claude-opus-4-6', 'input', 1, '2026-01-01T00:00:00.000Z')"
+        "INSERT INTO token_usage (session_id, message_id, model, input, occurred_at) "
+        "VALUES ('sess-0', 'msg_ghost', 'claude-opus-4-6', 1, '2026-01-01T00:00:00.000Z')"
     )
     conn.close()
     code, doc = _run(db_path)

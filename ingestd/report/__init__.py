@@ -26,6 +26,7 @@ __all__ = [
     "timeline",
     "tree",
     "treeview",
+    "usage",
     "window",
     "words",
 ]

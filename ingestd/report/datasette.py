@@ -17,7 +17,7 @@ TABLES: dict[str, str] = {
     "agents": "The agent tree: each session's main agent and its subagents (type, status, parent, outcome).",
     "orchestration_edges": "Who spawned whom: parent agent -> child agent, with the spawning tool call.",
     "token_usage": "One row per billed message: tokens per bucket, model, time, the evidence's claim rank.",
-    "token_usage_rollup": "Tokens per session, model and quarter-hour slot, kept equal to a scan of token_usage.",
+    "token_usage_rollup": "Tokens per bucket per session, model and quarter-hour slot, equal to a scan of token_usage.",
     "tool_calls": "Every tool call: name, agent, start, end, status.",
     "compactions": "Context compactions: when, which agent, trigger, tokens before.",
     "events": "Hook deliveries (one per event; pruned by retention).",
@@ -34,9 +34,10 @@ HIDDEN = (
 )  # fmt: skip
 
 _BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
-# the rollup holds a row per bucket: its buckets side by side, its messages counted once (output rows)
-_PIVOT = ", ".join(f"sum(case when bucket = '{b}' then tokens else 0 end) as {b}" for b in _BUCKETS)
-_MESSAGES = "sum(case when bucket = 'output' then row_count else 0 end)"
+# the rollup's five bucket sums and its message count (row_count: one per message)
+_PIVOT = ", ".join(f"sum({b}) as {b}" for b in _BUCKETS)
+_MESSAGES = "sum(row_count)"
+_TOKENS = "sum(" + " + ".join(f"{{t}}{b}" for b in _BUCKETS) + ")"
 
 QUERIES: dict[str, dict[str, str]] = {
     "sessions_recent": {
@@ -59,15 +60,15 @@ QUERIES: dict[str, dict[str, str]] = {
         "title": "Tokens per session",
         "sql": (
             f"select r.session_id, s.project_path, coalesce(s.title, s.slug) as name, {_MESSAGES} as messages,"
-            " sum(r.tokens) as tokens from token_usage_rollup r left join sessions s on s.id = r.session_id"
+            f" {_TOKENS.format(t='r.')} as tokens from token_usage_rollup r left join sessions s on s.id = r.session_id"
             " group by 1 order by tokens desc limit 200"
         ),
     },
     "tokens_per_agent": {
         "title": "Tokens per agent of a session",
         "sql": (
-            "select t.agent_id, a.type, a.subagent_type, a.description, count(distinct t.message_id) as messages,"
-            " sum(t.tokens) as tokens from token_usage t left join agents a on a.session_id = t.session_id"
+            "select t.agent_id, a.type, a.subagent_type, a.description, count(*) as messages,"
+            f" {_TOKENS.format(t='t.')} as tokens from token_usage t left join agents a on a.session_id = t.session_id"
             " and a.id = coalesce(t.agent_id, t.session_id)"
             " where t.session_id = :session group by 1 order by tokens desc"
         ),

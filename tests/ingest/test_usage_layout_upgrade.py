@@ -1,4 +1,4 @@
-"""A database made by ingestd before one ``token_usage`` row per message (migration 0023) upgrades with
+"""A database made by ingestd before one ``token_usage`` row per message (migration 0024) upgrades with
 ``ingestd migrate`` to projections equal to a fresh ingest of the same corpus: totals, sessions,
 agents, edges, tool calls and every other projection table, row for row.
 
@@ -86,7 +86,7 @@ def test_the_fixture_is_from_before_the_layout() -> None:
 
 def test_migrate_applies_the_layout_and_reprojects(upgraded: tuple[Path, Path, str]) -> None:
     old, _, out = upgraded
-    assert "applied 0023_usage_columns" in out
+    assert "applied 0024_usage_columns" in out
     assert "re-projected" in out
     conn = connect(old, readonly=True)
     assert max(a.id for a in applied(conn)) == NEWEST
@@ -121,7 +121,7 @@ def test_the_migration_alone_carries_every_row_over() -> None:
     before = {
         (str(m), str(b)): int(n) for m, b, n in conn.execute("SELECT message_id, bucket, tokens FROM token_usage")
     }
-    assert [p.id for p in migrate(conn)] == [22, 23]
+    assert [p.id for p in migrate(conn)] == [22, 23, 24]
     after = conn.execute(f"SELECT message_id, {', '.join(buckets)} FROM token_usage").fetchall()
     assert len(after) == len({m for m, _ in before})
     assert {(str(r[0]), b): int(r[1 + i]) for r in after for i, b in enumerate(buckets)} == before

@@ -36,12 +36,20 @@ def fresh_db(path: Path) -> None:
     path.parent.mkdir(parents=True, mode=0o700)
 
 
+BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
+
+
 def bucket_totals(path: Path) -> list[tuple[str, int]]:
-    """``SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket`` (read-only)."""
+    """Tokens per bucket over ``token_usage`` (read-only): its five bucket columns, or the
+    ``(bucket, tokens)`` rows of a database made before them (an older source tree's column)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket")
-        return [(str(b), int(t or 0)) for b, t in rows]
+        cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(token_usage)")}
+        if "bucket" in cols:
+            rows = conn.execute("SELECT bucket, sum(tokens) FROM token_usage GROUP BY bucket")
+            return [(str(b), int(t or 0)) for b, t in rows]
+        sums = conn.execute(f"SELECT {', '.join(f'sum({b})' for b in BUCKETS)} FROM token_usage").fetchone()
+        return [(b, int(t or 0)) for b, t in zip(BUCKETS, sums, strict=True)]
     finally:
         conn.close()
 

@@ -123,8 +123,8 @@ def measure(work: Path, ship_mb: int, hosts: int, host_mb: int, runs: int) -> li
             cost_report(report_conn, by=None, window=window, zone=zone)
             lat.append((time.perf_counter() - t) * 1000)
         plan = conn.conn.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT r.model, r.bucket, r.rate_effective_from, sum(r.tokens),"
-            " sum(r.row_count) FROM token_usage_rollup r GROUP BY r.model, r.bucket, r.rate_effective_from"
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT r.model, r.rate_effective_from, sum(r.input), sum(r.output),"
+            " sum(r.row_count) FROM token_usage_rollup r GROUP BY r.model, r.rate_effective_from"
         ).fetchone()
         server_ms = float(plan[0][0]["Execution Time"]) if plan else float("nan")
         n_rollup = conn.execute("SELECT count(*) FROM token_usage_rollup")[0][0]

@@ -50,24 +50,29 @@ def test_make_demo_in_a_clone_without_shared_uses_the_fixtures(tmp_path: Path) -
 def test_make_demo_beside_shared_uses_the_real_corpus() -> None:
     from ingestd import demo
 
-    assert demo._corpus([]) == SHARED.resolve() or demo._corpus([]).resolve() == SHARED.resolve()
-    assert demo._corpus([""]) == demo._corpus([])
+    none = {"HOME": "/nonexistent"}  # no projects of one's own: the corpus beside the clone
+    assert demo._corpus([], none) == SHARED.resolve() or demo._corpus([], none).resolve() == SHARED.resolve()
+    assert demo._corpus([""], none) == demo._corpus([], none)
 
 
 def test_readme_says_which_tree_make_demo_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's word on ``make demo``'s input is ``demo._corpus``'s rule: ``../shared/corpus/claude-projects``
-    beside the clone when there is one, else the bundled ``fixtures/projects``."""
+    """The README's word on ``make demo``'s input is ``demo._corpus``'s rule: one's own projects when
+    they hold a transcript, else ``../shared/corpus/claude-projects`` beside the clone, else the
+    bundled ``fixtures/projects``."""
     from ingestd import demo
+
+    none = {"HOME": str(tmp_path / "home")}  # no projects of one's own
 
     root = Path(demo.__file__).resolve().parents[1]
     para = " ".join((root / "README.md").read_text().split("`make demo` ", 1)[1].split("\n\n", 1)[0].split())
     shared = root.parent / "shared" / "corpus" / "claude-projects"
-    assert "`../shared/corpus/claude-projects` beside the clone when there is one" in para
+    assert "your own Claude Code projects (`~/.claude/projects`" in para
+    assert "else the corpus at `../shared/corpus/claude-projects` beside the clone" in para
     assert "else the transcripts bundled in `fixtures/projects`" in para
-    assert demo._corpus([]) == (shared if shared.is_dir() else root / "fixtures" / "projects")
+    assert demo._corpus([], none) == (shared if shared.is_dir() else root / "fixtures" / "projects")
     fake = tmp_path / "clone" / "ingestd" / "demo.py"  # a clone with no corpus beside it: the fixtures
     fake.parent.mkdir(parents=True)
     monkeypatch.setattr(demo, "__file__", str(fake))
-    assert demo._corpus([]) == tmp_path / "clone" / "fixtures" / "projects"
+    assert demo._corpus([], none) == tmp_path / "clone" / "fixtures" / "projects"
     (tmp_path / "shared" / "corpus" / "claude-projects").mkdir(parents=True)
-    assert demo._corpus([]) == tmp_path / "shared" / "corpus" / "claude-projects"
+    assert demo._corpus([], none) == tmp_path / "shared" / "corpus" / "claude-projects"

@@ -43,6 +43,7 @@ import orjson
 from aiohttp import web
 
 from ingestd.core import hookkeys
+from ingestd.core.budget import BLOCKING_EVENTS
 from ingestd.core.decode import MAX_BODIES_DECODED_BYTES, decoded_bytes, value_marks
 from ingestd.core.records import NewLogRow
 from ingestd.core.storable import storable
@@ -249,7 +250,7 @@ async def _store(
         resp = await _check_reuse(writer, deadline, request, parsed, body, header_key, key)
         if resp.status != 200:
             return resp
-    if budget is not None:
+    if budget is not None and parsed.event_name in BLOCKING_EVENTS:  # no worker-thread trip for the rest
         return await _budget_answer(budget, parsed)
     return web.Response(status=200)
 

@@ -156,3 +156,27 @@ def test_without_caps_every_answer_is_the_empty_200(tmp_path: Path) -> None:
         assert post(d.port, hook) == (200, b"")
     finally:
         d.stop()
+
+
+async def test_only_the_events_a_budget_can_stop_are_checked(
+    aiohttp_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With caps on, a PostToolUse (or any event the answer cannot stop) never costs a check."""
+    from ingestd.daemon.config import ServeConfig
+    from ingestd.daemon.root import assemble
+    from ingestd.report.budget import BudgetCheck
+    from ingestd.settings import resolve
+    from tests.hookclient import JSON_HEADERS
+
+    seen: list[str] = []
+    monkeypatch.setattr(BudgetCheck, "__call__", lambda self, event, sid: seen.append(event))
+    settings = resolve({}, {"INGESTD_BUDGET_DAILY_HARD_USD": "1"}, {})
+    cfg = ServeConfig(
+        db_path=tmp_path / "b.db", tail=False, schedule=False, watchdog_interval_s=3600, settings=settings
+    )
+    client = await aiohttp_client(assemble(cfg), headers=JSON_HEADERS)
+    for event in ("PostToolUse", "Stop", "PreToolUse", "UserPromptSubmit"):
+        body = {"hook_event_name": event, "session_id": "s", "cwd": "/w", "tool_use_id": "t", "tool_name": "Bash"}
+        resp = await client.post("/hooks", data=orjson.dumps(body))
+        assert resp.status == 200 and await resp.read() == b""
+    assert seen == ["PreToolUse", "UserPromptSubmit"]

@@ -15,7 +15,7 @@ before its end): the burn rate over its active time so far and the cost projecte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +23,7 @@ from ingestd.core.derive import BUCKETS
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.report.cost import cost_report
 from ingestd.report.usage import money
-from ingestd.report.window import Window, Zone
+from ingestd.report.window import Window, Zone, slot_time
 from ingestd.store.connection import Db, storage_errors
 
 BLOCK = timedelta(hours=5)
@@ -42,10 +42,6 @@ class _Block:
     messages: int = 0
     models: set[str] = field(default_factory=set)
     unpriced: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _slot_time(slot: str) -> datetime:
-    return datetime(int(slot[0:4]), int(slot[5:7]), int(slot[8:10]), int(slot[11:13]), int(slot[14:16]), tzinfo=UTC)
 
 
 def official_windows(conn: Db) -> list[tuple[datetime, datetime]]:
@@ -88,7 +84,7 @@ def blocks_report(conn: Db, *, now: datetime, zone: Zone, window: Window, active
     blocks: list[_Block] = []
     cur: _Block | None = None
     for slot in sorted(per_slot):
-        t = _slot_time(slot)
+        t = slot_time(slot)
         if cur is None or not (cur.start <= t < cur.end):
             w = _official(windows, t)
             if w is not None:

@@ -279,12 +279,16 @@ def _bounded(text: str, zone: Zone, now: datetime, *, end: bool, name: str) -> d
         ) from None
 
 
+def slot_time(slot: str) -> datetime:
+    """The aware UTC start of a slot ``YYYY-MM-DDTHH:MMZ``."""
+    return datetime(int(slot[0:4]), int(slot[5:7]), int(slot[8:10]), int(slot[11:13]), int(slot[14:16]), tzinfo=UTC)
+
+
 def slot_day(slot: str, zone: Zone, cache: dict[str, str]) -> str:
     """The local date (``YYYY-MM-DD`` in ``zone``) of a UTC slot ``YYYY-MM-DDTHH:MMZ``."""
     day = cache.get(slot)
     if day is None:
-        dt = datetime(int(slot[0:4]), int(slot[5:7]), int(slot[8:10]), int(slot[11:13]), int(slot[14:16]), tzinfo=UTC)
-        day = dt.astimezone(zone.tz).date().isoformat()
+        day = slot_time(slot).astimezone(zone.tz).date().isoformat()
         cache[slot] = day
     return day
 

@@ -100,10 +100,11 @@ def assert_cost_shown(el: dict[str, Any], usage: dict[str, Any]) -> None:
     assert abs(value - exact) <= Decimal(1).scaleb(-places) / 2 + Decimal("1e-12"), (shown, exact)
 
 
-def post_hook(site: Site, body: dict[str, Any]) -> None:
+def post_hook(site: Site, body: dict[str, Any], path: str = "/hooks") -> None:
+    """POST ``body`` as JSON to the site's daemon at ``path``; asserts a 200."""
     conn = http.client.HTTPConnection("127.0.0.1", site.daemon.port, timeout=10)
     try:
-        conn.request("POST", "/hooks", body=orjson.dumps(body), headers={"Content-Type": "application/json"})
+        conn.request("POST", path, body=orjson.dumps(body), headers={"Content-Type": "application/json"})
         resp = conn.getresponse()
         resp.read()
         assert resp.status == 200, resp.status

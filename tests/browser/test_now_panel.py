@@ -3,7 +3,6 @@ running now, updated live as a new snapshot and new usage arrive."""
 
 from __future__ import annotations
 
-import http.client
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -13,27 +12,16 @@ import orjson
 import pytest
 
 from tests.browser.conftest import Site
-from tests.browser.test_live_view import js, open_view
+from tests.browser.test_live_view import js, open_view, post_hook
 from tests.statusline.documented import documented
 from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def post_statusline(site: Site, body: dict[str, Any]) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", site.daemon.port, timeout=10)
-    try:
-        conn.request("POST", "/statusline", body=orjson.dumps(body), headers={"Content-Type": "application/json"})
-        r = conn.getresponse()
-        r.read()
-        assert r.status == 200, r.status
-    finally:
-        conn.close()
-
-
 def test_the_now_panel_shows_the_limits_and_the_active_block(browser: Any, site: Site) -> None:
     sid = str(uuid.uuid4())
-    post_statusline(site, documented(time.time(), session_id=sid))
+    post_hook(site, documented(time.time(), session_id=sid), "/statusline")
     at = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     n = uuid.uuid4().hex[:8]
     message = {

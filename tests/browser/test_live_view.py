@@ -501,7 +501,12 @@ def test_hostile_titles_prompts_and_descriptions_render_as_text(browser: Any, si
     agents = {a["id"]: a for a in js(browser, AGENTS_JS)}
     assert agents["a0x55e1"]["desc"] == XSS_PROMPT and agents["a0x55e1"]["name"] == XSS_TYPE
     assert XSS_TYPE in _text(browser, "tool-calls")
-    calls = _text(browser, "tool-calls")
+    calls = js(
+        browser,
+        "const t = document.getElementById('tool-calls');"
+        "for (const d of t.querySelectorAll('details')) d.open = true; t.open = true;"
+        "return t.innerText",
+    )
     assert XSS_TITLE + " && echo done" in calls, "the hostile Bash command, as text"
     assert '"description": "' + XSS_PROMPT + '"' in calls and "ok · 23 B" in calls, "its input and result on demand"
     assert _text(browser, "prompts").strip().endswith(XSS_PROMPT), "the hostile prompt, as text"
@@ -557,6 +562,38 @@ def test_a_posted_hook_shows_within_a_second_without_reload(browser: Any, site: 
     print(f"hook -> session view: {latency * 1000:.0f} ms ({site.name})")
     assert latency <= LIVE_DEADLINE_S, f"the tool call took {latency:.2f} s to show"
     assert js(browser, "return window.__noReload") == 2
+
+
+def test_what_the_reader_opened_stays_open_while_hooks_arrive(browser: Any, site: Site) -> None:
+    sid = str(uuid.uuid4())
+    bash = {"command": "make test", "description": "run the suite"}
+    post_hook(site, {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": "go\n" + "x" * 400})
+    for n in (1, 2):
+        call = {"session_id": sid, "tool_name": "Bash", "tool_use_id": f"toolu_keep_{n}", "tool_input": bash}
+        post_hook(site, {**call, "hook_event_name": "PreToolUse"})
+        post_hook(site, {**call, "hook_event_name": "PostToolUse", "tool_response": {"stdout": "ok"}})
+    open_view(browser, site, f"#/session/{sid}", "session")
+    opened = (
+        "for (const k of ['tool-calls', 'call:toolu_keep_1', 'prompt:0'])"
+        "  document.querySelector(`details[data-key='${k}']`).open = true;"
+    )
+    js(browser, opened)
+    refreshed = js(browser, "return document.getElementById('main').dataset.refreshedAt")
+    call = {"session_id": sid, "tool_name": "Bash", "tool_use_id": "toolu_keep_3", "tool_input": bash}
+    post_hook(site, {**call, "hook_event_name": "PreToolUse"})
+    wait_for(
+        "the redraw with the new call",
+        lambda: js(browser, "return !!document.querySelector(\"tr[data-tool-use-id='toolu_keep_3']\")"),
+        timeout_s=10,
+    )
+    assert js(browser, "return document.getElementById('main').dataset.refreshedAt") != refreshed
+    state = js(
+        browser,
+        "const all = document.querySelectorAll('details[data-key]');"
+        "return Object.fromEntries(Array.from(all, (d) => [d.dataset.key, d.open]))",
+    )
+    assert state["tool-calls"] and state["call:toolu_keep_1"] and state["prompt:0"], state
+    assert not state["call:toolu_keep_2"] and not state["call:toolu_keep_3"], state
 
 
 def _assistant_line(sid: str, cwd: str, model: str = "claude-opus-4-6") -> bytes:

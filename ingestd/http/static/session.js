@@ -2,18 +2,24 @@
 
 import { TOOL_STATUSES, api, append, cls, costEl, fmtBytes, fmtDuration, fmtTime, fmtTokens, h, longText, sessionName, shortId, statusEl, textLines } from "./dom.js";
 
+// A <details> the live view redraws keeps its place: `key` names it across redraws (see keepOpen).
+function keyed(el, key) {
+  if (el && el.tagName === "DETAILS") el.dataset.key = key;
+  return el;
+}
+
 function agentLabel(node) {
   if (node.type === "main") return "main";
   return node.subagent_type || (node.is_compaction ? "compaction" : "subagent");
 }
 
-function spawnEl(spawn) {
+function spawnEl(spawn, agentId) {
   if (!spawn || (!spawn.prompt && !spawn.answer)) return null;
   return h(
     "div",
     { class: "spawn" },
-    spawn.prompt ? h("div", { class: "spawn-prompt" }, h("span", { class: "label" }, "prompt "), longText(spawn.prompt, 160)) : null,
-    spawn.answer ? h("div", { class: "spawn-answer" }, h("span", { class: "label" }, "answer "), longText(spawn.answer, 160)) : null,
+    spawn.prompt ? h("div", { class: "spawn-prompt" }, h("span", { class: "label" }, "prompt "), keyed(longText(spawn.prompt, 160), "spawn-prompt:" + agentId)) : null,
+    spawn.answer ? h("div", { class: "spawn-answer" }, h("span", { class: "label" }, "answer "), keyed(longText(spawn.answer, 160), "spawn-answer:" + agentId)) : null,
   );
 }
 
@@ -39,7 +45,7 @@ function agentCard(node, spawns) {
     edge,
     node.description ? h("span", { class: "desc" }, node.description) : null,
     facts,
-    spawnEl((spawns || {})[node.agent_id]),
+    spawnEl((spawns || {})[node.agent_id], node.agent_id),
   );
 }
 
@@ -60,7 +66,7 @@ function treeItem(root, spawns) {
       node,
       kids.length === 0
         ? h("li", {}, agentCard(node, spawns))
-        : h("li", {}, h("details", { open: true }, h("summary", {}, agentCard(node, spawns)), h("ul", {}, kids.map((c) => built.get(c))))),
+        : h("li", {}, h("details", { open: true, "data-key": "agent:" + node.agent_id }, h("summary", {}, agentCard(node, spawns)), h("ul", {}, kids.map((c) => built.get(c))))),
     );
   }
   return built.get(root);
@@ -132,14 +138,14 @@ function inputEl(c) {
   if (c.input) body.push(h("div", { class: "label" }, "input"), h("div", { class: "block mono" }, textLines(c.input)));
   if (c.result) body.push(h("div", { class: "label" }, `result (${fmtBytes(c.result.size_bytes)}${c.result.is_error ? ", an error" : ""})`), h("div", { class: "block mono" }, textLines(c.result.preview || "")));
   const line = (c.input_summary || "").replace(/\s+/g, " ");
-  return h("details", { class: "call" }, h("summary", { class: "mono" }, line.length > 120 ? line.slice(0, 120) + "…" : line || "(input)"), body);
+  return h("details", { class: "call", "data-key": "call:" + c.tool_use_id }, h("summary", { class: "mono" }, line.length > 120 ? line.slice(0, 120) + "…" : line || "(input)"), body);
 }
 
 function toolTable(tl, nodes) {
   const cell = (label, kids, c) => h("td", { "data-label": label, class: c }, kids);
   return h(
     "details",
-    { id: "tool-calls" },
+    { id: "tool-calls", "data-key": "tool-calls" },
     h("summary", {}, `All tool calls (${tl.tool_calls.length})`),
     h(
       "table",
@@ -168,12 +174,11 @@ function toolTable(tl, nodes) {
 
 function promptsEl(prompts) {
   if (!prompts || !prompts.length) return h("p", { class: "muted" }, "No prompts in the log.");
-  return h("ol", { class: "prompts", id: "prompts" }, prompts.map((p) => h("li", {}, fmtTime(p.at), " ", longText(p.text, 240, "prompt"))));
+  return h("ol", { class: "prompts", id: "prompts" }, prompts.map((p, i) => h("li", {}, fmtTime(p.at), " ", keyed(longText(p.text, 240, "prompt"), "prompt:" + i))));
 }
 
 export function sessionView(id) {
   const body = h("div", { id: "session-body" });
-  let openTools = false;
   return {
     name: "session",
     session: id,
@@ -188,8 +193,6 @@ export function sessionView(id) {
       const nodes = new Map();
       if (tree.tree) walk(tree.tree, nodes);
       for (const n of [...tree.orphans, ...tree.compaction_agents]) walk(n, nodes);
-      const old = document.getElementById("tool-calls");
-      if (old) openTools = old.open;
       const title = sessionName(s, "Untitled session");
       const meta = h(
         "dl",
@@ -219,9 +222,10 @@ export function sessionView(id) {
       if (tree.compaction_agents.length) sections.push(h("h2", {}, "Compaction sidechains"), h("section", { class: "panel", id: "compaction-agents" }, h("ul", { class: "tree" }, tree.compaction_agents.map((n) => treeItem(n, tl.spawns)))));
       if (tree.unattributed) sections.push(h("h2", {}, "Usage with no agent"), h("section", { class: "panel", id: "unattributed" }, fmtTokens(tree.unattributed.tokens), " tokens ", costEl(tree.unattributed)));
       sections.push(h("h2", {}, "Tool calls"), h("section", { class: "panel" }, timelineEl(tl, nodes), toolTable(tl, nodes)));
+      const wasOpen = new Map(Array.from(body.querySelectorAll("details[data-key]"), (d) => [d.dataset.key, d.open]));
       body.replaceChildren(...sections);
-      const details = document.getElementById("tool-calls");
-      if (details) details.open = openTools;
+      // What the reader opened or closed stays so while the session goes on (every hook redraws it).
+      for (const d of body.querySelectorAll("details[data-key]")) if (wasOpen.has(d.dataset.key)) d.open = wasOpen.get(d.dataset.key);
     },
   };
 }

@@ -157,7 +157,7 @@ def hooks_findings(files: Sequence[SettingsFile], daemon_url: str | None) -> lis
                 "hooks",
                 ACTION,
                 "no ingestd hooks are installed: only the transcripts reach the log (no live status, no prompts)",
-                "ingestd hooks install (or install the ingestd plugin: README, 'The Claude Code plugin')",
+                "ingestd hooks install (or install the ingestd plugin: docs/reference.md, 'The Claude Code plugin')",
             )
         )
         return out

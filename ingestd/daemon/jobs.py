@@ -81,7 +81,7 @@ async def schedule_loop(cfg: ServeConfig, stop: asyncio.Event, backfilled: async
 
 # A store that stays unreachable is tried less and less often, up to this many seconds apart (or
 # ship_interval_s when that is longer: a failure never brings the next try closer than a success
-# would), and said so at most this often (the first failure at once): each machine works offline (README).
+# would), and said so at most this often (the first failure at once): each machine works offline (docs/reference.md).
 SHIP_MAX_WAIT_S = 300.0
 SHIP_REMIND_S = 600.0
 SHIPPER = "shipper"  # the part ``Health`` knows the shipping loop by

@@ -19,7 +19,7 @@ inode, so it is right however the holder spelt the path), else from ``<db>.lock`
 
 The database file is created here when missing (0600, directory 0700), as ``connect`` would; a
 start that then fails (the port taken, an unsafe file) calls ``discard``, which removes what the
-lock created while it is still empty: a refused start leaves no database behind (README).
+lock created while it is still empty: a refused start leaves no database behind (docs/reference.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ aiohttp's HTTP parser refuses a header line longer than 8190 bytes (an ``Idempot
 9 KiB), a request line too long, a malformed request, with a plain-text ``400 Bad Request`` from
 ``RequestHandler.handle_error``, before the routes and their ``error_response`` are reached.
 ``json_errors`` wraps the runner's ``web.Server`` so that every connection's handler answers those
-with ``{"error": {"status", "code", "message"}}`` as the README documents for every error.
+with ``{"error": {"status", "code", "message"}}`` as docs/reference.md documents for every error.
 
 A refused request is one JSON log line at info, never a traceback, and neither the line nor the
 400 body carries request bytes: aiohttp's own message quotes the offending line, which can be

@@ -10,7 +10,7 @@ covers that the transaction brought back survives a commit; the rows prune has y
 left to prune.
 ``covered`` counts such rows for ``ingestd verify``.
 
-One limitation is known and documented (README "Retention"): a message claimed by two sessions
+One limitation is known and documented (docs/reference.md "Retention"): a message claimed by two sessions
 whose times fall on both sides of a cutoff. Replay keeps the row when the later claim wins and
 drops it when the pruned one wins; live, the pruned claim is gone, so the later claim's row comes
 back either way. Claims of one message normally share their time (a copy of the same line).

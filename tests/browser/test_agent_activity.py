@@ -27,7 +27,7 @@ return {summary: d.querySelector('summary').textContent, open: d.open,
 
 def test_the_page_shows_what_each_agent_did(browser: Any, site: Site) -> None:
     if site.name != "corpus":
-        pytest.skip("the spotter-dov session is in the real corpus")
+        pytest.skip("only the real corpus holds the spotter-dov session")
     open_view(browser, site, f"#/session/{DOV}", "session")
     tl = site.cli("sessions", "--all")  # the page's names equal the CLI's
     [row] = [r for r in tl["rows"] if r["session_id"] == DOV]
@@ -57,7 +57,7 @@ def test_the_page_shows_what_each_agent_did(browser: Any, site: Site) -> None:
 
 def test_a_session_without_title_or_slug_is_named_by_its_first_prompt(browser: Any, site: Site) -> None:
     if site.name != "corpus":
-        pytest.skip("the session is in the real corpus")
+        pytest.skip("only the real corpus holds this session")
     open_view(browser, site, "#/sessions", "sessions")
     name = js(
         browser,

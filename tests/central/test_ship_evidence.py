@@ -94,7 +94,7 @@ def test_a_restore_whose_new_rows_take_the_lost_ids_ships_every_row(tmp_path: Pa
 
     for suffix in ("-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    shutil.copy(backup, db)  # README "Backup and restore"
+    shutil.copy(backup, db)  # docs/reference.md "Backup and restore"
     live.unlink()
     more("new")
     conn = connect(db)

@@ -65,9 +65,9 @@ def test_read_commands_never_create_or_migrate(tmp_path: Path, db_path: Path) ->
 
 
 def test_a_full_disk_exits_2_as_documented_and_says_what_to_do(tmp_path: Path) -> None:
-    """The README's exit statuses cover storage (2: every error but a failed check), and a full
+    """The reference's exit statuses cover storage (2: every error but a failed check), and a full
     disk's message says what to do."""
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).resolve().parents[2] / "docs" / "reference.md").read_text().split())
     assert "Exit status: 0 success, 1 a check failed, 2 any other error: usage or configuration," in readme
     assert "or storage (the database or its disk refused: full, read-only," in readme
     mnt = tmp_path / "mnt"

@@ -1,4 +1,4 @@
-"""A refused ``ingestd serve`` leaves no database behind (README: no database is created).
+"""A refused ``ingestd serve`` leaves no database behind (docs/reference.md: no database is created).
 
 Regression: with the port taken, ``serve --db new.db`` exited 2 but left ``new.db`` (0 bytes, made
 by the lock) and ``new.db.lock``; ``sessions`` then said "needs migrations" instead of "no database".

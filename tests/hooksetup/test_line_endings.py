@@ -1,4 +1,4 @@
-"""``hooks install`` and ``uninstall`` keep a settings file's line endings (README: byte for byte).
+"""``hooks install`` and ``uninstall`` keep a settings file's line endings (docs/reference.md: byte for byte).
 
 Regression: a CRLF ``settings.json`` came back from install + uninstall with LF endings (the file
 was read in universal-newline mode), and ``--dry-run`` showed its unchanged lines as unchanged

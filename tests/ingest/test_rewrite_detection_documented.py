@@ -1,8 +1,8 @@
-"""What the README says about rewritten transcripts is exactly what ``ingest`` detects.
+"""What docs/reference.md says about rewritten transcripts is exactly what ``ingest`` detects.
 
-Regression: the README said "a truncated or rewritten file is re-read as a new generation", but a
+Regression: the docs said "a truncated or rewritten file is re-read as a new generation", but a
 rewrite is seen only when the file shrank below the committed offset or the ``HEAD_BYTES`` bytes
-just before it changed. The README now says that, and names what is missed; this pins both.
+just before it changed. They now say that, and names what is missed; this pins both.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def bump(f: Path) -> None:
 
 
 def test_the_readme_states_the_rule_with_the_code_s_window() -> None:
-    text = " ".join((ROOT / "README.md").read_text().split())
+    text = " ".join((ROOT / "docs" / "reference.md").read_text().split())
     assert f"or the {HEAD_BYTES} bytes just before that offset are not what was read there" in text
     assert "a truncated or rewritten file is re-read as a new generation" not in text
 
@@ -66,7 +66,7 @@ def test_a_change_in_the_last_head_bytes_is_a_new_generation(tmp_path: Path) -> 
 
 
 def test_an_edit_further_back_that_keeps_the_length_is_not_seen(tmp_path: Path) -> None:
-    # the limit the README names: only the last HEAD_BYTES before the offset are compared
+    # the limit the reference names: only the last HEAD_BYTES before the offset are compared
     db, projects, f = setup(tmp_path)
     data = bytearray(f.read_bytes())
     assert len(data) > 2 * HEAD_BYTES

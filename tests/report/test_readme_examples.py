@@ -1,4 +1,4 @@
-"""The README's JSON examples of ``sessions``, ``cost`` and ``status`` have the keys the commands print.
+"""The reference's JSON examples of ``sessions``, ``cost`` and ``status`` have the keys the commands print.
 
 Was: the ``status --json`` example lacked ``host`` and ``stalls`` and showed schema 7, the sessions
 example's unpriced entry lacked ``reasons`` and ``web_search_requests``. Each example is compared
@@ -21,7 +21,7 @@ from tests.report.report_fixture import ROOT, build_fixture_db
 
 
 def _example(heading: str) -> Any:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "reference.md").read_text()
     start = text.index(f"### `ingestd {heading}")
     block = re.search(r"```json\n(.*?)```", text[start:], re.S)
     assert block is not None, heading

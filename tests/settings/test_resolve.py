@@ -163,7 +163,7 @@ def test_a_config_file_others_can_change_is_refused(tmp_path: Path) -> None:
 def test_the_readme_names_every_setting() -> None:
     # Regression: `retention_*`, `backup_*`, `schedule_*`, "see `ingestd prune --help`", whose help names
     # none of backup_keep_newest, schedule_enabled, ...: those settings were nowhere to be found
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "reference.md").read_text()
     section = readme[readme.index("## Settings") : readme.index("## Reading the data")]
     assert [s.name for s in SETTINGS if f"`{s.name}`" not in section] == []
 

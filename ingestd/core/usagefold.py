@@ -7,7 +7,7 @@ from typing import Any
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState, split_writes
 from ingestd.core.touch import Touched
-from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, name_refused, usage_problems
+from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, name_refused, shorten, usage_problems
 
 # A counter beyond MAX_TOKENS (1e30, 400 digits) cannot be bound at all and once aborted the
 # whole batch; like any other counter that is not a count (a string, negative, null) it counts
@@ -27,8 +27,8 @@ def usage_buckets(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
     default TTL; 1.0.48 / 1.0.65 records have no breakdown at all, e.g.
     ``corpus/claude-projects/-Users-user-projects-agents-v3/c44afee0-….jsonl``). The billed
     write total is the larger of the aggregate and the breakdown (FORMATS.md §3, CL 2.1.152:
-    the aggregate was once reported 0 while the breakdown was not). ``iterations[]`` repeats
-    the same numbers and is never added.
+    the aggregate was once reported 0 while the breakdown was not). ``iterations[]`` is never
+    added to it: its billed entries are messages of their own (``iterations``).
     """
     return (*_plain(usage), *split_writes(*raw_writes(usage)))
 
@@ -75,25 +75,84 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     ``ts`` is ``validate.INFER`` for a part whose timestamp is refused (``t.bad_at`` says where
     it is): the message's ``occurred_at`` is then inferred at derive time unless another part's
     timestamp is valid (the earliest valid part wins, as always). A counter that is not a count
-    quarantines the record (``validate.TOKENS``).
+    quarantines the record (``validate.TOKENS``), and so does usage that is not counted: an
+    ``iterations`` entry ingestd cannot bill (``iterations``).
     """
     usage = msg.get("usage")
     if not isinstance(usage, dict):
         return
     row = t.row
-    probs = usage_problems(usage)
+    top = usage_problems(usage)
+    probs = ["; ".join(top) + " is not a token count: counted as 0"] if top else []
+    if ts == INFER and t.bad_at is not None:
+        og, off, _ = t.bad_at
+        name_refused(state, og, off, mid)
+    model = msg.get("model")
+    _merge_part(state, mid, rank, usage, model if isinstance(model, str) and model else "unknown", ts, agent, t)
+    for key, entry_model, entry in iterations(usage, mid, probs):
+        _merge_part(state, key, rank, entry, entry_model, ts, agent, t)
     if probs and row is not None:
-        detail = "; ".join(probs) + " is not a token count: counted as 0"
+        detail = "; ".join(probs)
         t.quarantined.append(
             QuarantineRow(row.id, TOKENS, state.session_id, row.origin, row.origin_offset, detail[:400])
         )
+
+
+def iteration_key(mid: str, index: int) -> str:
+    """The ``token_usage.message_id`` of the billed iteration at ``index`` of message ``mid``'s
+    ``usage.iterations``: streamed parts of one response repeat the same list, so the position
+    names one advisor call however many parts carry it."""
+    return f"{mid}/iterations/{index}"
+
+
+def iterations(usage: dict[str, Any], mid: str, probs: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """The billed entries of ``usage.iterations`` (SPEC §4.4) as ``(message key, model, usage)``.
+
+    ``type: "message"`` entries repeat the top-level numbers (never added); ``type:
+    "advisor_message"`` entries are the advisor model's own call, not in the top-level numbers
+    (Anthropic's advisor-tool docs: "top-level usage fields reflect executor tokens only"), billed
+    at that entry's ``model``. What cannot be billed is appended to ``probs`` (the record is
+    quarantined, the cost answer incomplete): ``iterations`` not a list, an entry not an object,
+    an entry of another or no type carrying tokens, an advisor entry without a model; a counter
+    that is not a count in a billed entry counts 0 like a top-level one.
+    """
+    its = usage.get("iterations")
+    if its is None:
+        return []
+    if not isinstance(its, list):
+        probs.append(f"usage.iterations = {shorten(its)} is not a list: not counted")
+        return []
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for i, entry in enumerate(its):
+        where = f"usage.iterations[{i}]"
+        if not isinstance(entry, dict):
+            probs.append(f"{where} = {shorten(entry)} is not an object: not counted")
+            continue
+        kind = entry.get("type")
+        if kind == "message":
+            continue
+        tokens = sum(usage_buckets(entry))
+        if kind == "advisor_message":
+            model = entry.get("model")
+            if isinstance(model, str) and model:
+                probs.extend(f"{where}.{p[6:]} is not a token count: counted as 0" for p in usage_problems(entry))
+                out.append((iteration_key(mid, i), model, entry))
+            elif tokens:
+                probs.append(f"{where} (advisor_message) has no model: its {tokens} tokens not counted")
+        elif tokens or usage_problems(entry):
+            named = f"type {shorten(kind)}" if isinstance(kind, str) else "no type"
+            probs.append(f"{where} has {named}: its {tokens} tokens not counted (an iteration ingestd cannot bill)")
+    return out
+
+
+def _merge_part(
+    state: SessionState, mid: str, rank: int, usage: dict[str, Any], model: str, ts: str, agent: str, t: Touched
+) -> None:
+    """Join one usage object of ``model`` into message ``mid``'s evidence at ``rank``."""
     if ts == INFER and t.bad_at is not None:
         og, off, received_at = t.bad_at
         state.inferred.setdefault(mid, {})[(og, off)] = received_at
-        name_refused(state, og, off, mid)
     inp, out, cread = _plain(usage)
-    model = msg.get("model")
-    model = model if isinstance(model, str) and model else "unknown"
     # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), and the web search server
     # tool's request count, which streamed parts repeat: the maximum over parts, once per message
     sp = usage.get("speed")

@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from ingestd.errors import InputError
-from ingestd.report.usage import Usage, load_rates
+from ingestd.report.usage import Usage, load_rates, uncounted_usage
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import Db, Reader, storage_errors
 from ingestd.store.rollup import RATE_SQL, SUM_COLUMNS, SUMS_SQL, TIER_SQL
@@ -194,6 +194,9 @@ def cost_report(
         total = Usage()
         for u in groups.values():
             total.merge(u)
+        total.add_uncounted(
+            *uncounted_usage(conn, session=session, since=window.since_utc, until=window.until_utc, host=host)
+        )
         rows_out = _shape_rows(conn, levels, groups) if levels else []
     return {
         "by": by,

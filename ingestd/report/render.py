@@ -139,6 +139,12 @@ def unpriced_note(console: Console, doc: dict[str, Any], *, store: bool = False)
             what.append(plural(u["web_search_requests"], "web search", "web searches"))
         why = "; ".join(unpriced_fix(model, r, store=store) for r in u.get("reasons") or ["no_rate"])
         console.print(Text(f"+? unpriced: {model}: {' and '.join(what)} ({why})", style="yellow"))
+    uncounted = doc.get("uncounted") or {}
+    if uncounted.get("records"):
+        n = plural(uncounted["records"], "record")
+        why = "; ".join(uncounted.get("reasons") or ())
+        line = f"+? not counted: {n} with usage no bucket holds ({why}; `ingestd status --verbose` lists them)"
+        console.print(Text(line, style="yellow"))
 
 
 def print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:

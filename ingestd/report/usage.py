@@ -15,12 +15,13 @@ from decimal import Decimal
 from typing import Any
 
 from ingestd.core.speeds import speed_multipliers
-from ingestd.store.connection import Db
+from ingestd.store.connection import Db, Reader
 from ingestd.store.pricing import BUCKETS, rate_decimal
 from ingestd.store.rollup import TIER_BITS
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
 STANDARD_SPEEDS = frozenset(("", "standard"))  # usage.speed absent or named standard: multiplier 1
+UNCOUNTED_LISTED = 3  # reasons an answer quotes of its uncounted records (``ingestd status`` lists all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,50 @@ def load_rates(conn: Db) -> RateTable:
     )
 
 
+def uncounted_usage(
+    conn: Reader,
+    *,
+    session: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    host: str | None = None,
+) -> tuple[int, list[str]]:
+    """Records whose usage no bucket counts (quarantine reason ``tokens``), in scope: of ``session``,
+    of a session active in ``[since, until)`` (canonical UTC; a record of no known session is
+    always in scope: nothing dates it), of ``host`` in the central store. Returns the count and the
+    first ``UNCOUNTED_LISTED`` distinct reasons. Read-only.
+    """
+    where = ["q.reason = 'tokens'"]
+    params: list[Any] = []
+    if session is not None:
+        where.append("q.session_id = ?")
+        params.append(session)
+    if since is not None:
+        where.append("(s.id IS NULL OR s.last_activity_at IS NULL OR s.last_activity_at >= ?)")
+        params.append(since)
+    if until is not None:
+        where.append("(s.id IS NULL OR s.started_at IS NULL OR s.started_at < ?)")
+        params.append(until)
+    if host is not None and getattr(conn, "central", False):
+        where.append("q.host_id = ?")
+        params.append(host)
+    sql = f"SELECT count(*) FROM quarantine q LEFT JOIN sessions s ON s.id = q.session_id WHERE {' AND '.join(where)}"
+    n = 0
+    for (total,) in conn.execute(sql, tuple(params)):
+        n = int(total or 0)
+    if not n:
+        return 0, []
+    details = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT q.detail FROM quarantine q LEFT JOIN sessions s ON s.id = q.session_id"
+            f" WHERE {' AND '.join(where)} ORDER BY 1 LIMIT {UNCOUNTED_LISTED}",
+            tuple(params),
+        )
+    ]
+    return n, details
+
+
 def money(value: Decimal) -> str:
     """Exact decimal string without exponent or trailing zeros (``"0"``, ``"1.2345"``)."""
     if value == 0:
@@ -110,6 +155,9 @@ class Usage:
             ``web_search``).
         web_search_requests: int, server tool requests counted (priced or not).
         unpriced_requests: model -> web search requests with no fee.
+        uncounted: records whose usage is in no bucket (quarantined ``tokens``: a counter that is not
+            a count, usage without a message id, an ``iterations`` entry ingestd cannot bill), and
+            ``uncounted_details`` the first few of their reasons; any makes the answer incomplete.
     """
 
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
@@ -119,6 +167,15 @@ class Usage:
     reasons: dict[str, set[str]] = field(default_factory=dict)
     web_search_requests: int = 0
     unpriced_requests: dict[str, int] = field(default_factory=dict)
+    uncounted: int = 0
+    uncounted_details: list[str] = field(default_factory=list)
+
+    def add_uncounted(self, records: int, details: Sequence[str]) -> None:
+        """Note ``records`` quarantined records whose usage no bucket holds (``uncounted_usage``)."""
+        self.uncounted += records
+        for d in details:
+            if len(self.uncounted_details) < UNCOUNTED_LISTED and d not in self.uncounted_details:
+                self.uncounted_details.append(d)
 
     def add(
         self,
@@ -216,6 +273,7 @@ class Usage:
         self.web_search_requests += other.web_search_requests
         for model, n in other.unpriced_requests.items():
             self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + n
+        self.add_uncounted(other.uncounted, other.uncounted_details)
         for model, why in other.reasons.items():
             self.reasons.setdefault(model, set()).update(why)
         for model, buckets in other.unpriced.items():
@@ -249,8 +307,9 @@ class Usage:
             "totals": {b: self.totals.get(b, 0) for b in BUCKETS},
             "tokens": self.tokens,
             "cost_usd": money(self.cost_usd),
-            "cost_complete": not self.unpriced and not self.unpriced_requests,
+            "cost_complete": not self.unpriced and not self.unpriced_requests and not self.uncounted,
             "unpriced": self.unpriced_json(),
+            "uncounted": {"records": self.uncounted, "reasons": list(self.uncounted_details)},
             "billed_messages": self.billed_messages,
             "web_search_requests": self.web_search_requests,
         }

@@ -11,7 +11,7 @@ import http.client
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -338,6 +338,47 @@ def test_cost_view_equals_the_cli_in_a_chosen_zone_and_window(browser: Any, site
     one_row = "return document.querySelectorAll('#cost-by-day .crow').length === 1"
     _redrawn(browser, "cost of one day", pick_day, lambda: js(browser, one_row))
     _cost_matches_cli(browser, site, zone, "--since", day, "--until", day)
+
+
+CHART_JS = """
+return Array.from(document.querySelectorAll('#cost-chart .col'), (c) => ({
+  day: c.dataset.day, usd: Number(c.dataset.usd),
+  models: Array.from(c.querySelectorAll('.mseg'), (m) => m.dataset.model),
+}));
+"""
+
+
+def test_the_cost_chart_draws_every_day_or_week_stacked_by_model_as_the_cli_says(browser: Any, site: Site) -> None:
+    open_view(browser, site, "#/cost", "cost")
+    tz = js(browser, "return document.getElementById('c-tz').value")
+    rows = site.cli("cost", "--by", "day,model", "--tz", tz)["rows"]
+    assert rows, "the site has usage"
+    days = sorted({date.fromisoformat(r["day"]) for r in rows})
+    weekly = (days[-1] - days[0]).days + 1 > 120
+    start = (lambda d: d - timedelta(days=d.weekday())) if weekly else (lambda d: d)
+    expected: dict[str, dict[str, Decimal]] = {}
+    d = start(days[0])
+    while d <= days[-1]:
+        expected[d.isoformat()] = {}
+        d += timedelta(days=7 if weekly else 1)
+    for r in rows:
+        col = expected[start(date.fromisoformat(r["day"])).isoformat()]
+        col[r["model"]] = col.get(r["model"], Decimal(0)) + Decimal(r["cost_usd"])
+    drawn = js(browser, CHART_JS)
+    assert js(browser, "return document.getElementById('cost-chart').dataset.unit") == ("week" if weekly else "day")
+    assert [c["day"] for c in drawn] == list(expected), "one column per day (or week), gaps included"
+    for c in drawn:
+        want = expected[c["day"]]
+        assert abs(c["usd"] - float(sum(want.values(), Decimal(0)))) < 1e-6, c["day"]
+        assert sorted(c["models"]) == sorted(m for m, usd in want.items() if usd), c["day"]
+    busiest = max(drawn, key=lambda c: c["usd"])
+    height = js(
+        browser,
+        "const b = document.querySelector(`#cost-chart .col[data-day='${arguments[0]}'] .colbar`);"
+        "return b.getBoundingClientRect().height / b.parentElement.getBoundingClientRect().height;",
+        busiest["day"],
+    )
+    assert height > 0.99, "the costliest column is the full height"
 
 
 def test_health_view_shows_the_status(browser: Any, site: Site) -> None:

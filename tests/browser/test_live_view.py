@@ -267,7 +267,12 @@ def test_each_session_shows_the_tree_of_the_cli(browser: Any, site: Site) -> Non
         compactions = q(
             site.daemon.db, "SELECT count(*) FROM compactions WHERE session_id = ? AND occurred_at IS NOT NULL", (sid,)
         )[0][0]
-        assert js(browser, "return document.querySelectorAll('#timeline .compaction').length") == compactions
+        drawn = js(
+            browser,
+            "const t = document.getElementById('timeline');"
+            "return t ? t.querySelectorAll('.compaction').length + Number(t.dataset.hiddenCompactions) : 0",
+        )
+        assert drawn == compactions, "each compaction drawn, or counted as outside the stretch shown"
         if sid == biggest:
             browser.save_screenshot(str(site.shots / "session.png"))
 
@@ -696,6 +701,92 @@ def test_an_appended_transcript_line_shows_within_a_second(browser: Any, site: S
     assert js(browser, "return window.__noReload") == 1
     after = next(r for r in site.cli("sessions", "--all")["rows"] if r["session_id"] == sid)
     assert after["tokens"] == row["tokens"] + 15
+
+
+def _tool_lines(sid: str, cwd: str, start: datetime, n: int, tag: str) -> bytes:
+    """``n`` Bash calls (a tool_use and its tool_result each), a minute apart from ``start``."""
+    out = b""
+    for i in range(n):
+        at = start + timedelta(minutes=i)
+        use, done = (
+            at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            (at + timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        )
+        tid = f"toolu_{tag}_{i}"
+        base = {"sessionId": sid, "cwd": cwd, "isSidechain": False}
+        assistant = {
+            **base,
+            "type": "assistant",
+            "uuid": f"u-{tag}-{i}",
+            "timestamp": use,
+            "message": {
+                "id": f"msg_{tag}_{i}",
+                "role": "assistant",
+                "model": "claude-opus-4-6",
+                "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": f"echo {tag} {i}"}}],
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        }
+        result = {
+            **base,
+            "type": "user",
+            "uuid": f"r-{tag}-{i}",
+            "timestamp": done,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]},
+        }
+        out += orjson.dumps(assistant) + b"\n" + orjson.dumps(result) + b"\n"
+    return out
+
+
+TIMELINE_JS = """
+const t = document.getElementById('timeline');
+const bars = Object.fromEntries(
+  Array.from(t.querySelectorAll('.bar'), (b) => [b.dataset.toolUseId, parseFloat(b.style.left)]));
+return {mode: t.dataset.mode, stretches: Number(t.dataset.stretches), hidden: Number(t.dataset.hiddenCalls),
+        bars, gaps: Array.from(t.querySelectorAll('.track .gap'), (g) => g.title),
+        idle: Array.from(t.querySelectorAll('.axis-idle'), (g) => g.textContent)};
+"""
+
+
+def test_a_resumed_session_s_timeline_shows_its_last_stretch_or_every_stretch_with_the_idle_collapsed(
+    browser: Any, site: Site
+) -> None:
+    sid = str(uuid.uuid4())
+    cwd = "/tmp/timeline-proj"
+    folder = site.root / "-tmp-timeline-proj"
+    folder.mkdir(exist_ok=True)
+    first = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    resumed = first + timedelta(days=3, hours=4)
+    (folder / f"{sid}.jsonl").write_bytes(
+        _tool_lines(sid, cwd, first, 5, "early") + _tool_lines(sid, cwd, resumed, 3, "late")
+    )
+    wait_for(
+        "the new transcript projected",
+        lambda: any(r["session_id"] == sid for r in site.cli("sessions", "--all")["rows"]),
+    )
+    open_view(browser, site, f"#/session/{sid}", "session")
+    last = js(browser, TIMELINE_JS)
+    assert last["mode"] == "last" and last["stretches"] == 2
+    assert sorted(last["bars"]) == [f"toolu_late_{i}" for i in range(3)], "the last stretch fills the width"
+    assert last["hidden"] == 5 and "5 tool calls in 1 earlier stretch not drawn" in _text(browser, "timeline-hidden")
+    assert last["bars"]["toolu_late_0"] == 0 and last["bars"]["toolu_late_2"] > 50
+    _set(browser, "timeline-mode", "active", "change")
+    active = js(browser, TIMELINE_JS)
+    assert active["mode"] == "active" and active["hidden"] == 0 and len(active["bars"]) == 8
+    assert active["gaps"] and set(active["gaps"]) == {"idle 3 d 3 h"}, (
+        "the gap says how long (3 d 4 h less the 4 min 20 s)"
+    )
+    assert active["idle"] == ["3 d 3 h idle"]
+    # each stretch is drawn at its own scale: the late calls are not squeezed into the last pixels
+    assert active["bars"]["toolu_late_0"] < 80 and active["bars"]["toolu_early_4"] < active["bars"]["toolu_late_0"]
+    browser.save_screenshot(str(site.shots / "timeline.png"))
+    _set(browser, "timeline-mode", "whole", "change")
+    whole = js(browser, TIMELINE_JS)
+    assert whole["gaps"] == [] and whole["bars"]["toolu_late_0"] > 95, "the whole span: 3 days squeeze the rest"
+    # a redraw (a hook for the session) keeps the chosen mode
+    post_hook(site, {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": "again"})
+    wait_for("a redraw", lambda: "again" in _text(browser, "prompts-panel"), timeout_s=10)
+    assert js(browser, TIMELINE_JS)["mode"] == "whole"
 
 
 def test_the_page_works_under_localhost_too(browser: Any, site: Site) -> None:

@@ -83,47 +83,156 @@ function walk(root, out) {
   return out;
 }
 
-function timelineEl(tl, nodes) {
-  const times = [];
+// ---- the timeline ------------------------------------------------------------------------------------
+
+// Activity separated by more than this is two stretches; the gap between them is idle time.
+const IDLE_GAP_MS = 15 * 60 * 1000;
+const GAP_PCT = 4; // the width a collapsed idle gap takes
+export const TIMELINE_MODES = { last: "last stretch", active: "active spans", whole: "whole span" };
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many || one + "s"}`;
+}
+
+function fmtIdle(ms) {
+  const m = Math.round(ms / 60000);
+  if (m < 60) return `${m} min`;
+  const hours = Math.floor(m / 60);
+  if (hours < 48) return `${hours} h ${m % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+// The stretches of activity: [start, end] of each call (a running one until the last activity) and each
+// compaction, merged where they are at most IDLE_GAP_MS apart. Sorted; ms since the epoch.
+function stretchesOf(items) {
+  const sorted = items.filter((x) => !Number.isNaN(x[0])).sort((a, b) => a[0] - b[0]);
+  const out = [];
+  for (const [s, e] of sorted) {
+    const last = out[out.length - 1];
+    if (last && s - last.e <= IDLE_GAP_MS) last.e = Math.max(last.e, e);
+    else out.push({ s, e });
+  }
+  return out;
+}
+
+// A time -> percent map over `segs` laid side by side, each as wide as its share of the time drawn
+// (at least 3%), with GAP_PCT between two of them. null for a time outside every segment.
+function scaleOver(segs) {
+  const span = segs.reduce((a, g) => a + Math.max(g.e - g.s, 1000), 0);
+  const weights = segs.map((g) => Math.max(g.e - g.s, 1000, span * 0.03));
+  const total = weights.reduce((a, w) => a + w, 0);
+  const avail = 100 - GAP_PCT * (segs.length - 1);
+  let off = 0;
+  const placed = segs.map((g, i) => {
+    const w = (weights[i] / total) * avail;
+    const p = { ...g, off, w };
+    off += w + GAP_PCT;
+    return p;
+  });
+  const pct = (t) => {
+    for (const g of placed) if (t >= g.s && t <= g.e) return g.off + (g.e > g.s ? ((t - g.s) / (g.e - g.s)) * g.w : 0);
+    return null;
+  };
+  return { placed, pct };
+}
+
+function timelineEl(tl, nodes, mode) {
   const t = (iso) => (iso ? new Date(iso).getTime() : NaN);
-  for (const c of tl.tool_calls) times.push(t(c.started_at), t(c.ended_at));
-  for (const c of tl.compactions) times.push(t(c.occurred_at));
-  times.push(t(tl.started_at), t(tl.last_activity_at));
-  const known = times.filter((x) => !Number.isNaN(x));
   if (!tl.tool_calls.length && !tl.compactions.length) return h("p", { class: "muted" }, "No tool calls recorded.");
-  const t0 = Math.min(...known);
-  const t1 = Math.max(...known, t0 + 1000);
-  const pct = (x) => ((x - t0) / (t1 - t0)) * 100;
-  const grid = h("div", { class: "timeline", id: "timeline" });
+  const known = [];
+  for (const c of tl.tool_calls) known.push(t(c.started_at), t(c.ended_at));
+  for (const c of tl.compactions) known.push(t(c.occurred_at));
+  known.push(t(tl.started_at), t(tl.last_activity_at));
+  const times = known.filter((x) => !Number.isNaN(x));
+  const tEnd = Math.max(...times);
+  const endOf = (c) => {
+    const s = t(c.started_at);
+    const e = t(c.ended_at);
+    return Number.isNaN(e) ? (c.status === "running" ? tEnd : s) : Math.max(e, s);
+  };
+  const stretches = stretchesOf([...tl.tool_calls.map((c) => [t(c.started_at), endOf(c)]), ...tl.compactions.map((c) => [t(c.occurred_at), t(c.occurred_at)])]);
+  if (!stretches.length) stretches.push({ s: Math.min(...times), e: tEnd });
+  const segs = mode === "whole" ? [{ s: Math.min(...times), e: Math.max(tEnd, Math.min(...times) + 1000) }] : mode === "last" ? [stretches[stretches.length - 1]] : stretches;
+  const { placed, pct } = scaleOver(segs);
+  let hiddenCalls = 0;
+  let hiddenCompactions = 0;
+  const grid = h("div", { class: "timeline", id: "timeline", "data-mode": mode, "data-stretches": String(stretches.length) });
   for (const aid of tl.agents) {
     const node = nodes.get(aid);
     const label = aid === null ? "(no agent)" : (node ? agentLabel(node) + " " : "") + aid;
     const track = h("div", { class: "track", "data-agent-id": aid === null ? "" : aid });
     for (const c of tl.tool_calls.filter((x) => x.agent_id === aid)) {
       const s = t(c.started_at);
-      if (Number.isNaN(s)) continue;
-      const e = Number.isNaN(t(c.ended_at)) ? (c.status === "running" ? t1 : s) : t(c.ended_at);
+      const x0 = Number.isNaN(s) ? null : pct(s);
+      if (x0 === null) {
+        hiddenCalls += 1;
+        continue;
+      }
       const bar = h("span", {
         class: "bar " + cls(c.status, TOOL_STATUSES, "st-"),
         "data-tool-use-id": c.tool_use_id,
         title: `${c.tool_name || "?"}${c.input_summary ? ": " + c.input_summary.slice(0, 200) : ""} · ${c.status} · ${fmtDuration(c.duration_ms)} · ${c.started_at}`,
       });
-      bar.style.left = pct(s) + "%"; // CSSOM, allowed by the style-src policy (no inline style attribute)
-      bar.style.width = Math.max(0, pct(e) - pct(s)) + "%";
+      bar.style.left = x0 + "%"; // CSSOM, allowed by the style-src policy (no inline style attribute)
+      bar.style.width = Math.max(0, (pct(endOf(c)) ?? x0) - x0) + "%";
       track.append(bar);
     }
     for (const c of tl.compactions.filter((x) => x.agent_id === aid)) {
       const at = t(c.occurred_at);
-      if (Number.isNaN(at)) continue;
+      const x = Number.isNaN(at) ? null : pct(at);
+      if (x === null) {
+        if (!Number.isNaN(at)) hiddenCompactions += 1;
+        continue;
+      }
       const mark = h("span", { class: "compaction", "data-boundary-id": c.boundary_id, title: `compaction (${c.trigger || "?"}) at ${c.occurred_at}` + (c.pre_tokens ? `, ${fmtTokens(c.pre_tokens)} tokens before` : "") });
-      mark.style.left = pct(at) + "%";
+      mark.style.left = x + "%";
       track.append(mark);
+    }
+    for (let i = 1; i < placed.length; i++) {
+      const gap = h("span", { class: "gap", title: `idle ${fmtIdle(placed[i].s - placed[i - 1].e)}` });
+      gap.style.left = placed[i - 1].off + placed[i - 1].w + "%";
+      gap.style.width = GAP_PCT + "%";
+      track.append(gap);
     }
     append(grid, [h("div", { class: "lane-label", title: label }, label), track]);
   }
-  append(grid, [h("div", { class: "axis" }, fmtTime(new Date(t0).toISOString()), fmtTime(new Date(t1).toISOString()))]);
+  grid.dataset.hiddenCalls = String(hiddenCalls);
+  grid.dataset.hiddenCompactions = String(hiddenCompactions);
+  const axis = h("div", { class: "axis" });
+  for (const [i, g] of placed.entries()) {
+    if (i && g.w < 12) continue; // too narrow for a label: its gap's hover says how long the idle was
+    const at = h("span", { class: "axis-at", title: new Date(g.s).toISOString() }, fmtTime(new Date(g.s).toISOString()));
+    at.style.left = g.off + "%";
+    axis.append(at);
+    if (i) {
+      const idle = h("span", { class: "axis-idle" }, `${fmtIdle(g.s - placed[i - 1].e)} idle`);
+      idle.style.left = g.off - GAP_PCT + "%";
+      axis.append(idle);
+    }
+  }
+  const last = placed[placed.length - 1];
+  const end = h("span", { class: "axis-end" }, fmtTime(new Date(last.e).toISOString()));
+  axis.append(end);
+  append(grid, [axis]);
   const legend = h("div", { class: "legend" }, ["completed", "running", "failed", "interrupted", "compaction"].map((s) => h("span", {}, h("span", { class: "swatch sw-" + s }), s)));
-  return [legend, grid];
+  const note =
+    hiddenCalls || hiddenCompactions
+      ? h("p", { class: "muted", id: "timeline-hidden" }, `${plural(hiddenCalls, "tool call")}${hiddenCompactions ? ` and ${plural(hiddenCompactions, "compaction")}` : ""} in ${plural(stretches.length - 1, "earlier stretch", "earlier stretches")} not drawn: choose "active spans" to see them.`)
+      : null;
+  return [legend, grid, note];
+}
+
+// The timeline with its mode control; the mode is `state.mode` (kept across redraws).
+function timelinePanel(tl, nodes, state) {
+  const panel = h("div", { id: "timeline-panel" });
+  const select = h("select", { id: "timeline-mode", "aria-label": "timeline range" }, Object.entries(TIMELINE_MODES).map(([k, v]) => h("option", { value: k, selected: k === state.mode }, v)));
+  const draw = () => panel.replaceChildren(h("div", { class: "controls" }, h("label", {}, "Show ", select)), ...[timelineEl(tl, nodes, state.mode)].flat().filter(Boolean));
+  select.addEventListener("change", () => {
+    state.mode = select.value;
+    draw();
+  });
+  draw();
+  return panel;
 }
 
 function resultEl(r) {
@@ -179,6 +288,7 @@ function promptsEl(prompts) {
 
 export function sessionView(id) {
   const body = h("div", { id: "session-body" });
+  const timeline = { mode: "last" };
   return {
     name: "session",
     session: id,
@@ -221,7 +331,7 @@ export function sessionView(id) {
       if (tree.orphans.length) sections.push(h("h2", {}, "Orphans (no parent known)"), h("section", { class: "panel", id: "orphans" }, h("ul", { class: "tree" }, tree.orphans.map((n) => treeItem(n, tl.spawns)))));
       if (tree.compaction_agents.length) sections.push(h("h2", {}, "Compaction sidechains"), h("section", { class: "panel", id: "compaction-agents" }, h("ul", { class: "tree" }, tree.compaction_agents.map((n) => treeItem(n, tl.spawns)))));
       if (tree.unattributed) sections.push(h("h2", {}, "Usage with no agent"), h("section", { class: "panel", id: "unattributed" }, fmtTokens(tree.unattributed.tokens), " tokens ", costEl(tree.unattributed)));
-      sections.push(h("h2", {}, "Tool calls"), h("section", { class: "panel" }, timelineEl(tl, nodes), toolTable(tl, nodes)));
+      sections.push(h("h2", {}, "Tool calls"), h("section", { class: "panel" }, timelinePanel(tl, nodes, timeline), toolTable(tl, nodes)));
       const wasOpen = new Map(Array.from(body.querySelectorAll("details[data-key]"), (d) => [d.dataset.key, d.open]));
       body.replaceChildren(...sections);
       // What the reader opened or closed stays so while the session goes on (every hook redraws it).

@@ -40,6 +40,8 @@ DIGEST: dict[str, tuple[str, str]] = {
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
     "tasks": ("*", "session_id, task_id"),
+    "prompts": ("*", "session_id, prompt_id"),
+    "cc_model_usage": ("*", "session_id, model"),
     "events": ("*", "raw_event_id"),
     "rate_limit_samples": ("*", "raw_event_id"),
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),

@@ -55,9 +55,11 @@ from ingestd.core.records import LogRow
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.rows import (
     AgentRow,
+    CcModelUsageRow,
     CompactionRow,
     EdgeRow,
     EventRow,
+    PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
     SessionRow,
@@ -91,6 +93,8 @@ PROJECTION_TABLES = (
     "tool_calls",
     "compactions",
     "tasks",
+    "prompts",
+    "cc_model_usage",
     "events",
     "rate_limit_samples",
     "summaries",
@@ -131,6 +135,8 @@ UPSERT_TOKENS = upsert_sql(
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"), marks="%s")
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"), marks="%s")
 UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"), marks="%s")
+UPSERT_PROMPT = upsert_sql("prompts", PromptRow._fields, ("session_id", "prompt_id"), marks="%s")
+UPSERT_CC_MODEL = upsert_sql("cc_model_usage", CcModelUsageRow._fields, ("session_id", "model"), marks="%s")
 INSERT_EVENT = upsert_sql(
     "events", ("raw_event_id", "host_id", *EventRow._fields[1:]), ("raw_event_id",), update=(), marks="%s"
 )
@@ -221,6 +227,10 @@ def write_changes(
             cur.executemany(UPSERT_COMPACTION, ch.compactions)
         if ch.tasks:
             cur.executemany(UPSERT_TASK, ch.tasks)
+        if ch.prompts:
+            cur.executemany(UPSERT_PROMPT, ch.prompts)
+        if ch.cc_model_usage:
+            cur.executemany(UPSERT_CC_MODEL, ch.cc_model_usage)
         if ch.events:
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
         if ch.rate_limit_samples:

@@ -14,9 +14,11 @@ from ingestd.core.derive_agents import COMPACTION_PREFIX, View, agent_rows, lega
 from ingestd.core.rows import (
     AgentKey,
     AgentRow,
+    CcModelUsageRow,
     CompactionRow,
     EdgeRow,
     EventRow,
+    PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
     SearchDocRow,
@@ -53,6 +55,8 @@ class Changes:
         tool_calls: ``ToolCallRow`` (key session_id, tool_use_id).
         compactions: ``CompactionRow`` (key session_id, boundary_id).
         tasks: ``TaskRow`` (key session_id, task_id).
+        prompts: ``PromptRow`` (key session_id, prompt_id).
+        cc_model_usage: ``CcModelUsageRow`` (key session_id, model), Claude Code's own totals.
         events: ``EventRow`` (key raw_event_id), one per hook delivery.
         rate_limit_samples: ``RateLimitSampleRow`` (key raw_event_id), one per status-line snapshot.
         search_docs: ``SearchDocRow`` (key doc_id), the text of transcript records
@@ -72,6 +76,8 @@ class Changes:
     tool_calls: list[ToolCallRow] = field(default_factory=list)
     compactions: list[CompactionRow] = field(default_factory=list)
     tasks: list[TaskRow] = field(default_factory=list)
+    prompts: list[PromptRow] = field(default_factory=list)
+    cc_model_usage: list[CcModelUsageRow] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     rate_limit_samples: list[RateLimitSampleRow] = field(default_factory=list)
     search_docs: list[SearchDocRow] = field(default_factory=list)
@@ -94,6 +100,8 @@ class Changes:
         self.tool_calls.extend(other.tool_calls)
         self.compactions.extend(other.compactions)
         self.tasks.extend(other.tasks)
+        self.prompts.extend(other.prompts)
+        self.cc_model_usage.extend(other.cc_model_usage)
         self.events.extend(other.events)
         self.rate_limit_samples.extend(other.rate_limit_samples)
         self.search_docs.extend(other.search_docs)
@@ -128,6 +136,8 @@ def storable_changes(ch: Changes) -> Changes:
         ch.tool_calls,
         ch.compactions,
         ch.tasks,
+        ch.prompts,
+        ch.cc_model_usage,
         ch.events,
         ch.rate_limit_samples,
         ch.quarantine,
@@ -167,7 +177,22 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         ch.tasks.append(
             TaskRow(state.session_id, tid, k.subject, k.description, k.teammate, status, k.created_at, k.completed_at)
         )
+    for pid in sorted(t.prompts):
+        p = state.prompts[pid]
+        ch.prompts.append(
+            PromptRow(state.session_id, pid, p.index, p.text[1] if p.text else None, p.first_at, p.last_at)
+        )
+    if t.cost_state:
+        ch.cc_model_usage.extend(_cc_model_usage(state))
     return ch
+
+
+def _cc_model_usage(state: SessionState) -> list[CcModelUsageRow]:
+    """A row per model any ``cost-state`` of the session named: the latest record's figures, None
+    where the latest record does not name the model (so no stale row outlives a newer record)."""
+    latest = dict(state.cost_state.models) if state.cost_state is not None else {}
+    empty = (None,) * 7
+    return [CcModelUsageRow(state.session_id, m, *latest.get(m, empty)) for m in sorted(state.cost_models)]
 
 
 def _unmatched_notices(v: View) -> int:
@@ -225,6 +250,8 @@ def _session_row(state: SessionState, unmatched: int) -> SessionRow:
         (state.turn_end[1] or None) if state.turn_end else None,
         last(state.switched_model),
         unmatched,
+        state.cost_state.total_usd if state.cost_state is not None else None,
+        state.last_prompt[1] if state.last_prompt is not None else None,
     )
 
 

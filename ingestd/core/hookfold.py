@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ingestd.core.blocks import notice
+from ingestd.core.activity import hook_prompt
+from ingestd.core.blocks import is_notice, notice
 from ingestd.core.records import LogRow
 from ingestd.core.rows import EventRow
 from ingestd.core.state import SPAWN_TOOLS, SessionState, Spawn, TaskEv
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED, INTERRUPTED, RUNNING
-from ingestd.core.touch import Touched, agent_ev, link, note_result, note_title, note_tool
+from ingestd.core.touch import Touched, agent_ev, link, note_prompt, note_result, note_title, note_tool
 
 _TOOL_STATUS = {"PreToolUse": RUNNING, "PostToolUse": COMPLETED, "PostToolUseFailure": FAILED}
 _WAITING = frozenset(("Stop", "Notification", "StopFailure", "Elicitation"))
@@ -93,6 +94,9 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         _s(obj, "prompt_id"),
     )
     _session_fields(state, h, t)
+    if h.prompt_id is not None:
+        typed = hook_prompt(obj) if h.name == "UserPromptSubmit" and not h.agent_id else None
+        note_prompt(state, t, h.prompt_id, h.ts, text=None if is_notice(typed) else typed)
     if h.name in _NEUTRAL:
         if h.name == "PostModelSwitch":
             _model_switch(state, h)

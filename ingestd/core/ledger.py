@@ -61,6 +61,7 @@ PINS: tuple[Pin, ...] = (
     Pin(22, "search", "dc6fbb9f11bb51f20981724eb5a0180c639a1ae622a1f956b465c464ed777e25"),
     Pin(23, "hook_projections", "469d9ae9b9a910f1bcb374035a71e5f5f9d9c953ea7334a2b05bb24b08b13932"),
     Pin(24, "usage_columns", "7503acb39cdf066f4601f97658bbeb55d4b916d86240974a5ac5b640dae61d18"),
+    Pin(25, "claude_code_totals", "214a0fbc16b7fc994a0f9307164e434c341eba5958ab28300a7357686a22ac31"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -85,6 +86,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(8, "rate_limit_samples", "4e373c63c9b6307e8eb112ba6e6ba2da25d90801592219183e0e022ae06e6df7"),
     Pin(9, "hook_projections", "5162336416a50798083916c137bda048fc2384f0f0e9d4cbcae269b25248d0d6"),
     Pin(10, "usage_columns", "a93580fa404fd2cc8708b581f7ae083ee80c6748689e1a2fe7b29929c30f6a1f"),
+    Pin(11, "claude_code_totals", "55f7fe2754cc8891b24b09d096238795c8db84c2f49b4540b84ae931574db763"),
 )
 
 

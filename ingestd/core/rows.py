@@ -20,6 +20,9 @@ class SessionRow(NamedTuple):
     Stop (or none arrived). ``switched_to_model``: the ``to_model`` of the latest PostModelSwitch
     (None: no switch; each message's usage keeps the model that answered it).
     ``unmatched_notices``: int, the ``<task-notification>`` task ids that name no agent of the session.
+    ``cc_cost_usd``: float | None, the ``totalCostUSD`` of the session's latest ``cost-state`` record
+    (Claude Code's own total, US dollars; its models are ``CcModelUsageRow``s), None: no such record.
+    ``last_prompt``: str | None, the ``lastPrompt`` of the latest ``last-prompt`` record.
     """
 
     id: str
@@ -38,6 +41,8 @@ class SessionRow(NamedTuple):
     error_type: str | None = None
     switched_to_model: str | None = None
     unmatched_notices: int = 0
+    cc_cost_usd: float | None = None
+    last_prompt: str | None = None
 
 
 class AgentRow(NamedTuple):
@@ -167,6 +172,49 @@ class TaskRow(NamedTuple):
     status: str
     created_at: str | None
     completed_at: str | None
+
+
+class PromptRow(NamedTuple):
+    """One ``prompts`` row (key ``(session_id, prompt_id)``): a user prompt of the session.
+
+    Attributes:
+        session_id: str; prompt_id: str, Claude Code's ``promptId`` / hooks' ``prompt_id`` (2.1.196+).
+        prompt_index: int | None, ``turnPosition.promptIndex`` (2.1.3xx), None when no record says it.
+        text: str | None, what the person typed (storable form), None when no record says it (a
+            turn a ``<task-notification>`` started, a prompt whose record was not read).
+        first_at / last_at: str, canonical UTC, the earliest / latest record or hook naming it.
+    """
+
+    session_id: str
+    prompt_id: str
+    prompt_index: int | None
+    text: str | None
+    first_at: str | None
+    last_at: str | None
+
+
+class CcModelUsageRow(NamedTuple):
+    """One ``cc_model_usage`` row (key ``(session_id, model)``): one model of the session's latest
+    ``cost-state`` record, Claude Code's own totals (never usage: ``token_usage`` holds the billed
+    messages). Every model any ``cost-state`` of the session named has a row; a model the latest
+    record does not name has None in every count.
+
+    Attributes:
+        session_id: str; model: str.
+        input_tokens / output_tokens / cache_read_tokens / cache_write_5m_tokens /
+        cache_write_1h_tokens: int | None, tokens; web_search_requests: int | None.
+        cost_usd: float | None, Claude Code's price of them (US dollars).
+    """
+
+    session_id: str
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_5m_tokens: int | None
+    cache_write_1h_tokens: int | None
+    web_search_requests: int | None
+    cost_usd: float | None
 
 
 class RateLimitSampleRow(NamedTuple):

@@ -189,6 +189,59 @@ class TaskEv:
     completed_at: str | None = None
 
 
+@dataclass(slots=True)
+class PromptEv:
+    """One user prompt of the session (its ``promptId`` / ``prompt_id``, 2.1.196+), every field a join.
+
+    Attributes:
+        first_at / last_at: str | None, canonical UTC, the earliest / latest time of a record or
+            hook naming the prompt (a transcript record's timestamp, a hook's receipt).
+        index: int | None, ``turnPosition.promptIndex`` of a user record (2.1.3xx), min.
+        text: (ts, text) | None, min: what the person typed (``activity.prompt_text`` of a main-thread
+            user record, a UserPromptSubmit hook's ``prompt``), None when no record says it.
+    """
+
+    first_at: str | None = None
+    last_at: str | None = None
+    index: int | None = None
+    text: tuple[str, str] | None = None
+
+
+class ModelTotals(NamedTuple):
+    """One model's entry of a ``cost-state`` record's ``modelUsage``: Claude Code's own totals.
+
+    Attributes:
+        input_tokens / output_tokens / cache_read_tokens / cache_write_5m_tokens /
+        cache_write_1h_tokens: int | None, tokens (None: absent or not a count).
+        web_search_requests: int | None. cost_usd: float | None, US dollars (Claude Code's price).
+    """
+
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_5m_tokens: int | None
+    cache_write_1h_tokens: int | None
+    web_search_requests: int | None
+    cost_usd: float | None
+
+
+# A record's place in the log: (generation, byte offset, origin), for records without a timestamp.
+PlaceKey = tuple[int, int, str]
+
+
+class CostState(NamedTuple):
+    """The latest ``cost-state`` record of the session (by its place in the log, ``PlaceKey``).
+
+    Attributes:
+        place: PlaceKey. total_usd: float | None, ``totalCostUSD``.
+        models: tuple of (model, ``ModelTotals``), sorted by model.
+    """
+
+    place: PlaceKey
+    total_usd: float | None
+    models: tuple[tuple[str, ModelTotals], ...]
+
+
 class SpawnResult(NamedTuple):
     """A spawn's ``tool_result`` (or its hook's PostToolUse): ``is_error`` 1 / 0, the error's cause
     (``toolstatus.spawn_cause``), the result's time. Ordered so the join keeps an error over a
@@ -235,6 +288,11 @@ class SessionState:
     tasks: dict[str, TaskEv] = field(default_factory=dict)  # task_id -> its evidence
     # compact_boundary uuid -> (ts, summary) min of the ``isCompactSummary`` user record under it
     compact_summaries: dict[str, tuple[str, str]] = field(default_factory=dict)
+    prompts: dict[str, PromptEv] = field(default_factory=dict)  # prompt id -> its evidence
+    # the latest ``cost-state`` record (max by place) and every model any of them named (union)
+    cost_state: CostState | None = None
+    cost_models: set[str] = field(default_factory=set)
+    last_prompt: tuple[PlaceKey, str] | None = None  # (place, lastPrompt) max of ``last-prompt`` records
     end_at: str | None = None  # the latest SessionEnd's receipt
     start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 
 from ingestd.core.records import LogRow
 from ingestd.core.rows import QuarantineRow
-from ingestd.core.state import EDGE_RANK, LEGACY_PREFIX, AgentEv, SessionState, SpawnResult, TitleKey, ToolEv
+from ingestd.core.state import (
+    EDGE_RANK,
+    LEGACY_PREFIX,
+    AgentEv,
+    PromptEv,
+    SessionState,
+    SpawnResult,
+    TitleKey,
+    ToolEv,
+)
 from ingestd.core.toolstatus import RUNNING
 
 
@@ -34,6 +43,8 @@ class Touched:
     tools: set[str] = field(default_factory=set)
     compactions: set[str] = field(default_factory=set)
     tasks: set[str] = field(default_factory=set)
+    prompts: set[str] = field(default_factory=set)
+    cost_state: bool = False  # a ``cost-state`` record was folded: its models' rows are derived
     summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
     quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
@@ -124,6 +135,25 @@ def note_result(state: SessionState, tuid: str, is_error: bool, cause: str | Non
     prev = state.results.get(tuid)
     if prev is None or (cand.is_error, cand.cause or "", cand.ts) > (prev.is_error, prev.cause or "", prev.ts):
         state.results[tuid] = cand
+
+
+def note_prompt(
+    state: SessionState, t: Touched, pid: str, ts: str, *, index: int | None = None, text: str | None = None
+) -> None:
+    """Merge one piece of evidence naming prompt ``pid`` at ``ts`` (every field a join: min / max):
+    ``index`` its ``turnPosition.promptIndex``, ``text`` what the person typed."""
+    cur = state.prompts.get(pid)
+    if cur is None:
+        cur = state.prompts[pid] = PromptEv()
+    if cur.first_at is None or ts < cur.first_at:
+        cur.first_at = ts
+    if cur.last_at is None or ts > cur.last_at:
+        cur.last_at = ts
+    if index is not None and (cur.index is None or index < cur.index):
+        cur.index = index
+    if text is not None and (cur.text is None or (ts, text) < cur.text):
+        cur.text = (ts, text)
+    t.prompts.add(pid)
 
 
 def note_title(state: SessionState, kind: str, key: TitleKey, text: str) -> None:

@@ -9,10 +9,12 @@ checked, nothing more.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ingestd.core.activity import prompt_text
 from ingestd.core.blocks import SYNTHETIC, assistant, progress, queue, text_of, user
 from ingestd.core.oversized import OVERSIZED
 from ingestd.core.records import LogRow, PathInfo, path_info
@@ -21,10 +23,12 @@ from ingestd.core.state import (
     RANK_MAIN,
     RANK_SIDECHAIN,
     CompactionEv,
+    CostState,
+    ModelTotals,
     SessionState,
 )
 from ingestd.core.toolstatus import END, synthetic_kind
-from ingestd.core.touch import Touched, agent_ev, link, note_title
+from ingestd.core.touch import Touched, agent_ev, link, note_prompt, note_title
 from ingestd.core.validate import INFER, MAX_TOKENS, index_time, note_time
 
 
@@ -66,8 +70,78 @@ def _title(kind: str, field: str) -> Callable[[SessionState, LogRow, dict[str, A
     return fold_title
 
 
+def _count(v: Any) -> int | None:
+    """A count Claude Code reports: an int (not bool) in ``0..MAX_TOKENS``, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else None
+
+
+MAX_USD = 1e12  # a reported cost past this is no cost
+
+
+def _usd(v: Any) -> float | None:
+    """A cost Claude Code reports: a finite number in ``0..MAX_USD`` (US dollars), else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) and 0 <= f <= MAX_USD else None
+
+
+def _cost_state(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """A ``cost-state`` record (2.1.3xx; ../shared/live-2.1.332/projects/-home-user-proj/f062db45-….jsonl
+    last line): Claude Code's own running totals of the session, ``totalCostUSD`` and per model
+    ``modelUsage`` ``{inputTokens, outputTokens, cacheReadInputTokens,
+    cacheCreationEphemeral5mInputTokens, cacheCreationEphemeral1hInputTokens, webSearchRequests,
+    costUSD}``. No timestamp: the latest by place in the log wins (each record restates the whole
+    totals). Never usage: these are Claude Code's figures, shown beside ingestd's, never added."""
+    mu = obj.get("modelUsage")
+    models: list[tuple[str, ModelTotals]] = []
+    if isinstance(mu, dict):
+        for model, u in mu.items():
+            if not model or not isinstance(u, dict):
+                continue
+            w5 = u.get("cacheCreationEphemeral5mInputTokens")
+            w1 = u.get("cacheCreationEphemeral1hInputTokens")
+            if w5 is None and w1 is None:  # a total with no split is 5-minute writes (the API's default)
+                w5 = u.get("cacheCreationInputTokens")
+                w1 = 0 if _count(w5) is not None else None
+            models.append(
+                (
+                    model,
+                    ModelTotals(
+                        _count(u.get("inputTokens")),
+                        _count(u.get("outputTokens")),
+                        _count(u.get("cacheReadInputTokens")),
+                        _count(w5),
+                        _count(w1),
+                        _count(u.get("webSearchRequests")),
+                        _usd(u.get("costUSD")),
+                    ),
+                )
+            )
+    total = _usd(obj.get("totalCostUSD"))
+    if total is None and not models:
+        return
+    cs = CostState((row.origin_gen, row.origin_offset or 0, row.origin), total, tuple(sorted(models)))
+    if state.cost_state is None or cs > state.cost_state:
+        state.cost_state = cs
+    state.cost_models.update(m for m, _ in models)
+    t.cost_state = True
+
+
+def _last_prompt(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> None:
+    """A ``last-prompt`` record (2.1.3xx): ``{lastPrompt, leafUuid}``, the text of the session's
+    latest prompt; no timestamp, so the latest by place in the log wins."""
+    v = obj.get("lastPrompt")
+    if isinstance(v, str) and v.strip():
+        cur = ((row.origin_gen, row.origin_offset or 0, row.origin), v)
+        if state.last_prompt is None or cur > state.last_prompt:
+            state.last_prompt = cur
+
+
 # Records without a timestamp: folded and done (they are no activity).
 _UNTIMED: dict[str, Callable[[SessionState, LogRow, dict[str, Any], Touched], None]] = {
+    "cost-state": _cost_state,
+    "last-prompt": _last_prompt,
     "summary": _summary,
     # `{"type":"custom-title","customTitle":…,"sessionId":…}` (`/rename`)
     "custom-title": _title("custom-title", "customTitle"),
@@ -154,6 +228,11 @@ def _activity(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: 
     main = agent == state.session_id
     rank = RANK_MAIN if main and obj.get("isSidechain") is not True else RANK_SIDECHAIN
     _meta(state, obj, ts, rank)
+    pid = obj.get("promptId")  # 2.1.196+: the prompt whose turn this record is (main and subagent files)
+    if isinstance(pid, str) and pid:
+        pos = obj.get("turnPosition")
+        index = _count(pos.get("promptIndex")) if isinstance(pos, dict) else None
+        note_prompt(state, t, pid, ts, index=index, text=prompt_text(obj) if main and kind == "user" else None)
     if state.first_ts is None or ts < state.first_ts:
         state.first_ts = ts
     if state.last_ts is None or ts > state.last_ts:

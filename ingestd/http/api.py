@@ -52,6 +52,7 @@ from ingestd.http.metrics import Unavailable, exposition
 from ingestd.report.blocks import blocks_report
 from ingestd.report.cost import GROUPINGS, check_by, cost_report
 from ingestd.report.limits import limits_report
+from ingestd.report.prompts import prompts_report
 from ingestd.report.search import DEFAULT_LIMIT as SEARCH_LIMIT
 from ingestd.report.search import search_report
 from ingestd.report.sessions import SORTS, Narrow, projects_report, sessions_report
@@ -182,9 +183,18 @@ async def projects(request: web.Request) -> web.Response:
     return await _run(request, projects_report)
 
 
+TREE_BY = ("agent", "prompt")
+"""How ``GET /api/sessions/{id}/tree?by=`` groups a session's work (``ingestd tree --by``)."""
+
+
 async def tree(request: web.Request) -> web.Response:
-    """``GET /api/sessions/{id}/tree``."""
+    """``GET /api/sessions/{id}/tree`` (``?by=prompt``: the work grouped by prompt)."""
     session = request.match_info["id"]
+    by = request.query.get("by") or "agent"
+    if by not in TREE_BY:
+        return _error(InputError(f"by must be one of {', '.join(TREE_BY)}, not {by!r}"))
+    if by == "prompt":
+        return await _run(request, lambda c: prompts_report(c, session))
     return await _run(request, lambda c: tree_report(c, session))
 
 

@@ -23,6 +23,8 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tool_calls", ("session_id", "tool_use_id")),
     ("compactions", ("session_id", "boundary_id")),
     ("tasks", ("session_id", "task_id")),
+    ("prompts", ("session_id", "prompt_id")),
+    ("cc_model_usage", ("session_id", "model")),
     ("events", ("raw_event_id",)),
     ("rate_limit_samples", ("raw_event_id",)),
     # a document's ids are its log row's (arrival order): its record's place and content identify it

@@ -41,6 +41,8 @@ PROJECTION_TABLES = (
     "rate_limit_samples",
     "compactions",
     "tasks",
+    "prompts",
+    "cc_model_usage",
     "tool_calls",
     "orchestration_edges",
     "token_usage",

@@ -20,6 +20,8 @@ TABLES: dict[str, str] = {
     "token_usage_rollup": "Tokens per bucket per session, model and quarter-hour slot, equal to a scan of token_usage.",
     "tool_calls": "Every tool call: name, agent, start, end, status.",
     "compactions": "Context compactions: when, which agent, trigger, tokens before.",
+    "prompts": "Each user prompt of a session (promptId): its text, its place, when it was first and last named.",
+    "cc_model_usage": "Claude Code's own totals per session and model (cost-state), beside ingestd's; never added.",
     "events": "Hook deliveries (one per event; pruned by retention).",
     "rate_limit_samples": "Claude Code's official plan limits from the status line (5-hour, 7-day).",
     "search_docs": "What the full-text index holds: prompts, assistant text, tool inputs, titles, summaries.",

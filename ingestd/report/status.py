@@ -14,6 +14,7 @@ from typing import Any
 
 from ingestd.core.timefmt import format_utc, parse
 from ingestd.core.validate import FUTURE_DETAIL
+from ingestd.report.claudetotals import totals_section
 from ingestd.report.search import index_size
 from ingestd.report.usage import UNPRICED, RateTable, Usage, load_rates
 from ingestd.store.connection import Db, scalar, storage_errors
@@ -176,7 +177,9 @@ def status_report(
     Returns:
         ``{"now", "daemon", "live", "as_of", "schema", "database", "host", "rows", "sessions", "agents",
         "last_ingest_at", "last_hook_at", "last_commit_at", "tail", "watchdog", "skipped", "oversized", "counters",
-        "unpriced", "last_prune", "backup", "quarantine", "notices"}``; ``notices`` is ``notices_section``;
+        "unpriced", "last_prune", "backup", "quarantine", "notices", "claude_totals"}``; ``notices`` is
+        ``notices_section``; ``claude_totals`` is ``report.claudetotals.totals_section`` (the sessions
+        whose Claude Code cost-state differs from ingestd's, counted);
         ``skipped`` is ``{"lines": int, "by_reason": {reason: int}}`` (the reasons break the lines down);
         ``oversized`` is ``{"lines": int}``, the transcript lines longer than ``max_line_bytes`` logged
         as marker rows (``ingest --json``'s ``oversized``);
@@ -202,6 +205,7 @@ def status_report(
             "sessions": {"by_status": sessions_by_status, "active": _active(sessions_by_status)},
             "agents": {"by_status": _counts(conn, "SELECT status, count(*) FROM agents GROUP BY 1 ORDER BY 1")},
             "notices": notices_section(conn),
+            "claude_totals": totals_section(conn, load_rates(conn)),
             **seen,
             "tail": _tail(conn, now, seen["last_ingest_at"], stat_files),
             "watchdog": {"window_s": effective_window(conn), **clock_section(conn, now)},

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ingestd.core.timefmt import parse
+from ingestd.report.claudetotals import totals_line
 from ingestd.report.printable import printable
 from ingestd.report.render import skipped_line, tokens
 from ingestd.report.short import cut_start
@@ -197,6 +198,9 @@ def _detail_rows(doc: dict[str, Any], width: int) -> list[Row]:
     ]
     if (doc.get("notices") or {}).get("unmatched"):  # a row only when there are some: the screen keeps the answer
         out.append(("notices", Text(notices_line(doc.get("notices")))))
+    cc = doc.get("claude_totals") or {}
+    if cc.get("tokens_differ") or cc.get("cost_differs"):  # likewise: a row only when they disagree
+        out.append(("claude", Text(totals_line(cc), style="yellow")))
     if not live:
         out.append(("", Text(f"(as of {doc.get('as_of') or 'never'}, daemon not running)", style="yellow")))
     out += [

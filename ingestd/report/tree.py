@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.errors import InputError
+from ingestd.report.claudetotals import claude_totals
 from ingestd.report.sessions import _COLUMNS, session_row
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.store.connection import Db, storage_errors
@@ -175,11 +176,13 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
     """The agent tree of one session (``session``: an id or a unique prefix). Read-only.
 
     Returns:
-        ``{"session", "tree", "orphans", "compaction_agents", "unattributed", "agents"}``. ``session``
-        is the ``sessions`` row (cost from the rollup); ``tree`` the main agent's node (or None);
-        each node has its fields, ``edge`` (provenance), ``tool_calls``, ``own`` and ``subtree`` cost
-        keys and ``children``. ``orphans`` are subagents with no parent evidence (or whose parent is
-        not an agent of the session), with ``orphan_reason``; ``unattributed`` is usage with no agent.
+        ``{"session", "tree", "orphans", "compaction_agents", "unattributed", "agents", "claude_code"}``.
+        ``session`` is the ``sessions`` row (cost from the rollup); ``claude_code`` Claude Code's own
+        figures beside it (``claudetotals.claude_totals``: never added to any cost here); ``tree``
+        the main agent's node (or None); each node has its fields, ``edge`` (provenance),
+        ``tool_calls``, ``own`` and ``subtree`` cost keys and ``children``. ``orphans`` are subagents
+        with no parent evidence (or whose parent is not an agent of the session), with
+        ``orphan_reason``; ``unattributed`` is usage with no agent.
 
     Raises:
         InputError: see ``resolve_session``.
@@ -190,6 +193,7 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         srow = conn.execute(f"SELECT {_COLUMNS} FROM sessions s WHERE s.id = ?", (sid,)).fetchall()[0]
         session_doc = session_row(conn, srow, rates)
         agents, unattributed = _load(conn, sid, rates)
+        own_figures = claude_totals(conn, sid, rates)
     orphans: list[tuple[str, str]] = []
     compaction: list[str] = []
     main = sid if sid in agents else next((k for k, a in agents.items() if a.row[1] == "main"), None)
@@ -225,4 +229,5 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         "orphans": orphan_nodes,
         "compaction_agents": compaction_nodes,
         "unattributed": unattributed.to_json() if unattributed.tokens or unattributed.billed_messages else None,
+        "claude_code": own_figures,
     }

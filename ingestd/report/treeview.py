@@ -156,5 +156,64 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
         u = Text(f"usage with no agent: {tokens(doc['unattributed']['tokens'])} tok ", style="dim")
         u.append_text(usd(doc["unattributed"]))
         root.add(u)
+    for line in claude_code_lines(doc.get("claude_code"), zone):
+        root.add(Text("\n".join(flow(line.split("  "), width)), style="cyan"))
     console.print(root)
+    unpriced_note(console, s, store=store)
+
+
+def claude_code_lines(cc: dict[str, Any] | None, zone: Zone) -> list[str]:
+    """Claude Code's own figures as lines (phrases joined by two spaces): its cost-state totals and
+    whether they agree with ingestd's (each differing count, per model), its status line's estimate. Pure."""
+    if not cc:
+        return []
+    out: list[str] = []
+    st = cc.get("cost_state")
+    if st:
+        total = "?" if st["cost_usd"] is None else f"${st['cost_usd']:.6f}"
+        verdict = "tokens agree" if st["tokens_agree"] else "TOKENS DIFFER"
+        if st["cost_agrees"] is False:
+            verdict += ", COST DIFFERS"
+        elif st["cost_agrees"]:
+            verdict += ", cost agrees"
+        out.append(f"Claude Code's own totals (cost-state): {total}  {verdict}  (never added to ingestd's)")
+        for m in st["models"]:
+            for k in m["differs"]:
+                a, b = m["claude_code"][k], m["ingestd"][k]
+                out.append(f"  {m['model']} {k}: Claude Code {tokens(a)}, ingestd {tokens(b)}")
+    line = cc.get("status_line")
+    if line:
+        at = when(line["sampled_at"], zone)
+        out.append(f"Claude Code's status line: ${line['cost_usd']:.4f} (its estimate, {at})")
+    return out
+
+
+def render_prompts(console: Console, doc: dict[str, Any], zone: Zone, *, store: bool = False) -> None:
+    """A session's work by prompt (``report.prompts``): each prompt in the order it began, with when,
+    its text, the subagents, tool calls, tokens and cost of the work placed there."""
+    doc = printable(doc)
+    s = doc["session"]
+    width = console.width
+    head = [
+        f"session {s['session_id']}",
+        plural(len(doc["prompts"]), "prompt"),
+        f"{tokens(s['tokens'])} tok {usd(s).plain}",
+    ]
+    console.print(Text("\n".join(flow(head, width)), style="bold"))
+    groups = [(p, f"#{p['prompt_index'] + 1}" if p["prompt_index"] is not None else "#?") for p in doc["prompts"]]
+    if doc["no_prompt"]:
+        groups.append((doc["no_prompt"], "before any prompt"))
+    for g, label in groups:
+        text = " ".join((g.get("text") or "").split()) or "(no prompt text in the log)"
+        if len(text) > width * 2:
+            text = text[: width * 2 - 1] + "…"
+        phrases = [
+            (label, "bold"),
+            (when(g["first_at"], zone) if g.get("first_at") else "", "dim"),
+            (f"{tokens(g['tokens'])} tok {usd(g).plain}", ""),
+            (plural(len(g["agents"]), "subagent"), "dim"),
+            *[(p, "dim") for p in _tools(g["tool_calls"])],
+        ]
+        console.print(_flow_styled(phrases, width))
+        console.print(Text("\n".join(flow(text.split(), width - 2, " ")), style="italic"), style="", highlight=False)
     unpriced_note(console, s, store=store)

@@ -21,10 +21,12 @@ from typing import Any
 from ingestd.core.derive import Changes
 from ingestd.core.rows import (
     AgentRow,
+    CcModelUsageRow,
     Checkpoint,
     CompactionRow,
     EdgeRow,
     EventRow,
+    PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
     SearchDocRow,
@@ -93,6 +95,8 @@ UPSERT_TOKENS = upsert_sql(
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
 UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"))
+UPSERT_PROMPT = upsert_sql("prompts", PromptRow._fields, ("session_id", "prompt_id"))
+UPSERT_CC_MODEL = upsert_sql("cc_model_usage", CcModelUsageRow._fields, ("session_id", "model"))
 INSERT_EVENT = upsert_sql("events", EventRow._fields, ("raw_event_id",), update=())
 INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("raw_event_id",), update=())
 # a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
@@ -136,6 +140,8 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
         (UPSERT_TOOL, ch.tool_calls),
         (UPSERT_COMPACTION, ch.compactions),
         (UPSERT_TASK, ch.tasks),
+        (UPSERT_PROMPT, ch.prompts),
+        (UPSERT_CC_MODEL, ch.cc_model_usage),
         (INSERT_EVENT, ch.events),
         (INSERT_SAMPLE, ch.rate_limit_samples),
         (UPSERT_QUARANTINE, ch.quarantine),

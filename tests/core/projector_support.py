@@ -73,6 +73,8 @@ _TABLES: tuple[tuple[str, str, Any, tuple[str, ...]], ...] = (
     ("tools", "tool_calls", rows.ToolCallRow, ("session_id", "tool_use_id")),
     ("compactions", "compactions", rows.CompactionRow, ("session_id", "boundary_id")),
     ("tasks", "tasks", rows.TaskRow, ("session_id", "task_id")),
+    ("prompts", "prompts", rows.PromptRow, ("session_id", "prompt_id")),
+    ("cc_model_usage", "cc_model_usage", rows.CcModelUsageRow, ("session_id", "model")),
     ("events", "events", rows.EventRow, ("raw_event_id",)),
     ("summaries", "summaries", rows.SummaryRow, ("origin", "origin_gen", "origin_offset")),
 )

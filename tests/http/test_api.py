@@ -274,3 +274,16 @@ async def test_sessions_sort_by_cost_or_tokens_over_every_session(client: Any, d
     assert top["matched"] == len(rows) and [r["tokens"] for r in top["rows"]] == [max(r["tokens"] for r in rows)]
     bad = await client.get("/api/sessions?sort=price")
     assert bad.status == 400 and (await bad.json())["error"]["code"] == "bad_parameter"
+
+
+async def test_the_tree_by_prompt_is_the_clis_and_a_bad_grouping_is_400(client: Any, db: Path) -> None:
+    resp = await client.get("/api/sessions/a1/tree", params={"by": "prompt"})
+    assert resp.status == 200, await resp.text()
+    doc = await resp.json()
+    assert doc["by"] == "prompt" and doc == cli_json(db, "tree", "a1", "--by", "prompt")
+    assert (await (await client.get("/api/sessions/a1/tree")).json())["claude_code"] == {
+        "cost_state": None,
+        "status_line": None,
+    }
+    bad = await client.get("/api/sessions/a1/tree", params={"by": "model"})
+    assert bad.status == 400 and "by must be one of agent, prompt" in (await bad.json())["error"]["message"]

@@ -23,6 +23,8 @@ TABLES = {
     "tool_calls": rows.ToolCallRow,
     "compactions": rows.CompactionRow,
     "tasks": rows.TaskRow,
+    "prompts": rows.PromptRow,
+    "cc_model_usage": rows.CcModelUsageRow,
     "events": rows.EventRow,
     "rate_limit_samples": rows.RateLimitSampleRow,
     "quarantine": rows.QuarantineRow,

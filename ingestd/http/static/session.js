@@ -286,6 +286,58 @@ function promptsEl(prompts) {
   return h("ol", { class: "prompts", id: "prompts" }, prompts.map((p, i) => h("li", {}, fmtTime(p.at), " ", keyed(longText(p.text, 240, "prompt"), "prompt:" + i))));
 }
 
+// Claude Code's own figures beside ingestd's (the tree's `claude_code`): compared, never added.
+function ownTotalsEl(cc) {
+  const parts = [];
+  const st = cc && cc.cost_state;
+  if (st) {
+    const differ = st.models.flatMap((m) => m.differs.map((k) => `${m.model} ${k}: Claude Code ${m.claude_code[k]}, ingestd ${m.ingestd[k]}`));
+    const verdict = st.tokens_agree ? (st.cost_agrees === false ? "tokens agree, cost differs" : "agrees with ingestd") : "tokens differ";
+    parts.push(
+      h(
+        "span",
+        { id: "cc-cost-state", "data-agrees": String(st.tokens_agree && st.cost_agrees !== false), title: differ.join("\n") || "every model's tokens equal ingestd's" },
+        st.cost_usd === null ? "?" : "$" + st.cost_usd.toFixed(4),
+        " (cost-state, ",
+        h("span", { class: st.tokens_agree && st.cost_agrees !== false ? "muted" : "status status-error" }, verdict),
+        ")",
+      ),
+    );
+  }
+  const line = cc && cc.status_line;
+  if (line) parts.push(h("span", { id: "cc-status-line" }, (parts.length ? " · " : "") + "$" + line.cost_usd.toFixed(4) + " (status line, " + fmtTime(line.sampled_at) + ")"));
+  return parts.length ? parts : h("span", { class: "muted" }, "—");
+}
+
+// The session's work by the prompt it answered (`/api/sessions/{id}/tree?by=prompt`).
+function byPromptEl(doc) {
+  const groups = doc.prompts.map((p) => [p, p.prompt_index === null ? "?" : String(p.prompt_index + 1)]);
+  if (doc.no_prompt) groups.push([doc.no_prompt, "before"]);
+  if (!groups.length) return h("p", { class: "muted" }, "No prompt ids in the log (Claude Code 2.1.196+ names them).");
+  return h(
+    "table",
+    { class: "data", id: "by-prompt" },
+    h("thead", {}, h("tr", {}, ["#", "Began", "Prompt", "Subagents", "Tool calls", "Tokens", "Cost"].map((x) => h("th", { scope: "col" }, x)))),
+    h(
+      "tbody",
+      {},
+      groups.map(([g, n], i) =>
+        h(
+          "tr",
+          { "data-prompt-id": g.prompt_id || "" },
+          h("td", { class: "num" }, n),
+          h("td", {}, g.first_at ? fmtTime(g.first_at) : "—"),
+          h("td", {}, g.text ? keyed(longText(g.text, 160, "prompt"), "by-prompt:" + i) : h("span", { class: "muted" }, n === "before" ? "before any prompt" : "(no text in the log)")),
+          h("td", { class: "num" }, String(g.agents.length)),
+          h("td", { class: "num" }, String(g.tool_calls.total)),
+          h("td", { class: "num" }, fmtTokens(g.tokens)),
+          h("td", { class: "num" }, costEl(g)),
+        ),
+      ),
+    ),
+  );
+}
+
 export function sessionView(id) {
   const body = h("div", { id: "session-body" });
   const timeline = { mode: "last" };
@@ -298,7 +350,7 @@ export function sessionView(id) {
     async refresh(change) {
       if (change && change.sessions && !change.sessions.some((s) => s === id || s.startsWith(id))) return;
       const enc = encodeURIComponent(id);
-      const [tree, tl] = await Promise.all([api(`/api/sessions/${enc}/tree`), api(`/api/sessions/${enc}/timeline`)]);
+      const [tree, tl, byPrompt] = await Promise.all([api(`/api/sessions/${enc}/tree`), api(`/api/sessions/${enc}/timeline`), api(`/api/sessions/${enc}/tree`, { by: "prompt" })]);
       const s = tree.session;
       const nodes = new Map();
       if (tree.tree) walk(tree.tree, nodes);
@@ -318,6 +370,7 @@ export function sessionView(id) {
           ["Agents", `${s.agents} (${s.subagents} subagents)`],
           ["Tokens", h("span", { id: "session-tokens" }, fmtTokens(s.tokens))],
           ["Cost", costEl(s)],
+          ["Claude Code's own", ownTotalsEl(tree.claude_code)],
         ].map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
       );
       const sections = [
@@ -325,6 +378,8 @@ export function sessionView(id) {
         h("section", { class: "panel" }, meta),
         h("h2", {}, "Prompts"),
         h("section", { class: "panel", id: "prompts-panel" }, promptsEl(tl.prompts)),
+        h("h2", {}, "By prompt"),
+        h("section", { class: "panel", id: "by-prompt-panel" }, byPromptEl(byPrompt)),
         h("h2", {}, "Agents"),
         h("section", { class: "panel", id: "agent-tree" }, tree.tree ? h("ul", { class: "tree" }, treeItem(tree.tree, tl.spawns)) : h("p", { class: "muted" }, "No main agent recorded.")),
       ];

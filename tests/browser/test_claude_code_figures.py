@@ -1,0 +1,65 @@
+"""The session page shows Claude Code's own totals beside ingestd's (whether they agree) and the
+session's work by prompt, from the session a real Claude Code 2.1.332 wrote
+(``fixtures/claude-2.1.332/projects``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Site, cli_json
+from tests.browser.test_live_view import _text, js, open_view
+from tests.conftest import REPO
+from tests.reliability.daemon import Daemon
+from tests.support import free_port
+
+pytestmark = pytest.mark.timeout(300)
+
+SID = "f062db45-0619-43b9-910c-e628426ea014"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("live-2.1.332")
+    root = tmp / "projects"
+    shutil.copytree(REPO / "fixtures" / "claude-2.1.332" / "projects", root)
+    db = tmp / "live.db"
+    r = subprocess.run(
+        [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],
+        capture_output=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    daemon = Daemon(db, root, free_port(), tmp / "serve.log")
+    daemon.start()
+    shots = tmp / "screenshots"
+    shots.mkdir()
+    try:
+        yield Site("claude-2.1.332", daemon, root, shots)
+    finally:
+        browser.get("about:blank")
+        daemon.stop()
+
+
+def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(browser: Any, site: Site) -> None:
+    open_view(browser, site, f"#/session/{SID}", "session")
+    own = js(browser, "const e = document.getElementById('cc-cost-state'); return e && [e.innerText, e.dataset.agrees];")
+    assert own == ["$0.0132 (cost-state, agrees with ingestd)", "true"]
+    rows = js(
+        browser,
+        "return [...document.querySelectorAll('#by-prompt tbody tr')].map(tr =>"
+        " [tr.dataset.promptId, ...[...tr.cells].map(c => c.innerText)]);",
+    )
+    doc = cli_json(site.daemon.db, "tree", SID, "--by", "prompt")
+    (p,) = doc["prompts"]
+    assert len(rows) == 1 and rows[0][0] == p["prompt_id"]
+    assert rows[0][1] == "1" and rows[0][3] == "please read hello.txt" and rows[0][5] == "1"
+    assert rows[0][7] == "$0.0132"
+    assert "please read hello.txt" in _text(browser, "by-prompt-panel")
+    browser.save_screenshot(str(Path(site.shots) / "by-prompt.png"))

@@ -15,6 +15,7 @@ __all__ = [
     "cost",
     "datasette",
     "limits",
+    "prompts",
     "render",
     "search",
     "searchview",

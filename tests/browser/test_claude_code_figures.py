@@ -49,7 +49,9 @@ def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Sit
 
 def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(browser: Any, site: Site) -> None:
     open_view(browser, site, f"#/session/{SID}", "session")
-    own = js(browser, "const e = document.getElementById('cc-cost-state'); return e && [e.innerText, e.dataset.agrees];")
+    own = js(
+        browser, "const e = document.getElementById('cc-cost-state'); return e && [e.innerText, e.dataset.agrees];"
+    )
     assert own == ["$0.0132 (cost-state, agrees with ingestd)", "true"]
     rows = js(
         browser,

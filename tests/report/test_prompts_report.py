@@ -75,7 +75,10 @@ def _projects(tmp_path: Path) -> Path:
             "promptId": "p2",
             "timestamp": _t(12),
             "toolUseResult": {"status": "async_launched", "isAsync": True, "agentId": "a1"},
-            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_spawn", "content": "launched"}]},
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_spawn", "content": "launched"}],
+            },
         },
         _user("p3u", 20, "p3", 2, "third"),
         _assistant("m4", 21, 8),

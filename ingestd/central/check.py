@@ -44,6 +44,8 @@ DIGEST: dict[str, tuple[str, str]] = {
     "cc_model_usage": ("*", "session_id, model"),
     "events": ("*", "raw_event_id"),
     "rate_limit_samples": ("*", "raw_event_id"),
+    "otel_requests": ("*", "session_id, request_key"),
+    "otel_metric_points": ("*", "raw_event_id"),
     "summaries": ("*", "host_id, origin, origin_gen, origin_offset"),
     "quarantine": ("*", "raw_event_id, reason"),
 }

@@ -59,6 +59,8 @@ from ingestd.core.rows import (
     CompactionRow,
     EdgeRow,
     EventRow,
+    OtelMetricRow,
+    OtelRequestRow,
     PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
@@ -97,6 +99,8 @@ PROJECTION_TABLES = (
     "cc_model_usage",
     "events",
     "rate_limit_samples",
+    "otel_requests",
+    "otel_metric_points",
     "summaries",
     "quarantine",
 )
@@ -143,6 +147,19 @@ INSERT_EVENT = upsert_sql(
 INSERT_SAMPLE = upsert_sql(
     "rate_limit_samples",
     ("raw_event_id", "host_id", *RateLimitSampleRow._fields[1:]),
+    ("raw_event_id",),
+    update=(),
+    marks="%s",
+)
+UPSERT_OTEL_REQUEST = upsert_sql(
+    "otel_requests",
+    (*OtelRequestRow._fields[:2], "host_id", *OtelRequestRow._fields[2:]),
+    ("session_id", "request_key"),
+    marks="%s",
+)
+INSERT_OTEL_METRIC = upsert_sql(
+    "otel_metric_points",
+    ("raw_event_id", "host_id", *OtelMetricRow._fields[1:]),
     ("raw_event_id",),
     update=(),
     marks="%s",
@@ -219,6 +236,8 @@ def write_changes(
             cur.executemany(UPSERT_AGENT, [_agent_params(r) for r in ch.agents])
         if ch.edges:
             cur.executemany(UPSERT_EDGE, ch.edges)
+        if ch.retracted_usage:
+            cur.executemany("DELETE FROM token_usage WHERE session_id = %s AND message_id = %s", ch.retracted_usage)
         if ch.token_usage:
             cur.executemany(UPSERT_TOKENS, [(owner.get(r.message_id, host_id), *r[1:]) for r in ch.token_usage])
         if ch.tool_calls:
@@ -235,6 +254,10 @@ def write_changes(
             cur.executemany(INSERT_EVENT, [(r[0], host_id, *r[1:]) for r in ch.events])
         if ch.rate_limit_samples:
             cur.executemany(INSERT_SAMPLE, [(r[0], host_id, *r[1:]) for r in ch.rate_limit_samples])
+        if ch.otel_requests:
+            cur.executemany(UPSERT_OTEL_REQUEST, [(r[0], r[1], host_id, *r[2:]) for r in ch.otel_requests])
+        if ch.otel_metrics:
+            cur.executemany(INSERT_OTEL_METRIC, [(r[0], host_id, *r[1:]) for r in ch.otel_metrics])
         if ch.quarantine:
             cur.executemany(UPSERT_QUARANTINE, [(r[0], r[1], host_id, *r[2:]) for r in ch.quarantine])
         if ch.summaries:

@@ -60,7 +60,7 @@ class Finding:
 
     Attributes:
         check: str, which check (``daemon``, ``hooks``, ``managed_settings``, ``status_line``,
-            ``cleanup``, ``projects``, ``disk``, ``migrations``, ``notices``).
+            ``cleanup``, ``projects``, ``disk``, ``migrations``, ``telemetry``, ``notices``).
         level: str, ``ok``, ``note`` or ``action``.
         message: str, what was found, one sentence.
         fix: str | None, what to do (a command where there is one).
@@ -279,6 +279,84 @@ def status_line_finding(files: Sequence[SettingsFile], installer: str | None) ->
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TelemetryLog:
+    """What the log holds of Claude Code's OTLP exports.
+
+    Attributes:
+        requests: int, export requests logged. last_at: str | None, canonical UTC of the newest.
+        sweeps: int, ``retention_sweep`` events (Claude Code deleting old transcripts).
+    """
+
+    requests: int = 0
+    last_at: str | None = None
+    sweeps: int = 0
+
+
+def telemetry_log(conn: Db | None) -> TelemetryLog:
+    """``TelemetryLog`` of the database (empty without one). Read-only; reads the key index's range of
+    OTLP rows (``ingestd.core.otlp``: ``o:r:`` requests, ``o:l:`` records), never the whole log."""
+    if conn is None:
+        return TelemetryLog()
+    with storage_errors():
+        ((n, last),) = list(
+            conn.execute(
+                "SELECT count(*), max(received_at) FROM events_raw"
+                " WHERE idempotency_key >= 'o:r:' AND idempotency_key < 'o:r;'"
+            )
+        )
+        ((sweeps,),) = list(
+            conn.execute(
+                "SELECT count(*) FROM events_raw WHERE idempotency_key >= 'o:l:' AND idempotency_key < 'o:l;'"
+                " AND event_type = 'retention_sweep'"
+            )
+        )
+    return TelemetryLog(int(n), str(last) if last is not None else None, int(sweeps))
+
+
+def telemetry_finding(files: Sequence[SettingsFile], daemon_base: str | None, seen: TelemetryLog) -> Finding:
+    """Whether Claude Code's own telemetry reaches the daemon (``hooks install --otel``). Pure.
+
+    Args:
+        files: the settings files, the project's last (its ``env`` wins).
+        daemon_base: ``http://host:port`` of the running daemon, None when none runs.
+        seen: what the log holds of exports.
+    """
+    env: dict[str, Any] = {}
+    for f in files:
+        e = f.doc.get("env")
+        if isinstance(e, dict):
+            env.update(e)
+    fix = "ingestd hooks install --otel"
+    sweeps = f"; Claude Code reported {seen.sweeps} retention sweeps (old transcripts deleted)" if seen.sweeps else ""
+    if str(env.get("CLAUDE_CODE_ENABLE_TELEMETRY", "")) not in ("1", "true"):
+        # optional: a machine set up without it is set up
+        msg = "Claude Code's own telemetry is off (optional: it adds the calls transcripts never show)"
+        return Finding("telemetry", OK, msg, fix)
+    endpoint = str(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")).rstrip("/")
+    if str(env.get("OTEL_LOGS_EXPORTER", "")) != "otlp" or not endpoint:
+        return Finding("telemetry", NOTE, "telemetry is on but its logs are not exported over OTLP", fix)
+    if daemon_base is not None and endpoint != daemon_base:
+        return Finding(
+            "telemetry",
+            NOTE if seen.requests == 0 else ACTION,
+            f"telemetry goes to {endpoint}, the daemon listens on {daemon_base}",
+            fix,
+        )
+    if seen.requests == 0:
+        return Finding(
+            "telemetry",
+            NOTE,
+            f"telemetry is sent to {endpoint}, but no export has reached the daemon yet (run Claude Code once)"
+            + sweeps,
+        )
+    return Finding(
+        "telemetry",
+        OK,
+        f"telemetry reaches the daemon: {seen.requests} exports, the last at {seen.last_at}" + sweeps,
+    )
+
+
 def cleanup_days(files: Sequence[SettingsFile]) -> tuple[int, Path | None]:
     """``cleanupPeriodDays`` as Claude Code applies it (the last of ``files`` that sets it: pass them
     user, project, local, managed) and where it came from (None: the default). Pure."""
@@ -461,6 +539,8 @@ def gather(
         size = db_path.stat().st_size if db_path.exists() else 0
         findings.append(disk_finding(db_path, size, usage.free, usage.total))
         findings += database_findings(conn, db_path)
+        base = f"http://{daemon.address}" if daemon.running and daemon.address else None
+        findings.append(telemetry_finding(files, base, telemetry_log(conn)))
         notices = notices_finding(conn)
         if notices is not None:
             findings.append(notices)

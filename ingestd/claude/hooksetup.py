@@ -201,6 +201,7 @@ class HookTarget:
     legacy: bool = False
     python: str = sys.executable
     host: str = "127.0.0.1"
+    otel: bool = False
 
     def __post_init__(self) -> None:
         if self.token_env is not None:
@@ -208,8 +209,64 @@ class HookTarget:
 
     @property
     def url(self) -> str:
+        return f"{self.base_url}/hooks"
+
+    @property
+    def base_url(self) -> str:
+        """``http://<host>:<port>``: the daemon's root (OTLP exporters append ``/v1/logs`` ...)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/hooks"
+        return f"http://{host}:{self.port}"
+
+
+# ``hooks install --otel``: the ``env`` entries that make Claude Code export its own telemetry to the
+# daemon's OTLP paths (docs/claude-code.md §4), and the entry that marks which of them ingestd wrote
+# (its value lists their names): an uninstall removes exactly those, never a variable the user set.
+OTEL_MARK = "INGESTD_OTEL_VARS"
+
+
+def otel_env(t: HookTarget) -> dict[str, str]:
+    """The ``env`` entries of ``--otel`` for ``t`` (the mark aside)."""
+    return {
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": t.base_url,
+    }
+
+
+def _remove_our_env(out: dict[str, Any]) -> None:
+    """Drop (in place) the ``env`` entries the mark names, and the mark; ``env`` left empty goes."""
+    env = out.get("env")
+    if not isinstance(env, dict) or not isinstance(env.get(OTEL_MARK), str):
+        return
+    for name in env[OTEL_MARK].split(","):
+        env.pop(name, None)
+    env.pop(OTEL_MARK, None)
+    if not env:
+        del out["env"]
+
+
+def _add_otel_env(out: dict[str, Any], t: HookTarget) -> None:
+    """Add (in place) the ``--otel`` entries: a variable the user set to the same value is left theirs
+    (not listed in the mark); one set to another value is refused, nothing is changed."""
+    env = out.setdefault("env", {})
+    if not isinstance(env, dict):
+        raise InputError("`env` in the settings file is not an object; nothing was changed")
+    ours = []
+    for name, value in otel_env(t).items():
+        if name in env and env[name] != value:
+            raise InputError(
+                f"`env.{name}` is already {env[name]!r} in the settings file (your own telemetry setting): "
+                f"--otel would set it to {value!r}; remove it or install without --otel; nothing was changed"
+            )
+        if name not in env:
+            env[name] = value
+            ours.append(name)
+    if ours:
+        env[OTEL_MARK] = ",".join(ours)
+    elif not env:
+        del out["env"]
 
 
 def check_env_name(name: str) -> str:
@@ -338,6 +395,7 @@ def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
     by that go too)."""
     is_ours = ours_in(settings)
     out = copy.deepcopy(settings)
+    _remove_our_env(out)
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
         return out
@@ -367,8 +425,16 @@ def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
-    """``settings`` with ingestd's hooks (replacing any older ones of ours), the rest untouched."""
+    """``settings`` with ingestd's hooks (replacing any older ones of ours) and, with ``t.otel``, the
+    ``env`` entries that send Claude Code's telemetry to the daemon (``otel_env``); the rest untouched.
+
+    Raises:
+        InputError: a hooks block we cannot merge into, or (``--otel``) an ``env`` variable the user
+            set to another value.
+    """
     out = remove_ours(settings)
+    if t.otel:
+        _add_otel_env(out, t)
     hooks = out.setdefault("hooks", {})
     for ev, groups in our_hooks(t).items():
         existing = hooks.get(ev, [])

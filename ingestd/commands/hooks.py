@@ -139,11 +139,13 @@ HOST_HELP = (
 )
 
 
-def _target(address: HookAddress, token_env: str | None, legacy: bool, found: Installed) -> hooksetup.HookTarget:
+def _target(
+    address: HookAddress, token_env: str | None, legacy: bool, found: Installed, otel: bool = False
+) -> hooksetup.HookTarget:
     """The hooks' target; command hooks run the interpreter of the stable ``ingestd`` (``found``,
     ``paths.find_installed``), so ``make clean`` or moving the clone does not break them."""
     return hooksetup.HookTarget(
-        port=address.port, token_env=token_env, legacy=legacy, python=found.python, host=address.host
+        port=address.port, token_env=token_env, legacy=legacy, python=found.python, host=address.host, otel=otel
     )
 
 
@@ -208,6 +210,12 @@ def register(cli: click.Group) -> None:
     @setting_option("port", type=IntRange(1, 65535), help=PORT_HELP)
     @click.option("--token-env", default=None, metavar="NAME", help="Env variable holding the daemon's token.")
     @click.option("--legacy", is_flag=True, help="Claude Code < 2.1.63: command forwarders for every event.")
+    @click.option(
+        "--otel",
+        is_flag=True,
+        help="Also send Claude Code's own OpenTelemetry (logs and metrics) to the daemon: the env entries"
+        " CLAUDE_CODE_ENABLE_TELEMETRY and OTEL_* in the same settings file (uninstall removes only ours).",
+    )
     def install_cmd(
         project: Path | None,
         dry_run: bool,
@@ -217,6 +225,7 @@ def register(cli: click.Group) -> None:
         port: int | None,
         token_env: str | None,
         legacy: bool,
+        otel: bool,
     ) -> None:
         """Add ingestd's hooks (keeps your own; backs up the old file; idempotent). They post to the
         daemon running on --db when there is one, else to where the settings say serve listens.
@@ -225,10 +234,19 @@ def register(cli: click.Group) -> None:
         _refuse_if_plugin_enabled(path)
         found = find_installed(dict(os.environ))
         address = address_of(host, port, db_path)
-        p = hooksetup.plan(path, hooksetup.read_text(path), "install", _target(address, token_env, legacy, found))
+        target = _target(address, token_env, legacy, found, otel)
+        p = hooksetup.plan(path, hooksetup.read_text(path), "install", target)
         _say_which(legacy, found)
         _say_where(address)
         _warn_tokenless(address, token_env)
+        if otel:
+            click.echo(f"telemetry exports to {target.base_url}/v1/logs and /v1/metrics (OTLP, protobuf)", err=True)
+            if token_env:
+                click.echo(
+                    f"note: the exporter sends no token from settings.json; set OTEL_EXPORTER_OTLP_HEADERS="
+                    f"'Authorization=Bearer <the token in ${token_env}>' where Claude Code runs, or exports get 401",
+                    err=True,
+                )
         if dry_run:
             _say_events()
         _run(p, dry_run, force)

@@ -18,6 +18,7 @@ __all__ = [
     "jsonedit",
     "keys",
     "ledger",
+    "otlp",
     "oversized",
     "projector",
     "reassemble",

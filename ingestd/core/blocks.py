@@ -79,6 +79,11 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
     # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
     if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
         merge_usage(state, mid, rank, msg, ts, agent, t)
+        # what Claude Code's telemetry names the message by (``ingestd.core.otelfold``)
+        for ids, field_name in ((state.req_ids, "requestId"), (state.uuids, "uuid")):
+            v = obj.get(field_name)
+            if isinstance(v, str) and v and (v not in ids or mid < ids[v]):
+                ids[v] = mid
     elif msg.get("model") != SYNTHETIC:
         _usage_without_id(state, msg, t)
     if ts == INFER and t.bad_at is not None:

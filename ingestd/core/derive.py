@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.core.derive_agents import COMPACTION_PREFIX, View, agent_rows, legacy_agents, main_status
+from ingestd.core.otelfold import derive_otel
 from ingestd.core.rows import (
     AgentKey,
     AgentRow,
@@ -18,6 +19,8 @@ from ingestd.core.rows import (
     CompactionRow,
     EdgeRow,
     EventRow,
+    OtelMetricRow,
+    OtelRequestRow,
     PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
@@ -27,6 +30,7 @@ from ingestd.core.rows import (
     TaskRow,
     TokenUsageRow,
     ToolCallRow,
+    UsageKey,
 )
 from ingestd.core.state import TITLE_KINDS, SessionState
 from ingestd.core.storable import MAX_TEXT_BYTES, storable
@@ -66,6 +70,11 @@ class Changes:
             (``ingestd.store.titles``).
         retracted_agents: ``AgentKey`` of provisional 1.0.x sidechain agents to delete, with the
             edge to them.
+        otel_requests: ``OtelRequestRow`` (key session_id, request_key): Claude Code's api_request /
+            api_error events, reconciled (``ingestd.core.otelfold``).
+        otel_metrics: ``OtelMetricRow`` (key raw_event_id), one per metric data point.
+        retracted_usage: ``UsageKey`` of the own usage rows of events a transcript message now
+            explains: a store deletes them before it upserts ``token_usage``.
         quarantine: ``QuarantineRow`` (key raw_event_id, reason).
     """
 
@@ -84,6 +93,9 @@ class Changes:
     quarantine: list[QuarantineRow] = field(default_factory=list)
     summaries: list[SummaryRow] = field(default_factory=list)
     retracted_agents: list[AgentKey] = field(default_factory=list)
+    otel_requests: list[OtelRequestRow] = field(default_factory=list)
+    otel_metrics: list[OtelMetricRow] = field(default_factory=list)
+    retracted_usage: list[UsageKey] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
         """Append ``other``'s rows (later rows of the same key win at upsert time). An agent ``other``
@@ -93,6 +105,12 @@ class Changes:
             gone = set(other.retracted_agents)
             self.agents = [a for a in self.agents if (a.session_id, a.id) not in gone]
             self.edges = [e for e in self.edges if (e.session_id, e.child_agent_id) not in gone]
+        if other.retracted_usage:
+            dropped = {k.message_id for k in other.retracted_usage}
+            self.token_usage = [r for r in self.token_usage if r.message_id not in dropped]
+        if other.token_usage and self.retracted_usage:
+            back = {r.message_id for r in other.token_usage}
+            self.retracted_usage = [k for k in self.retracted_usage if k.message_id not in back]
         self.sessions.extend(other.sessions)
         self.agents.extend(other.agents)
         self.edges.extend(other.edges)
@@ -108,6 +126,9 @@ class Changes:
         self.quarantine.extend(other.quarantine)
         self.summaries.extend(other.summaries)
         self.retracted_agents.extend(other.retracted_agents)
+        self.otel_requests.extend(other.otel_requests)
+        self.otel_metrics.extend(other.otel_metrics)
+        self.retracted_usage.extend(other.retracted_usage)
 
 
 _SHORT = MAX_TEXT_BYTES // 4
@@ -143,6 +164,9 @@ def storable_changes(ch: Changes) -> Changes:
         ch.quarantine,
         ch.summaries,
         ch.retracted_agents,
+        ch.otel_requests,
+        ch.otel_metrics,
+        ch.retracted_usage,
     ):
         _storable_rows(rows)
     return ch
@@ -151,10 +175,10 @@ def storable_changes(ch: Changes) -> Changes:
 def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
     """Full rows of every entity ``t`` names (and the session's row), computed from ``state``.
 
-    Mutates ``state``: ``interrupted`` (which open tool calls were last derived ``interrupted``)
-    and ``legacy_emitted`` (the 1.0.x sidechain agents last derived, to retract the provisional
-    ones); nothing else. Returns a new ``Changes`` without events or quarantine rows (the fold
-    adds those).
+    Mutates ``state``: ``interrupted`` (which open tool calls were last derived ``interrupted``),
+    ``legacy_emitted`` (the 1.0.x sidechain agents last derived, to retract the provisional
+    ones) and ``otel_last`` (``otelfold.derive_otel``); nothing else. Returns a new ``Changes``
+    without events or quarantine rows (the fold adds those).
     """
     v = View.of(state, ctx)
     ch = Changes()
@@ -164,6 +188,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         leaf, text = state.summaries[where]
         ch.summaries.append(SummaryRow(*where, state.session_id, leaf, text))
     _token_usage(v, t.msgs | state.legacy_msgs if t.legacy else t.msgs, ch)
+    derive_otel(state, t, ch.otel_requests, ch.token_usage, ch.retracted_usage)
     _tool_calls(v, t, names, ch)
     for bid in sorted(t.compactions):
         a, ts, trig, pre = state.compactions[bid]

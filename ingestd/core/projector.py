@@ -6,7 +6,8 @@ touched (``ingestd.core.derive``). Each row goes to the handler of its source an
 (``_fold_row``): hook deliveries to ``hookfold`` (one handler per hook event), transcript
 records to ``transcript`` (one handler per record kind), ``.meta.json`` sidecars to
 ``transcript.sidecar``, status-line snapshots to ``statusline`` (a sample row each, no session
-evidence); of ingestd's own rows only quarantine markers are evidence.
+evidence), Claude Code's OTLP records to ``otelfold`` (a request's own row is kept, not folded);
+of ingestd's own rows only quarantine markers are evidence.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from typing import Any
 from ingestd.core import derive
 from ingestd.core.decode import UNDECODABLE, decode_line
 from ingestd.core.hookfold import fold_hook
+from ingestd.core.otelfold import fold_otlp
+from ingestd.core.otlp import REQUEST as OTLP_REQUEST
+from ingestd.core.otlp import SOURCE as OTLP
 from ingestd.core.oversized import OVERSIZED, salvage, salvage_line
 from ingestd.core.records import META, LogRow
-from ingestd.core.rows import EventRow, RateLimitSampleRow, SearchDocRow
+from ingestd.core.rows import EventRow, OtelMetricRow, RateLimitSampleRow, SearchDocRow
 from ingestd.core.search import docs as search_docs
 from ingestd.core.state import SessionState
 from ingestd.core.statusline import SOURCE as STATUSLINE
@@ -114,8 +118,14 @@ def _fold_once(
     t = Touched()
     events: list[EventRow] = []
     samples: list[RateLimitSampleRow] = []
+    metrics: list[OtelMetricRow] = []
     found: list[SearchDocRow] = []
     for row in rows:
+        if row.source == OTLP:
+            obj = decode_row(row)
+            if obj is not None and row.event_type != OTLP_REQUEST:
+                fold_otlp(state, row, obj, t, metrics)
+            continue
         if row.source == STATUSLINE:
             obj = decode_row(row)
             if obj is not None:
@@ -127,6 +137,7 @@ def _fold_once(
     changes = derive.derive(state, t, ctx)
     changes.events.extend(events)
     changes.rate_limit_samples.extend(samples)
+    changes.otel_metrics.extend(metrics)
     changes.search_docs.extend(found)
     changes.quarantine.extend(t.quarantined)
     return state, changes

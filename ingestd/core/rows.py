@@ -346,3 +346,86 @@ class Checkpoint(NamedTuple):
     head_hash: str
     ingest_revision: int
     updated_at: str
+
+
+class OtelRequestRow(NamedTuple):
+    """One ``otel_requests`` row (key ``(session_id, request_key)``): an ``api_request`` or
+    ``api_error`` event of Claude Code's own telemetry, reconciled with the transcripts
+    (``ingestd.core.otelfold``).
+
+    Attributes:
+        session_id: str. request_key: str, ``<timeUnixNano>:<event.sequence>``, the event in its session.
+        raw_event_id: int, ``events_raw.id`` of its log row (the smallest, were it logged twice).
+        event: str, ``api_request`` or ``api_error``. occurred_at: str, canonical UTC.
+        prompt_id / request_id / query_source / model: str | None, its attributes.
+        agent_id: str | None, the agent its usage is attributed to (None: the event names none).
+        input / output / cache_read / cache_write_5m / cache_write_1h: int, tokens, the event's
+            figures in the five buckets (``cache_creation_tokens`` in 5m when no split is given).
+        split_known: int, 1 when the event gave the 5m / 1h split, 0 when the remainder rule put
+            ``cache_creation_tokens`` in 5m (SPEC §4.4).
+        cc_cost_usd: float | None, Claude Code's ``cost_usd`` of the request.
+        duration_ms: int | None.
+        message_id: str | None, the transcript message the event is evidence of (None: none matched).
+        matched_by: str | None, how (``otelfold.MATCHES``).
+        usage_id: str | None, the ``token_usage`` message_id of the event's own row (unmatched
+            ``api_request`` only: usage no transcript shows).
+        agrees: int | None, matched: 1 when the tokens equal the message's, else 0; None unmatched.
+        mismatch: str | None, which figures differ (``output 40 != 41; ...``).
+        error: str | None, an ``api_error``'s status and error.
+    """
+
+    session_id: str
+    request_key: str
+    raw_event_id: int
+    event: str
+    occurred_at: str
+    prompt_id: str | None
+    request_id: str | None
+    query_source: str | None
+    model: str | None
+    agent_id: str | None
+    input: int
+    output: int
+    cache_read: int
+    cache_write_5m: int
+    cache_write_1h: int
+    split_known: int
+    cc_cost_usd: float | None
+    duration_ms: int | None
+    message_id: str | None
+    matched_by: str | None
+    usage_id: str | None
+    agrees: int | None
+    mismatch: str | None
+    error: str | None
+
+
+class OtelMetricRow(NamedTuple):
+    """One ``otel_metric_points`` row (key ``raw_event_id``): a data point of Claude Code's own
+    metrics, kept as sent (deltas are summed by readers, never overwritten, never added to usage).
+
+    Attributes:
+        raw_event_id: int, ``events_raw.id``. session_id: str.
+        name: str, e.g. ``claude_code.cost.usage``. unit: str.
+        attributes: str, JSON object of the point's attributes (``session.id`` and ``user.id`` left out).
+        start_at / end_at: str | None, canonical UTC of the interval.
+        temporality: int | None, 1 delta, 2 cumulative.
+        value: float | None, the number (None: a histogram or summary point).
+    """
+
+    raw_event_id: int
+    session_id: str
+    name: str
+    unit: str
+    attributes: str
+    start_at: str | None
+    end_at: str | None
+    temporality: int | None
+    value: float | None
+
+
+class UsageKey(NamedTuple):
+    """A ``token_usage`` row to delete: the own row of an OTel event a transcript message now explains."""
+
+    session_id: str
+    message_id: str

@@ -162,6 +162,47 @@ class ToolEv:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OtelEv:
+    """One ``api_request`` / ``api_error`` event of Claude Code's telemetry (``ingestd.core.otelfold``).
+
+    Attributes:
+        raw_event_id: int, its log row. event: str. occurred: str, canonical UTC; occurred_ns: int.
+        prompt_id / request_id / query_source / agent / error: str | None.
+        sequence: int | None, ``event.sequence``. model: str ('' when absent).
+        input / output / cache_read: int, tokens. write_agg / write_5m / write_1h: int, tokens,
+            ``cache_creation_tokens`` and its 5m / 1h split. split_known: bool, the split was given.
+        cost_usd: float | None. duration_ms: int | None. speed: str ('' standard).
+    """
+
+    raw_event_id: int
+    event: str
+    occurred: str
+    occurred_ns: int
+    prompt_id: str | None
+    request_id: str | None
+    query_source: str | None
+    agent: str | None
+    sequence: int | None
+    model: str
+    input: int
+    output: int
+    cache_read: int
+    write_agg: int
+    write_5m: int
+    write_1h: int
+    split_known: bool
+    cost_usd: float | None
+    duration_ms: int | None
+    speed: str
+    error: str | None
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """The five bucket counts (``derive.BUCKETS`` order), the remainder rule for the writes."""
+        w5, w1 = split_writes(self.write_agg, self.write_5m, self.write_1h)
+        return (self.input, self.output, self.cache_read, w5, w1)
+
+
 class CompactionEv(NamedTuple):
     """A ``compact_boundary`` record: the agent, its time, trigger (auto / manual) and preTokens."""
 
@@ -337,6 +378,22 @@ class SessionState:
     # message id -> {((origin, gen), offset): received_at} of its parts whose timestamp is refused
     inferred: dict[str, dict[tuple[tuple[str, int], int], str]] = field(default_factory=dict)
     needs_refold: bool = False
+    # Claude Code's telemetry (``ingestd.core.otelfold``): request key -> its api_request /
+    # api_error event (the smaller log id, were it logged twice)
+    otel: dict[str, OtelEv] = field(default_factory=dict)
+    # message.uuid of an assistant_response -> (prompt.id, event.sequence), min
+    otel_responses: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # the transcripts' side of the join: requestId -> message id, assistant record uuid -> message
+    # id (the smaller id, were one named twice)
+    req_ids: dict[str, str] = field(default_factory=dict)
+    uuids: dict[str, str] = field(default_factory=dict)
+    # request key -> (message id, matched_by) last derived (None, None: its own usage row): which
+    # events must be derived again when a match moves, never an input of a row
+    otel_last: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # message id -> ((model, input, output, cache_read, cache writes), occurred ns | None): what the
+    # figures match of ``otelfold.match`` compares, kept (only while the session has telemetry) so
+    # a fold re-derives the messages it touched, not every message of the session
+    otel_fp: dict[str, tuple[tuple[str, int, int, int, int], int | None]] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:

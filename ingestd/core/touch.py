@@ -47,6 +47,7 @@ class Touched:
     cost_state: bool = False  # a ``cost-state`` record was folded: its models' rows are derived
     summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
+    otel: set[str] = field(default_factory=set)  # request keys of the api_request / api_error events folded
     quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
     row: LogRow | None = None  # the log row being folded
     # ((origin, gen), offset, received_at) of that row when its timestamp is refused

@@ -1,7 +1,8 @@
 """The HTTP app (``make_app``): the routes and their one middleware, around what it is handed.
 
-``make_app`` wires the hook receiver (``ingestd.http.hooks``) and the status line's endpoint
-(``ingestd.http.statusline``) to the writer it is handed, the read
+``make_app`` wires the hook receiver (``ingestd.http.hooks``), the status line's endpoint
+(``ingestd.http.statusline``) and the OTLP receiver (``ingestd.http.otlp``) to the writer it is
+handed, the read
 API (``ingestd.http.api``) and the live view (``ingestd.http.web``: the page; ``ingestd.http.live``:
 its event stream). It starts no work of its own but the live view's feed: the daemon's background
 work (writer, tailer, watchdog, jobs) is handed in by the composition root,
@@ -24,6 +25,7 @@ from ingestd.http.conns import ConnectionGuard
 from ingestd.http.health import Health
 from ingestd.http.hooks import Budget, HookConfig, HookWriter, Receipts, error_response, make_handler
 from ingestd.http.live import add_live_routes
+from ingestd.http.otlp import add_otlp_routes
 from ingestd.http.statusline import add_statusline_route
 from ingestd.http.web import add_page_routes
 from ingestd.logs import get_logger
@@ -118,6 +120,7 @@ def make_app(
     for path in HOOK_PATHS:
         app.router.add_post(path, handler)
     add_statusline_route(app, writer, hooks, db_path)
+    add_otlp_routes(app, writer, hooks, clock)
     app.cleanup_ctx.extend(background)
     add_api_routes(app, db_path=db_path, daemon_state=daemon_state)
     add_live_routes(app, db_path)

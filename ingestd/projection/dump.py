@@ -27,6 +27,8 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cc_model_usage", ("session_id", "model")),
     ("events", ("raw_event_id",)),
     ("rate_limit_samples", ("raw_event_id",)),
+    ("otel_requests", ("session_id", "request_key")),
+    ("otel_metric_points", ("raw_event_id",)),
     # a document's ids are its log row's (arrival order): its record's place and content identify it
     ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label", "text")),
     ("quarantine", ("raw_event_id", "reason")),

@@ -39,6 +39,8 @@ PROJECTION_TABLES = (
     "search_docs",
     "events",
     "rate_limit_samples",
+    "otel_metric_points",
+    "otel_requests",
     "compactions",
     "tasks",
     "prompts",

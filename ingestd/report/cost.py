@@ -5,9 +5,13 @@ model, UTC quarter-hour slot, price version, tier and speed), each bucket priced
 that version (``ingestd.report.usage.RateTable.bucket_rate``): the answer never scans
 ``token_usage``, however long the history.
 
-``--by agent`` is the exception, said so in the answer (``"source": "token_usage"``): the rollup
-has no agent column, so that grouping alone scans ``token_usage`` (within the window) with the same
-rate rule the rollup triggers use.
+``--by agent`` and ``--by source`` are the exceptions, said so in the answer (``"source":
+"token_usage"``): the rollup has no agent column and does not tell a transcript's message from an
+event of Claude Code's telemetry that no transcript explains, so those groupings scan
+``token_usage`` (within the window) with the same rate rule the rollup triggers use. ``--by source``
+adds ``telemetry`` (``telemetry_section``): how many events matched a transcript message and how
+many of those disagree with it, Claude Code's own cost of the events, and its metrics' sums, shown
+beside the exact figures, never added to them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,12 @@ from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import Db, Reader, storage_errors
 from ingestd.store.rollup import RATE_SQL, SUM_COLUMNS, SUMS_SQL, TIER_SQL
 
-GROUPINGS = ("day", "week", "month", "model", "session", "project", "agent", "host")
+GROUPINGS = ("day", "week", "month", "model", "session", "project", "agent", "host", "source")
+# ``--by source``: where a message's usage comes from. A transcript's message (Claude Code's
+# telemetry about it is evidence of it, never added), or an api_request event no transcript
+# explains (``ingestd.core.otelfold``: claim_rank RANK_OTEL).
+SOURCES = {"transcript": "the transcripts", "otel": "Claude Code's telemetry only (no transcript message)"}
+SCANNED = ("agent", "source")  # groupings the rollup cannot answer: they scan token_usage
 SEP = "\x1e"  # between the keys of a two-level grouping (``day,model``)
 # the groupings by time: each a function of a usage slot's local day (``slot`` itself: blocks)
 TIME_GROUPINGS = ("day", "week", "month", "slot")
@@ -123,6 +132,74 @@ def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None 
     return conn.execute(sql, tuple(params))
 
 
+def _source_rows(conn: Db, window: Window, host: str | None, session: str | None = None) -> Iterable[tuple[Any, ...]]:
+    where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
+    if host is not None:
+        where.append(f"{host_expr(conn, 't')} = ?")
+        params.append(host)
+    if session is not None:
+        where.append("t.session_id = ?")
+        params.append(session)
+    sql = (
+        f"SELECT CASE WHEN t.claim_rank < 0 THEN 'otel' ELSE 'transcript' END, t.model, {RATE_SQL},"
+        f" {TIER_SQL}, t.speed, {SUMS_SQL} FROM token_usage t"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + " GROUP BY 1, 2, 3, 4, 5"
+    )
+    return conn.execute(sql, tuple(params))
+
+
+def telemetry_section(conn: Db, window: Window, session: str | None = None) -> dict[str, Any]:
+    """What Claude Code's own telemetry says about the window, beside the exact figures. Read-only.
+
+    Returns:
+        ``{"events", "matched", "disagreements", "otel_only", "split_unknown", "errors",
+        "claude_code_cost_usd", "metrics"}``: api_request events, those a transcript message
+        explains (and how many of them disagree with it), those no transcript explains (usage of
+        their own), those without a 5m / 1h split, api_error events, the sum of Claude Code's
+        ``cost_usd`` of the api_request events, and each metric's sum (``{name: {"unit", "sum",
+        "points"}}``, deltas summed), none of it ever added to the cost.
+    """
+    where, params = range_clauses("occurred_at", window.since_utc, "occurred_at", window.until_utc)
+    if session is not None:
+        where.append("session_id = ?")
+        params.append(session)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    ((events, matched, disagree, own, unsplit, errors, cc),) = list(
+        conn.execute(
+            "SELECT count(*) FILTER (WHERE event = 'api_request'), count(message_id),"
+            " count(*) FILTER (WHERE agrees = 0), count(usage_id),"
+            " count(*) FILTER (WHERE event = 'api_request' AND split_known = 0),"
+            " count(*) FILTER (WHERE event = 'api_error'),"
+            f" sum(cc_cost_usd) FILTER (WHERE event = 'api_request') FROM otel_requests{clause}",
+            tuple(params),
+        )
+    )
+    mwhere, mparams = range_clauses("end_at", window.since_utc, "end_at", window.until_utc)
+    if session is not None:
+        mwhere.append("session_id = ?")
+        mparams.append(session)
+    mclause = f" WHERE {' AND '.join(mwhere)}" if mwhere else ""
+    metrics = {
+        str(name): {"unit": str(unit), "sum": float(total or 0), "points": int(n)}
+        for name, unit, total, n in conn.execute(
+            f"SELECT name, max(unit), sum(value), count(*) FROM otel_metric_points{mclause}"
+            " GROUP BY name ORDER BY name",
+            tuple(mparams),
+        )
+    }
+    return {
+        "events": int(events),
+        "matched": int(matched),
+        "disagreements": int(disagree),
+        "otel_only": int(own),
+        "split_unknown": int(unsplit),
+        "errors": int(errors),
+        "claude_code_cost_usd": float(cc) if cc is not None else None,
+        "metrics": metrics,
+    }
+
+
 def _describe_sessions(conn: Db, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
     out: dict[str, tuple[str | None, str | None]] = {}
     for sid in ids:
@@ -174,9 +251,12 @@ def cost_report(
         if host is not None:
             check_host(conn, host)
         rates = load_rates(conn)
-        raw = (
-            _agent_rows(conn, window, host, session) if by == "agent" else _rollup_rows(conn, by, window, host, session)
-        )
+        if by == "agent":
+            raw = _agent_rows(conn, window, host, session)
+        elif by == "source":
+            raw = _source_rows(conn, window, host, session)
+        else:
+            raw = _rollup_rows(conn, by, window, host, session)
         to_key = _key_function(levels, zone)
         # Sum integers first (cheap), price each (group, model, version, tier, speed) once.
         sums: dict[tuple[str, str, str, int, str], list[int]] = {}
@@ -198,14 +278,16 @@ def cost_report(
             *uncounted_usage(conn, session=session, since=window.since_utc, until=window.until_utc, host=host)
         )
         rows_out = _shape_rows(conn, levels, groups) if levels else []
+        extra = {"telemetry": telemetry_section(conn, window, session)} if by == "source" else {}
     return {
         "by": by,
         "tz": zone.name,
         "host": host,
         "window": window.to_json(),
-        "source": "token_usage" if by == "agent" else "token_usage_rollup",
+        "source": "token_usage" if by in SCANNED else "token_usage_rollup",
         **total.to_json(),
         "rows": rows_out,
+        **extra,
     }
 
 
@@ -222,8 +304,8 @@ def check_by(by: str | None) -> tuple[str, ...]:
     for level in levels:
         if level not in GROUPINGS and level != "slot":
             raise ValueError(f"unknown grouping {level!r}")
-    if len(levels) > 2 or len(set(levels)) != len(levels) or (len(levels) == 2 and "agent" in levels):
-        raise ValueError(f"grouping {by!r}: at most two different levels, agent alone")
+    if len(levels) > 2 or len(set(levels)) != len(levels) or (len(levels) == 2 and set(SCANNED) & set(levels)):
+        raise ValueError(f"grouping {by!r}: at most two different levels, agent alone and source alone")
     return levels
 
 
@@ -294,6 +376,9 @@ def _shape_rows(conn: Db, levels: tuple[str, ...], groups: dict[str, Usage]) -> 
             elif level == "session":
                 row["session_id"] = part
                 row["project_path"], row["started_at"] = sessions.get(part, (None, None))
+            elif level == "source":
+                row["source"] = part
+                row["means"] = SOURCES.get(part)
             else:
                 row[_FIELD[level]] = part
         row.update(groups[k].to_json())

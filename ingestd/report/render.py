@@ -334,8 +334,33 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None, *, stor
     if empty:
         console.print(Text(f"(no tokens in: {', '.join(empty)})", style="dim"))
     if doc["source"] != "token_usage_rollup":
-        console.print(Text(f"(read from {doc['source']}: the rollup has no agent column)", style="dim"))
+        why = "the rollup has no agent column" if by == "agent" else "the rollup does not tell sources apart"
+        console.print(Text(f"(read from {doc['source']}: {why})", style="dim"))
+    if "telemetry" in doc:
+        telemetry_note(console, doc["telemetry"])
     unpriced_note(console, doc, store=store)
+
+
+def telemetry_note(console: Console, t: dict[str, Any]) -> None:
+    """Claude Code's own telemetry beside the exact figures (``cost_report``'s ``telemetry``): its
+    events, how many a transcript explains and how many of those disagree, its own cost and its
+    metrics, never added to the totals above."""
+    if not t["events"] and not t["metrics"]:
+        console.print(
+            Text("(no telemetry from Claude Code: `ingestd hooks install --otel` sends it here)", style="dim")
+        )
+        return
+    cc = t["claude_code_cost_usd"]
+    own = f"Claude Code's own cost ${cc:.6f}" if cc is not None else "no cost of its own"
+    line = (
+        f"telemetry: {t['events']} api requests, {t['matched']} explained by a transcript"
+        f" ({t['disagreements']} disagree), {t['otel_only']} in telemetry only"
+        f" ({t['split_unknown']} without a 5m/1h split), {t['errors']} errors; {own}"
+    )
+    console.print(Text(line, style="dim"))
+    for name, m in t["metrics"].items():
+        note = f"  metric {name}: {m['sum']:g} {m['unit']} ({m['points']} points; shown, never added)"
+        console.print(Text(note, style="dim"))
 
 
 def _from_utc(instant: str) -> str:

@@ -26,6 +26,8 @@ from ingestd.core.rows import (
     CompactionRow,
     EdgeRow,
     EventRow,
+    OtelMetricRow,
+    OtelRequestRow,
     PromptRow,
     QuarantineRow,
     RateLimitSampleRow,
@@ -99,6 +101,10 @@ UPSERT_PROMPT = upsert_sql("prompts", PromptRow._fields, ("session_id", "prompt_
 UPSERT_CC_MODEL = upsert_sql("cc_model_usage", CcModelUsageRow._fields, ("session_id", "model"))
 INSERT_EVENT = upsert_sql("events", EventRow._fields, ("raw_event_id",), update=())
 INSERT_SAMPLE = upsert_sql("rate_limit_samples", RateLimitSampleRow._fields, ("raw_event_id",), update=())
+UPSERT_OTEL_REQUEST = upsert_sql("otel_requests", OtelRequestRow._fields, ("session_id", "request_key"))
+INSERT_OTEL_METRIC = upsert_sql("otel_metric_points", OtelMetricRow._fields, ("raw_event_id",), update=())
+# an event's own usage row, once a transcript message explains the event (ingestd.core.otelfold)
+DELETE_OWN_USAGE = "DELETE FROM token_usage WHERE session_id = ? AND message_id = ?"
 # a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
 INSERT_SEARCH_DOC = upsert_sql("search_docs", SearchDocRow._fields[:-1], ("doc_id",), update=()) + " RETURNING doc_id"
 INDEX_SEARCH_TEXT = "INSERT INTO search_fts (rowid, text) VALUES (?, ?)"
@@ -145,6 +151,9 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
         (INSERT_EVENT, ch.events),
         (INSERT_SAMPLE, ch.rate_limit_samples),
         (UPSERT_QUARANTINE, ch.quarantine),
+        (UPSERT_OTEL_REQUEST, ch.otel_requests),
+        (INSERT_OTEL_METRIC, ch.otel_metrics),
+        (DELETE_OWN_USAGE, ch.retracted_usage),
     ):
         if rows:
             conn.executemany(sql, rows)

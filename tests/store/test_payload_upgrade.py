@@ -86,6 +86,8 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("DROP TABLE IF EXISTS tasks")
     conn.execute("DROP TABLE IF EXISTS prompts")
     conn.execute("DROP TABLE IF EXISTS cc_model_usage")
+    conn.execute("DROP TABLE IF EXISTS otel_requests")
+    conn.execute("DROP TABLE IF EXISTS otel_metric_points")
     conn.execute("DROP INDEX IF EXISTS tool_calls_prompt")
     for table, column in (
         ("tool_calls", "prompt_id"),
@@ -142,7 +144,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
@@ -232,7 +234,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

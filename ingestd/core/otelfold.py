@@ -1,0 +1,353 @@
+"""Claude Code's own telemetry folded into the session and reconciled with its transcripts (SPEC §17). Pure.
+
+A logged OTLP record (``ingestd.core.otlp``) of a session is folded here:
+
+- ``api_request`` and ``api_error`` events are kept by their request key (``<timeUnixNano>:<event.sequence>``);
+- ``assistant_response`` names the transcript record of its answer (``message.uuid``);
+- ``tool_result`` ends a tool call (completed or failed), a ``tool_decision`` of ``reject`` denies
+  one (``touch.note_tool``: the same joins as hooks and transcripts);
+- metric data points become ``otel_metric_points`` rows, kept as sent (summed by readers, shown
+  beside the exact figures, never added to them);
+- every other event stays in the log only.
+
+Reconciliation (``match``, a function of the whole state, so any order of transcript lines and
+events gives the same answer): an ``api_request`` is evidence *of a transcript message* when
+
+1. its ``request_id`` is the message's ``requestId`` (``request_id``);
+2. else an ``assistant_response`` whose ``message.uuid`` is a record of the message follows it in
+   the same prompt (the request of that prompt with the largest ``event.sequence`` below the
+   response's, same model; ``message_uuid``);
+3. else the message has the same model and the same input, output, cache-read and cache-write
+   totals, is not claimed by another event and is the nearest such message within ``WINDOW_NS``
+   (``tokens``; a fingerprint: what a tool-use turn without ``request_id`` and without an
+   ``assistant_response`` leaves to join on, Claude Code 2.1.332 against an API sending no
+   ``request-id``).
+
+A matched event is never counted: its figures are compared with the message's (``agrees``,
+``mismatch``). An unmatched one (an auxiliary call no transcript shows, a transcript not yet read
+or deleted) is usage of its own, a ``token_usage`` row with message id ``otel:<session>:<key>``
+and ``claim_rank`` ``RANK_OTEL``, its 5m / 1h split from the event where given, else the remainder
+rule (``split_known`` 0); when a transcript message later explains it, that row is retracted
+(``Changes.retracted_usage``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ingestd.core import otlp
+from ingestd.core.records import LogRow
+from ingestd.core.rows import OtelMetricRow, OtelRequestRow, TokenUsageRow, UsageKey
+from ingestd.core.state import MsgEv, OtelEv, SessionState
+from ingestd.core.timefmt import parse
+from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED
+from ingestd.core.touch import Touched, note_tool
+from ingestd.core.usagefold import count
+
+RANK_OTEL = -1  # below every transcript claim (``state.RANK_*``): usage only the telemetry shows
+USAGE_PREFIX = "otel:"
+REQUEST_EVENTS = ("api_request", "api_error")
+MATCHES = ("request_id", "message_uuid", "tokens")
+WINDOW_NS = 30 * 60 * 10**9  # a fingerprint match lies within 30 minutes of the event
+_PRIVATE = ("session.id", "user.id")
+
+
+def usage_id(session_id: str, key: str) -> str:
+    """The ``token_usage`` message id of an unmatched event's own row."""
+    return f"{USAGE_PREFIX}{session_id}:{key}"
+
+
+def _s(attrs: dict[str, Any], name: str) -> str | None:
+    v = attrs.get(name)
+    return otlp.text_or_none(v)
+
+
+def _n(attrs: dict[str, Any], name: str) -> int:
+    v = attrs.get(name)
+    return count(v if isinstance(v, int) else otlp.as_int(v))
+
+
+def _ns(row: LogRow, rec: dict[str, Any]) -> tuple[str, int]:
+    """The record's time as (canonical UTC, ns): ``timeUnixNano``, else the receipt time."""
+    n = otlp.as_int(rec.get("timeUnixNano"))
+    t = otlp.time_of(n)
+    if t is not None and n is not None:
+        return t, n
+    dt = parse(row.received_at)
+    return row.received_at, int(dt.timestamp() * 1e9) if dt is not None else 0
+
+
+def fold_otlp(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched, metrics: list[OtelMetricRow]) -> None:
+    """Fold one logged OTLP record or data point of ``state``'s session (see the module docstring)."""
+    if row.origin == otlp.origin_of(otlp.METRICS):
+        m = _metric_row(row, obj)
+        if m is not None:
+            metrics.append(m)
+        return
+    rec = obj.get("logRecord")
+    if not isinstance(rec, dict):
+        return
+    attrs = otlp.attrs_of(rec.get("attributes"))
+    name = otlp.event_name(rec, attrs)
+    occurred, ns = _ns(row, rec)
+    if name in REQUEST_EVENTS:
+        seq = otlp.as_int(attrs.get("event.sequence"))
+        key = f"{ns}:{seq}" if seq is not None else f"{ns}:r{row.id}"
+        ev = _request_ev(row, name, occurred, ns, attrs, seq, state.session_id)
+        cur = state.otel.get(key)
+        if cur is None or ev.raw_event_id < cur.raw_event_id:
+            state.otel[key] = ev
+        t.otel.add(key)
+    elif name == "assistant_response":
+        uuid, pid = _s(attrs, "message.uuid"), _s(attrs, "prompt.id")
+        seq = otlp.as_int(attrs.get("event.sequence"))
+        if uuid is not None and pid is not None and seq is not None:
+            prev = state.otel_responses.get(uuid)
+            if prev is None or (pid, seq) < prev:
+                state.otel_responses[uuid] = (pid, seq)
+                t.otel.add("")
+    elif name in ("tool_result", "tool_decision"):
+        tuid = _s(attrs, "tool_use_id")
+        if tuid is None:
+            return
+        tool, pid = _s(attrs, "tool_name"), _s(attrs, "prompt.id")
+        if name == "tool_result":
+            ok = attrs.get("success")
+            status = COMPLETED if ok is True or ok == "true" else FAILED
+            note_tool(state, t, tuid, agent_named=False, name=tool, ended=occurred, status=status, prompt_id=pid)
+        elif attrs.get("decision") == "reject":
+            note_tool(state, t, tuid, agent_named=False, name=tool, ended=occurred, status=DENIED, prompt_id=pid)
+
+
+def _request_ev(
+    row: LogRow, name: str, occurred: str, ns: int, attrs: dict[str, Any], seq: int | None, sid: str
+) -> OtelEv:
+    """An ``api_request`` / ``api_error`` event's evidence."""
+    qs = _s(attrs, "query_source")
+    agent = _s(attrs, "agent.id") or _s(attrs, "agent_id")
+    if agent is None and not (qs or "").startswith(("agent", "subagent")):
+        agent = sid  # the main thread's calls, the session's auxiliary ones: the main agent
+    split = "cache_creation_5m_tokens" in attrs or "cache_creation_1h_tokens" in attrs
+    cost = attrs.get("cost_usd")
+    speed = _s(attrs, "speed")
+    error = None
+    if name == "api_error":
+        parts = [str(attrs.get(k)) for k in ("status_code", "error") if attrs.get(k) not in (None, "")]
+        error = otlp.text_or_none(" ".join(parts)) or "error"
+    return OtelEv(
+        row.id,
+        name,
+        occurred,
+        ns,
+        _s(attrs, "prompt.id"),
+        _s(attrs, "request_id"),
+        qs,
+        agent,
+        seq,
+        _s(attrs, "model") or "",
+        _n(attrs, "input_tokens"),
+        _n(attrs, "output_tokens"),
+        _n(attrs, "cache_read_tokens"),
+        _n(attrs, "cache_creation_tokens"),
+        _n(attrs, "cache_creation_5m_tokens"),
+        _n(attrs, "cache_creation_1h_tokens"),
+        split,
+        float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None,
+        otlp.as_int(attrs.get("duration_ms")),
+        "" if speed in (None, "normal", "standard") else str(speed),
+        error,
+    )
+
+
+def _metric_row(row: LogRow, obj: dict[str, Any]) -> OtelMetricRow | None:
+    head, point = obj.get("metric"), obj.get("point")
+    if not isinstance(head, dict) or not isinstance(point, dict) or row.session_id is None:
+        return None
+    name = otlp.text_or_none(head.get("name"))
+    if name is None:
+        return None
+    attrs = {k: v for k, v in otlp.attrs_of(point.get("attributes")).items() if k not in _PRIVATE}
+    return OtelMetricRow(
+        row.id,
+        row.session_id,
+        name,
+        otlp.text_or_none(head.get("unit")) or "",
+        orjson.dumps(attrs, option=orjson.OPT_SORT_KEYS).decode(),
+        otlp.time_of(point.get("startTimeUnixNano")),
+        otlp.time_of(point.get("timeUnixNano")),
+        otlp.as_int(head.get("aggregationTemporality")),
+        otlp.point_value(point),
+    )
+
+
+def _best(state: SessionState, mid: str) -> MsgEv:
+    by_rank = state.msgs[mid]
+    return by_rank[max(by_rank)]
+
+
+def _fingerprint(model: str, c: tuple[int, int, int, int, int]) -> tuple[str, int, int, int, int]:
+    return (model, c[0], c[1], c[2], c[3] + c[4])
+
+
+def _msg_ns(ev: MsgEv) -> int | None:
+    dt = parse(ev.occurred)
+    return int(dt.timestamp() * 1e9) if dt is not None else None
+
+
+def _fingerprints(state: SessionState) -> dict[str, tuple[tuple[str, int, int, int, int], int | None]]:
+    """``state.otel_fp`` for every message of the session (those missing computed now)."""
+    fps = state.otel_fp
+    if len(fps) != len(state.msgs):
+        for mid in state.msgs:
+            if mid not in fps:
+                ev = _best(state, mid)
+                fps[mid] = (_fingerprint(ev.model[1], ev.counts()), _msg_ns(ev))
+    return fps
+
+
+def match(state: SessionState) -> dict[str, tuple[str, str]]:
+    """request key -> (message id, matched_by) of every ``api_request`` a transcript message of the
+    session explains (the module docstring's three rules, in order; a message explains one event
+    at most). A function of ``state`` alone (``state.otel_fp`` is filled in as a cache of it)."""
+    reqs = sorted(
+        ((k, e) for k, e in state.otel.items() if e.event == "api_request"), key=lambda x: (x[1].occurred_ns, x[0])
+    )
+    if not reqs:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    claimed: set[str] = set()
+    for k, e in reqs:
+        mid = state.req_ids.get(e.request_id) if e.request_id else None
+        if mid is not None and mid in state.msgs and mid not in claimed:
+            out[k] = (mid, "request_id")
+            claimed.add(mid)
+    by_prompt: dict[str, list[tuple[int, str, OtelEv]]] = {}
+    for k, e in reqs:
+        if k not in out and e.prompt_id is not None and e.sequence is not None:
+            by_prompt.setdefault(e.prompt_id, []).append((e.sequence, k, e))
+    for uuid, (pid, seq) in sorted(state.otel_responses.items(), key=lambda x: (x[1], x[0])):
+        mid = state.uuids.get(uuid)
+        if mid is None or mid in claimed or mid not in state.msgs:
+            continue
+        model = _best(state, mid).model[1]
+        before = [(s, k) for s, k, e in by_prompt.get(pid, ()) if s < seq and k not in out and e.model == model]
+        if before:
+            k = max(before)[1]
+            out[k] = (mid, "message_uuid")
+            claimed.add(mid)
+    rest = [(k, e) for k, e in reqs if k not in out]
+    if not rest:
+        return out
+    wanted = {_fingerprint(e.model, e.counts()) for _, e in rest}
+    pool: dict[tuple[str, int, int, int, int], list[tuple[int, str]]] = {}
+    for mid, (fp, ns) in _fingerprints(state).items():
+        if fp in wanted and ns is not None and mid not in claimed:
+            pool.setdefault(fp, []).append((ns, mid))
+    for ordered in pool.values():
+        ordered.sort()
+    for k, e in rest:
+        cands = pool.get(_fingerprint(e.model, e.counts()))
+        if not cands:
+            continue
+        best = min(((abs(ns - e.occurred_ns), mid, i) for i, (ns, mid) in enumerate(cands)), default=None)
+        if best is None or best[0] > WINDOW_NS:
+            continue
+        out[k] = (best[1], "tokens")
+        cands.pop(best[2])
+    return out
+
+
+def _mismatch(e: OtelEv, ev: MsgEv) -> str | None:
+    """Which of the event's figures differ from the message's (None: all agree)."""
+    mine, theirs = ev.counts(), e.counts()
+    diffs = []
+    for name, a, b in (
+        ("input", theirs[0], mine[0]),
+        ("output", theirs[1], mine[1]),
+        ("cache_read", theirs[2], mine[2]),
+    ):
+        if a != b:
+            diffs.append(f"{name} {a} != {b}")
+    if theirs[3] + theirs[4] != mine[3] + mine[4]:
+        diffs.append(f"cache_write {theirs[3] + theirs[4]} != {mine[3] + mine[4]}")
+    elif e.split_known and (theirs[3], theirs[4]) != (mine[3], mine[4]):
+        diffs.append(f"cache_write 5m/1h {theirs[3]}/{theirs[4]} != {mine[3]}/{mine[4]}")
+    if e.model and e.model != ev.model[1]:
+        diffs.append(f"model {e.model} != {ev.model[1]}")
+    return "; ".join(diffs) or None
+
+
+def derive_otel(
+    state: SessionState,
+    t: Touched,
+    requests: list[OtelRequestRow],
+    usage: list[TokenUsageRow],
+    retracted: list[UsageKey],
+) -> None:
+    """Append the rows of the events whose reconciliation may have moved: the events ``t`` folded,
+    those whose match changed, those matched to a message ``t`` touched. Mutates
+    ``state.otel_last`` (what was last derived) and ``state.otel_fp`` (``match``'s cache), nothing
+    else."""
+    if not state.otel or not (t.otel or t.msgs):
+        return
+    for mid in t.msgs:  # their figures may have moved: computed again by ``match``
+        state.otel_fp.pop(mid, None)
+    matched = match(state)
+    sid = state.session_id
+    for key in sorted(state.otel):
+        e = state.otel[key]
+        cur = matched.get(key)
+        now = (cur[0], cur[1]) if cur is not None else (None, None)
+        if key not in t.otel and state.otel_last.get(key) == now and (cur is None or cur[0] not in t.msgs):
+            continue
+        state.otel_last[key] = now
+        counts = e.counts()
+        own = usage_id(sid, key) if e.event == "api_request" and cur is None else None
+        agrees = mismatch = None
+        if cur is not None:
+            mismatch = _mismatch(e, _best(state, cur[0]))
+            agrees = 0 if mismatch else 1
+            retracted.append(UsageKey(sid, usage_id(sid, key)))
+        requests.append(
+            OtelRequestRow(
+                sid,
+                key,
+                e.raw_event_id,
+                e.event,
+                e.occurred,
+                e.prompt_id,
+                e.request_id,
+                e.query_source,
+                e.model or None,
+                e.agent,
+                *counts,
+                1 if e.split_known else 0,
+                e.cost_usd,
+                e.duration_ms,
+                cur[0] if cur else None,
+                cur[1] if cur else None,
+                own,
+                agrees,
+                mismatch,
+                e.error,
+            )
+        )
+        if own is not None:
+            usage.append(
+                TokenUsageRow(
+                    None,
+                    sid,
+                    e.agent,
+                    own,
+                    e.model or "unknown",
+                    *counts,
+                    0,
+                    e.occurred,
+                    RANK_OTEL,
+                    counts[0] + counts[2] + counts[3] + counts[4],
+                    e.speed,
+                    0,
+                )
+            )

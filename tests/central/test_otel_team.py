@@ -1,0 +1,40 @@
+"""Claude Code's telemetry in team mode: its log rows shipped like every other, projected centrally
+into the same otel_requests, otel_metric_points and usage rows (with their host), replayed equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from ingestd.central.check import replay
+from ingestd.central.pg import connect as pg_connect
+from ingestd.store.writer import apply_batch
+from tests.central.support import local_db, project, ship_all
+from tests.otlp.test_reconcile import telemetry, transcript
+
+COLUMNS = "session_id, request_key, event, message_id, matched_by, usage_id, agrees, mismatch"
+
+
+def test_telemetry_reaches_the_central_store_reconciled(tmp_path: Path, pg_url: str) -> None:
+    local = local_db(tmp_path / "a.db", [], "host-a")
+    apply_batch(local, telemetry())  # usage of its own until the transcript arrives
+    apply_batch(local, transcript())
+    mine = sorted(tuple(r) for r in local.execute(f"SELECT {COLUMNS} FROM otel_requests"))
+    usage = sorted(tuple(r) for r in local.execute("SELECT message_id, input, output FROM token_usage"))
+    assert len(mine) == 4 and len(usage) == 4
+    ship_all(local, pg_url)
+    project(pg_url)
+    with psycopg.connect(pg_url) as c:
+        central = sorted(c.execute(f"SELECT {COLUMNS}, host_id FROM otel_requests").fetchall())
+        central_usage = sorted(c.execute("SELECT message_id, input, output FROM token_usage").fetchall())
+        points = c.execute("SELECT name, value, host_id FROM otel_metric_points").fetchall()
+    assert [r[:-1] for r in central] == mine and {r[-1] for r in central} == {"host-a"}
+    assert central_usage == usage
+    assert points == [("claude_code.cost.usage", 0.0191, "host-a")]
+    pg = pg_connect(pg_url)
+    try:
+        outcome = replay(pg)
+        assert outcome.ok and outcome.live["otel_requests"][0] == 4
+    finally:
+        pg.close()

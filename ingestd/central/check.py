@@ -33,10 +33,11 @@ DIGEST: dict[str, tuple[str, str]] = {
     "orchestration_edges": ("*", "id"),
     "token_usage": (
         "host_id, session_id, agent_id, message_id, model, input, output, cache_read, cache_write_5m,"
-        " cache_write_1h, is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests",
+        " cache_write_1h, is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests,"
+        " inference_geo",
         "message_id",
     ),
-    "token_usage_rollup": ("*", "session_id, model, slot, rate_effective_from, tier, speed, host_id"),
+    "token_usage_rollup": ("*", "session_id, model, slot, rate_effective_from, tier, speed, inference_geo, host_id"),
     "tool_calls": ("*", "session_id, tool_use_id"),
     "compactions": ("*", "session_id, boundary_id"),
     "tasks": ("*", "session_id, task_id"),

@@ -34,25 +34,28 @@ store_write_option = store_flag(
 )
 
 
-def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.PriceRow]) -> int:
-    """Add ``rows`` to the central store at ``store_url`` when given, else to the local database."""
+def _write(db_path: Path | None, store_url: str | None, rows: list[pricing.PriceRow]) -> tuple[int, list[str]]:
+    """Add ``rows`` to the central store at ``store_url`` when given, else to the local database;
+    the rows written and the warnings given (``_warn_dropped``)."""
     verified_at = from_epoch_ns(time.time_ns())
     if store_url is None:
         conn = open_db(db_path).db
-        _warn_dropped(conn, rows)
-        return pricing.add_prices(conn, rows, verified_at=verified_at)
+        warnings = _warn_dropped(conn, rows)
+        return pricing.add_prices(conn, rows, verified_at=verified_at), warnings
     from ingestd.central import pricing as central_pricing
 
     store = open_store(store_url)
-    _warn_dropped(store, rows)
-    return central_pricing.add_prices(store.conn, rows, verified_at=verified_at)
+    warnings = _warn_dropped(store, rows)
+    return central_pricing.add_prices(store.conn, rows, verified_at=verified_at), warnings
 
 
-def _warn_dropped(conn: Reader, rows: list[pricing.PriceRow]) -> None:
-    """Warn on stderr of every price dimension a row drops from the row in force before it
-    (``pricing.dropped_dimensions``): that usage goes unpriced from the new row on."""
-    for line in pricing.dropped_dimensions(conn, rows):
+def _warn_dropped(conn: Reader, rows: list[pricing.PriceRow]) -> list[str]:
+    """Warn on stderr of every price dimension a row leaves out that the row in force before it had
+    (``pricing.dropped_dimensions``: what happens from the new row on, and how to say "withdrawn")."""
+    lines = pricing.dropped_dimensions(conn, rows)
+    for line in lines:
         click.secho(f"warning: {line}", err=True, fg="yellow")
+    return lines
 
 
 @click.group("pricing")
@@ -102,8 +105,21 @@ def list_cmd(db_path: Path | None, store_url: str | None, model: str | None, as_
     metavar="BUCKET=USD",
     help="Tier rate of one bucket (USD per MTok), one per bucket given; repeatable.",
 )
+@click.option(
+    "--no-long-context",
+    is_flag=True,
+    help="This version has no long-context tier (withdrawn: prompts over any threshold at the standard rate).",
+)
 @click.option("--speed", "speeds", multiple=True, metavar="SPEED=X", help="Rate multiplier of usage.speed SPEED.")
+@click.option(
+    "--no-speed", "no_speeds", multiple=True, metavar="SPEED", help="SPEED costs the standard rate in this version."
+)
+@click.option(
+    "--geo", "geos", multiple=True, metavar="GEO=X", help="Rate multiplier of usage.inference_geo GEO (us=1.1)."
+)
+@click.option("--no-geo", "no_geos", multiple=True, metavar="GEO", help="GEO costs the global rate in this version.")
 @click.option("--web-search-fee", type=str, default=None, help="USD per web search request (with --output).")
+@click.option("--no-web-search-fee", is_flag=True, help="Web searches have no fee in this version (with --output).")
 @json_option
 def set_cmd(
     db_path: Path | None,
@@ -118,8 +134,13 @@ def set_cmd(
     cache_write_1h: str | None,
     long_context_threshold: int | None,
     long_context: tuple[str, ...],
+    no_long_context: bool,
     speeds: tuple[str, ...],
+    no_speeds: tuple[str, ...],
+    geos: tuple[str, ...],
+    no_geos: tuple[str, ...],
     web_search_fee: str | None,
+    no_web_search_fee: bool,
     as_json: bool,
 ) -> None:
     """Add rates for MODEL from --effective-from on (stored usage is re-priced, no re-ingest)."""
@@ -134,22 +155,32 @@ def set_cmd(
     if not rates:
         raise InputError("give at least one rate (--input, --output, --cache-read, --cache-write-5m, --cache-write-1h)")
     item: dict[str, object] = {"model": model, "effective_from": effective_from, "rates": rates, "source": source}
+    if no_long_context and (long_context_threshold is not None or long_context):
+        raise InputError("--no-long-context: give it alone, or a tier (--long-context-threshold, --long-context)")
+    if no_web_search_fee and web_search_fee is not None:
+        raise InputError("--no-web-search-fee: give it or --web-search-fee, not both")
     if long_context_threshold is not None or long_context:
         item["long_context"] = {
             "threshold": long_context_threshold,
             "rates": _pairs("--long-context", long_context),
         }
-    if speeds:
-        item["speed_multipliers"] = _pairs("--speed", speeds)
+    elif no_long_context:
+        item["long_context"] = None
+    if speeds or no_speeds:
+        item["speed_multipliers"] = {**_pairs("--speed", speeds), **dict.fromkeys(no_speeds)}
+    if geos or no_geos:
+        item["geo_multipliers"] = {**_pairs("--geo", geos), **dict.fromkeys(no_geos)}
     if web_search_fee is not None:
         item["server_tool_fees"] = {"web_search_requests": web_search_fee}
+    elif no_web_search_fee:
+        item["server_tool_fees"] = None
     try:
         rows = pricing.parse_rows([item], default_source=source)
     except InputError as e:  # the user gave options, not rows: name the option
         raise InputError(_as_option(e), **e.context) from None
-    n = _write(db_path, store_url, rows)
+    n, warnings = _write(db_path, store_url, rows)
     if as_json:
-        emit_json({"written": n, "rows": [r.to_json() for r in rows]})
+        emit_json({"written": n, "rows": [r.to_json() for r in rows], "warnings": warnings})
     else:
         click.echo(f"wrote {plural(n, 'price row')} for {model} from {rows[0].effective_from}")
 
@@ -160,15 +191,19 @@ def set_cmd(
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @json_option
 def load_cmd(db_path: Path | None, store_url: str | None, file: Path, as_json: bool) -> None:
-    """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}]."""
+    """Load price rows from a JSON FILE: [{"model", "effective_from", "rates": {bucket: usd}}].
+
+    A row may also carry "long_context", "speed_multipliers", "geo_multipliers" and
+    "server_tool_fees"; null withdraws one ("long_context": null: this version has no tier).
+    """
     try:
         doc = orjson.loads(read_capped(file, PRICE_FILE_MAX_BYTES, "price file", InputError))
     except orjson.JSONDecodeError as e:
         raise InputError(f"{file} is not valid JSON: {e}") from e
     rows = pricing.parse_rows(doc, default_source=f"file:{file.name}")
-    n = _write(db_path, store_url, rows)
+    n, warnings = _write(db_path, store_url, rows)
     if as_json:
-        emit_json({"written": n})
+        emit_json({"written": n, "rows": [r.to_json() for r in rows], "warnings": warnings})
     else:
         click.echo(f"wrote {plural(n, 'price row')} from {file}")
 
@@ -197,6 +232,8 @@ def _as_option(e: InputError) -> str:
         option = "--" + tail.replace("_", "-")
     elif head == "speed_multipliers":
         option = f"--speed {tail}=X"
+    elif head == "geo_multipliers":
+        option = f"--geo {tail}=X"
     elif head == "long_context.rates":
         option = f"--long-context {tail}=USD"
     else:

@@ -9,6 +9,7 @@ bench may import any).
 
 __all__ = [
     "activity",
+    "billing",
     "blocks",
     "budget",
     "decode",

@@ -309,6 +309,7 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
                 prompt,
                 ev.speed,
                 ev.web_search_requests,
+                ev.inference_geo,
             )
         )
 

@@ -63,6 +63,7 @@ PINS: tuple[Pin, ...] = (
     Pin(24, "usage_columns", "7503acb39cdf066f4601f97658bbeb55d4b916d86240974a5ac5b640dae61d18"),
     Pin(25, "claude_code_totals", "214a0fbc16b7fc994a0f9307164e434c341eba5958ab28300a7357686a22ac31"),
     Pin(26, "otel", "a5bcdc950374e46e32df335a431d14702e60c033af60f8279bdd284b61892bd4"),
+    Pin(27, "inference_geo", "8281427e2a957ce48ffa6a44fa52d1bf8b87c2daef2316402aae6543acce5c65"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -89,6 +90,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(10, "usage_columns", "a93580fa404fd2cc8708b581f7ae083ee80c6748689e1a2fe7b29929c30f6a1f"),
     Pin(11, "claude_code_totals", "55f7fe2754cc8891b24b09d096238795c8db84c2f49b4540b84ae931574db763"),
     Pin(12, "otel", "cd405f39f75cdd718f03dc85e8ed4d6b3992d23e5d70c93777106d74da671abf"),
+    Pin(13, "inference_geo", "b4594f330c7cdcc29ff37841706b3f5fdf5fb70c2b066e80bb8c664b0f573cba"),
 )
 
 

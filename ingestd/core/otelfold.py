@@ -349,5 +349,6 @@ def derive_otel(
                     counts[0] + counts[2] + counts[3] + counts[4],
                     e.speed,
                     0,
+                    "",  # an api_request event names no inference geo
                 )
             )

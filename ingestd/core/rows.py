@@ -87,8 +87,9 @@ class TokenUsageRow(NamedTuple):
     ``input``, ``output``, ``cache_read``, ``cache_write_5m``, ``cache_write_1h``: int, the
     message's tokens per bucket (``derive.BUCKETS`` order, zeros included). ``claim_rank``:
     ``state.RANK_*``. ``prompt_tokens`` (int, tokens: input + cache read + both cache writes, the
-    long-context tier's measure), ``speed`` (str, '' for standard) and ``web_search_requests`` (int)
-    are the message's pricing facts (SPEC §5.1).
+    long-context tier's measure), ``speed`` (str, '' for standard), ``web_search_requests`` (int)
+    and ``inference_geo`` (str, '' for the geos that bill at 1.0: ``billing.geo_of``) are the
+    message's pricing facts (SPEC §5.1).
     """
 
     id: int | None
@@ -107,6 +108,7 @@ class TokenUsageRow(NamedTuple):
     prompt_tokens: int
     speed: str
     web_search_requests: int
+    inference_geo: str
 
 
 class ToolCallRow(NamedTuple):

@@ -1,4 +1,4 @@
-"""Speed multipliers of a price row (SPEC §5.1, migration 0011), pure."""
+"""Multiplier tables of a price row: speed (migration 0011) and inference geo (0027) (SPEC §5.1), pure."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from decimal import Decimal
 import orjson
 
 
-def speed_multipliers(text: object) -> dict[str, Decimal]:
-    """A stored ``prices.speed_multipliers`` JSON object as ``{speed: Decimal}``.
+def multipliers(text: object) -> dict[str, Decimal]:
+    """A stored ``speed_multipliers`` / ``geo_multipliers`` JSON object as ``{name: Decimal}``.
 
-    '' / None / not JSON / not an object: ``{}`` (no multiplier, so such speeds are unpriced);
+    '' / None / not JSON / not an object: ``{}`` (no multiplier, so such speeds or geos are unpriced);
     an entry whose value is not a non-negative number is left out. Floats convert through their
     ``repr`` (so 0.3 is exactly 0.3).
     """
@@ -27,3 +27,6 @@ def speed_multipliers(text: object) -> dict[str, Decimal]:
         for k, v in doc.items()
         if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
     }
+
+
+speed_multipliers = multipliers

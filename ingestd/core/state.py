@@ -115,6 +115,7 @@ class MsgEv:
         occurred: str, canonical UTC min, or ``validate.INFER`` while no part's time is valid.
         agent: str, min: the agent (or legacy placeholder) whose record holds it.
         speed: str, max ('' when absent); web_search_requests: int, max (streamed parts repeat it).
+        inference_geo: str, max: ``billing.geo_of`` ('' for the geos that bill at 1.0).
         write_agg / write_5m / write_1h: int, tokens, max of the raw ``cache_creation_input_tokens``
             and its 5m / 1h breakdown over the parts; the cache_write buckets are split from them
             when counted (``counts``), never joined split: a part with only the aggregate (100 -> 5m
@@ -132,6 +133,7 @@ class MsgEv:
     write_agg: int
     write_5m: int
     write_1h: int
+    inference_geo: str = ""
 
     def counts(self) -> tuple[int, int, int, int, int]:
         """The five bucket counts in ``derive.BUCKETS`` order, tokens."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingestd.core.billing import geo_of, unknown_fields
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState, split_writes
 from ingestd.core.touch import Touched
@@ -55,6 +56,7 @@ def raw_writes(usage: dict[str, Any]) -> tuple[int, int, int]:
 def _join(ev: MsgEv, part: MsgEv) -> None:
     """Merge one streamed part into the message's evidence: every field a join."""
     ev.speed = max(ev.speed, part.speed)
+    ev.inference_geo = max(ev.inference_geo, part.inference_geo)
     ev.web_search_requests = max(ev.web_search_requests, part.web_search_requests)
     ev.input = max(ev.input, part.input)
     ev.output = max(ev.output, part.output)
@@ -84,6 +86,7 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     row = t.row
     top = usage_problems(usage)
     probs = ["; ".join(top) + " is not a token count: counted as 0"] if top else []
+    probs += unknown_fields(usage)
     if ts == INFER and t.bad_at is not None:
         og, off, _ = t.bad_at
         name_refused(state, og, off, mid)
@@ -153,13 +156,23 @@ def _merge_part(
         og, off, received_at = t.bad_at
         state.inferred.setdefault(mid, {})[(og, off)] = received_at
     inp, out, cread = _plain(usage)
-    # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), and the web search server
-    # tool's request count, which streamed parts repeat: the maximum over parts, once per message
+    # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), `inference_geo` ("us":
+    # US-only inference, 1.1x from Opus 4.6 on), and the web search server tool's request count,
+    # which streamed parts repeat: the maximum over parts, once per message
     sp = usage.get("speed")
     stu = usage.get("server_tool_use")
     searches = count(stu.get("web_search_requests")) if isinstance(stu, dict) else 0
     part = MsgEv(
-        inp, out, cread, (out, model), ts, agent, sp if isinstance(sp, str) else "", searches, *raw_writes(usage)
+        inp,
+        out,
+        cread,
+        (out, model),
+        ts,
+        agent,
+        sp if isinstance(sp, str) else "",
+        searches,
+        *raw_writes(usage),
+        geo_of(usage.get("inference_geo")),
     )
     by_rank = state.msgs.setdefault(mid, {})
     ev = by_rank.get(rank)

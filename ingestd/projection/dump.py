@@ -33,7 +33,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label", "text")),
     ("quarantine", ("raw_event_id", "reason")),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
-    ("token_usage_rollup", ("session_id", "model", "slot", "rate_effective_from", "tier", "speed")),
+    ("token_usage_rollup", ("session_id", "model", "slot", "rate_effective_from", "tier", "speed", "inference_geo")),
 )
 # Surrogate ids assigned in arrival order: they are storage, not projection, and differ
 # between rebuilds by design; the table's natural key identifies its rows.

@@ -36,9 +36,9 @@ COST_TOLERANCE_USD = Decimal("0.000001")
 """Two costs agree within this: Claude Code sums binary floats (11.944739999999921 for 11.94474)."""
 
 _OURS_SQL = (
-    "SELECT model, rate_effective_from, tier, speed, "
+    "SELECT model, rate_effective_from, tier, speed, inference_geo, "
     + ", ".join(f"sum({c})" for c in SUM_COLUMNS)
-    + " FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4"
+    + " FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4, 5"
 )
 
 
@@ -52,8 +52,10 @@ def _has_columns(conn: Db) -> bool:
 
 def _ours_by_model(conn: Db, sid: str, rates: RateTable) -> dict[str, Usage]:
     out: dict[str, Usage] = {}
-    for model, version, tier, speed, *sums in conn.execute(_OURS_SQL, (sid,)):
-        out.setdefault(str(model), Usage()).add_messages(str(model), version, int(tier), str(speed), sums, rates)
+    for model, version, tier, speed, geo, *sums in conn.execute(_OURS_SQL, (sid,)):
+        out.setdefault(str(model), Usage()).add_messages(
+            str(model), version, int(tier), str(speed), sums, rates, str(geo)
+        )
     return out
 
 
@@ -168,15 +170,15 @@ def totals_section(conn: Db, rates: RateTable) -> dict[str, int]:
                 k: int(v) if v is not None else 0 for k, v in zip(COUNTS, vals, strict=True)
             }
         ours: dict[str, dict[str, Usage]] = {}
-        for sid, model, version, tier, speed, *sums in conn.execute(
-            "SELECT session_id, model, rate_effective_from, tier, speed, "
+        for sid, model, version, tier, speed, geo, *sums in conn.execute(
+            "SELECT session_id, model, rate_effective_from, tier, speed, inference_geo, "
             + ", ".join(f"sum({c})" for c in SUM_COLUMNS)
             + " FROM token_usage_rollup WHERE session_id IN (SELECT id FROM sessions WHERE cc_cost_usd IS NOT NULL"
-            " UNION SELECT session_id FROM cc_model_usage) GROUP BY 1, 2, 3, 4, 5"
+            " UNION SELECT session_id FROM cc_model_usage) GROUP BY 1, 2, 3, 4, 5, 6"
         ):
             by_model = ours.setdefault(str(sid), {})
             by_model.setdefault(str(model), Usage()).add_messages(
-                str(model), version, int(tier), str(speed), sums, rates
+                str(model), version, int(tier), str(speed), sums, rates, str(geo)
             )
     tokens_differ = cost_differs = 0
     for sid, cc_total in totals.items():

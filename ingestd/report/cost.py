@@ -1,7 +1,7 @@
 """``ingestd cost``: totals per bucket, exact cost and unpriced usage, optionally grouped (SPEC §5, §9).
 
 Every grouping except ``agent`` reads ``token_usage_rollup`` only (the five bucket sums per session,
-model, UTC quarter-hour slot, price version, tier and speed), each bucket priced at its rate row at
+model, UTC quarter-hour slot, price version, tier, speed and inference geo), each bucket priced at its rate row at
 that version (``ingestd.report.usage.RateTable.bucket_rate``): the answer never scans
 ``token_usage``, however long the history.
 
@@ -36,7 +36,7 @@ SEP = "\x1e"  # between the keys of a two-level grouping (``day,model``)
 # the groupings by time: each a function of a usage slot's local day (``slot`` itself: blocks)
 TIME_GROUPINGS = ("day", "week", "month", "slot")
 
-# (group key expression, FROM clause). Every key is grouped together with model, version, tier and speed.
+# (group key expression, FROM clause). Every key is grouped together with model, version, tier, speed, geo.
 # The totals (no key) group by those alone, so an index on those columns can serve them.
 _ROLLUP_KEYS: dict[str | None, tuple[str | None, str]] = {
     None: (None, "token_usage_rollup r"),
@@ -88,7 +88,7 @@ def _rollup_rows(
     conn: Db, by: str | None, window: Window, host: str | None, session: str | None = None
 ) -> Iterable[tuple[Any, ...]]:
     """The rollup's sums grouped by the key of ``by`` (one grouping, or two joined by ``,``: their
-    keys joined by ``SEP``), model, price version, tier and speed."""
+    keys joined by ``SEP``), model, price version, tier, speed and inference geo."""
     if by is None:
         key, source = _ROLLUP_KEYS[None]
     else:
@@ -103,7 +103,7 @@ def _rollup_rows(
     if session is not None:
         where.append("r.session_id = ?")
         params.append(session)
-    cols = "r.model, r.rate_effective_from, r.tier, r.speed"
+    cols = "r.model, r.rate_effective_from, r.tier, r.speed, r.inference_geo"
     sums = ", ".join(f"sum(r.{c})" for c in SUM_COLUMNS)
     sql = (
         f"SELECT {key + ', ' if key else ''}{cols}, {sums}"
@@ -125,9 +125,9 @@ def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None 
         params.append(session)
     sql = (
         f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, {RATE_SQL},"
-        f" {TIER_SQL}, t.speed, {SUMS_SQL} FROM token_usage t"
+        f" {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL} FROM token_usage t"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " GROUP BY 1, 2, 3, 4, 5"
+        + " GROUP BY 1, 2, 3, 4, 5, 6"
     )
     return conn.execute(sql, tuple(params))
 
@@ -142,9 +142,9 @@ def _source_rows(conn: Db, window: Window, host: str | None, session: str | None
         params.append(session)
     sql = (
         f"SELECT CASE WHEN t.claim_rank < 0 THEN 'otel' ELSE 'transcript' END, t.model, {RATE_SQL},"
-        f" {TIER_SQL}, t.speed, {SUMS_SQL} FROM token_usage t"
+        f" {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL} FROM token_usage t"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " GROUP BY 1, 2, 3, 4, 5"
+        + " GROUP BY 1, 2, 3, 4, 5, 6"
     )
     return conn.execute(sql, tuple(params))
 
@@ -258,19 +258,19 @@ def cost_report(
         else:
             raw = _rollup_rows(conn, by, window, host, session)
         to_key = _key_function(levels, zone)
-        # Sum integers first (cheap), price each (group, model, version, tier, speed) once.
-        sums: dict[tuple[str, str, str, int, str], list[int]] = {}
+        # Sum integers first (cheap), price each (group, model, version, tier, speed, geo) once.
+        sums: dict[tuple[str, str, str, int, str, str], list[int]] = {}
         width = len(SUM_COLUMNS)
-        for key, model, version, tier, speed, *values in raw:
-            acc = sums.setdefault((to_key(key), model, version, int(tier), str(speed)), [0] * width)
+        for key, model, version, tier, speed, geo, *values in raw:
+            acc = sums.setdefault((to_key(key), model, version, int(tier), str(speed), str(geo)), [0] * width)
             for i in range(width):
                 acc[i] += values[i]
         groups: dict[str, Usage] = {}
-        for (k, model, version, tier, speed), values in sums.items():
+        for (k, model, version, tier, speed, geo), values in sums.items():
             u = groups.get(k)
             if u is None:
                 u = groups[k] = Usage()
-            u.add_messages(model, version, tier, speed, values, rates)
+            u.add_messages(model, version, tier, speed, values, rates, geo)
         total = Usage()
         for u in groups.values():
             total.merge(u)

@@ -134,8 +134,8 @@ def prompts_report(conn: Db, session: str) -> dict[str, Any]:
             (sid,),
         ).fetchall()
         messages: list[Any] = conn.execute(
-            f"SELECT t.agent_id, t.occurred_at, t.model, {RATE_SQL}, {TIER_SQL}, t.speed, {SUMS_SQL}"
-            " FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5, 6",
+            f"SELECT t.agent_id, t.occurred_at, t.model, {RATE_SQL}, {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL}"
+            " FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5, 6, 7",
             (sid,),
         ).fetchall()
     placer = Placer.of(
@@ -153,8 +153,10 @@ def prompts_report(conn: Db, session: str) -> dict[str, Any]:
             group(placer.place(str(aid), None, first_seen)).agents.append(str(aid))
     for aid, pid, started, tool, status in calls:
         group(placer.place(aid, pid, started)).call(str(tool), str(status))
-    for aid, at, model, version, tier, speed, *sums in messages:
-        group(placer.place(aid, None, at)).usage.add_messages(str(model), version, int(tier), str(speed), sums, rates)
+    for aid, at, model, version, tier, speed, geo, *sums in messages:
+        group(placer.place(aid, None, at)).usage.add_messages(
+            str(model), version, int(tier), str(speed), sums, rates, str(geo)
+        )
     out = []
     for pid, index, text, first_at, last_at in prompts:
         out.append(

@@ -116,12 +116,15 @@ _FIXES = {
 
 def unpriced_fix(model: str, reason: str, *, store: bool = False) -> str:
     """The fix for one reason ``model``'s usage is unpriced (``no_rate``, ``long_context``,
-    ``speed:<s>``, ``web_search``), naming ``pricing set --store URL`` for a report read from the
+    ``speed:<s>``, ``geo:<g>``, ``web_search``), naming ``pricing set --store URL`` for a report read from the
     central store (``store``); an unknown reason is named as it is. Pure."""
     cmd = "ingestd pricing set --store URL" if store else "ingestd pricing set"
     if reason.startswith("speed:"):
         speed = reason.split(":", 1)[1]
         return f"speed {speed!r} has no multiplier: `{cmd} {model} ... --speed {speed}=X`"
+    if reason.startswith("geo:"):
+        geo = reason.split(":", 1)[1]
+        return f"inference_geo {geo!r} has no multiplier: `{cmd} {model} ... --geo {geo}=X`"
     fix = _FIXES.get(reason)
     return reason if fix is None else fix.format(cmd=cmd, m=model)
 
@@ -400,11 +403,12 @@ def render_prices(console: Console, rows: list[dict[str, Any]]) -> None:
 
 
 def _dimensions(r: dict[str, Any]) -> str:
-    """``>200k 6.0``, ``fast x6``, ``web $0.01``: the row's other dimensions, in few cells."""
+    """``>200k 6.0``, ``fast x6``, ``geo us x1.1``, ``web $0.01``: the row's other dimensions, in few cells."""
     parts = []
     if r.get("long_context_threshold") is not None:
         parts.append(f">{tokens(int(r['long_context_threshold']))} {r['long_context_usd_per_mtok']}")
     parts += [f"{k} x{v}" for k, v in (r.get("speed_multipliers") or {}).items()]
+    parts += [f"geo {k} x{v}" for k, v in (r.get("geo_multipliers") or {}).items()]
     if r.get("web_search_usd_per_request") is not None:
         parts.append(f"web ${r['web_search_usd_per_request']}")
     return ", ".join(parts)

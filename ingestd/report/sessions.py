@@ -32,13 +32,13 @@ highest priced cost first, or the most tokens first (ties: the most recently act
 def session_usage(conn: Db, session_id: str, rates: RateTable) -> Usage:
     """The session's whole usage from the rollup. Read-only."""
     u = Usage()
-    for model, version, tier, speed, *sums in conn.execute(
-        "SELECT model, rate_effective_from, tier, speed, "
+    for model, version, tier, speed, geo, *sums in conn.execute(
+        "SELECT model, rate_effective_from, tier, speed, inference_geo, "
         + ", ".join(f"sum({c})" for c in SUM_COLUMNS)
-        + " FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4",
+        + " FROM token_usage_rollup WHERE session_id = ? GROUP BY 1, 2, 3, 4, 5",
         (session_id,),
     ):
-        u.add_messages(model, version, int(tier), str(speed), sums, rates)
+        u.add_messages(model, version, int(tier), str(speed), sums, rates, str(geo))
     u.add_uncounted(*uncounted_usage(conn, session=session_id))
     return u
 

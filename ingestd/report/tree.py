@@ -88,13 +88,13 @@ def _load(conn: Db, sid: str, rates: RateTable) -> tuple[dict[str, _Agent], Usag
         if a is not None:
             a.edge = {"parent_agent_id": parent, "source": source, "created_at": created_at, "tool_use_id": tool_use_id}
     unattributed = Usage()
-    for aid, model, version, tier, speed, *sums in conn.execute(
-        f"SELECT t.agent_id, t.model, {RATE_SQL}, {TIER_SQL}, t.speed, {SUMS_SQL}"
-        " FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5",
+    for aid, model, version, tier, speed, geo, *sums in conn.execute(
+        f"SELECT t.agent_id, t.model, {RATE_SQL}, {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL}"
+        " FROM token_usage t WHERE t.session_id = ? GROUP BY 1, 2, 3, 4, 5, 6",
         (sid,),
     ):
         target = agents[aid].own if aid in agents else unattributed
-        target.add_messages(model, version, int(tier), str(speed), sums, rates)
+        target.add_messages(model, version, int(tier), str(speed), sums, rates, str(geo))
     for aid, tool, status, n in conn.execute(
         "SELECT agent_id, COALESCE(tool_name, '?'), status, count(*) FROM tool_calls"
         " WHERE session_id = ? GROUP BY 1, 2, 3",

@@ -9,38 +9,23 @@ bucket beside the priced total, never folded into it as $0.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ingestd.core.speeds import speed_multipliers
+from ingestd.core.billing import Rate, price
+from ingestd.core.speeds import multipliers
 from ingestd.store.connection import Db, Reader
 from ingestd.store.pricing import BUCKETS, rate_decimal
 from ingestd.store.rollup import TIER_BITS
 
 UNPRICED = ""  # the rollup's sentinel rate key (migrations/0002)
-STANDARD_SPEEDS = frozenset(("", "standard"))  # usage.speed absent or named standard: multiplier 1
 UNCOUNTED_LISTED = 3  # reasons an answer quotes of its uncounted records (``ingestd status`` lists all)
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
-    """One price row as the reports use it (SPEC §5.1, migration 0011).
-
-    Attributes:
-        usd_per_mtok: Decimal, the standard rate.
-        long_context_usd_per_mtok: Decimal | None, the rate of a request whose prompt exceeds the
-            row's threshold (the rollup's ``tier`` 1), None when the row has no tier.
-        speed_multipliers: dict speed -> Decimal multiplier of every bucket's rate (standard: 1).
-        web_search_usd_per_request: Decimal | None, the fee per web search request (read from the
-            ``output`` row, where a message's requests are counted), None when the row has none.
-    """
-
-    usd_per_mtok: Decimal
-    long_context_usd_per_mtok: Decimal | None = None
-    speed_multipliers: dict[str, Decimal] = field(default_factory=dict)
-    web_search_usd_per_request: Decimal | None = None
+# One price row as the reports use it: ``core.billing.Rate`` (SPEC §5.1, migrations 0011, 0027).
+Price = Rate
 
 
 class RateTable(dict[tuple[str, str, str], Price]):
@@ -78,12 +63,13 @@ def load_rates(conn: Db) -> RateTable:
             (r[0], r[1], r[2]): Price(
                 rate_decimal(r[3]),
                 rate_decimal(r[4]) if r[4] is not None else None,
-                speed_multipliers(r[5]),
+                multipliers(r[5]),
                 rate_decimal(r[6]) if r[6] is not None else None,
+                multipliers(r[7]),
             )
             for r in conn.execute(
                 "SELECT model, bucket, effective_from, usd_per_mtok, long_context_usd_per_mtok, speed_multipliers,"
-                " web_search_usd_per_request FROM model_pricing"
+                " web_search_usd_per_request, geo_multipliers FROM model_pricing"
             )
         }
     )
@@ -184,10 +170,11 @@ class Usage:
         rate_key: str,
         tokens: int,
         rows: int,
-        rates: RateTable,
+        rates: RateTable | Mapping[tuple[str, str, str], Price],
         tier: int = 0,
         speed: str = "",
         searches: int = 0,
+        geo: str = "",
     ) -> None:
         """Add one grouped row (tokens and row count of ``model``/``bucket`` at ``rate_key``).
 
@@ -195,49 +182,45 @@ class Usage:
             tier: 1 when these messages' prompts exceed the rate row's long-context threshold.
             speed: ``usage.speed`` of these messages ('' for standard).
             searches: web search requests of these messages (on ``output`` rows only).
+            geo: their stored ``inference_geo`` ('' for the geos that bill at 1.0).
 
-        Price per token: the tier rate when ``tier`` (else the standard rate) times the speed's
-        multiplier; plus ``searches`` times the row's fee. A rate key with no matching price row (only
-        possible if a price row vanished without the rollup following), a tier with no tier rate, a
-        speed with no multiplier or searches with no fee count as unpriced, never as standard or $0;
-        zero tokens with no rate are not unpriced (they cost nothing at any rate).
+        Priced by ``core.billing.price`` (the one rule): a rate key with no matching price row, a
+        tier with no tier rate, a speed or geo with no multiplier, searches with no fee count as
+        unpriced with the reason, never as standard or $0.
         """
-        self.totals[bucket] = self.totals.get(bucket, 0) + tokens
-        if bucket == "output":
+        price = rates.get((model, bucket, rate_key)) if rate_key != UNPRICED else None
+        self._priced(model, {bucket: price}, {bucket: tokens}, {bucket: bool(tier)}, rows, speed, geo, searches)
+
+    def _priced(
+        self,
+        model: str,
+        prices: Mapping[str, Price | None],
+        tokens: Mapping[str, int],
+        tiers: Mapping[str, bool],
+        rows: int,
+        speed: str,
+        geo: str,
+        searches: int,
+    ) -> None:
+        """Add a group of ``rows`` messages of ``model`` sharing every pricing fact, priced by the rule."""
+        for bucket, n in tokens.items():
+            self.totals[bucket] = self.totals.get(bucket, 0) + n
+        if "output" in tokens:
             self.billed_messages += rows
         self.web_search_requests += searches
-        price = rates.get((model, bucket, rate_key)) if rate_key != UNPRICED else None
-        reason = None
-        rate: Decimal | None = None
-        if price is None:
-            reason = "no_rate"
-        else:
-            rate = price.long_context_usd_per_mtok if tier else price.usd_per_mtok
-            mult = Decimal(1) if speed in STANDARD_SPEEDS else price.speed_multipliers.get(speed)
-            if rate is None:
-                reason = "long_context"
-            elif mult is None:
-                reason, rate = f"speed:{speed}", None
-            else:
-                rate *= mult
-        if rate is None:
-            if tokens:  # zero tokens need no rate: nothing is missing from the cost
-                slot = self.unpriced.setdefault(model, {}).setdefault(bucket, [0, 0])
-                slot[0] += tokens
-                slot[1] += rows
-                self.reasons.setdefault(model, set()).add(reason or "no_rate")
-        else:
-            self.cost_usd += (rate * tokens).scaleb(-6)
-        if searches:
-            fee = price.web_search_usd_per_request if price is not None else None
-            if fee is None:
-                self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + searches
-                self.reasons.setdefault(model, set()).add("web_search")
-            else:
-                self.cost_usd += fee * searches
+        bill = price(prices, tokens, tiers, speed=speed, geo=geo, searches=searches)
+        self.cost_usd += bill.cost_usd
+        for bucket, why in bill.unpriced.items():
+            slot = self.unpriced.setdefault(model, {}).setdefault(bucket, [0, 0])
+            slot[0] += tokens[bucket]
+            slot[1] += rows
+            self.reasons.setdefault(model, set()).add(why)
+        if bill.unpriced_searches:
+            self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + bill.unpriced_searches
+            self.reasons.setdefault(model, set()).add(bill.search_reason or "web_search")
 
     def add_messages(
-        self, model: str, version: str, tier: int, speed: str, sums: Sequence[int], rates: RateTable
+        self, model: str, version: str, tier: int, speed: str, sums: Sequence[int], rates: RateTable, geo: str = ""
     ) -> None:
         """Add one grouped row of messages, as the rollup holds them (``ingestd.store.rollup``).
 
@@ -249,20 +232,16 @@ class Usage:
             sums: the five bucket sums (``BUCKETS`` order), the message count and the web search
                 requests (``SUM_COLUMNS``).
             rates: the price rows; each bucket is priced at its own rate row at ``version``.
+            geo: their stored ``inference_geo``.
         """
         rows, searches = int(sums[5]), int(sums[6])
-        for i, bucket in enumerate(BUCKETS):
-            self.add(
-                model,
-                bucket,
-                rates.bucket_rate(model, bucket, version),
-                int(sums[i]),
-                rows,
-                rates,
-                1 if tier & TIER_BITS[bucket] else 0,
-                speed,
-                searches if bucket == "output" else 0,
-            )
+        prices: dict[str, Price | None] = {}
+        for bucket in BUCKETS:
+            key = rates.bucket_rate(model, bucket, version)
+            prices[bucket] = rates.get((model, bucket, key)) if key != UNPRICED else None
+        tokens = {bucket: int(sums[i]) for i, bucket in enumerate(BUCKETS)}
+        tiers = {bucket: bool(tier & TIER_BITS[bucket]) for bucket in BUCKETS}
+        self._priced(model, prices, tokens, tiers, rows, speed, geo, searches)
 
     def merge(self, other: Usage) -> None:
         """Add ``other`` into this one."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from ingestd.core.speeds import speed_multipliers
+from ingestd.core.speeds import multipliers
 from ingestd.core.timefmt import canonical
 from ingestd.errors import InputError
 from ingestd.store.connection import Db, Reader, write_txn
@@ -42,6 +42,11 @@ class PriceRow:
             speed needs no entry; a speed with none is unpriced).
         web_search_usd_per_request: Decimal | None, US dollars per web search request; only on the
             ``output`` row (a message's requests are counted there, once per message).
+        geo_multipliers: dict inference geo -> Decimal, multiplies the rate for ``usage.inference_geo``
+            (``global``, ``not_available``, empty and absent need no entry; a geo with none is unpriced).
+        withdrawn: the dimensions this version says it does not have (``long_context``,
+            ``speed:<s>``, ``geo:<g>``, ``web_search``): given as ``null`` / ``--no-...``, not merely
+            left out. Not stored: it only tells ``dropped_dimensions`` the change is meant.
     """
 
     model: str
@@ -54,6 +59,8 @@ class PriceRow:
     long_context_usd_per_mtok: Decimal | None = None
     speed_multipliers: dict[str, Decimal] = field(default_factory=dict)
     web_search_usd_per_request: Decimal | None = None
+    geo_multipliers: dict[str, Decimal] = field(default_factory=dict)
+    withdrawn: frozenset[str] = field(default=frozenset(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +74,7 @@ class PriceRow:
             "long_context_usd_per_mtok": _str(self.long_context_usd_per_mtok),
             "speed_multipliers": {k: str(v) for k, v in sorted(self.speed_multipliers.items())},
             "web_search_usd_per_request": _str(self.web_search_usd_per_request),
+            "geo_multipliers": {k: str(v) for k, v in sorted(self.geo_multipliers.items())},
         }
 
 
@@ -81,7 +89,7 @@ def rate_decimal(value: float | int | str) -> Decimal:
 
 _COLUMNS = (
     "model, bucket, usd_per_mtok, effective_from, source, verified_at, long_context_threshold,"
-    " long_context_usd_per_mtok, speed_multipliers, web_search_usd_per_request"
+    " long_context_usd_per_mtok, speed_multipliers, web_search_usd_per_request, geo_multipliers"
 )
 
 
@@ -103,8 +111,9 @@ def list_prices(conn: Db, model: str | None = None) -> list[PriceRow]:
             r[5],
             r[6],
             rate_decimal(r[7]) if r[7] is not None else None,
-            speed_multipliers(r[8]),
+            multipliers(r[8]),
             rate_decimal(r[9]) if r[9] is not None else None,
+            multipliers(r[10]),
         )
         for r in conn.execute(sql, params)
     ]
@@ -130,11 +139,49 @@ def _usd(i: int, field: str, what: str, rate: Any) -> Decimal:
     return value
 
 
-def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> tuple[Any, dict[str, Any], dict[str, Any], Any]:
-    """(threshold, tier rates by bucket, speed multipliers, web search fee) of one JSON price row."""
+@dataclass(frozen=True, slots=True)
+class _Dims:
+    """The price dimensions of one JSON price row (``_dimensions``)."""
+
+    threshold: int | None
+    tier: dict[str, Decimal]
+    speeds: dict[str, Decimal]
+    geos: dict[str, Decimal]
+    fee: Decimal | None
+    withdrawn: frozenset[str]
+
+
+def _table(i: int, item: dict[str, Any], key: str, what: str, kind: str) -> tuple[dict[str, Decimal], set[str]]:
+    """A ``{name: multiplier}`` table of a JSON row; a ``null`` multiplier withdraws that name (priced
+    at 1 from this row: the version says it has no multiplier)."""
+    doc = item.get(key) or {}
+    if not isinstance(doc, dict):
+        raise _bad(i, key, f"'{key}' must be {{{what}: multiplier}}")
+    out: dict[str, Decimal] = {}
+    gone: set[str] = set()
+    for k, v in doc.items():
+        if v is None:
+            out[str(k)] = Decimal(1)
+            gone.add(f"{kind}:{k}")
+        else:
+            out[str(k)] = _usd(i, f"{key}.{k}", f"{what} multiplier for {k!r}", v)
+    return out, gone
+
+
+def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> _Dims:
+    """The tier, multipliers, fee and explicit withdrawals of one JSON price row.
+
+    ``"long_context": null`` says this version has no tier (prompts over any threshold are priced at
+    the standard rate); a multiplier of ``null`` says that speed or geo costs the standard rate;
+    ``"server_tool_fees": null`` (or ``{"web_search_requests": null}``) says searches have no fee. A
+    key left out says nothing: ``dropped_dimensions`` warns when the row before had it.
+    """
     threshold: int | None = None
-    tier: dict[str, Any] = {}
+    tier: dict[str, Decimal] = {}
+    withdrawn: set[str] = set()
     lc = item.get("long_context")
+    if "long_context" in item and lc is None:
+        withdrawn.add("long_context")
     if lc is None and item.get("long_context_threshold") is not None:  # the flat shape `pricing list --json` prints
         lc = {
             "threshold": item.get("long_context_threshold"),
@@ -155,21 +202,27 @@ def _dimensions(i: int, item: dict[str, Any], buckets: list[str]) -> tuple[Any, 
                 f"long_context rates must name exactly the buckets of the row ({', '.join(buckets)})",
             )
         tier = {b: _usd(i, f"long_context.rates.{b}", f"long_context rate for {b}", v) for b, v in rates.items()}
-    sm = item.get("speed_multipliers") or {}
-    if not isinstance(sm, dict):
-        raise _bad(i, "speed_multipliers", "'speed_multipliers' must be {speed: multiplier}")
-    speeds = {str(k): _usd(i, f"speed_multipliers.{k}", f"speed multiplier for {k!r}", v) for k, v in sm.items()}
+    speeds, gone = _table(i, item, "speed_multipliers", "speed", "speed")
+    withdrawn |= gone
+    geos, gone = _table(i, item, "geo_multipliers", "inference geo", "geo")
+    withdrawn |= gone
     fee_doc = item.get("server_tool_fees")
     fee: Any = item.get("web_search_usd_per_request")
+    no_fee = ("server_tool_fees" in item and fee_doc is None) or (
+        isinstance(fee_doc, dict) and "web_search_requests" in fee_doc and fee_doc["web_search_requests"] is None
+    )
     if fee_doc is not None:
         if not isinstance(fee_doc, dict) or set(fee_doc) - {"web_search_requests"}:
             raise _bad(i, "server_tool_fees", "'server_tool_fees' must be {\"web_search_requests\": usd_per_request}")
         fee = fee_doc.get("web_search_requests")
+    if no_fee:
+        fee = 0
+        withdrawn.add("web_search")
     if fee is not None:
         if "output" not in buckets:
             raise _bad(i, "server_tool_fees", "a server tool fee goes on the row's output rate (give 'output' too)")
         fee = _usd(i, "server_tool_fees", "web search fee", fee)
-    return threshold, tier, speeds, fee
+    return _Dims(threshold, tier, speeds, geos, fee, frozenset(withdrawn))
 
 
 def _row_list(doc: Any) -> list[Any]:
@@ -229,7 +282,7 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
         for bucket in rates:
             if bucket not in BUCKETS:
                 raise _bad(i, "rates", f"unknown bucket {bucket!r} (one of {', '.join(BUCKETS)})")
-        threshold, tier, speeds, fee = _dimensions(i, item, list(rates))
+        dims = _dimensions(i, item, list(rates))
         for bucket, rate in rates.items():
             value = _usd(i, f"rates.{bucket}", f"rate for {bucket} (USD per MTok)", rate)
             _add_once(
@@ -242,10 +295,12 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
                     eff,
                     str(source),
                     None,
-                    threshold,
-                    tier.get(bucket),
-                    speeds,
-                    fee if bucket == "output" else None,
+                    dims.threshold,
+                    dims.tier.get(bucket),
+                    dims.speeds,
+                    dims.fee if bucket == "output" else None,
+                    dims.geos,
+                    dims.withdrawn,
                 ),
             )
     return [row for _, row in seen.values()]  # in first-seen order
@@ -253,13 +308,14 @@ def parse_rows(doc: Any, *, default_source: str) -> list[PriceRow]:
 
 # Insert or replace one price row (SQLite and PostgreSQL alike; ``price_params`` binds it).
 UPSERT_SQL = (
-    f"INSERT INTO model_pricing ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO model_pricing ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (model, bucket, effective_from) DO UPDATE SET"
     " usd_per_mtok = excluded.usd_per_mtok, source = excluded.source, verified_at = excluded.verified_at,"
     " long_context_threshold = excluded.long_context_threshold,"
     " long_context_usd_per_mtok = excluded.long_context_usd_per_mtok,"
     " speed_multipliers = excluded.speed_multipliers,"
-    " web_search_usd_per_request = excluded.web_search_usd_per_request"
+    " web_search_usd_per_request = excluded.web_search_usd_per_request,"
+    " geo_multipliers = excluded.geo_multipliers"
 )
 
 
@@ -276,6 +332,7 @@ def price_params(r: PriceRow, verified_at: str) -> tuple[Any, ...]:
         float(r.long_context_usd_per_mtok) if r.long_context_usd_per_mtok is not None else None,
         orjson.dumps({k: float(v) for k, v in r.speed_multipliers.items()}).decode() if r.speed_multipliers else None,
         float(r.web_search_usd_per_request) if r.web_search_usd_per_request is not None else None,
+        orjson.dumps({k: float(v) for k, v in r.geo_multipliers.items()}).decode() if r.geo_multipliers else None,
     )
 
 
@@ -318,40 +375,68 @@ def add_prices(conn: Db, rows: list[PriceRow], *, verified_at: str) -> int:
 
 
 def dropped_dimensions(conn: Reader, rows: list[PriceRow]) -> list[str]:
-    """Warnings for new rows that drop a price dimension the row in force before them had. Read-only.
+    """Warnings for new rows that leave out a price dimension the row in force before them had. Read-only.
 
     ``conn``: a SQLite connection or the central store's (both take this query).
 
     The row compared is the newest of the same model and bucket from at or before the new row's
-    ``effective_from`` (the row it replaces, else the one it follows). A long-context tier, speed
-    multiplier or web-search fee it had and the new row lacks leaves that usage unpriced from the
-    new row on, while the same request is priced before it.
+    ``effective_from`` (the row it replaces, else the one it follows). A dimension the new row
+    withdraws explicitly (``PriceRow.withdrawn``) is meant and not warned about. Each warning says
+    what happens from the new row on, and how to keep the dimension or say it is withdrawn.
 
     Returns:
-        One line per (row, dimension) dropped, in ``rows`` order.
+        One line per (row, dimension) left out, in ``rows`` order.
     """
     out: list[str] = []
     for r in rows:
         prev = conn.execute(
-            "SELECT effective_from, long_context_threshold, speed_multipliers, web_search_usd_per_request"
-            " FROM model_pricing WHERE model = ? AND bucket = ? AND effective_from <= ?"
+            "SELECT effective_from, long_context_threshold, speed_multipliers, web_search_usd_per_request,"
+            " geo_multipliers FROM model_pricing WHERE model = ? AND bucket = ? AND effective_from <= ?"
             " ORDER BY effective_from DESC LIMIT 1",
             (r.model, r.bucket, r.effective_from),
         ).fetchall()
         if not prev:
             continue
-        since, threshold, speeds, fee = prev[0]
-        lost = []
-        if threshold is not None and r.long_context_threshold is None:
-            lost.append(f"its long-context tier (over {threshold} tokens)")
-        gone = sorted(set(speed_multipliers(speeds)) - set(r.speed_multipliers))
+        since, threshold, speeds, fee, geos = prev[0]
+        lost: list[tuple[str, str]] = []  # (what, what happens and how to say what is meant)
+        if threshold is not None and r.long_context_threshold is None and "long_context" not in r.withdrawn:
+            lost.append(
+                (
+                    f"its long-context tier (over {threshold} tokens)",
+                    f"prompts over {threshold} tokens are priced at the standard rate from then on (give the tier"
+                    ' again to keep it, or --no-long-context / "long_context": null to say this version has none)',
+                )
+            )
+        gone = sorted(s for s in set(multipliers(speeds)) - set(r.speed_multipliers) if f"speed:{s}" not in r.withdrawn)
         if gone:
-            lost.append(f"its speed multipliers for {', '.join(gone)}")
-        if fee is not None and r.web_search_usd_per_request is None:
-            lost.append("its web-search fee")
+            names = ", ".join(gone)
+            lost.append(
+                (
+                    f"its speed multipliers for {names}",
+                    f"usage at speed {names} is unpriced from then on (give --speed NAME=X again, or --no-speed NAME"
+                    ' / "speed_multipliers": {"NAME": null} if it costs the standard rate)',
+                )
+            )
+        gone = sorted(g for g in set(multipliers(geos)) - set(r.geo_multipliers) if f"geo:{g}" not in r.withdrawn)
+        if gone:
+            names = ", ".join(gone)
+            lost.append(
+                (
+                    f"its inference geo multipliers for {names}",
+                    f"usage with inference_geo {names} is unpriced from then on (give --geo NAME=X again, or"
+                    ' --no-geo NAME / "geo_multipliers": {"NAME": null} if it costs the global rate)',
+                )
+            )
+        if fee is not None and r.web_search_usd_per_request is None and "web_search" not in r.withdrawn:
+            lost.append(
+                (
+                    "its web-search fee",
+                    "web searches are unpriced from then on (give --web-search-fee again, or --no-web-search-fee"
+                    ' / "server_tool_fees": null if searches have no fee)',
+                )
+            )
         out += [
-            f"{r.model} {r.bucket} from {r.effective_from} drops {what} that the row from {since} had:"
-            " that usage is unpriced from then on (give it again to keep it priced)"
-            for what in lost
+            f"{r.model} {r.bucket} from {r.effective_from} drops {what} that the row from {since} had: {then}"
+            for what, then in lost
         ]
     return out

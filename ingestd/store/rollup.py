@@ -1,10 +1,10 @@
 """The rollup's reference: the same grouping computed by a direct scan (SPEC §5.3).
 
-``token_usage_rollup`` is maintained by triggers (migration 0024); ``scan`` recomputes what it
+``token_usage_rollup`` is maintained by triggers (migrations 0024, 0027); ``scan`` recomputes what it
 must hold from ``token_usage`` and the rate rule, for the equivalence tests and ``ingestd
 verify``. ``rebuild`` replaces the rollup with the scan.
 
-Its key is ``(session_id, model, slot, rate_effective_from, tier, speed)``, its values the five
+Its key is ``(session_id, model, slot, rate_effective_from, tier, speed, inference_geo)``, its values the five
 bucket sums, the message count and the web search requests. ``rate_effective_from`` is the
 message's price version: the latest ``effective_from`` of any of its model's price rows at or
 before ``occurred_at`` ('' when the model has none); a bucket's rate is that bucket's latest row
@@ -17,13 +17,13 @@ from __future__ import annotations
 from ingestd.store.connection import Db
 from ingestd.store.pricing import BUCKETS
 
-RollupKey = tuple[str, str, str, str, int, str]  # session, model, slot, rate version, tier bits, speed
+RollupKey = tuple[str, str, str, str, int, str, str]  # session, model, slot, version, tier bits, speed, geo
 RollupSums = tuple[int, ...]  # the five buckets (BUCKETS order), row_count, web_search_requests
 
 # The tier bit of each bucket in the rollup's ``tier`` (1 input, 2 output, 4 cache_read, ...).
 TIER_BITS = {b: 1 << i for i, b in enumerate(BUCKETS)}
 
-KEY_COLUMNS = ("session_id", "model", "slot", "rate_effective_from", "tier", "speed")
+KEY_COLUMNS = ("session_id", "model", "slot", "rate_effective_from", "tier", "speed", "inference_geo")
 SUM_COLUMNS = (*BUCKETS, "row_count", "web_search_requests")
 ROLLUP_COLUMNS = ", ".join(KEY_COLUMNS + SUM_COLUMNS)
 ROLLUP_KEY = ", ".join(KEY_COLUMNS)
@@ -82,9 +82,9 @@ def scan_sql(slot: str = SLOT_SQL, rate: str = RATE_SQL, tier: str = TIER_SQL, *
         keys: grouping columns before the rollup's own (the central store's ``t.host_id``).
     """
     lead = "".join(f"{k}, " for k in keys)
-    groups = ", ".join(str(i) for i in range(1, len(keys) + 7))
+    groups = ", ".join(str(i) for i in range(1, len(keys) + len(KEY_COLUMNS) + 1))
     return (
-        f"SELECT {lead}t.session_id, t.model, {slot}, {rate}, {tier}, t.speed, {SUMS_SQL}"
+        f"SELECT {lead}t.session_id, t.model, {slot}, {rate}, {tier}, t.speed, t.inference_geo, {SUMS_SQL}"
         f" FROM token_usage t GROUP BY {groups}"
     )
 
@@ -94,13 +94,13 @@ SCAN_SQL = scan_sql()
 
 def scan(conn: Db) -> dict[RollupKey, RollupSums]:
     """The rollup as a grouped scan of token_usage: key → sums (``SUM_COLUMNS``). Read-only."""
-    return {(r[0], r[1], r[2], r[3], r[4], r[5]): tuple(r[6:]) for r in conn.execute(SCAN_SQL)}
+    return {(r[0], r[1], r[2], r[3], r[4], r[5], r[6]): tuple(r[7:]) for r in conn.execute(SCAN_SQL)}
 
 
 def stored(conn: Db) -> dict[RollupKey, RollupSums]:
     """The rollup table as it is: key → sums (``SUM_COLUMNS``). Read-only."""
     return {
-        (r[0], r[1], r[2], r[3], r[4], r[5]): tuple(r[6:])
+        (r[0], r[1], r[2], r[3], r[4], r[5], r[6]): tuple(r[7:])
         for r in conn.execute(f"SELECT {ROLLUP_COLUMNS} FROM token_usage_rollup")
     }
 

@@ -41,6 +41,7 @@ from ingestd.store import titles, upsert
 from ingestd.store.connection import Db
 from ingestd.store.rollup import (
     CANONICAL_SQL,
+    KEY_COLUMNS,
     RATE_SQL,
     ROLLUP_COLUMNS,
     ROLLUP_KEY,
@@ -189,10 +190,10 @@ MARK = "INSERT INTO rollup_deferred (one, from_id) SELECT 1, coalesce(max(id), 0
 # added to what the rollup holds for older rows.
 ROLLUP_SINCE = (
     f"INSERT INTO token_usage_rollup ({ROLLUP_COLUMNS})"
-    f" SELECT t.session_id, t.model, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed, {SUMS_SQL}"
+    f" SELECT t.session_id, t.model, {SLOT_SQL}, {RATE_SQL}, {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL}"
     " FROM token_usage t WHERE t.id >= (SELECT from_id FROM rollup_deferred)"
     f" AND {CANONICAL_SQL}"
-    " GROUP BY 1, 2, 3, 4, 5, 6"
+    f" GROUP BY {', '.join(str(i) for i in range(1, len(KEY_COLUMNS) + 1))}"
     f" ON CONFLICT ({ROLLUP_KEY}) DO UPDATE SET " + ", ".join(f"{c} = {c} + excluded.{c}" for c in SUM_COLUMNS)
 )
 

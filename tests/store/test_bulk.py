@@ -18,7 +18,7 @@ from tests.stores.stores import SqliteStore
 from tests.stores.test_rollup import BUCKETS, MODELS, PROMPTS, TIMES, apply, op
 
 # a derive.Changes.token_usage row: (id, session_id, agent_id, message_id, model, the five buckets,
-# is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests)
+# is_compaction_baseline, occurred_at, claim_rank, prompt_tokens, speed, web_search_requests, inference_geo)
 usage_row = st.tuples(
     st.just(None),
     st.sampled_from(["s1", "s2", "s3"]),
@@ -32,12 +32,13 @@ usage_row = st.tuples(
     st.sampled_from(PROMPTS),
     st.sampled_from(["", "standard", "fast"]),
     st.integers(0, 3),
+    st.sampled_from(["", "us"]),
 )
 batch = st.tuples(st.just("batch"), st.lists(usage_row, min_size=1, max_size=30))
 
 TABLES = (
     "SELECT * FROM token_usage ORDER BY id",
-    f"SELECT {rollup.ROLLUP_COLUMNS} FROM token_usage_rollup ORDER BY 1, 2, 3, 4, 5, 6",
+    f"SELECT {rollup.ROLLUP_COLUMNS} FROM token_usage_rollup ORDER BY 1, 2, 3, 4, 5, 6, 7",
 )
 
 
@@ -107,6 +108,7 @@ def test_large_batch_takes_the_bulk_path_and_matches(tmp_path: Path) -> None:
             i * 1000,
             "",
             0,
+            "us" if i % 5 == 0 else "",
         )
         for i in range(1500)
     ]

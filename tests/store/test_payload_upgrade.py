@@ -40,6 +40,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ref = connect(db.parent / "ref.db")
     migrate(ref, directory=ref_dir, pins=ledger.PINS[:12])
     want = {str(n): str(q) for n, q in ref.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")}
+    prices = ref.execute("SELECT * FROM model_pricing").fetchall()
     usage_ddl = [
         str(q)
         for (q,) in ref.execute(
@@ -48,6 +49,10 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
         )
     ]
     ref.close()
+    # model_pricing back to 0012's columns and rows (0027 added geo_multipliers and seed rows)
+    conn.execute("DELETE FROM model_pricing")
+    conn.execute("ALTER TABLE model_pricing DROP COLUMN geo_multipliers")
+    conn.executemany(f"INSERT INTO model_pricing VALUES ({', '.join('?' * len(prices[0]))})", prices)
     # token_usage back to five rows per message (0012's layout), its rollup refilled by 0012's triggers
     usage = conn.execute(f"SELECT {', '.join(TokenUsageRow._fields[1:])} FROM token_usage ORDER BY id").fetchall()
     conn.execute("DROP TABLE token_usage_rollup")
@@ -144,15 +149,15 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
-    # tables (0025); the projection tables 0020 rebuilt left their old pages free (the log's pages
-    # are not rewritten)
+    # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027); the
+    # projection tables 0020 rebuilt left their old pages free (the log's pages are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
-    assert in_use <= pages + 24
+    assert in_use <= pages + 28
     conn.close()
     assert _log(db) == before
     conn = connect(db)
@@ -234,7 +239,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

@@ -95,6 +95,7 @@ def test_cli_set_then_list_json(db_path: Path) -> None:
             "long_context_usd_per_mtok": None,
             "speed_multipliers": {},
             "web_search_usd_per_request": None,
+            "geo_multipliers": {},
         }
     ]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["rows"][0]["verified_at"])

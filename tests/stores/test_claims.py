@@ -30,7 +30,7 @@ _examples = itertools.count()
 
 def _claim(mid: str, sid: str, rank: int, at: str, tokens: int) -> Changes:
     return Changes(
-        token_usage=[TokenUsageRow(None, sid, sid, mid, "claude-x", 0, tokens, 0, 0, 0, 0, at, rank, 0, "", 0)]
+        token_usage=[TokenUsageRow(None, sid, sid, mid, "claude-x", 0, tokens, 0, 0, 0, 0, at, rank, 0, "", 0, "")]
     )
 
 

@@ -45,13 +45,13 @@ EXECUTOR = {
 }
 
 
-def log(store: Store, recs: list[dict[str, Any]]) -> None:
+def log(store: Store, recs: list[dict[str, Any]], received_at: str = "2026-03-20T00:00:00.000Z") -> None:
     origin = f"-home-user-projects-spotter/{SID}.jsonl"
     data = b"".join(orjson.dumps(r) + b"\n" for r in recs)
     oh = short_hash(origin.encode())
     store.log(
         [
-            line_row(ln, origin=origin, origin_hash=oh, gen=0, received_at="2026-02-10T22:00:00.000Z", path_session=SID)
+            line_row(ln, origin=origin, origin_hash=oh, gen=0, received_at=received_at, path_session=SID)
             for ln in Framer(0).feed(data)
         ]
     )

@@ -30,6 +30,7 @@ PRICE_TIMES = ["2025-03-01T10:15:00.000Z", "2025-06-01", "2026-01-01T00:00:00Z"]
 # prompt sizes around the seeded long-context threshold (200,000) and the ones set below
 PROMPTS = [0, 1_000, 199_999, 200_000, 200_001, 10**6]
 SPEEDS = ["", "standard", "fast", "turbo"]
+GEOS = ["", "us", "eu"]
 COLUMN = {
     "update_model": "model",
     "update_time": "occurred_at",
@@ -37,6 +38,7 @@ COLUMN = {
     "update_prompt": "prompt_tokens",
     "update_speed": "speed",
     "update_searches": "web_search_requests",
+    "update_geo": "inference_geo",
 }
 
 op = st.one_of(
@@ -59,6 +61,7 @@ op = st.one_of(
     st.tuples(st.just("update_prompt"), st.integers(0, 7), st.sampled_from(PROMPTS)),
     st.tuples(st.just("update_speed"), st.integers(0, 7), st.sampled_from(SPEEDS)),
     st.tuples(st.just("update_searches"), st.integers(0, 7), st.integers(0, 5)),
+    st.tuples(st.just("update_geo"), st.integers(0, 7), st.sampled_from(GEOS)),
     st.tuples(st.just("delete"), st.integers(0, 7)),
     st.tuples(
         st.just("price_insert"),

@@ -80,12 +80,42 @@ def _check_settings_first(cmd: click.Command, name: str) -> None:
     if run is None:
         return
 
+    params = list(cmd.params)
+
     @functools.wraps(run)
     def checked(*args: Any, **kwargs: Any) -> Any:
+        _refuse_undecodable(params, kwargs)
         _check_settings(name)
         return run(*args, **kwargs)
 
     cmd.callback = checked
+
+
+def _refuse_undecodable(params: list[click.Parameter], values: dict[str, Any]) -> None:
+    """Refuse a text argument holding bytes that are not UTF-8 (``click.BadParameter``, exit 2).
+
+    Python reads such argv bytes as lone surrogates, which no query, SQL parameter or JSON answer
+    can carry. Paths are ``Path`` objects, not text, and pass: a file name may be any bytes."""
+    for param in params:
+        value = values.get(param.name or "")
+        for text in value if isinstance(value, tuple | list) else (value,):
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise click.BadParameter(
+                    f"'{_shown(text)}' holds bytes that are not UTF-8: give the text in UTF-8", param=param
+                ) from None
+
+
+def _shown(text: str) -> str:
+    """``text`` with the bytes argv could not decode shown as ``\\xff`` escapes."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def _check_settings(command: str | None) -> None:

@@ -106,6 +106,18 @@ def _limit(q: Mapping[str, str]) -> int | None:
     return n
 
 
+_FLAGS = {"": False, "0": False, "false": False, "1": True, "true": True}
+
+
+def _flag(q: Mapping[str, str], name: str) -> bool:
+    """A yes/no query parameter: ``1`` / ``true``, ``0`` / ``false`` or absent. Raises InputError
+    for any other value (a typo must not quietly mean no)."""
+    raw = q.get(name, "")
+    if raw not in _FLAGS:
+        raise InputError(f"{name} must be 1 or 0 (true or false), not {raw!r}")
+    return _FLAGS[raw]
+
+
 async def _run(request: web.Request, build: Callable[[Db], dict[str, Any]]) -> web.Response:
     db_path = request.app[READ_DB]
     try:
@@ -227,10 +239,10 @@ async def search(request: web.Request) -> web.Response:
     try:
         window, _ = _window_and_zone(q)
         limit = _limit(q) or SEARCH_LIMIT
+        fts = _flag(q, "fts")
     except IngestdError as e:
         return _error(e)
     kinds = tuple(k for k in q.getall("kind", []) if k)
-    fts = q.get("fts", "") in ("1", "true")
     text = q.get("q", "")
     return await _run(
         request,
@@ -253,9 +265,9 @@ async def blocks(request: web.Request) -> web.Response:
     q = request.query
     try:
         window, zone = _window_and_zone(q)
+        active = _flag(q, "active")
     except IngestdError as e:
         return _error(e)
-    active = q.get("active", "") in ("1", "true")
     now = datetime.now(UTC)
     return await _run(request, lambda c: blocks_report(c, now=now, zone=zone, window=window, active_only=active))
 

@@ -35,8 +35,9 @@ _OPERATORS = frozenset(("AND", "OR", "NOT", "NEAR"))
 
 def literal_query(text: str) -> str:
     """``text`` as an FTS5 query of literal terms: each whitespace-separated term a quoted phrase,
-    all of them required. Raises InputError when there is no term."""
-    terms = text.split()
+    all of them required. A NUL separates words, as it does for the tokenizer (FTS5's query parser
+    would end the string there). Raises InputError when there is no term."""
+    terms = text.replace("\x00", " ").split()
     if not terms:
         raise InputError("the search query is empty: give a word to look for")
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -132,7 +133,7 @@ def search_report(
         raise InputError(f"unknown sort {sort!r}: one of {', '.join(SORTS)}")
     if not 1 <= limit <= MAX_LIMIT:
         raise InputError(f"limit must be between 1 and {MAX_LIMIT}")
-    match = query.strip() if fts else literal_query(query)
+    match = query.replace("\x00", " ").strip() if fts else literal_query(query)
     if not match:
         raise InputError("the search query is empty: give a word to look for")
     where, params = range_clauses("d.occurred_at", window.since_utc, "d.occurred_at", window.until_utc)

@@ -101,3 +101,27 @@ def test_every_error_but_a_failed_check_exits_2() -> None:
     assert {c.__name__ for c in leaves if c.exit_code != 2} == {"CheckFailed"}
     full = translate(apsw.FullError("database or disk is full"))
     assert full.exit_code == 2 and "free space on the disk holding the database" in full.message
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "a\udcff"],
+        ["search", "--fts", "x\udcff"],
+        ["search", "--project", "\udcff", "a"],
+        ["search", "--session", "\udcff", "a"],
+        ["sessions", "--project", "a\udcffb"],
+        ["tree", "\udcff"],
+        ["export", "--to", "out", "\udcff"],
+        ["export", "--to", "out", "--project", "\udcff"],
+    ],
+)
+def test_text_arguments_that_are_not_utf8_are_usage_errors(db_path: Path, args: list[str]) -> None:
+    """argv bytes that are not UTF-8 arrive as lone surrogates; no SQL parameter takes them."""
+    conn = connect(db_path)
+    seed(conn, sessions=1, days=1)
+    conn.close()
+    code, out = run(*args, "--db", str(db_path))
+    assert code == 2, out
+    assert "holds bytes that are not UTF-8" in out and "\\xff" in out, out
+    assert "Traceback" not in out

@@ -290,3 +290,31 @@ def test_a_reprojection_rebuilds_the_index_without_stale_entries(tmp_path: Path)
     assert conn.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH 'kestrel'").fetchall() == [(1,)]
     conn.close()
     assert search(db, "kestrel")["count"] == 1
+
+
+async def test_a_nul_in_the_query_separates_words_and_a_yes_no_parameter_takes_only_yes_or_no(
+    aiohttp_client: Any, tmp_path: Path
+) -> None:
+    """FTS5's query parser ends a string at a NUL; the tokenizer reads it as a space."""
+    root = tmp_path / "projects" / "-p"
+    root.mkdir(parents=True)
+    rec = {"type": "user", "uuid": "u", "sessionId": SID, "timestamp": TS, "message": {"content": "alpha bravo"}}
+    (root / f"{SID}.jsonl").write_bytes(orjson.dumps(rec) + b"\n")
+    db = tmp_path / "n.db"
+    assert run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects")).exit_code == 0
+    app = web.Application()
+    add_api_routes(app, db_path=db)
+    client = await aiohttp_client(app)
+    for params in ({"q": "alpha\x00bravo"}, {"q": "alpha\x00bravo", "fts": "1"}, {"q": "alpha\x00", "fts": "true"}):
+        resp = await client.get("/api/search", params=params)
+        doc = await resp.json()
+        assert resp.status == 200 and doc["count"] == 1, (params, doc)
+    resp = await client.get("/api/search", params={"q": "\x00"})
+    assert resp.status == 400 and "empty" in (await resp.json())["error"]["message"]
+    for path, params in (("/api/search", {"q": "alpha", "fts": "yes"}), ("/api/blocks", {"active": "maybe"})):
+        resp = await client.get(path, params=params)
+        doc = await resp.json()
+        assert resp.status == 400 and doc["error"]["code"] == "bad_parameter", (path, doc)
+        assert "must be 1 or 0" in doc["error"]["message"]
+    for path, params in (("/api/search", {"q": "alpha", "fts": "0"}), ("/api/blocks", {"active": "false"})):
+        assert (await client.get(path, params=params)).status == 200

@@ -132,12 +132,27 @@ def rebuild(conn: Db, origins: set[str] | None) -> dict[str, Rebuilt]:
     return out
 
 
+def _outside_folder(dest: Path, rel: PurePosixPath) -> Path | None:
+    """The first folder on the way from ``dest`` to ``dest / rel``'s file that exists as something
+    other than a real directory (a symlink, which would take the file out of the tree, or a file),
+    or None. Reads the destination."""
+    at = dest
+    for part in rel.parts[:-1]:
+        at = at / part
+        if not os.path.lexists(at):
+            return None
+        if at.is_symlink() or not at.is_dir():
+            return at
+    return None
+
+
 def plan(rebuilt: dict[str, Rebuilt], dest: Path) -> list[Planned]:
     """What to do with each file under ``dest``, by origin. Reads the destination.
 
     Raises:
         InputError: a destination file exists with other bytes (or is not a file), naming it;
-            an origin that is not a relative path inside the tree.
+            a folder on its way is a symlink or not a folder; an origin that is not a relative
+            path inside the tree.
     """
     out: list[Planned] = []
     for origin in sorted(rebuilt):
@@ -149,6 +164,13 @@ def plan(rebuilt: dict[str, Rebuilt], dest: Path) -> list[Planned]:
             out.append(Planned(origin, r, "skipped"))
             continue
         target = dest / rel
+        odd = _outside_folder(dest, rel)
+        if odd is not None:
+            raise InputError(
+                f"{odd} is {'a symlink' if odd.is_symlink() else 'not a folder'}: export writes only inside"
+                " the tree it was given; export into an empty directory, or move that aside; nothing was written",
+                path=str(odd),
+            )
         if os.path.lexists(target):
             if not target.is_file() or target.is_symlink() or target.read_bytes() != r.data:
                 raise InputError(
@@ -160,6 +182,21 @@ def plan(rebuilt: dict[str, Rebuilt], dest: Path) -> list[Planned]:
             continue
         out.append(Planned(origin, r, "new"))
     return out
+
+
+def _put_new(target: Path, data: bytes) -> bool:
+    """Write ``target`` whole (a synced temporary file beside it, then hard-linked into place), only
+    if nothing is there: False when something is (a file made after ``plan`` looked)."""
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        files.write_new(tmp, data, 0o600)
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
 
 
 def export(conn: Db, dest: Path, origins: set[str] | None) -> Summary:
@@ -174,9 +211,22 @@ def export(conn: Db, dest: Path, origins: set[str] | None) -> Summary:
     for p in planned:
         if p.state != "new" or p.rebuilt.data is None:
             continue
-        target = dest / PurePosixPath(p.origin)
+        rel = PurePosixPath(p.origin)
+        target = dest / rel
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        files.replace(target, p.rebuilt.data, 0o600)
+        odd = _outside_folder(dest, rel)
+        if odd is not None:  # made while the export ran
+            raise InputError(
+                f"{odd} became a symlink or a file during the export; {summary.written} files were written"
+            )
+        if not _put_new(target, p.rebuilt.data):
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == p.rebuilt.data:
+                continue
+            raise InputError(
+                f"{target} was made by another program during the export: export never overwrites a file;"
+                f" {summary.written} files were written",
+                path=str(target),
+            )
         summary.written += 1
         summary.bytes_written += len(p.rebuilt.data)
     return summary

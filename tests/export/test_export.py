@@ -105,6 +105,56 @@ def test_a_different_existing_file_stops_the_export_before_anything_is_written(s
     assert tree_files(out) == {f"-home-user-proj/{SID}.jsonl": b"mine\n"}
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_symlinked_or_file_folder_in_the_tree_stops_the_export_before_anything_is_written(
+    source: Path, tmp_path: Path, deep: bool
+) -> None:
+    """A folder of the tree that is a symlink would take the files out of it (to wherever it
+    points); one that is a file could never hold them."""
+    db = tmp_path / "i.db"
+    ingest(db, source)
+    out = tmp_path / "out"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proj = out / "-home-user-proj"
+    link = proj / SID if deep else proj
+    link.parent.mkdir(parents=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--to", str(out)])
+    assert r.exit_code == 2, r.output
+    assert f"{link} is a symlink" in r.output and "nothing was written" in r.output
+    assert list(elsewhere.iterdir()) == [] and tree_files(out) == {}
+    link.unlink()
+    link.write_bytes(b"")
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--to", str(out)])
+    assert r.exit_code == 2 and f"{link} is not a folder" in r.output, r.output
+    assert tree_files(out) == {str(link.relative_to(out)): b""}
+
+
+def test_a_file_made_during_the_export_is_never_overwritten(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingestd.retention import export as export_mod
+
+    db = tmp_path / "i.db"
+    ingest(db, source)
+    out = tmp_path / "out"
+    planned = export_mod.plan
+
+    def plan_then_race(rebuilt: Any, dest: Path) -> Any:
+        got = planned(rebuilt, dest)
+        clash = dest / "-home-user-other" / f"{OTHER}.jsonl"
+        clash.parent.mkdir(parents=True)
+        clash.write_bytes(b"another program's\n")
+        return got
+
+    monkeypatch.setattr(export_mod, "plan", plan_then_race)
+    r = CliRunner().invoke(cli, ["export", "--db", str(db), "--to", str(out)])
+    assert r.exit_code == 2 and "was made by another program during the export" in r.output, r.output
+    assert (out / "-home-user-other" / f"{OTHER}.jsonl").read_bytes() == b"another program's\n"
+    assert not [p for p in out.rglob(".*tmp*")]
+
+
 def test_exporting_twice_leaves_the_same_files_as_they_are(source: Path, tmp_path: Path) -> None:
     db = tmp_path / "i.db"
     ingest(db, source)

@@ -4,8 +4,8 @@ hidden storage tables, the search index wired to ``search_docs``, and canned que
 The document is Datasette's metadata (``datasette DB -m metadata.json``, Datasette 0.64+), keyed by
 the database's name as Datasette names it (the file's stem). Every canned query is read-only SQL
 over the projections; none reads ``events_raw.payload`` (compressed: ``ingestd export`` gives the
-bytes back). Costs are not recomputed in SQL: ``ingestd cost`` and ``GET /api/cost`` price usage
-(rates, long-context tiers, speed multipliers, fees); the canned queries give tokens and messages.
+bytes back). Money comes from ``report.datasette_plugin`` (ingestd's cost rule as SQL functions, and
+its cost-per-day, -model and -session queries); these queries give tokens and messages.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ QUERIES: dict[str, dict[str, str]] = {
     },
     "tokens_per_day": {
         "title": "Tokens per UTC day and model",
-        "description": "From the rollup (quarter-hour slots). Cost: `ingestd cost --by day`.",
+        "description": "From the rollup (quarter-hour slots). Cost: the cost_per_day query.",
         "sql": (
             f"select substr(slot, 1, 10) as day, model, {_MESSAGES} as messages, {_PIVOT}"
             " from token_usage_rollup group by 1, 2 order by 1 desc, 2"

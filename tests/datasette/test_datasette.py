@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,113 @@ def test_datasette_reads_the_live_database_beside_the_daemon(tmp_path: Path, sit
         assert rows and all(r["tokens"] > 0 for r in rows)
     finally:
         d.stop()
+
+
+# ---- cost through the plugin: ingestd's rule as SQL functions ------------------------------------------
+
+
+def test_the_plugin_is_what_datasette_loads(site: tuple[Path, Path]) -> None:
+    assert DATASETTE is not None
+    r = subprocess.run([DATASETTE, "plugins"], capture_output=True, timeout=120)
+    plugins = {p["name"]: p for p in orjson.loads(r.stdout)}
+    assert {"prepare_connection", "canned_queries"} <= set(plugins["ingestd"]["hooks"])
+
+
+def test_cost_per_day_and_model_equal_cost_json_to_the_last_digit(site: tuple[Path, Path]) -> None:
+    db, meta = site
+    rows = get(db, meta, "/ingestd/cost_per_day.json?_shape=array&_size=max")
+    cost = orjson.loads(run("cost", "--db", str(db), "--json").stdout)
+    assert sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0)) == Decimal(cost["cost_usd"]) > 0
+    assert sum(r["tokens"] for r in rows) == cost["tokens"]
+    assert all(r["unpriced_tokens"] == 0 for r in rows) and cost["cost_complete"]
+    by_model = {
+        r["key"]: r for r in orjson.loads(run("cost", "--db", str(db), "--by", "model", "--json").stdout)["rows"]
+    }
+    theirs = get(db, meta, "/ingestd/cost_per_model.json?_shape=array&_size=max")
+    assert {r["model"]: Decimal(r["cost_usd"]) for r in theirs} == {
+        m: Decimal(r["cost_usd"]) for m, r in by_model.items()
+    }
+    sessions = get(db, meta, "/ingestd/cost_per_session.json?_shape=array&_size=max")
+    per_session = orjson.loads(run("cost", "--db", str(db), "--by", "session", "--json").stdout)["rows"]
+    assert {r["session_id"]: Decimal(r["cost_usd"]) for r in sessions} == {
+        r["key"]: Decimal(r["cost_usd"]) for r in per_session
+    }
+
+
+def _assistant(model: str, n: int) -> bytes:
+    return orjson.dumps(
+        {
+            "type": "assistant",
+            "uuid": f"dsu-{n}",
+            "sessionId": "d5e77e00-0000-4000-8000-000000000001",
+            "timestamp": "2026-11-30T10:00:00.000Z",
+            "requestId": f"req_ds_{n}",
+            "message": {
+                "id": f"msg_ds_{n}",
+                "model": model,
+                "role": "assistant",
+                "content": [{"type": "text", "text": "x"}],
+                "usage": {"input_tokens": 1000, "output_tokens": 2000, "cache_read_input_tokens": 0},
+            },
+        }
+    )
+
+
+def test_unpriced_usage_is_named_never_zero_and_a_new_price_shows(tmp_path: Path) -> None:
+    root = tmp_path / "projects" / "-p"
+    root.mkdir(parents=True)
+    (root / "d5e77e00-0000-4000-8000-000000000001.jsonl").write_bytes(
+        _assistant("claude-opus-4-6", 1) + b"\n" + _assistant("claude-nova-9", 2) + b"\n"
+    )
+    db = tmp_path / "u.db"
+    run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects"))
+    meta = tmp_path / "metadata.json"
+    run("db", "datasette-config", "--db", str(db), "--out", str(meta))
+    rows = {r["model"]: r for r in get(db, meta, "/u/cost_per_model.json?_shape=array")}
+    # Opus 4.6: 1,000 input at $5/MTok + 2,000 output at $25/MTok = 0.005 + 0.05
+    assert Decimal(rows["claude-opus-4-6"]["cost_usd"]) == Decimal("0.055")
+    assert rows["claude-nova-9"]["cost_usd"] == "0" and rows["claude-nova-9"]["unpriced_tokens"] == 3000
+    run(
+        "pricing", "set", "claude-nova-9", "--db", str(db), "--effective-from", "2026-01-01",
+        "--input", "1", "--output", "2", "--cache-read", "0.1", "--cache-write-5m", "1.25", "--cache-write-1h", "2",
+    )  # fmt: skip
+    rows = {r["model"]: r for r in get(db, meta, "/u/cost_per_model.json?_shape=array")}
+    # 1,000 at $1/MTok + 2,000 at $2/MTok = 0.001 + 0.004
+    assert (
+        Decimal(rows["claude-nova-9"]["cost_usd"]) == Decimal("0.005") and rows["claude-nova-9"]["unpriced_tokens"] == 0
+    )
+
+
+def test_a_database_that_is_not_ingestd_s_gets_no_functions(tmp_path: Path) -> None:
+    import sqlite3
+
+    from ingestd.report.datasette_plugin import register
+
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("create table t (x)")
+    assert register(other) is False
+    with pytest.raises(sqlite3.OperationalError, match="no such function"):
+        other.execute("select ingestd_usd_sum('1')")
+
+
+def test_a_running_datasette_reads_a_new_price_within_the_ttl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from ingestd.report import datasette_plugin
+
+    root = tmp_path / "projects" / "-p"
+    root.mkdir(parents=True)
+    (root / "d5e77e00-0000-4000-8000-000000000001.jsonl").write_bytes(_assistant("claude-nova-9", 1) + b"\n")
+    db = tmp_path / "u.db"
+    run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects"))
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert datasette_plugin.register(conn)
+    total = f"select {datasette_plugin._COST}, {datasette_plugin._UNPRICED} from token_usage_rollup"
+    assert conn.execute(total).fetchone() == ("0", 3000)
+    run(
+        "pricing", "set", "claude-nova-9", "--db", str(db), "--effective-from", "2026-01-01",
+        "--input", "1", "--output", "2", "--cache-read", "0.1", "--cache-write-5m", "1.25", "--cache-write-1h", "2",
+    )  # fmt: skip
+    assert conn.execute(total).fetchone() == ("0", 3000), "within the TTL, the rows read before"
+    monkeypatch.setattr(datasette_plugin, "RATES_TTL_S", 0.0)
+    assert conn.execute(total).fetchone() == ("0.005", 0)

@@ -277,6 +277,9 @@ def _session_row(state: SessionState, unmatched: int) -> SessionRow:
         unmatched,
         state.cost_state.total_usd if state.cost_state is not None else None,
         state.last_prompt[1] if state.last_prompt is not None else None,
+        state.root[1] if state.root is not None else None,
+        state.forked_from,
+        1 if state.fork_start else 0,
     )
 
 

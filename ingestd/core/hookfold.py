@@ -104,6 +104,8 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
     handler = _EVENTS.get(h.name)
     if handler is not None:
         return handler(state, h, t)
+    if h.name == "SessionStart" and h.obj.get("source") == "fork":
+        state.fork_start = True
     if h.name == "SessionStart" and (state.start_at is None or h.ts > state.start_at):
         state.start_at = h.ts
         t.all_agents = t.all_agents or state.end_at is not None  # a resume: every agent's end may change

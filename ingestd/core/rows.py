@@ -23,6 +23,10 @@ class SessionRow(NamedTuple):
     ``cc_cost_usd``: float | None, the ``totalCostUSD`` of the session's latest ``cost-state`` record
     (Claude Code's own total, US dollars; its models are ``CcModelUsageRow``s), None: no such record.
     ``last_prompt``: str | None, the ``lastPrompt`` of the latest ``last-prompt`` record.
+    ``root_uuid``: str | None, the uuid of the first record of the main transcript with a null
+    ``parentUuid`` (the root of its chain). ``forked_from``: str | None, the session a record's
+    ``forkedFrom.sessionId`` names. ``fork_start``: int, 1 when a SessionStart said ``source:
+    "fork"``. The three are a fork's evidence; its parent is joined at read time (``report.forks``).
     """
 
     id: str
@@ -43,6 +47,9 @@ class SessionRow(NamedTuple):
     unmatched_notices: int = 0
     cc_cost_usd: float | None = None
     last_prompt: str | None = None
+    root_uuid: str | None = None
+    forked_from: str | None = None
+    fork_start: int = 0
 
 
 class AgentRow(NamedTuple):

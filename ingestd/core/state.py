@@ -336,6 +336,13 @@ class SessionState:
     cost_state: CostState | None = None
     cost_models: set[str] = field(default_factory=set)
     last_prompt: tuple[PlaceKey, str] | None = None  # (place, lastPrompt) max of ``last-prompt`` records
+    # Forks (DESIGN.md "Forks"): the (place, uuid) min of the main file's records with a uuid and a
+    # null parentUuid (the root its chain starts from; a fork's copies start at its parent's
+    # root), the min ``forkedFrom.sessionId`` of a record copied by ``/branch``, and whether a
+    # SessionStart said ``source: "fork"``
+    root: tuple[PlaceKey, str] | None = None
+    forked_from: str | None = None
+    fork_start: bool = False
     end_at: str | None = None  # the latest SessionEnd's receipt
     start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)

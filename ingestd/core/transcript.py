@@ -186,7 +186,7 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
     handler = _ACTIVITY.get(kind)
     if handler is None:
         return
-    act = _activity(state, obj, kind, ts, pi, t)
+    act = _activity(state, row, obj, kind, ts, pi, t)
     status, turn = handler(state, act, t)
     if not act.agent.startswith(LEGACY_PREFIX):
         _credit(state, act, status, turn, t)
@@ -222,12 +222,15 @@ def _record_agent(state: SessionState, obj: dict[str, Any], kind: str, ts: str, 
     return pi.agent_id if pi.agent_id is not None else state.session_id
 
 
-def _activity(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: PathInfo, t: Touched) -> Act:
+def _activity(
+    state: SessionState, row: LogRow, obj: dict[str, Any], kind: str, ts: str, pi: PathInfo, t: Touched
+) -> Act:
     """Resolve the record's agent, merge its session fields and times; the record's ``Act``."""
     agent = _record_agent(state, obj, kind, ts, pi, t)
     main = agent == state.session_id
     rank = RANK_MAIN if main and obj.get("isSidechain") is not True else RANK_SIDECHAIN
     _meta(state, obj, ts, rank)
+    _fork_evidence(state, row, obj, pi, main)
     pid = obj.get("promptId")  # 2.1.196+: the prompt whose turn this record is (main and subagent files)
     if isinstance(pid, str) and pid:
         pos = obj.get("turnPosition")
@@ -239,6 +242,24 @@ def _activity(state: SessionState, obj: dict[str, Any], kind: str, ts: str, pi: 
         state.last_ts = ts
     t.session = True
     return Act(obj, kind, ts, agent, main, rank)
+
+
+def _fork_evidence(state: SessionState, row: LogRow, obj: dict[str, Any], pi: PathInfo, main: bool) -> None:
+    """What a record says of the session a fork came from (DESIGN.md "Forks"): the first root of
+    the main file (a record with a uuid and ``"parentUuid": null``: ``--fork-session`` copies the
+    parent's chain from its root, uuids kept; ../shared/live-2.1.332 has none, fixtures/
+    claude-2.1.332/fork the run) and ``forkedFrom.sessionId`` (``/branch`` stamps its copies, 2.1.332
+    bundle). Both are joins: the smallest place, the smallest id."""
+    uuid = obj.get("uuid")
+    if main and pi.agent_id is None and "parentUuid" in obj and obj["parentUuid"] is None and isinstance(uuid, str):
+        root = ((row.origin_gen, row.origin_offset or 0, row.origin), uuid)
+        if uuid and (state.root is None or root < state.root):
+            state.root = root
+    ff = obj.get("forkedFrom")
+    v = ff.get("sessionId") if isinstance(ff, dict) else None
+    parent = v if isinstance(v, str) and v and v != state.session_id else None
+    if parent is not None and (state.forked_from is None or parent < state.forked_from):
+        state.forked_from = parent
 
 
 def _on_assistant(state: SessionState, a: Act, t: Touched) -> tuple[str, str | None]:

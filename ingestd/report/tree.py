@@ -16,6 +16,7 @@ from typing import Any
 
 from ingestd.errors import InputError
 from ingestd.report.claudetotals import claude_totals
+from ingestd.report.forks import fork_children, fork_parent
 from ingestd.report.sessions import _COLUMNS, session_row
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.store.connection import Db, storage_errors
@@ -176,7 +177,9 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
     """The agent tree of one session (``session``: an id or a unique prefix). Read-only.
 
     Returns:
-        ``{"session", "tree", "orphans", "compaction_agents", "unattributed", "agents", "claude_code"}``.
+        ``{"session", "tree", "orphans", "compaction_agents", "unattributed", "agents", "claude_code",
+        "forked_from", "forks"}``; ``forked_from`` is the session this one was forked from
+        (``forks.fork_parent``, provenance ``fork``), ``forks`` the sessions forked from it.
         ``session`` is the ``sessions`` row (cost from the rollup); ``claude_code`` Claude Code's own
         figures beside it (``claudetotals.claude_totals``: never added to any cost here); ``tree``
         the main agent's node (or None); each node has its fields, ``edge`` (provenance),
@@ -194,6 +197,7 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         session_doc = session_row(conn, srow, rates)
         agents, unattributed = _load(conn, sid, rates)
         own_figures = claude_totals(conn, sid, rates)
+        parent, children = fork_parent(conn, sid), fork_children(conn, sid)
     orphans: list[tuple[str, str]] = []
     compaction: list[str] = []
     main = sid if sid in agents else next((k for k, a in agents.items() if a.row[1] == "main"), None)
@@ -230,4 +234,6 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         "compaction_agents": compaction_nodes,
         "unattributed": unattributed.to_json() if unattributed.tokens or unattributed.billed_messages else None,
         "claude_code": own_figures,
+        "forked_from": parent,
+        "forks": children,
     }

@@ -156,6 +156,11 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
         u = Text(f"usage with no agent: {tokens(doc['unattributed']['tokens'])} tok ", style="dim")
         u.append_text(usd(doc["unattributed"]))
         root.add(u)
+    links = [("forked from", doc["forked_from"])] if doc.get("forked_from") else []
+    links += [("forked into", f) for f in doc.get("forks") or []]
+    for what, f in links:
+        why = f["evidence"].replace("_", " ")
+        root.add(Text(f"{what} session {f['session_id']} (via fork: {why})", style="blue"))
     for line in claude_code_lines(doc.get("claude_code"), zone):
         root.add(Text("\n".join(flow(line.split("  "), width)), style="cyan"))
     console.print(root)

@@ -1,6 +1,6 @@
-"""The session page shows Claude Code's own totals beside ingestd's (whether they agree) and the
-session's work by prompt, from the session a real Claude Code 2.1.332 wrote
-(``fixtures/claude-2.1.332/projects``)."""
+"""The session page shows Claude Code's own totals beside ingestd's (whether they agree), the
+session's work by prompt and the session it was forked from, from sessions a real Claude Code
+2.1.332 wrote (``fixtures/claude-2.1.332/projects`` and ``fork``)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,15 @@ pytestmark = pytest.mark.timeout(300)
 SID = "f062db45-0619-43b9-910c-e628426ea014"
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
+@pytest.fixture(scope="module", params=["projects", "fork"])
+def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("live-2.1.332")
     root = tmp / "projects"
-    shutil.copytree(REPO / "fixtures" / "claude-2.1.332" / "projects", root)
+    shutil.copytree(
+        REPO / "fixtures" / "claude-2.1.332" / request.param, root, ignore=shutil.ignore_patterns("*.jsonl")
+    )
+    for f in (REPO / "fixtures" / "claude-2.1.332" / request.param).glob("-*/*.jsonl"):
+        shutil.copy(f, root / f.parent.name / f.name)
     db = tmp / "live.db"
     r = subprocess.run(
         [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],
@@ -41,13 +45,15 @@ def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Sit
     shots = tmp / "screenshots"
     shots.mkdir()
     try:
-        yield Site("claude-2.1.332", daemon, root, shots)
+        yield Site(request.param, daemon, root, shots)
     finally:
         browser.get("about:blank")
         daemon.stop()
 
 
 def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(browser: Any, site: Site) -> None:
+    if site.name != "projects":
+        pytest.skip("the sample session is in fixtures/claude-2.1.332/projects")
     open_view(browser, site, f"#/session/{SID}", "session")
     own = js(
         browser, "const e = document.getElementById('cc-cost-state'); return e && [e.innerText, e.dataset.agrees];"
@@ -65,3 +71,20 @@ def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(brows
     assert rows[0][7] == "$0.0132"
     assert "please read hello.txt" in _text(browser, "by-prompt-panel")
     browser.save_screenshot(str(Path(site.shots) / "by-prompt.png"))
+
+
+def test_the_session_page_links_a_fork_and_its_parent(browser: Any, site: Site) -> None:
+    if site.name != "fork":
+        pytest.skip("the fork is in fixtures/claude-2.1.332/fork")
+    parent, fork = "5bef1beb-81ea-4964-9285-56bf5cae4858", "df57242f-6ae9-451c-862f-c9a1325efb71"
+    open_view(browser, site, f"#/session/{fork}", "session")
+    link = js(
+        browser,
+        "const a = document.querySelector('#forked-from a');"
+        " return a && [a.getAttribute('href'), a.parentNode.innerText];",
+    )
+    assert link == [f"#/session/{parent}", "5bef1beb (compaction root)"]
+    open_view(browser, site, f"#/session/{parent}", "session")
+    assert js(browser, "return [...document.querySelectorAll('#forks a')].map(a => a.getAttribute('href'));") == [
+        f"#/session/{fork}"
+    ]

@@ -1,6 +1,6 @@
 // ingestd live view: one session: its agent tree and its tool calls on a timeline per agent.
 
-import { TOOL_STATUSES, api, append, cls, costEl, fmtBytes, fmtDuration, fmtTime, fmtTokens, h, longText, sessionName, shortId, statusEl, textLines } from "./dom.js";
+import { TOOL_STATUSES, api, append, cls, costEl, fmtBytes, fmtDuration, fmtTime, fmtTokens, h, longText, sessionHref, sessionName, shortId, statusEl, textLines } from "./dom.js";
 
 // A <details> the live view redraws keeps its place: `key` names it across redraws (see keepOpen).
 function keyed(el, key) {
@@ -371,6 +371,8 @@ export function sessionView(id) {
           ["Tokens", h("span", { id: "session-tokens" }, fmtTokens(s.tokens))],
           ["Cost", costEl(s)],
           ["Claude Code's own", ownTotalsEl(tree.claude_code)],
+          ...(tree.forked_from ? [["Forked from", h("span", { id: "forked-from" }, h("a", { href: sessionHref(tree.forked_from.session_id), class: "mono", title: tree.forked_from.session_id }, tree.forked_from.session_id.slice(0, 8)), ` (${tree.forked_from.evidence.replace(/_/g, " ")})`)]] : []),
+          ...(tree.forks && tree.forks.length ? [["Forks", h("span", { id: "forks" }, tree.forks.flatMap((f, i) => [i ? ", " : "", h("a", { href: sessionHref(f.session_id), class: "mono", title: f.session_id }, f.session_id.slice(0, 8))]))]] : []),
         ].map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
       );
       const sections = [

@@ -1,0 +1,116 @@
+"""A fork is a session of its own whose parent is found from evidence (``report.forks``): a
+``forkedFrom.sessionId`` on its records, its root being a compaction boundary of another session,
+or a SessionStart ``source: "fork"`` with a root shared with a session no such hook marks. Shown by
+``tree`` (terminal, JSON, the read API's document), in any order of ingestion.
+
+From a real Claude Code 2.1.332 run (``fixtures/claude-2.1.332/fork``: a session, ``--continue``
+with ``/compact``, then ``--resume ID --fork-session``; the fork's SessionStart body as sent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from ingestd.cli import cli
+from ingestd.core.projector import fold_log
+from ingestd.core.touch import Ctx
+from ingestd.report.forks import fork_children, fork_parent
+from tests.core.projector_support import Model, by_session, hook_row, tree_rows
+
+FORK_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "claude-2.1.332" / "fork"
+PARENT = "5bef1beb-81ea-4964-9285-56bf5cae4858"
+FORK = "df57242f-6ae9-451c-862f-c9a1325efb71"
+BOUNDARY = "bfa86176-db7c-40b4-9b77-88a597c67a22"
+
+
+def _run(*args: str) -> str:
+    r = CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"}, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def _tree(db: Path, sid: str) -> dict[str, Any]:
+    return dict(json.loads(_run("tree", sid, "--db", str(db), "--json")))
+
+
+def _projects(tmp_path: Path, files: list[str], edit: Any = None) -> Path:
+    root = tmp_path / "projects" / "-home-user-proj"
+    root.mkdir(parents=True)
+    for name in files:
+        text = (FORK_DIR / "-home-user-proj" / name).read_text()
+        (root / name).write_text(edit(text) if edit else text)
+    return tmp_path / "projects"
+
+
+def test_a_fork_after_a_compaction_names_its_parent_in_either_order(tmp_path: Path) -> None:
+    for order in ([f"{PARENT}.jsonl", f"{FORK}.jsonl"], [f"{FORK}.jsonl", f"{PARENT}.jsonl"]):
+        base = tmp_path / order[0][:8]
+        db = base / "f.db"
+        projects = _projects(base, [])
+        for name in order:  # one file per ingest: the second joins the first
+            shutil.copy(FORK_DIR / "-home-user-proj" / name, projects / "-home-user-proj" / name)
+            _run("ingest", "--db", str(db), "--projects", str(projects))
+        fork = _tree(db, FORK)
+        assert fork["forked_from"] == {"session_id": PARENT, "evidence": "compaction_root", "root_uuid": BOUNDARY}
+        assert fork["forks"] == []
+        parent = _tree(db, PARENT)
+        assert parent["forked_from"] is None
+        assert parent["forks"] == [{"session_id": FORK, "evidence": "compaction_root"}]
+        text = _run("tree", FORK[:8], "--db", str(db))
+        assert f"forked from session {PARENT} (via fork: compaction root)" in text
+        assert f"forked into session {FORK}" in _run("tree", PARENT[:8], "--db", str(db))
+
+
+def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tmp_path: Path) -> None:
+    """Both files start at the same root when nothing was compacted: the SessionStart ``fork``
+    body marks the copy; without it no parent is invented."""
+    copy_id = "c0ffee00-0000-4000-8000-000000000001"
+    root = tmp_path / "projects" / "-home-user-proj"
+    root.mkdir(parents=True)
+    text = (FORK_DIR / "-home-user-proj" / f"{FORK}.jsonl").read_text()
+    (root / f"{FORK}.jsonl").write_text(text)
+    (root / f"{copy_id}.jsonl").write_text(text.replace(FORK, copy_id))
+    start = next(
+        json.loads(line)["body"]
+        for line in (FORK_DIR / "SessionStart.jsonl").read_text().splitlines()
+        if json.loads(line)["body"]["source"] == "fork"
+    )
+    hook = hook_row(copy_id, 10**6, "SessionStart", "2026-12-02T18:00:00.000Z", **{**start, "session_id": copy_id})
+    lines = [dataclasses.replace(r, received_at="2026-12-03T00:00:00.000Z") for r in tree_rows(tmp_path / "projects")]
+    for with_hook in (False, True):
+        m = Model()
+        for sid, rows in by_session([*lines, *([hook] if with_hook else [])]).items():
+            m.apply(fold_log(sid, rows, Ctx())[1])
+        if not with_hook:
+            assert fork_parent(m.conn, copy_id) is None and fork_parent(m.conn, FORK) is None
+            continue
+        assert fork_parent(m.conn, copy_id) == {"session_id": FORK, "evidence": "fork_hook_root", "root_uuid": BOUNDARY}
+        assert fork_parent(m.conn, FORK) is None
+        assert fork_children(m.conn, FORK) == [{"session_id": copy_id, "evidence": "fork_hook_root"}]
+
+
+def test_a_branch_names_its_parent_on_its_copies(tmp_path: Path) -> None:
+    """``/branch`` stamps each copied record ``forkedFrom: {sessionId, messageUuid}`` (2.1.332 bundle)."""
+
+    def stamp(text: str) -> str:
+        out = []
+        for line in text.splitlines():
+            rec = json.loads(line)
+            if "uuid" in rec:
+                rec["forkedFrom"] = {"sessionId": "b0b0b0b0-0000-4000-8000-000000000000", "messageUuid": rec["uuid"]}
+            out.append(json.dumps(rec))
+        return "\n".join(out) + "\n"
+
+    db = tmp_path / "f.db"
+    _run("ingest", "--db", str(db), "--projects", str(_projects(tmp_path, [f"{FORK}.jsonl"], stamp)))
+    assert _tree(db, FORK)["forked_from"] == {
+        "session_id": "b0b0b0b0-0000-4000-8000-000000000000",
+        "evidence": "forked_from",
+        "root_uuid": BOUNDARY,
+    }

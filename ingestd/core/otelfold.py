@@ -33,6 +33,7 @@ rule (``split_known`` 0); when a transcript message later explains it, that row 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
@@ -99,6 +100,7 @@ def fold_otlp(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched,
         cur = state.otel.get(key)
         if cur is None or ev.raw_event_id < cur.raw_event_id:
             state.otel[key] = ev
+            state.otel_order = None
         t.otel.add(key)
     elif name == "assistant_response":
         uuid, pid = _s(attrs, "message.uuid"), _s(attrs, "prompt.id")
@@ -136,7 +138,7 @@ def _request_ev(
     if name == "api_error":
         parts = [str(attrs.get(k)) for k in ("status_code", "error") if attrs.get(k) not in (None, "")]
         error = otlp.text_or_none(" ".join(parts)) or "error"
-    return OtelEv(
+    ev = OtelEv(
         row.id,
         name,
         occurred,
@@ -159,6 +161,7 @@ def _request_ev(
         "" if speed in (None, "normal", "standard") else str(speed),
         error,
     )
+    return dataclasses.replace(ev, fp=_fingerprint(ev.model, ev.counts()))
 
 
 def _metric_row(row: LogRow, obj: dict[str, Any]) -> OtelMetricRow | None:
@@ -210,10 +213,12 @@ def _fingerprints(state: SessionState) -> dict[str, tuple[tuple[str, int, int, i
 def match(state: SessionState) -> dict[str, tuple[str, str]]:
     """request key -> (message id, matched_by) of every ``api_request`` a transcript message of the
     session explains (the module docstring's three rules, in order; a message explains one event
-    at most). A function of ``state`` alone (``state.otel_fp`` is filled in as a cache of it)."""
-    reqs = sorted(
-        ((k, e) for k, e in state.otel.items() if e.event == "api_request"), key=lambda x: (x[1].occurred_ns, x[0])
-    )
+    at most). A function of ``state`` alone (``state.otel_fp`` and ``otel_order`` are filled in as
+    caches of it)."""
+    if state.otel_order is None:
+        ordered = sorted((e.occurred_ns, k) for k, e in state.otel.items() if e.event == "api_request")
+        state.otel_order = [k for _, k in ordered]
+    reqs = [(k, state.otel[k]) for k in state.otel_order]
     if not reqs:
         return {}
     out: dict[str, tuple[str, str]] = {}
@@ -240,7 +245,7 @@ def match(state: SessionState) -> dict[str, tuple[str, str]]:
     rest = [(k, e) for k, e in reqs if k not in out]
     if not rest:
         return out
-    wanted = {_fingerprint(e.model, e.counts()) for _, e in rest}
+    wanted = {e.fp for _, e in rest}
     pool: dict[tuple[str, int, int, int, int], list[tuple[int, str]]] = {}
     for mid, (fp, ns) in _fingerprints(state).items():
         if fp in wanted and ns is not None and mid not in claimed:
@@ -248,7 +253,7 @@ def match(state: SessionState) -> dict[str, tuple[str, str]]:
     for ordered in pool.values():
         ordered.sort()
     for k, e in rest:
-        cands = pool.get(_fingerprint(e.model, e.counts()))
+        cands = pool.get(e.fp)
         if not cands:
             continue
         best = min(((abs(ns - e.occurred_ns), mid, i) for i, (ns, mid) in enumerate(cands)), default=None)
@@ -279,6 +284,22 @@ def _mismatch(e: OtelEv, ev: MsgEv) -> str | None:
     return "; ".join(diffs) or None
 
 
+def _may_move(state: SessionState, msgs: set[str]) -> bool:
+    """Whether a fold that touched ``msgs`` (and no event) can change ``match``'s answer: one of them
+    is claimed, has figures an unmatched request looks for, or is named by a request id or an
+    assistant_response. Any other message is in no rule's reach."""
+    wanted = state.otel_wanted or set()
+    for mid in msgs:
+        if mid in state.otel_claimed:
+            return True
+        ev = _best(state, mid)
+        if _fingerprint(ev.model[1], ev.counts()) in wanted:
+            return True
+    named = {state.req_ids.get(e.request_id) for e in state.otel.values() if e.request_id}
+    named.update(state.uuids.get(u) for u in state.otel_responses)
+    return not named.isdisjoint(msgs)
+
+
 def derive_otel(
     state: SessionState,
     t: Touched,
@@ -288,20 +309,28 @@ def derive_otel(
 ) -> None:
     """Append the rows of the events whose reconciliation may have moved: the events ``t`` folded,
     those whose match changed, those matched to a message ``t`` touched. Mutates
-    ``state.otel_last`` (what was last derived) and ``state.otel_fp`` (``match``'s cache), nothing
-    else."""
+    ``state.otel_last`` (what was last derived), ``otel_claimed`` / ``otel_wanted`` (what that
+    match left) and ``otel_fp`` (``match``'s cache), nothing else."""
     if not state.otel or not (t.otel or t.msgs):
         return
     for mid in t.msgs:  # their figures may have moved: computed again by ``match``
         state.otel_fp.pop(mid, None)
+    if not t.otel and state.otel_wanted is not None and not _may_move(state, t.msgs):
+        return
     matched = match(state)
+    state.otel_claimed = {m for m, _ in matched.values()}
+    state.otel_wanted = {e.fp for k, e in state.otel.items() if e.event == "api_request" and k not in matched}
     sid = state.session_id
-    for key in sorted(state.otel):
+    last, none = state.otel_last, (None, None)
+    moved = [
+        k
+        for k in state.otel
+        if k in t.otel or last.get(k) != matched.get(k, none) or (k in matched and matched[k][0] in t.msgs)
+    ]
+    for key in sorted(moved):
         e = state.otel[key]
         cur = matched.get(key)
-        now = (cur[0], cur[1]) if cur is not None else (None, None)
-        if key not in t.otel and state.otel_last.get(key) == now and (cur is None or cur[0] not in t.msgs):
-            continue
+        now = (cur[0], cur[1]) if cur is not None else none
         state.otel_last[key] = now
         counts = e.counts()
         own = usage_id(sid, key) if e.event == "api_request" and cur is None else None

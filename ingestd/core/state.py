@@ -175,6 +175,7 @@ class OtelEv:
         input / output / cache_read: int, tokens. write_agg / write_5m / write_1h: int, tokens,
             ``cache_creation_tokens`` and its 5m / 1h split. split_known: bool, the split was given.
         cost_usd: float | None. duration_ms: int | None. speed: str ('' standard).
+        fp: (model, input, output, cache_read, cache writes), what ``otelfold.match`` compares.
     """
 
     raw_event_id: int
@@ -198,6 +199,7 @@ class OtelEv:
     duration_ms: int | None
     speed: str
     error: str | None
+    fp: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)
 
     def counts(self) -> tuple[int, int, int, int, int]:
         """The five bucket counts (``derive.BUCKETS`` order), the remainder rule for the writes."""
@@ -403,6 +405,13 @@ class SessionState:
     # figures match of ``otelfold.match`` compares, kept (only while the session has telemetry) so
     # a fold re-derives the messages it touched, not every message of the session
     otel_fp: dict[str, tuple[tuple[str, int, int, int, int], int | None]] = field(default_factory=dict)
+    # the api_request keys of ``otel`` in (time, key) order, None until asked for again after a change
+    otel_order: list[str] | None = None
+    # what the last full match left: the messages it claimed, the figures its unmatched requests
+    # look for (None: no match yet). A fold touching no message that these, a request id or an
+    # assistant_response name cannot move the match (``otelfold.derive_otel`` skips it).
+    otel_claimed: set[str] = field(default_factory=set)
+    otel_wanted: set[tuple[str, int, int, int, int]] | None = None
 
     @property
     def ended(self) -> bool:

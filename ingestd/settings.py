@@ -134,6 +134,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("host", "127.0.0.1", "Bind address of `serve` (an address beyond loopback needs a token).", "str"),
     Setting("port", 7391, "TCP port of `serve` (0 picks a free one).", "int", 0, 65535),
+    Setting(
+        "otlp_port",
+        0,
+        "A second TCP port of `serve` for OTLP exporters' default (4318); 0: none, OTLP on `port` only.",
+        "int",
+        0,
+        65535,
+    ),
     Setting("max_body_bytes", 1 << 20, "Hook bodies larger than this many bytes get 413.", "int", 1),
     Setting("hook_timeout_ms", 2000, "A hook not committed within this many ms is answered 503.", "int", 1),
     Setting(

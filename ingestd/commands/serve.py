@@ -33,6 +33,7 @@ from ingestd.http import auth
 FLAGS = (
     "host",
     "port",
+    "otlp_port",
     "max_body_bytes",
     "hook_timeout_ms",
     "watchdog_window_s",

@@ -28,6 +28,7 @@ class ServeConfig:
         projects: tuple of Paths, projects roots to tail (empty: hooks only).
         host: str, bind address (loopback unless a token is set).
         port: int, TCP port (0 picks a free one: tests).
+        otlp_port: int, a second port serving the same app for OTLP exporters (0: none).
         token: str | None, bearer token; excluded from repr so it is never logged.
         hooks: HookConfig, receiver limits.
         watchdog_window_s: float, inactivity before an agent becomes unknown: the one window of
@@ -51,6 +52,7 @@ class ServeConfig:
     projects: tuple[Path, ...] = ()
     host: str = DEFAULTS.get_str("host")
     port: int = DEFAULTS.get_int("port")
+    otlp_port: int = DEFAULTS.get_int("otlp_port")
     token: str | None = field(default=None, repr=False)
     hooks: HookConfig = field(default_factory=HookConfig)
     watchdog_window_s: float = DEFAULTS.get_float("watchdog_window_s")
@@ -84,6 +86,7 @@ class ServeConfig:
             projects=projects,
             host=settings.get_str("host"),
             port=settings.get_int("port"),
+            otlp_port=settings.get_int("otlp_port"),
             token=token,
             hooks=HookConfig(
                 max_body_bytes=settings.get_int("max_body_bytes"),

@@ -197,15 +197,26 @@ async def _serve_on(
     await runner.setup()
     loop.set_exception_handler(conns.exception_handler)
     server: asyncio.Server | None = None
+    otlp_server: asyncio.Server | None = None
     sweeper = asyncio.create_task(conns.run(stop))
     try:
         assert runner.server is not None
         handlers = json_errors(runner.server)  # aiohttp's own 400s (a header over 8 KiB) in the JSON shape
         server = await loop.create_server(conns.protocol_factory(handlers), sock=sock, backlog=limits.backlog)
+        if cfg.otlp_port:
+            # OTLP exporters' default port (4318), for a collector-less setup that names no port: the
+            # same app and guard (its Host, Origin and token rules) on a second socket
+            otlp_sock = bind_socket(cfg.host, cfg.otlp_port)
+            otlp_server = await loop.create_server(
+                conns.protocol_factory(handlers), sock=otlp_sock, backlog=limits.backlog
+            )
+            log.info("otlp_listening", port=int(otlp_sock.getsockname()[1]))
         await _until_signal(cfg, int(sock.getsockname()[1]), stop, ready)
     finally:
         stop.set()
         await cancel(sweeper)
+        if otlp_server is not None:
+            otlp_server.close()
         if server is not None:
             server.close()
         await runner.cleanup()

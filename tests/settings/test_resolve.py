@@ -106,7 +106,12 @@ UNITS = {
     "_pct": (r"\bpercent\b", 0, 100),
 }
 # Number settings with no unit: what they count.
-COUNTS = {"backup_keep_newest": "backups", "max_connections": "open connections", "port": "a TCP port number"}
+COUNTS = {
+    "backup_keep_newest": "backups",
+    "max_connections": "open connections",
+    "port": "a TCP port number",
+    "otlp_port": "a TCP port number",
+}
 TIME_UNITS = ("_days", "_s", "_ms")
 
 

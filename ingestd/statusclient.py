@@ -107,7 +107,8 @@ def fallback(body: bytes) -> str:
             parts.append(name)
         cost = (doc.get("cost") or {}).get("total_cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool):
-            parts.append(f"CC ${cost:.2f}")
+            sound = 0 <= cost < float("inf")  # NaN, infinite, negative: not an amount
+            parts.append(f"CC ${cost:.2f}" if sound else "CC ?")
     except Exception:
         pass
     return " · ".join(parts)

@@ -103,7 +103,7 @@ def snapshot_part(body: dict[str, Any]) -> dict[str, Any]:
 def snapshot_key(snap: Snapshot) -> str:
     """The log key of a snapshot: ``s:<blake2b-16(session_id, snapshot_part)>`` (one row per
     distinct snapshot of a session; the first input carrying it is the payload kept)."""
-    part = orjson.dumps(snapshot_part(snap.body), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    part = canonical_json(snapshot_part(snap.body))
     h = blake2b(digest_size=16)
     h.update(snap.session_id.encode("utf-8", "surrogatepass"))
     h.update(b"\x00")
@@ -111,11 +111,46 @@ def snapshot_key(snap: Snapshot) -> str:
     return f"s:{h.hexdigest()}"
 
 
+def canonical_json(doc: Any) -> bytes:
+    """``doc`` as JSON with sorted keys, at any depth and with integers of any size (where
+    ``orjson.dumps`` stops at 255 levels and 64 bits), so every input the decoder took has a key.
+    Iterative; the bytes are the same as ``orjson.dumps(doc, option=OPT_SORT_KEYS)`` where that
+    succeeds. Pure."""
+    out: list[bytes] = []
+    todo: list[Any] = [doc]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, bytes):
+            out.append(v)
+        elif isinstance(v, dict):
+            keys = sorted(v)
+            todo.append(b"}")
+            for i in range(len(keys) - 1, -1, -1):
+                todo.append(v[keys[i]])
+                todo.append((b"," if i else b"") + orjson.dumps(keys[i]) + b":")
+            todo.append(b"{")
+        elif isinstance(v, list):
+            todo.append(b"]")
+            for i in range(len(v) - 1, -1, -1):
+                todo.append(v[i])
+                if i:
+                    todo.append(b",")
+            todo.append(b"[")
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+            out.append(str(v).encode("ascii"))
+        else:
+            out.append(orjson.dumps(v))
+    return b"".join(out)
+
+
 def _number(v: Any) -> float | None:
-    """``v`` as a finite float, or None (booleans are not numbers here)."""
+    """``v`` as a finite float, or None (booleans are not numbers here; nor an integer past a float's range)."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
     return f if math.isfinite(f) else None
 
 

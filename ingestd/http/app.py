@@ -75,6 +75,11 @@ def _front(policy: guard.WebPolicy, token: str | None, conns: ConnectionGuard | 
             if e.status < 400:
                 raise
             return _shaped(e)
+        except Exception:
+            # a fault of ours on some input: the client still gets the one error shape (never
+            # aiohttp's text page), and the log the traceback to find it by
+            log.exception("request_failed", method=request.method, path=request.path)
+            return error_response(500, "internal_error", "the daemon failed on this request; its log has the reason")
         finally:
             if finished is not None:
                 finished(transport)

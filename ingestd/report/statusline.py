@@ -11,6 +11,7 @@ from the end, the last one cut), never holding a control character but its own c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -56,9 +57,11 @@ class LineFacts:
         model: str | None, the model's display name (else its id).
         session_usd / today_usd: Decimal | None, ingestd's exact cost (None: no session id / not read).
         session_complete / today_complete: bool, no unpriced usage in it.
-        cc_usd: float | None, Claude Code's own estimate of the session's cost.
+        cc_usd: float | None, Claude Code's own estimate of the session's cost (finite, >= 0).
         five_hour / seven_day: Official | None, None when the input has no such window.
-        context_pct: float | None, the context window's ``used_percentage``.
+        context_pct: float | None, the context window's ``used_percentage`` (0-100).
+        cc_unsound / context_unsound: bool, the input has that value but it is not one (a string,
+            not finite, negative, a percentage past 100): the line shows ``?``, never the value.
     """
 
     model: str | None = None
@@ -70,6 +73,8 @@ class LineFacts:
     five_hour: Official | None = None
     seven_day: Official | None = None
     context_pct: float | None = None
+    cc_unsound: bool = False
+    context_unsound: bool = False
 
 
 def parse_fields(text: str | None) -> tuple[str, ...]:
@@ -81,8 +86,15 @@ def parse_fields(text: str | None) -> tuple[str, ...]:
     return wanted or DEFAULT_FIELDS
 
 
-def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v == v else None
+def _number(v: Any, high: float = math.inf) -> float | None:
+    """``v`` as a finite number in ``[0, high]``, else None (absent, a string, NaN, infinite, out of range)."""
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:  # an integer past float's range
+        return None
+    return x if math.isfinite(x) and 0 <= x <= high else None
 
 
 def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
@@ -100,12 +112,18 @@ def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
         pct, reset, flag = window_of(win, WINDOWS[name], now)
         return Official(pct, parse(reset) if reset is not None else None, flag)
 
+    cc_raw = get_path(obj, "cost", "total_cost_usd")
+    context_raw = get_path(obj, "context_window", "used_percentage")
+    cc_usd = _number(cc_raw)
+    context_pct = _number(context_raw, 100.0)
     return LineFacts(
         model=model if isinstance(model, str) else None,
-        cc_usd=_number(get_path(obj, "cost", "total_cost_usd")),
+        cc_usd=cc_usd,
         five_hour=official("five_hour"),
         seven_day=official("seven_day"),
-        context_pct=_number(get_path(obj, "context_window", "used_percentage")),
+        context_pct=context_pct,
+        cc_unsound=cc_raw is not None and cc_usd is None,
+        context_unsound=context_raw is not None and context_pct is None,
     )
 
 
@@ -132,6 +150,8 @@ def line_facts(conn: Db, obj: dict[str, Any] | None, now: datetime, zone: Zone) 
         five_hour=base.five_hour,
         seven_day=base.seven_day,
         context_pct=base.context_pct,
+        cc_unsound=base.cc_unsound,
+        context_unsound=base.context_unsound,
     )
 
 
@@ -175,9 +195,9 @@ def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> 
         if name == "model" and f.model:
             m = _clean(f.model)
             out.append((m, m))
-        elif name == "session" and (f.session_usd is not None or f.cc_usd is not None):
+        elif name == "session" and (f.session_usd is not None or f.cc_usd is not None or f.cc_unsound):
             exact = usd(f.session_usd, f.session_complete) if f.session_usd is not None else "?"
-            cc = f" (CC {usd(f.cc_usd)})" if f.cc_usd is not None else ""
+            cc = f" (CC {usd(f.cc_usd)})" if f.cc_usd is not None else " (CC ?)" if f.cc_unsound else ""
             out.append((f"session {exact}{cc}", f"{_DIM}session{_RESET} {exact}{_DIM}{cc}{_RESET}"))
         elif name == "today" and f.today_usd is not None:
             t = usd(f.today_usd, f.today_complete)
@@ -189,6 +209,8 @@ def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> 
         elif name == "context" and f.context_pct is not None:
             c = f"{f.context_pct:.0f}%"
             out.append((f"ctx {c}", f"{_DIM}ctx{_RESET} {_pct_color(f.context_pct)}{c}{_RESET}"))
+        elif name == "context" and f.context_unsound:
+            out.append(("ctx ?", f"{_DIM}ctx ?{_RESET}"))
     return out
 
 

@@ -74,3 +74,24 @@ async def test_the_connection_guard_sees_every_request_start_and_finish(aiohttp_
     assert (await client.get("/nowhere")).status == 404  # raised by the route: still finished
     assert (await client.get("/", headers={"Host": "evil.example"})).status == 421  # refused: still finished
     assert seen == [BUSY, IDLE] * 3
+
+
+async def test_a_handler_that_fails_answers_in_the_one_shape_and_logs_why(
+    aiohttp_client: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from structlog.testing import capture_logs
+
+    from ingestd.core import statusline
+
+    def broken(snap: object) -> str:
+        raise ValueError("no key for this input")
+
+    monkeypatch.setattr(statusline, "snapshot_key", broken)
+    client = await aiohttp_client(_app(tmp_path / "d.db"), headers=JSON_HEADERS)
+    body = orjson.dumps({"session_id": "s1"})
+    with capture_logs() as logs:
+        r = await client.post("/statusline", data=body)
+        assert await _code(r) == (500, "internal_error")
+    failed = [e for e in logs if e["event"] == "request_failed"]
+    assert failed and failed[0]["path"] == "/statusline" and failed[0]["log_level"] == "error"
+    assert (await client.post("/hooks", data=BODY)).status == 200  # the daemon goes on

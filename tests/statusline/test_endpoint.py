@@ -143,3 +143,24 @@ async def test_logged_snapshots_replay_to_the_same_samples(make_client: Any, db:
     result = await asyncio.get_running_loop().run_in_executor(None, lambda: replay(db, parallel_min_rows=10**9))
     assert result.comparison.ok, result.comparison.differences
     assert rows(db, "SELECT count(*) FROM rate_limit_samples") == [(2,)]
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1e400", "-3", "250", "1" + "0" * 400, '"50"'])
+async def test_a_context_share_or_an_estimate_that_is_no_number_in_range_shows_a_question_mark(
+    make_client: Any, value: str
+) -> None:
+    """A percentage past 0-100 and a cost that is negative or not finite say nothing true; the line
+    marks them, as it marks an unsound limits window."""
+    client = await make_client()
+    doc = documented(time.time())
+    body = orjson.dumps(doc).replace(b'"used_percentage":25', b'"used_percentage":' + value.encode())
+    body = body.replace(b'"total_cost_usd":1.2345', b'"total_cost_usd":' + value.encode())
+    assert value.encode() in body
+    resp = await client.post("/statusline", data=body, params={"color": "0"})
+    line = await resp.text()
+    assert resp.status == 200 and "ctx ?" in line, line
+    assert ("(CC $250.00)" if value == "250" else "(CC ?)") in line, line  # 250 dollars is an amount
+    assert "inf" not in line.lower() and "$-" not in line, line
+    fallback = statusclient.fallback(body)
+    if value in ("1e400", "-1e400", "-3"):
+        assert fallback.endswith("CC ?"), fallback

@@ -79,6 +79,39 @@ def test_real_inputs_have_no_limits_and_nothing_flagged() -> None:
     assert sl.sample_row(row(first), first).context_used_pct is None
 
 
+def test_every_input_the_decoder_takes_has_a_key_as_orjson_would_write_it() -> None:
+    """Integers past 64 bits (the decoder keeps those past a float's range as int) and nesting
+    past orjson's 255 levels, in any part of the snapshot."""
+    head = b'{"session_id": "' + SESSION.encode() + b'", '
+    bodies = [
+        head + b'"context_window": {"used_percentage": ' + b"[" * 500 + b"]" * 500 + b"}}",
+        head + b'"cost": {"total_cost_usd": 1' + b"0" * 400 + b"}}",
+    ]
+    keys = set()
+    for body in bodies:
+        got = sl.parse_input(body)
+        assert isinstance(got, sl.Snapshot)
+        keys.add(sl.snapshot_key(got))
+    assert len(keys) == 2
+    part = sl.snapshot_part(documented(NOW))
+    assert sl.canonical_json(part) == orjson.dumps(part, option=orjson.OPT_SORT_KEYS)  # logged keys stay
+
+
+def test_an_integer_past_a_floats_range_is_flagged_never_raised() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    at = datetime.fromtimestamp(NOW, tz=UTC)
+    assert sl.window_of({"used_percentage": 10**400, "resets_at": NOW + 60}, timedelta(hours=5), at)[::2] == (
+        None,
+        sl.BAD_PERCENTAGE,
+    )
+    assert sl.window_of({"used_percentage": 30, "resets_at": 10**400}, timedelta(hours=5), at) == (
+        30.0,
+        None,
+        sl.RESET_ABSURD,
+    )
+
+
 @pytest.mark.parametrize(
     ("window", "flag", "pct", "reset"),
     [

@@ -110,7 +110,7 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
                 v = inp.get(k)
                 return v if isinstance(v, str) and v else None
 
-            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"))
+            sp = Spawn(agent, ts, s("subagent_type"), s("description"), s("prompt"), s("team_name"), s("name"))
             cur = state.spawns.get(tuid)
             # one tool_use id read twice (a record repeated in two files): the earliest record wins
             if cur is None or _spawn_key(sp) < _spawn_key(cur):
@@ -119,8 +119,16 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
     return used_tool
 
 
-def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str]:
-    return (sp.ts, sp.agent, sp.subagent_type or "", sp.description or "", sp.prompt or "")
+def _spawn_key(sp: Spawn) -> tuple[str, str, str, str, str, str, str]:
+    return (
+        sp.ts,
+        sp.agent,
+        sp.subagent_type or "",
+        sp.description or "",
+        sp.prompt or "",
+        sp.team or "",
+        sp.name or "",
+    )
 
 
 def user(state: SessionState, obj: dict[str, Any], ts: str, agent: str, t: Touched) -> str:

@@ -73,13 +73,15 @@ def spawns_of(state: SessionState) -> dict[str, Spawn]:
     out = dict(state.hook_spawns)
     for tuid, sp in state.spawns.items():
         h = out.get(tuid)
-        if h is not None and (sp.subagent_type is None or sp.description is None or sp.prompt is None):
+        if h is not None and None in (sp.subagent_type, sp.description, sp.prompt, sp.team, sp.name):
             sp = Spawn(
                 sp.agent,
                 sp.ts,
                 sp.subagent_type or h.subagent_type,
                 sp.description or h.description,
                 sp.prompt or h.prompt,
+                sp.team or h.team,
+                sp.name or h.name,
             )
         out[tuid] = sp
     return out
@@ -285,8 +287,10 @@ def agent_row(v: View, a: str, edges: list[EdgeRow]) -> AgentRow | None:
         # 2.0.x "Warmup" sidechains are not real work (corpus/claude-projects/-workspace/agent-af1ff21.jsonl)
         desc = "Warmup"
     comp = 1 if a.startswith(COMPACTION_PREFIX) else 0
-    name = ev.name if ev is not None else None
-    return AgentRow(a, sid, "subagent", stype, status, parent, first, last, cause, comp, desc, name)
+    name = (ev.name if ev is not None else None) or (sp.name if sp else None)
+    # a teammate: its spawn named a team (2.1.4x), or a teammate hook names it (DESIGN.md "Teammates")
+    kind = "teammate" if (sp is not None and sp.team) or (name is not None and name in state.teammates) else "subagent"
+    return AgentRow(a, sid, kind, stype, status, parent, first, last, cause, comp, desc, name)
 
 
 def legacy_agents(v: View, leg: Legacy, edges: list[EdgeRow], retracted: list[AgentKey]) -> list[AgentRow]:

@@ -94,6 +94,10 @@ def fold_hook(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched)
         _s(obj, "prompt_id"),
     )
     _session_fields(state, h, t)
+    mate = _s(obj, "teammate_name") if h.name in _TEAMMATE_EVENTS else None
+    if mate is not None and mate not in state.teammates:
+        state.teammates.add(mate)
+        t.all_agents = True  # the agent so named is a teammate
     if h.prompt_id is not None:
         typed = hook_prompt(obj) if h.name == "UserPromptSubmit" and not h.agent_id else None
         note_prompt(state, t, h.prompt_id, h.ts, text=None if is_notice(typed) else typed)
@@ -309,6 +313,9 @@ def _task(state: SessionState, h: Hook, t: Touched) -> None:
     t.tasks.add(tid)
 
 
+# Events whose ``teammate_name`` names a teammate of the session (agent teams; 2.1.332 bundle).
+_TEAMMATE_EVENTS = frozenset(("TeammateIdle", "TaskCreated", "TaskCompleted"))
+
 # One handler per hook event that is not plain activity of its agent.
 _EVENTS: dict[str, Callable[[SessionState, Hook, Touched], EventRow]] = {
     "SessionEnd": _session_end,
@@ -337,10 +344,13 @@ def _spawn(state: SessionState, tuid: str, agent: str, ts: str, obj: dict[str, A
     stype = _s(inp, "subagent_type") or _s(resp, "agentType")
     desc = _s(inp, "description")
     prompt = _s(inp, "prompt")
+    team, name = _s(inp, "team_name"), _s(inp, "name")
     cur = state.hook_spawns.get(tuid)
     if cur is None:
-        state.hook_spawns[tuid] = Spawn(agent, ts, stype, desc, prompt)
+        state.hook_spawns[tuid] = Spawn(agent, ts, stype, desc, prompt, team, name)
         return
+    cur.team = _join(cur.team, team)
+    cur.name = _join(cur.name, name)
     cur.agent = min(cur.agent, agent)
     cur.ts = min(cur.ts, ts)
     cur.subagent_type = _join(cur.subagent_type, stype)

@@ -88,6 +88,8 @@ class Spawn:
         agent: str, the agent whose record holds it (may be a legacy placeholder).
         ts: str, the record's timestamp.
         subagent_type, description, prompt: from ``input`` (None when absent).
+        team: str | None, the input's ``team_name`` (agent teams: the spawn is a teammate's).
+        name: str | None, the input's ``name`` (what SendMessage and ``teammate_name`` call it).
     """
 
     agent: str
@@ -95,6 +97,8 @@ class Spawn:
     subagent_type: str | None
     description: str | None
     prompt: str | None
+    team: str | None = None
+    name: str | None = None
 
 
 def split_writes(agg: int, e5: int, e1: int) -> tuple[int, int]:
@@ -331,6 +335,9 @@ class SessionState:
     turn_end: tuple[str, str] | None = None
     switched_model: tuple[str, str] | None = None  # (receipt, to_model) max of PostModelSwitch hooks
     tasks: dict[str, TaskEv] = field(default_factory=dict)  # task_id -> its evidence
+    # the ``teammate_name`` of every TeammateIdle / TaskCreated / TaskCompleted: an agent so named
+    # is a teammate (DESIGN.md "Teammates")
+    teammates: set[str] = field(default_factory=set)
     # compact_boundary uuid -> (ts, summary) min of the ``isCompactSummary`` user record under it
     compact_summaries: dict[str, tuple[str, str]] = field(default_factory=dict)
     prompts: dict[str, PromptEv] = field(default_factory=dict)  # prompt id -> its evidence

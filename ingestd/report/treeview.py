@@ -74,6 +74,8 @@ def _label(node: dict[str, Any], zone: Zone, ids: dict[str, str], width: int, fl
     provenance, and ``flat``: where it sits when the tree no longer indents), the Task description
     it was given, when, tokens and cost, tool calls by status."""
     name = "main" if node["type"] == "main" else (node["subagent_type"] or "subagent")
+    if node["type"] == "teammate":
+        name = f"teammate {node['name']}" if node.get("name") else "teammate"
     status = node["status"] or "-"
     who = [
         (name, "bold"),

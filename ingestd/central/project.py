@@ -78,7 +78,7 @@ from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
 from ingestd.store.sqlgen import upsert_sql
-from ingestd.store.upsert import TOKEN_UPDATE, claim_where
+from ingestd.store.upsert import TOKEN_UPDATE, token_upsert
 
 log = get_logger("ingestd.central.project")
 
@@ -124,18 +124,11 @@ UPSERT_EDGE = upsert_sql(
     update=EdgeRow._fields[2:3] + EdgeRow._fields[4:],
     marks="%s",
 )
-# The one claim rule (``ingestd.store.upsert.claim_where``); host_id travels with the claim
-# (``fold_session``).
+# The one claim rule and the per-bucket maximum over copies (``ingestd.store.upsert.token_upsert``);
+# host_id travels with the claim (``fold_session``).
 _TOKEN_COLUMNS = ("host_id", *TokenUsageRow._fields[1:])
 _TOKEN_UPDATE = ("host_id", *TOKEN_UPDATE)
-UPSERT_TOKENS = upsert_sql(
-    "token_usage",
-    _TOKEN_COLUMNS,
-    ("message_id",),
-    update=_TOKEN_UPDATE,
-    where=claim_where(_TOKEN_UPDATE),
-    marks="%s",
-)
+UPSERT_TOKENS = token_upsert(_TOKEN_COLUMNS, _TOKEN_UPDATE, marks="%s")
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"), marks="%s")
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"), marks="%s")
 UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"), marks="%s")

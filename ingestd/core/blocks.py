@@ -64,6 +64,21 @@ def _usage_without_id(state: SessionState, msg: dict[str, Any], t: Touched) -> N
     t.quarantined.append(QuarantineRow(row.id, TOKENS, state.session_id, row.origin, row.origin_offset, detail))
 
 
+def usage_on_unbilled(state: SessionState, obj: dict[str, Any], t: Touched) -> None:
+    """Usage on a record of no type or of a type that bills nothing (only ``assistant`` records, and
+    their ``agent_progress`` copies, are billed messages): not counted, but quarantined
+    (``validate.TOKENS``) so the cost answer says it is incomplete instead of leaving no trace."""
+    msg = obj.get("message")
+    usage = msg.get("usage") if isinstance(msg, dict) else None
+    row = t.row
+    if row is None or not isinstance(usage, dict) or not any(usage_buckets(usage)):
+        return
+    kind = obj.get("type")
+    named = f"type {shorten(kind)}" if "type" in obj else "no type"
+    detail = f"usage on a record of {named}: not counted (only assistant records are billed)"
+    t.quarantined.append(QuarantineRow(row.id, TOKENS, state.session_id, row.origin, row.origin_offset, detail))
+
+
 def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, rank: int, t: Touched) -> bool:
     """Usage, spawns and tool starts of one assistant record; returns whether it used a tool.
 

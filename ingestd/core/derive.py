@@ -32,7 +32,7 @@ from ingestd.core.rows import (
     ToolCallRow,
     UsageKey,
 )
-from ingestd.core.state import TITLE_KINDS, SessionState
+from ingestd.core.state import TITLE_KINDS, SessionState, copies_max
 from ingestd.core.storable import MAX_TEXT_BYTES, storable
 from ingestd.core.toolstatus import INTERRUPTED, RUNNING, STATUSES
 from ingestd.core.touch import Ctx, Touched
@@ -290,11 +290,14 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
         by_rank = state.msgs[mid]
         rank = max(by_rank)
         ev = by_rank[rank]
+        # the best claim names the agent, model and time; the numbers are the per-bucket maximum
+        # over every copy in the session (SPEC §4.4: a partial copy never beats the final one)
+        merged = copies_max(ev, by_rank.values()) if len(by_rank) > 1 else ev
         agent = v.resolve(ev.agent)
         comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
         # a message none of whose parts has a valid timestamp: the inferred time (validate.py)
         occurred = ev.occurred if ev.occurred != INFER else occurred_of(state.inferred[mid], state.ts_index)
-        counts = ev.counts()
+        counts = merged.counts()
         prompt = counts[0] + counts[2] + counts[3] + counts[4]  # the long-context tier's measure (SPEC §5.1)
         # id None: SQLite assigns the next rowid, so the table appends in arrival order
         # (a random id rewrote most of its pages at every commit); rows compare by message_id.
@@ -311,7 +314,7 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
                 rank,
                 prompt,
                 ev.speed,
-                ev.web_search_requests,
+                merged.web_search_requests,
                 ev.inference_geo,
             )
         )

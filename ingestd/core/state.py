@@ -7,7 +7,8 @@ projection rows are derived from the state alone (``ingestd.core.derive``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 # Claim precedence of one message's usage evidence (SPEC §4.4, DESIGN.md "token_usage
@@ -21,7 +22,7 @@ RANK_MAIN = 2
 def claim_order(claim_rank: int, occurred_at: str, holder: str) -> tuple[int, str, str]:
     """The sort key of a claim on a message's usage, best first: the higher ``claim_rank``, then the
     earlier ``occurred_at`` (canonical UTC), then the smaller ``holder`` (the session id; the host id
-    between hosts). The stores' upserts apply the same order (``ingestd.store.upsert.claim_where``)."""
+    between hosts). The stores' upserts apply the same order (``ingestd.store.upsert.token_upsert``)."""
     return (-claim_rank, occurred_at, holder)
 
 
@@ -143,6 +144,21 @@ class MsgEv:
         """The five bucket counts in ``derive.BUCKETS`` order, tokens."""
         w5, w1 = split_writes(self.write_agg, self.write_5m, self.write_1h)
         return (self.input, self.output, self.cache_read, w5, w1)
+
+
+def copies_max(best: MsgEv, evs: Iterable[MsgEv]) -> MsgEv:
+    """``best``'s evidence with each number the maximum over ``evs`` (every claim rank's copy of
+    one message): the raw cache-write fields joined, split when counted, as for streamed parts."""
+    out = replace(best)
+    for e in evs:
+        out.input = max(out.input, e.input)
+        out.output = max(out.output, e.output)
+        out.cache_read = max(out.cache_read, e.cache_read)
+        out.write_agg = max(out.write_agg, e.write_agg)
+        out.write_5m = max(out.write_5m, e.write_5m)
+        out.write_1h = max(out.write_1h, e.write_1h)
+        out.web_search_requests = max(out.web_search_requests, e.web_search_requests)
+    return out
 
 
 @dataclass(slots=True)

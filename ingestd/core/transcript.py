@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingestd.core.activity import prompt_text
-from ingestd.core.blocks import SYNTHETIC, assistant, progress, queue, text_of, user
+from ingestd.core.blocks import SYNTHETIC, assistant, progress, queue, text_of, usage_on_unbilled, user
 from ingestd.core.oversized import OVERSIZED
 from ingestd.core.records import LogRow, PathInfo, path_info
 from ingestd.core.state import (
@@ -185,6 +185,7 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
         queue(state, obj, ts, t)
     handler = _ACTIVITY.get(kind)
     if handler is None:
+        usage_on_unbilled(state, obj, t)
         return
     act = _activity(state, row, obj, kind, ts, pi, t)
     status, turn = handler(state, act, t)

@@ -70,31 +70,56 @@ UPSERT_EDGE = upsert_sql(
 TOKEN_UPDATE = tuple(f for f in TokenUsageRow._fields if f not in ("id", "message_id"))
 
 
-def claim_where(update: Sequence[str]) -> str:
-    """The ``WHERE`` of a ``token_usage`` upsert: the claim rule, and unchanged rows left alone.
+# The claim rule (DESIGN.md, ``ingestd.core.state.claim_order``): the incoming claim is the better one.
+BETTER_CLAIM = (
+    "(excluded.claim_rank > token_usage.claim_rank"
+    " OR (excluded.session_id = token_usage.session_id AND excluded.claim_rank = token_usage.claim_rank)"
+    " OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
+    " OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
+)
+# Numbers that are the maximum over every copy of the message, whichever claim owns it (SPEC §4.4).
+MAXED = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "web_search_requests")
 
-    The better claim on a message wins whatever the order sessions are written in (DESIGN.md,
-    ``ingestd.core.state.claim_order``): higher claim_rank, then earlier occurred_at, then the
-    smaller session id. A session's own claim of the same rank is its fold's current best: it
-    replaces its earlier one (an inferred occurred_at, ``ingestd.core.validate``, can move either
-    way as the file's timestamps arrive). Unchanged rows are not rewritten. Both stores read this
-    text: the central store's upsert is the same with its host column (``ingestd.central.project``).
+
+def _greater(c: str) -> str:
+    # an integer CASE, not max(): PostgreSQL's max() is an aggregate only; both stores read this text
+    return f"CASE WHEN excluded.{c} > token_usage.{c} THEN excluded.{c} ELSE token_usage.{c} END"
+
+
+def token_upsert(fields: Sequence[str], update: Sequence[str], *, marks: str = "?") -> str:
+    """The ``token_usage`` upsert of both stores: the claim rule for who owns a message, the
+    per-bucket maximum over every copy for what it used.
+
+    The better claim on a message (``BETTER_CLAIM``: higher claim_rank, then earlier occurred_at,
+    then the smaller session id; a session's own claim of the same rank is its fold's current best
+    and replaces its earlier one, since an inferred occurred_at can move either way) sets the
+    owner's columns: session, agent, model, time, rank, pricing facts (and the central store's
+    host). The buckets and web searches take the maximum over every copy written, in any session
+    and any order (a partial copy in one file never beats the final one in another), and
+    ``prompt_tokens`` follows them. Unchanged rows are not rewritten.
 
     Args:
-        update: the columns the upsert replaces, compared to find an unchanged row.
+        fields: the row type's fields in binding order.
+        update: the columns an upsert may change.
+        marks: ``?`` (SQLite) or ``%s`` (the central store).
     """
-    return (
-        " WHERE (excluded.claim_rank > token_usage.claim_rank"
-        "   OR (excluded.session_id = token_usage.session_id AND excluded.claim_rank = token_usage.claim_rank)"
-        "   OR (excluded.claim_rank = token_usage.claim_rank AND (excluded.occurred_at < token_usage.occurred_at"
-        "     OR (excluded.occurred_at = token_usage.occurred_at AND excluded.session_id <= token_usage.session_id))))"
-        " AND (" + " OR ".join(f"excluded.{c} IS DISTINCT FROM token_usage.{c}" for c in update) + ")"
-    )
+    head = upsert_sql("token_usage", fields, ("message_id",), update=(), marks=marks).removesuffix(" DO NOTHING")
+    prompt = " + ".join(_greater(c) for c in ("input", "cache_read", "cache_write_5m", "cache_write_1h"))
+    sets = []
+    for c in update:
+        if c in MAXED:
+            sets.append(f"{c} = {_greater(c)}")
+        elif c == "prompt_tokens":
+            sets.append(f"prompt_tokens = {prompt}")
+        else:
+            sets.append(f"{c} = CASE WHEN {BETTER_CLAIM} THEN excluded.{c} ELSE token_usage.{c} END")
+    owned = [c for c in update if c not in MAXED and c != "prompt_tokens"]
+    changed = " OR ".join(f"excluded.{c} IS DISTINCT FROM token_usage.{c}" for c in owned)
+    larger = " OR ".join(f"excluded.{c} > token_usage.{c}" for c in MAXED)
+    return f"{head} DO UPDATE SET {', '.join(sets)} WHERE ({BETTER_CLAIM} AND ({changed})) OR {larger}"
 
 
-UPSERT_TOKENS = upsert_sql(
-    "token_usage", TokenUsageRow._fields, ("message_id",), update=TOKEN_UPDATE, where=claim_where(TOKEN_UPDATE)
-)
+UPSERT_TOKENS = token_upsert(TokenUsageRow._fields, TOKEN_UPDATE)
 UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
 UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"))

@@ -58,6 +58,7 @@ SAME = [
     ("/api/cost?by=day&tz=America/New_York", ["cost", "--by", "day", "--tz", "America/New_York"]),
     ("/api/cost?by=model&tz=UTC", ["cost", "--by", "model", "--tz", "UTC"]),
     ("/api/cost?by=agent&tz=UTC", ["cost", "--by", "agent", "--tz", "UTC"]),
+    ("/api/cost?by=source&tz=UTC", ["cost", "--by", "source", "--tz", "UTC"]),
     ("/api/cost?by=project&tz=UTC&since=2025-03-09&until=2025-03-09",
      ["cost", "--by", "project", "--tz", "UTC", "--since", "2025-03-09", "--until", "2025-03-09"]),
 ]  # fmt: skip

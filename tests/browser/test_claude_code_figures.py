@@ -53,7 +53,7 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(browser: Any, site: Site) -> None:
     if site.name != "projects":
-        pytest.skip("the sample session is in fixtures/claude-2.1.332/projects")
+        pytest.skip("only the fixtures/claude-2.1.332/projects site holds the sample session")
     open_view(browser, site, f"#/session/{SID}", "session")
     own = js(
         browser, "const e = document.getElementById('cc-cost-state'); return e && [e.innerText, e.dataset.agrees];"
@@ -75,7 +75,7 @@ def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(brows
 
 def test_the_session_page_links_a_fork_and_its_parent(browser: Any, site: Site) -> None:
     if site.name != "fork":
-        pytest.skip("the fork is in fixtures/claude-2.1.332/fork")
+        pytest.skip("only the fixtures/claude-2.1.332/fork site holds the fork")
     parent, fork = "5bef1beb-81ea-4964-9285-56bf5cae4858", "df57242f-6ae9-451c-862f-c9a1325efb71"
     open_view(browser, site, f"#/session/{fork}", "session")
     link = js(

@@ -274,14 +274,24 @@ def _refuse_null_origin(raw: object, where: str) -> None:
         )
 
 
-def _coerce(setting: Setting, raw: object, where: str) -> Value:
-    """Turn a raw value (string from the environment, TOML value, CLI value) into the setting's kind."""
+def _coerce(setting: Setting, raw: object, where: str, typed: bool = False) -> Value:
+    """Turn a raw value (string from the environment, TOML value, CLI value) into the setting's kind.
+
+    ``typed``: ``raw`` comes from a file whose values have types (TOML): a number or a yes/no
+    setting written as a string (``port = "9000"``, ``tail = "false"``) is the wrong kind there."""
     if raw is None:
         return None
     if setting.name == "allowed_origins":
         _refuse_null_origin(raw, where)
     if isinstance(raw, str) and raw.strip().lower() in _NONE and setting.default is None:
         return None
+    if typed and isinstance(raw, str) and setting.kind in ("int", "float", "bool"):
+        example = "true or false" if setting.kind == "bool" else "a number, without quotes"
+        raise ConfigError(
+            f"setting {setting.name} from {where}: {raw!r} is a string; write it as {example}"
+            f" ({setting.name} = {raw.strip() if setting.kind != 'bool' else raw.strip().lower()})",
+            setting=setting.name,
+        )
     try:
         if setting.kind == "bool":
             if isinstance(raw, bool):
@@ -389,7 +399,7 @@ def resolve(
             values[s.name] = _coerce(s, env[env_name(s.name)], env_name(s.name))
             sources[s.name] = "env"
         elif s.name in config:
-            values[s.name], sources[s.name] = _coerce(s, config[s.name], "config file"), "config"
+            values[s.name], sources[s.name] = _coerce(s, config[s.name], "config file", typed=True), "config"
         else:
             values[s.name], sources[s.name] = s.default, "default"
     return Settings(values, sources)

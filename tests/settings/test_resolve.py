@@ -59,6 +59,25 @@ def test_bad_values_are_config_errors(env: dict[str, str], config: dict[str, obj
         resolve({}, env, config)
 
 
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("budget_daily_soft_usd", "20"),
+        ("port", "9000"),
+        ("tail", "false"),
+        ("schedule_enabled", "yes"),
+        ("retention_events_days", " 30"),
+    ],
+)
+def test_a_number_or_a_yes_no_written_as_a_string_in_the_config_file_is_the_wrong_kind(name: str, raw: str) -> None:
+    """TOML has numbers and booleans; in the environment every value is text, so there it is read."""
+    with pytest.raises(ConfigError, match=f"setting {name} from config file: .* is a string; write it as") as e:
+        resolve({}, {}, {name: raw})
+    assert "without quotes" in e.value.message or "true or false" in e.value.message
+    assert resolve({}, {f"INGESTD_{name.upper()}": raw.strip()}, {}).values[name] is not None
+    assert resolve({}, {}, {"budget_daily_hard_usd": "none"}).values["budget_daily_hard_usd"] is None
+
+
 def test_config_file_round_trip(tmp_path: Path) -> None:
     p = tmp_path / "config.toml"
     p.write_text("backup_keep_newest = 3\nschedule_enabled = false\n")

@@ -29,6 +29,7 @@ from typing import Any
 
 from ingestd import files
 from ingestd.claude import hooksetup
+from ingestd.errors import ConfigError
 from ingestd.settings import DEFAULTS
 
 NAME = "ingestd"
@@ -67,13 +68,37 @@ def is_default(t: hooksetup.HookTarget) -> bool:
     return (t.host, t.port, t.token_env) == (DEFAULT_TARGET.host, DEFAULT_TARGET.port, None)
 
 
+def _own_dir(path: Path) -> None:
+    """Make ``path`` (0755), or check the one there: a real directory of the user's that no one
+    else can write. The plugin's ``hooks.json`` names the commands Claude Code runs, so a folder
+    another user made (beside a database in ``/tmp``), or a symlink to one, must not hold it.
+
+    Raises:
+        ConfigError: a symlink, not a directory, another user's, or writable by group or others.
+    """
+    if path.is_symlink():
+        raise ConfigError(
+            f"{path} is a symlink: the plugin's hooks name the commands Claude Code runs, so they are"
+            f" written only into a folder of your own; fix: rm {shlex.quote(str(path))}",
+            path=str(path),
+        )
+    path.mkdir(mode=0o755, exist_ok=True)
+    files.require_safe(files.file_problems(path, directory=True))
+
+
 def write_dir(t: hooksetup.HookTarget, dest: Path) -> Path:
     """The plugin for a daemon at ``t``, written at ``dest`` (the shipped files, ``hooks.json``
     rendered for ``t``); returns ``dest``. Replaces what an earlier call wrote there (each file
-    atomically, 0644: Claude Code copies it into its plugin cache)."""
+    atomically, 0644: Claude Code copies it into its plugin cache).
+
+    Raises:
+        ConfigError: ``dest`` or a folder in it is a symlink or a folder others can change (``_own_dir``).
+    """
     dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _own_dir(dest)
     for rel in (MANIFEST, HOOKS, Path("README.md")):
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        if rel.parent != Path("."):
+            _own_dir(dest / rel.parent)
         text = render_hooks(t) if rel == HOOKS else (SHIPPED / rel).read_text()
         files.replace(dest / rel, text, 0o644)
     return dest

@@ -160,3 +160,30 @@ def test_plugin_path_refuses_while_hooks_install_hooks_are_installed(home: Path)
 )
 def test_which_plugin_ids_count_as_the_ingestd_plugin_enabled(settings: dict[str, Any], ids: list[str]) -> None:
     assert pluginsetup.enabled_in(settings) == ids
+
+
+@pytest.mark.parametrize("where", ["dest", "hooks"])
+def test_plugin_path_writes_its_hooks_only_into_a_folder_of_the_users_own(
+    home: Path, tmp_path: Path, where: str
+) -> None:
+    """Beside a database in a shared folder (/tmp) another user could make the copy's folder first,
+    or a symlink to theirs, and then change the commands Claude Code runs."""
+    db = tmp_path / "data" / "ingestd.db"
+    args = ("plugin", "path", "--port", "45123", "--db", str(db))
+    dest = db.parent / "claude-plugin-127.0.0.1-45123"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = dest if where == "dest" else dest / "hooks"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    r = run(home, *args)
+    assert r.exit_code == 2 and f"{link} is a symlink" in r.output, r.output
+    assert list(elsewhere.iterdir()) == []
+    link.unlink()
+    link.mkdir()
+    link.chmod(0o777)
+    r = run(home, *args)
+    assert r.exit_code == 2 and "mode 0777" in r.output and f"chmod 700 {link}" in r.output, r.output
+    link.chmod(0o755)
+    r = run(home, *args)
+    assert r.exit_code == 0 and (dest / pluginsetup.HOOKS).is_file(), r.output

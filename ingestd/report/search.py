@@ -188,7 +188,7 @@ def search_report(
         except apsw.SQLError as e:
             if not fts:  # a literal query is quoted terms: an error here is not the query's
                 raise
-            detail = str(e).split(":", 1)[-1].strip()
+            detail = str(e).removeprefix("SQLError:").strip().removeprefix("fts5:").strip().rstrip(":")
             raise InputError(
                 f"the search query {query!r} is not valid FTS5 syntax ({detail});"
                 " without --fts it is read as literal words"

@@ -318,3 +318,18 @@ async def test_a_nul_in_the_query_separates_words_and_a_yes_no_parameter_takes_o
         assert "must be 1 or 0" in doc["error"]["message"]
     for path, params in (("/api/search", {"q": "alpha", "fts": "0"}), ("/api/blocks", {"active": "false"})):
         assert (await client.get(path, params=params)).status == 200
+
+
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [("*", "(unknown special query)"), ("col:foo", "(no such column: col)"), ("NOT", '(syntax error near "NOT")')],
+)
+def test_an_fts_error_names_the_whole_reason(tmp_path: Path, query: str, detail: str) -> None:
+    root = tmp_path / "projects" / "-p"
+    root.mkdir(parents=True)
+    rec = {"type": "user", "uuid": "u", "sessionId": SID, "timestamp": TS, "message": {"content": "alpha"}}
+    (root / f"{SID}.jsonl").write_bytes(orjson.dumps(rec) + b"\n")
+    db = tmp_path / "e.db"
+    assert run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects")).exit_code == 0
+    r = run("search", "--db", str(db), "--fts", query)
+    assert r.exit_code == 2 and f"is not valid FTS5 syntax {detail};" in r.output, r.output

@@ -17,6 +17,9 @@ Families (``_total`` is added to counters by the exposition):
   transcript lines read (``ingest_stats``).
 - ``ingestd_last_log_row_timestamp_seconds``, ``ingestd_last_hook_timestamp_seconds`` (gauges, Unix
   seconds): the lag is ``time() - ...``.
+- ``ingestd_plan_limit_used_percent{window}``, ``..._resets_at_timestamp_seconds{window}``,
+  ``..._sampled_at_timestamp_seconds{window}`` (gauges; ``five_hour``, ``seven_day``): Claude Code's
+  official figures from the newest status-line sample carrying them; no sample, no series.
 
 A database with migrations pending, or whose projections are being re-projected, has no true
 figures: ``Unavailable`` (the route answers 503 with the reason).
@@ -136,6 +139,33 @@ class RollupCollector(Collector):
                 if value is not None:
                     gauge.add_metric([], value)
                 yield gauge
+            yield from _plan_limits(conn)
+
+
+def _plan_limits(conn: Db) -> Iterator[Metric]:
+    """Claude Code's official plan limits from the newest status-line sample of each window."""
+    used = GaugeMetricFamily(
+        "ingestd_plan_limit_used_percent", "Plan limit used, per window (official, Claude Code's).", labels=["window"]
+    )
+    resets = GaugeMetricFamily(
+        "ingestd_plan_limit_resets_at_timestamp_seconds", "When the window resets (Unix s).", labels=["window"]
+    )
+    sampled = GaugeMetricFamily(
+        "ingestd_plan_limit_sampled_at_timestamp_seconds", "When the figure was sampled (Unix s).", labels=["window"]
+    )
+    for window in ("five_hour", "seven_day"):
+        row = conn.execute(
+            f"SELECT sampled_at, {window}_pct, {window}_resets_at FROM rate_limit_samples"
+            f" WHERE {window}_pct IS NOT NULL ORDER BY sampled_at DESC, raw_event_id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            continue  # no sample while Claude Code has not reported the window (API keys never do)
+        used.add_metric([window], float(row[1]))
+        for family, stamp in ((sampled, row[0]), (resets, row[2])):
+            at = _seconds(stamp)
+            if at is not None:
+                family.add_metric([window], at)
+    yield from (used, resets, sampled)
 
 
 def exposition(conn: Db, db_path: str) -> bytes:

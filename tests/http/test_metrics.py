@@ -125,3 +125,27 @@ async def test_the_grafana_dashboard_queries_only_families_the_exposition_has(ai
     assert exprs
     used = {m for e in exprs for m in re.findall(r"\bingestd_[a-z_]+", e)}
     assert used <= names, used - names
+
+
+async def test_the_plan_limits_are_the_newest_official_samples(aiohttp_client: Any, db: Path) -> None:
+    from datetime import UTC, datetime
+
+    from ingestd.store.connection import connect
+    from tests.statusline.test_limits import log
+
+    status, _, text = await scrape(aiohttp_client, db)
+    assert status == 200 and "ingestd_plan_limit_used_percent{" not in text, "no sample, no series"
+    conn = connect(db)
+    t0 = datetime(2026, 12, 1, tzinfo=UTC).timestamp()
+    reset = t0 + 4 * 3600
+    log(conn, t0, {"used_percentage": 10, "resets_at": reset}, {"used_percentage": 3, "resets_at": t0 + 86400})
+    log(conn, t0 + 600, {"used_percentage": 25, "resets_at": reset})
+    conn.close()
+    status, _, text = await scrape(aiohttp_client, db)
+    got = samples(text)
+    used = {s.labels["window"]: s.value for s in got["ingestd_plan_limit_used_percent"]}
+    assert used == {"five_hour": 25.0, "seven_day": 3.0}
+    resets = {s.labels["window"]: s.value for s in got["ingestd_plan_limit_resets_at_timestamp_seconds"]}
+    assert resets == {"five_hour": reset, "seven_day": t0 + 86400}
+    sampled = {s.labels["window"]: s.value for s in got["ingestd_plan_limit_sampled_at_timestamp_seconds"]}
+    assert sampled == {"five_hour": t0 + 600, "seven_day": t0}

@@ -115,7 +115,17 @@ def _rollup_rows(
     return rows if key else (("", *r) for r in rows)
 
 
-def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None = None) -> Iterable[tuple[Any, ...]]:
+# The group key of the two answers no rollup column holds, read from token_usage itself.
+_MESSAGE_KEYS = {
+    "agent": "t.session_id || char(31) || COALESCE(t.agent_id, '')",
+    "source": "CASE WHEN t.claim_rank < 0 THEN 'otel' ELSE 'transcript' END",
+}
+
+
+def _message_rows(
+    conn: Db, by: str, window: Window, host: str | None, session: str | None = None
+) -> Iterable[tuple[Any, ...]]:
+    """token_usage grouped by ``_MESSAGE_KEYS[by]`` and every pricing fact, in ``_rollup_rows``' shape."""
     where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
     if host is not None:
         where.append(f"{host_expr(conn, 't')} = ?")
@@ -124,24 +134,7 @@ def _agent_rows(conn: Db, window: Window, host: str | None, session: str | None 
         where.append("t.session_id = ?")
         params.append(session)
     sql = (
-        f"SELECT t.session_id || char(31) || COALESCE(t.agent_id, ''), t.model, {RATE_SQL},"
-        f" {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL} FROM token_usage t"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + " GROUP BY 1, 2, 3, 4, 5, 6"
-    )
-    return conn.execute(sql, tuple(params))
-
-
-def _source_rows(conn: Db, window: Window, host: str | None, session: str | None = None) -> Iterable[tuple[Any, ...]]:
-    where, params = range_clauses("t.occurred_at", window.since_utc, "t.occurred_at", window.until_utc)
-    if host is not None:
-        where.append(f"{host_expr(conn, 't')} = ?")
-        params.append(host)
-    if session is not None:
-        where.append("t.session_id = ?")
-        params.append(session)
-    sql = (
-        f"SELECT CASE WHEN t.claim_rank < 0 THEN 'otel' ELSE 'transcript' END, t.model, {RATE_SQL},"
+        f"SELECT {_MESSAGE_KEYS[by]}, t.model, {RATE_SQL},"
         f" {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL} FROM token_usage t"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + " GROUP BY 1, 2, 3, 4, 5, 6"
@@ -251,10 +244,8 @@ def cost_report(
         if host is not None:
             check_host(conn, host)
         rates = load_rates(conn)
-        if by == "agent":
-            raw = _agent_rows(conn, window, host, session)
-        elif by == "source":
-            raw = _source_rows(conn, window, host, session)
+        if by in _MESSAGE_KEYS:
+            raw = _message_rows(conn, by, window, host, session)
         else:
             raw = _rollup_rows(conn, by, window, host, session)
         to_key = _key_function(levels, zone)

@@ -222,11 +222,15 @@ def _list(obj: dict[str, Any], name: str, where: str) -> list[Any] | NotOtlp:
     return v
 
 
-def _objects(items: list[Any], where: str) -> NotOtlp | None:
+def _objects(obj: dict[str, Any], name: str, where: str) -> list[dict[str, Any]] | NotOtlp:
+    """``obj[name]``: an array of objects (absent or null: empty), else why not."""
+    items = _list(obj, name, where)
+    if isinstance(items, NotOtlp):
+        return items
     for i, x in enumerate(items):
         if not isinstance(x, dict):
-            return NotOtlp("wrong_type", f"{where}[{i}] is not an object")
-    return None
+            return NotOtlp("wrong_type", f"{where}{name}[{i}] is not an object")
+    return items
 
 
 def _check_attributes(obj: dict[str, Any], where: str) -> NotOtlp | None:
@@ -259,12 +263,9 @@ def parse_request(signal: str, obj: Any, raw: bytes) -> Export | NotOtlp:
     if not isinstance(obj, dict):
         return NotOtlp("not_an_object", "the body is not an OTLP export request object")
     outer, inner = _LISTS[signal]
-    res_list = _list(obj, outer, "")
+    res_list = _objects(obj, outer, "")
     if isinstance(res_list, NotOtlp):
         return res_list
-    bad = _objects(res_list, outer)
-    if bad:
-        return bad
     items: list[tuple[str, str, str | None, dict[str, Any]]] = []
     count = 0
     for ri, res in enumerate(res_list):
@@ -275,12 +276,9 @@ def parse_request(signal: str, obj: Any, raw: bytes) -> Export | NotOtlp:
         bad = _check_attributes(resource, where + "resource.")
         if bad:
             return bad
-        scopes = _list(res, inner, where)
+        scopes = _objects(res, inner, where)
         if isinstance(scopes, NotOtlp):
             return scopes
-        bad = _objects(scopes, where + inner)
-        if bad:
-            return bad
         rattrs = resource.get("attributes") or []
         for si, sc in enumerate(scopes):
             swhere = f"{where}{inner}[{si}]."
@@ -327,12 +325,9 @@ def _log_items(
     scope: dict[str, Any],
     items: list[tuple[str, str, str | None, dict[str, Any]]],
 ) -> int | NotOtlp:
-    recs = _list(sc, "logRecords", where)
+    recs = _objects(sc, "logRecords", where)
     if isinstance(recs, NotOtlp):
         return recs
-    bad = _objects(recs, where + "logRecords")
-    if bad:
-        return bad
     res = attrs_of(rattrs)
     for i, rec in enumerate(recs):
         rwhere = f"{where}logRecords[{i}]."
@@ -361,12 +356,9 @@ def _metric_items(
     scope: dict[str, Any],
     items: list[tuple[str, str, str | None, dict[str, Any]]],
 ) -> int | NotOtlp:
-    metrics = _list(sc, "metrics", where)
+    metrics = _objects(sc, "metrics", where)
     if isinstance(metrics, NotOtlp):
         return metrics
-    bad = _objects(metrics, where + "metrics")
-    if bad:
-        return bad
     res = attrs_of(rattrs)
     n = 0
     for mi, m in enumerate(metrics):
@@ -380,12 +372,9 @@ def _metric_items(
         data = m[kinds[0]]
         if not isinstance(data, dict):
             return NotOtlp("wrong_type", f"{mwhere}{kinds[0]} is not an object")
-        points = _list(data, "dataPoints", f"{mwhere}{kinds[0]}.")
+        points = _objects(data, "dataPoints", f"{mwhere}{kinds[0]}.")
         if isinstance(points, NotOtlp):
             return points
-        bad = _objects(points, f"{mwhere}{kinds[0]}.dataPoints")
-        if bad:
-            return bad
         head = {
             "name": name,
             "unit": m.get("unit") if isinstance(m.get("unit"), str) else "",
@@ -410,11 +399,8 @@ def _metric_items(
 
 
 def _span_count(sc: dict[str, Any], where: str) -> int | NotOtlp:
-    spans = _list(sc, "spans", where)
-    if isinstance(spans, NotOtlp):
-        return spans
-    bad = _objects(spans, where + "spans")
-    return bad if bad else len(spans)
+    spans = _objects(sc, "spans", where)
+    return spans if isinstance(spans, NotOtlp) else len(spans)
 
 
 def point_value(p: dict[str, Any]) -> float | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from bench.proc import REPO, ingestd_exe
 from bench.stats import percentile
 from bench.table import marked_section, write_marked
 
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 BEGIN = "<!-- statusline: written by `python -m bench.statusline`; kept by bench.run -->"
 END = "<!-- /statusline -->"
 CORPUS = REPO.parent / "shared" / "corpus" / "claude-projects"
@@ -122,7 +124,8 @@ def render(res: dict[str, object], runs: int) -> str:
         f"| the status line minus `true`, per run | {_fig(net)} | | |",
         f"| the fallback, daemon down | {_fig(s['fallback'])} | | |",
         "",
-        f"The line it printed: `{res['line']}`; snapshots logged: {res['samples']}.",
+        f"The line it printed (colours left out here): `{_SGR.sub('', str(res['line']))}`;"
+        f" snapshots logged: {res['samples']}.",
         END,
     ]
     return "\n".join(lines) + "\n"

@@ -55,7 +55,7 @@ from ingestd.report.limits import limits_report
 from ingestd.report.prompts import prompts_report
 from ingestd.report.search import DEFAULT_LIMIT as SEARCH_LIMIT
 from ingestd.report.search import search_report
-from ingestd.report.sessions import SORTS, Narrow, projects_report, sessions_report
+from ingestd.report.sessions import SORTS, STATUSES, Narrow, projects_report, sessions_report
 from ingestd.report.status import status_report
 from ingestd.report.timeline import timeline_report
 from ingestd.report.tree import tree_report
@@ -177,10 +177,13 @@ async def sessions(request: web.Request) -> web.Response:
     except IngestdError as e:
         return _error(e)
     project = q.get("project") or None
+    status = q.get("status") or None
+    if status is not None and status not in STATUSES:
+        return error_response(400, "bad_parameter", f"status must be one of {', '.join(STATUSES)}, not {status!r}")
     narrow = Narrow(
         search=q.get("search", "").strip() or None,
         project_is=q.get("project_is") or None,
-        status=q.get("status") or None,
+        status=status,
     )
     sort = q.get("sort") or "last_activity"
     if sort not in SORTS:

@@ -74,6 +74,10 @@ def session_row(conn: Db, r: tuple[Any, ...], rates: RateTable) -> dict[str, Any
     }
 
 
+STATUSES = ("working", "waiting", "completed", "error", "unknown")
+"""Every value of ``sessions.status`` (the schema's CHECK): what ``Narrow.status`` may be."""
+
+
 @dataclass(frozen=True, slots=True)
 class Narrow:
     """Filters of the live view's list, applied over every session (``GET /api/sessions``).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.core.ledger import PINS
 from ingestd.http.api import OPENAPI_PATH, add_api_routes
+from ingestd.report.sessions import STATUSES
 from ingestd.report.timeline import timeline_report
 from ingestd.store.connection import connect
 
@@ -251,6 +253,25 @@ async def test_the_live_views_filters_run_over_every_session_before_the_limit(cl
         ["b2299999-9999-4999-8999-999999999999"],
         1,
     )
+
+
+async def test_a_status_filter_that_no_session_can_have_is_a_400_naming_the_values(client: Any) -> None:
+    resp = await client.get("/api/sessions?status=bogus")
+    assert resp.status == 400
+    doc = await resp.json()
+    assert doc["error"]["code"] == "bad_parameter"
+    assert "working, waiting, completed, error, unknown" in doc["error"]["message"]
+    assert "'bogus'" in doc["error"]["message"]
+
+
+def test_the_status_filter_knows_exactly_the_schemas_statuses(db: Path) -> None:
+    conn = connect(db, readonly=True)
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'sessions'").fetchone()
+    check = re.search(r"CHECK \(status IN \(([^)]*)\)\)", sql)
+    assert check is not None
+    assert tuple(v.strip().strip("'") for v in check.group(1).split(",")) == STATUSES
+    params = orjson.loads(OPENAPI_PATH.read_bytes())["paths"]["/api/sessions"]["get"]["parameters"]
+    assert next(p for p in params if p["name"] == "status")["schema"]["enum"] == list(STATUSES)
 
 
 async def test_api_projects_lists_every_project(client: Any) -> None:

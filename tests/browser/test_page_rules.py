@@ -76,12 +76,13 @@ def test_a_title_of_3000_characters_leaves_every_column_readable(browser: Any, s
     assert mine["tooltip"] == mine["title"] and len(mine["title"]) > 200  # the whole title, in its tooltip
 
 
-def test_a_malformed_session_link_shows_a_message(browser: Any, site: Site) -> None:
+@pytest.mark.parametrize(("link", "what"), [("#/session/%E0%A4%A", "a session id"), ("#/search/%E0%A4%A", "a search")])
+def test_a_malformed_link_shows_a_message(browser: Any, site: Site, link: str, what: str) -> None:
     browser.get(site.url + "#/sessions")
-    browser.get(site.url + "#/session/%E0%A4%A")
+    browser.get(site.url + link)
     text = wait_for(
         "the message",
         lambda: js(browser, "const b = document.getElementById('bad-link'); return b && b.textContent;"),
     )
-    assert "This link is malformed" in text and "%E0%A4%A" in text
+    assert "This link is malformed" in text and "%E0%A4%A" in text and f"is not {what}" in text
     assert [e for e in console_errors(browser) if "URIError" in e.get("message", "")] == []

@@ -70,13 +70,13 @@ function refresh(change) {
   return inflight;
 }
 
-// A link the page cannot read (a session id that is not valid percent-encoding) says so.
-function badLinkView(hash) {
+// A link the page cannot read (a session id or a search that is not valid percent-encoding) says so.
+function badLinkView(hash, what) {
   return {
     name: "bad-link",
     mount(el) {
       el.replaceChildren(
-        h("p", { class: "banner error", role: "alert", id: "bad-link" }, `This link is malformed: ${hash} is not a session id (its percent-encoding is broken).`),
+        h("p", { class: "banner error", role: "alert", id: "bad-link" }, `This link is malformed: ${hash} is not ${what} (its percent-encoding is broken).`),
         h("p", {}, h("a", { href: "#/sessions" }, "All sessions")),
       );
     },
@@ -96,11 +96,13 @@ function route() {
   const hash = location.hash.replace(/^#\/?/, "");
   const [name, ...rest] = hash.split("/");
   const id = name === "session" && rest.length ? sessionId(rest.join("/")) : undefined;
-  if (id === null) view = badLinkView(location.hash);
+  const query = name === "search" ? (rest.length ? sessionId(rest.join("/")) : "") : undefined;
+  if (id === null) view = badLinkView(location.hash, "a session id");
+  else if (query === null) view = badLinkView(location.hash, "a search");
   else if (id !== undefined) view = sessionView(id);
   else if (name === "cost") view = costView(refresh);
   else if (name === "health") view = healthView();
-  else if (name === "search") view = searchView(rest.length ? sessionId(rest.join("/")) || "" : "", refresh);
+  else if (query !== undefined) view = searchView(query, refresh);
   else view = sessionsView(refresh);
   for (const a of document.querySelectorAll("nav a")) {
     if (a.dataset.view === (view.name === "session" ? "sessions" : view.name)) a.setAttribute("aria-current", "page");

@@ -41,6 +41,12 @@ _PIVOT = ", ".join(f"sum({b}) as {b}" for b in _BUCKETS)
 _MESSAGES = "sum(row_count)"
 _TOKENS = "sum(" + " + ".join(f"{{t}}{b}" for b in _BUCKETS) + ")"
 
+_SEARCH = (
+    "select d.session_id, d.agent_id, d.kind, d.label, d.occurred_at, s.project_path,"
+    " coalesce(s.title, s.slug) as name from search_fts f join search_docs d on d.doc_id = f.rowid"
+    " left join sessions s on s.id = d.session_id where search_fts match {match} order by f.rank limit 100"
+)
+
 QUERIES: dict[str, dict[str, str]] = {
     "sessions_recent": {
         "title": "Sessions, most recently active first",
@@ -89,12 +95,15 @@ QUERIES: dict[str, dict[str, str]] = {
     },
     "search": {
         "title": "Search prompts, assistant text and tool inputs",
-        "description": 'FTS5 syntax (words, "phrases", prefix*). Snippets: `ingestd search`.',
-        "sql": (
-            "select d.session_id, d.agent_id, d.kind, d.label, d.occurred_at, s.project_path,"
-            " coalesce(s.title, s.slug) as name from search_fts f join search_docs d on d.doc_id = f.rowid"
-            " left join sessions s on s.id = d.session_id where search_fts match :q order by f.rank limit 100"
-        ),
+        "description": "Every word required, punctuation and all, as `ingestd search` reads them;"
+        " search_fts takes FTS5's own syntax. Snippets: `ingestd search`.",
+        "sql": _SEARCH.format(match="ingestd_search_terms(:q)"),
+    },
+    "search_fts": {
+        "title": "Search with FTS5 syntax",
+        "description": 'FTS5 query syntax: words, "phrases", prefix*, AND / OR / NOT, NEAR(...)'
+        " (`ingestd search --fts`).",
+        "sql": _SEARCH.format(match=":q"),
     },
 }
 

@@ -14,6 +14,9 @@ SQL functions, registered on every connection to a database holding ``token_usag
   of the priced part of one rollup row (``"0"`` when nothing of it is priced).
 - ``ingestd_unpriced_tokens(...)`` (the same arguments): int, the row's tokens no rate prices.
 - ``ingestd_usd_sum(text)``: an aggregate, the exact sum of such amounts as text.
+- ``ingestd_search_terms(text)``: the FTS5 query ``ingestd search`` makes of ``text`` (each term a
+  quoted phrase, all required; for a text with no term, a phrase with no word, which matches no row), so a canned search
+  takes any words, punctuation included, as the CLI does.
 
 The price rows are read from the database on first use and again when they are over
 ``RATES_TTL_S`` old, so a ``pricing set`` shows within seconds. Days are UTC slots (``ingestd cost
@@ -30,6 +33,8 @@ from typing import Any
 
 from datasette import hookimpl as _hookimpl
 
+from ingestd.errors import InputError
+from ingestd.report.search import literal_query
 from ingestd.report.usage import RateTable, Usage, load_rates, money
 
 # Datasette's marker is untyped; the hooks below keep their own signatures.
@@ -100,7 +105,18 @@ def register(conn: sqlite3.Connection) -> bool:
         deterministic=False,
     )
     conn.create_aggregate("ingestd_usd_sum", 1, _UsdSum)
+    conn.create_function("ingestd_search_terms", 1, _search_terms, deterministic=True)
     return True
+
+
+_NO_ROW = '"."'  # a phrase without a word: FTS5 matches no row (MATCH NULL or "" is a syntax error)
+
+
+def _search_terms(text: object) -> str:
+    try:
+        return literal_query(text) if isinstance(text, str) else _NO_ROW
+    except InputError:
+        return _NO_ROW
 
 
 @hookimpl

@@ -9,6 +9,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 import pytest
@@ -80,6 +81,30 @@ def test_tool_calls_and_search_agree_with_ingestd(site: tuple[Path, Path]) -> No
     ]
     table = get(db, meta, "/ingestd/search_docs.json?_search=pytest&_shape=array")
     assert [r["doc_id"] for r in table] == [r["doc_id"] for r in ours]
+
+
+@pytest.mark.parametrize("q", ["pytest's", "foo-bar", '"unclosed', "NEAR(", "a:b", "*", "AND"])
+def test_the_canned_search_takes_any_words_as_ingestd_search_does(site: tuple[Path, Path], q: str) -> None:
+    db, meta = site
+    r = CliRunner().invoke(cli, ["search", "--db", str(db), "--json", "--limit", "100", q])
+    ours = orjson.loads(r.stdout)["results"] if r.exit_code == 0 else []
+    theirs = get(db, meta, "/ingestd/search.json?" + urlencode({"q": q, "_shape": "array"}))
+    assert [(d["session_id"], d["kind"], d["label"]) for d in theirs] == [
+        (d["session_id"], d["kind"], d["label"]) for d in ours
+    ]
+
+
+def test_an_empty_canned_search_finds_nothing_and_search_fts_takes_fts5_syntax(site: tuple[Path, Path]) -> None:
+    db, meta = site
+    assert get(db, meta, "/ingestd/search.json?q=&_shape=array") == []
+    ours = orjson.loads(run("search", "--db", str(db), "--json", "--limit", "100", "--fts", "pytest OR ruff").stdout)[
+        "results"
+    ]
+    theirs = get(db, meta, "/ingestd/search_fts.json?" + urlencode({"q": "pytest OR ruff", "_shape": "array"}))
+    assert len(ours) >= 1
+    assert {(d["session_id"], d["kind"], d["label"]) for d in theirs} == {
+        (d["session_id"], d["kind"], d["label"]) for d in ours
+    }
 
 
 def test_storage_tables_are_hidden_and_the_projections_described(site: tuple[Path, Path]) -> None:

@@ -86,15 +86,15 @@ def fit(width: int, cols: list[Col], steps: Sequence[str]) -> tuple[list[Col], l
         width: int, cells available.
         cols: the full table, left to right.
         steps: heads, least important first: a column with a ``compact`` form takes it the first
-            time it is named, and is dropped the next time (or the first, without one). Key
-            columns are never named.
+            time it is named, and is dropped the next time (or the first, without one). A key
+            column is never dropped: naming it only gives it its compact form, if it has one.
     """
     cols = list(cols)
     hidden: list[str] = []
     for head in steps:
         if _need(cols) <= width:
             break
-        i = next((i for i, c in enumerate(cols) if c.head == head and not c.key), None)
+        i = next((i for i, c in enumerate(cols) if c.head == head and (not c.key or c.compact)), None)
         if i is None:
             continue
         c = cols[i]

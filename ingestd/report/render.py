@@ -18,7 +18,7 @@ from ingestd.core.timefmt import parse
 from ingestd.report.activity import session_name
 from ingestd.report.layout import Cell, Col, build, fit, fits, hidden_note, stacked
 from ingestd.report.printable import printable
-from ingestd.report.short import cut, cut_start, hang, short_ids, unique_suffixes
+from ingestd.report.short import cut, cut_start, hang, short_ids, short_models, unique_suffixes
 from ingestd.report.window import Zone
 from ingestd.report.words import plural
 
@@ -271,7 +271,19 @@ def _cost_label_cols(by: str | None, rows: list[dict[str, Any]]) -> list[Col]:
     if by is not None and "," in by:
         first, second = (_cost_label_cols(level, rows) for level in by.split(","))
         return [*first, *(replace(c, footer="") for c in second)]
-    if by in ("day", "week", "month", "model", "host"):
+    if by == "model":
+        names = short_models(r["model"] for r in rows)
+        return [
+            Col(
+                "model",
+                [r["model"] for r in rows],
+                footer="total",
+                key=True,
+                compact=[names.get(r["model"], r["model"]) for r in rows],
+                compact_head="model",
+            )
+        ]
+    if by in ("day", "week", "month", "host"):
         field = {"host": "host_id"}.get(by, by)
         return [Col(by, [r[field] for r in rows], footer="total", key=True)]
     if by == "project":
@@ -332,7 +344,7 @@ def render_cost(console: Console, doc: dict[str, Any], home: str | None, *, stor
         ),
         Col("cost", [usd(r) for r in rows], justify="right", footer=usd(doc) if foot else "", key=True),
     ]
-    steps = ["msgs", "agent", "project"]
+    steps = ["msgs", "model", "agent", "project"]
     print_table(console, f"{title}  ({span}; days in {doc['tz']})", cols, steps)
     if empty:
         console.print(Text(f"(no tokens in: {', '.join(empty)})", style="dim"))

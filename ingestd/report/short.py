@@ -5,6 +5,8 @@
 - Agent ids become their shortest unique prefix among the ids shown, at least ``MIN_ID`` characters
   of their hexadecimal part (``sidechain-07609b35`` for ``sidechain-07609b35-1460-...``), so a
   shortened id still names one agent and can be typed where a prefix is accepted.
+- Model ids lose ``claude-`` and their ``-YYYYMMDD`` snapshot date (``opus-4-1`` for
+  ``claude-opus-4-1-20250805``) when no two models shown would then read the same.
 - ``flow`` packs phrases into lines of a width, breaking between phrases, never inside one.
 - ``cut`` / ``cut_start`` fit one text to a width, an ellipsis marking the cut end or start.
 - ``hang`` lays a list row's long message out under its head, within a width.
@@ -72,6 +74,20 @@ def short_ids(ids: Iterable[str], min_len: int = MIN_ID) -> dict[str, str]:
         short = b[:n]
         out[i] = short if not any(j != i and bares[j].startswith(short) for j in distinct) else i
     return out
+
+
+_MODEL_DATE = re.compile(r"-\d{8}$")
+
+
+def short_models(models: Iterable[str | None]) -> dict[str, str]:
+    """Each distinct model id's short name: without a leading ``claude-`` and a trailing
+    ``-YYYYMMDD``, or the whole id where the short name would be another model's too (or empty)."""
+    distinct = sorted({m for m in models if m})
+    short = {m: _MODEL_DATE.sub("", m.removeprefix("claude-")) for m in distinct}
+    seen: dict[str, int] = {}
+    for s in short.values():
+        seen[s] = seen.get(s, 0) + 1
+    return {m: s if s and seen[s] == 1 else m for m, s in short.items()}
 
 
 def flow(phrases: Sequence[str], width: int, sep: str = "  ") -> list[str]:

@@ -82,6 +82,22 @@ def test_cost_fits(real: Path, by: str | None) -> None:
             assert sum(1 for line in text.splitlines() if line.startswith(r["model"] + " ")) == 1, r["model"]
 
 
+@pytest.mark.parametrize("by", ["day,model", "month,model", "model,day"])
+def test_cost_by_a_period_and_model_is_one_line_a_row_with_unambiguous_model_names(real: Path, by: str) -> None:
+    doc = as_json(real, "cost", "--by", by)
+    lines = run(real, "cost", "--by", by).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("───")) + 1
+    body = lines[start : start + len(doc["rows"])]
+    assert all(not line.startswith(" ") for line in body), body  # a table, not a block per row
+    period = by.replace("model", "").strip(",")
+    cells = [line.split()[:2] for line in body]
+    shown = [(c[0], c[1]) if by.endswith("model") else (c[1], c[0]) for c in cells]  # (period, model)
+    assert len(set(shown)) == len(doc["rows"])  # every row's names tell it apart
+    for r, (p, m) in zip(doc["rows"], shown, strict=True):
+        assert r[period] == p and m in r["model"]
+    assert lines[start + len(doc["rows"]) + 1].startswith("total")
+
+
 def _marked_rows(text: str, marks: tuple[str, ...]) -> list[str]:
     """The lines that start a row (a mark at column 0); the others hang under one, indented."""
     lines = text.splitlines()

@@ -1,5 +1,6 @@
 """Terminal output at 40, 80 (the default when piped) and 120 columns: the columns a table
-is for (model ids in full, session prefixes, titles, every bucket with tokens, tokens, cost) never
+is for (model ids in full, or without `claude-` and their date where a two-level grouping needs the room and
+they stay distinct; session prefixes, titles, every bucket with tokens, tokens, cost) never
 disappear or get cut; project paths become their shortest unique suffix, less important columns
 give way first and the table says what it hid; below what the rest needs, one block per row."""
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from ingestd.report.short import cut, cut_start, flow, short_ids, unique_suffixes
+from ingestd.report.short import cut, cut_start, flow, short_ids, short_models, unique_suffixes
 
 
 def test_projects_get_their_shortest_unique_suffix() -> None:
@@ -90,3 +90,30 @@ def test_cut_fits_the_width(text: str, width: int) -> None:
         got = f(text, width)
         assert cell_len(got) <= width
         assert got == text or (got.endswith("…") if f is cut else got.startswith("…"))
+
+
+def test_model_ids_lose_their_family_prefix_and_snapshot_date_unless_two_would_then_read_the_same() -> None:
+    models = [
+        "claude-opus-4-1-20250805",
+        "claude-opus-4-6",
+        "claude-sonnet-4-5-20250929",
+        "claude-sonnet-4-5-20251201",
+        "<synthetic>",
+        "claude-",
+        "gpt-5",
+    ]
+    assert short_models([*models, None]) == {
+        "claude-opus-4-1-20250805": "opus-4-1",
+        "claude-opus-4-6": "opus-4-6",
+        "claude-sonnet-4-5-20250929": "claude-sonnet-4-5-20250929",  # two snapshots of one model: whole
+        "claude-sonnet-4-5-20251201": "claude-sonnet-4-5-20251201",
+        "<synthetic>": "<synthetic>",
+        "claude-": "claude-",  # nothing left: whole
+        "gpt-5": "gpt-5",
+    }
+
+
+@given(st.lists(st.from_regex(r"(claude-)?[a-z]{1,3}(-[0-9])?(-[0-9]{8})?", fullmatch=True), max_size=8))
+def test_short_model_names_are_never_confused(models: list[str]) -> None:
+    short = short_models(models)
+    assert len(set(short.values())) == len(short) == len(set(models))

@@ -40,7 +40,10 @@ def _spent(env: dict[str, str], db: Path) -> Decimal:
 def _prompts_logged(db: Path, sid: str) -> int:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        sql = "SELECT count(*) FROM events_raw WHERE source = 'hook' AND event_type = 'UserPromptSubmit' AND session_id = ?"
+        sql = (
+            "SELECT count(*) FROM events_raw"
+            " WHERE source = 'hook' AND event_type = 'UserPromptSubmit' AND session_id = ?"
+        )
         return int(conn.execute(sql, (sid,)).fetchone()[0])
     finally:
         conn.close()

@@ -17,7 +17,9 @@ from ingestd.commands._common import IntRange, db_option, setting_option
 from ingestd.commands.hooks import HookAddress, _path, _run, address_of
 from ingestd.errors import ConfigError
 
-_FIELDS_HELP = "Fields shown, comma-separated, in order: model, session, today, limits, context [default: all]."
+_FIELDS_HELP = (
+    "Fields shown, comma-separated, in order: model, session, today, block, limits, context, cache [default: all]."
+)
 
 
 def _url(address: HookAddress) -> str:

@@ -118,6 +118,43 @@ def blocks_report(conn: Db, *, now: datetime, zone: Zone, window: Window, active
     }
 
 
+DECIDING_SPANS = (timedelta(hours=24), timedelta(days=7), timedelta(days=60))
+
+
+def active_block(conn: Db, *, now: datetime, zone: Zone) -> dict[str, Any] | None:
+    """The block running at ``now`` (``blocks_report``'s ``active``, with its burn rate and
+    projection), or None, read from the shortest recent span that decides it. Read-only.
+
+    A block's start depends on the blocks before it, back to the last idle stretch of 5 hours or
+    more (after one, activity starts a block at its own hour whatever came before). So the span is
+    widened (``DECIDING_SPANS``, then all history) until the active block is official (its window is
+    Claude Code's own), the span holds no activity before ``now``, or such a stretch lies between
+    the span's start and the last block begun by ``now``: the answer is then the one
+    ``blocks_report`` gives over all history.
+
+    Raises:
+        StorageError: the database refused the read.
+    """
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    for since in [*(hour - span for span in DECIDING_SPANS), None]:
+        doc = blocks_report(conn, now=now, zone=zone, window=Window(since, None))
+        active: dict[str, Any] | None = doc["active"]
+        if since is None or (active is not None and active["official"]):
+            return active
+        started = [b for b in doc["blocks"] if _at(b["start"]) <= now]
+        edges = [since, *(_at(b["last_activity"]) for b in started[:-1])]
+        firsts = [_at(b["first_activity"]) for b in started]
+        if not started or any(f - e >= BLOCK for e, f in zip(edges, firsts, strict=True)):
+            return active
+    return None  # unreachable: the last span is all history
+
+
+def _at(text: str) -> datetime:
+    t = parse(text)
+    assert t is not None, text  # blocks_report writes canonical UTC times
+    return t
+
+
 def _block_json(b: _Block, now: datetime) -> dict[str, Any]:
     active = b.start <= now < b.end
     unpriced = {m: {**u, "reasons": sorted(u["reasons"])} for m, u in b.unpriced.items()}

@@ -2,9 +2,11 @@
 
 The daemon answers ``POST /statusline`` with it (``ingestd.http.statusline``). The facts are the
 session's exact cost and today's (from the rollup, ``ingestd.report.cost``), Claude Code's own
-estimate of the session's cost, the official 5-hour and 7-day percentages with their reset
-times, and the context window's use, all from the input Claude Code handed the status line and
-the database. ``render`` is pure: the fields asked for (``FIELDS``), in that order, joined by
+estimate of the session's cost, the 5-hour block running now (its cost, burn rate and end,
+``ingestd.report.blocks.active_block``), the official 5-hour and 7-day percentages with their reset
+times, the context window's use and the prompt cache's state (warm until when, or cold and what a
+rebuild would write), all from the input Claude Code handed the status line and the database.
+``render`` is pure: the fields asked for (``FIELDS``), in that order, joined by
 `` · ``, coloured unless told not to (``NO_COLOR``), never longer than ``columns`` (fields dropped
 from the end, the last one cut), never holding a control character but its own colour codes.
 """
@@ -13,18 +15,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from ingestd.core.statusline import WINDOWS, get_path, window_of
 from ingestd.core.timefmt import parse
+from ingestd.report.blocks import active_block
 from ingestd.report.cost import cost_report
 from ingestd.report.window import Window, Zone, make_window
 from ingestd.store.connection import Db
 
 # Every field, in the default order.
-FIELDS = ("model", "session", "today", "limits", "context")
+FIELDS = ("model", "session", "today", "block", "limits", "context", "cache")
 DEFAULT_FIELDS = FIELDS
 SEP = " · "
 _RESET = "\x1b[0m"
@@ -50,6 +53,37 @@ class Official:
 
 
 @dataclass(frozen=True, slots=True)
+class Block:
+    """The 5-hour block running now (``blocks_report``'s active block).
+
+    Attributes:
+        cost_usd: Decimal, its exact cost so far. complete: bool, no unpriced usage in it.
+        burn_usd_per_hour: Decimal, over its active time so far. end: datetime, aware UTC.
+        official: bool, its window is Claude Code's (``resets_at``), not ccusage's rule.
+    """
+
+    cost_usd: Decimal
+    complete: bool
+    burn_usd_per_hour: Decimal
+    end: datetime
+    official: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    """Claude Code's ``prompt_cache`` as the input gave it.
+
+    Attributes:
+        warm: bool. expires_at: datetime | None, aware UTC (``expires_at``, epoch seconds).
+        rebuild_tokens: int | None, ``recache_tokens_if_cold``: what a cold start would write.
+    """
+
+    warm: bool
+    expires_at: datetime | None
+    rebuild_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class LineFacts:
     """What the line can show.
 
@@ -62,6 +96,8 @@ class LineFacts:
         context_pct: float | None, the context window's ``used_percentage`` (0-100).
         cc_unsound / context_unsound: bool, the input has that value but it is not one (a string,
             not finite, negative, a percentage past 100): the line shows ``?``, never the value.
+        block: Block | None, the 5-hour block running now (None: none, or not read).
+        cache: Cache | None, the input's ``prompt_cache`` when it is sound.
     """
 
     model: str | None = None
@@ -75,6 +111,8 @@ class LineFacts:
     context_pct: float | None = None
     cc_unsound: bool = False
     context_unsound: bool = False
+    block: Block | None = None
+    cache: Cache | None = None
 
 
 def parse_fields(text: str | None) -> tuple[str, ...]:
@@ -97,8 +135,25 @@ def _number(v: Any, high: float = math.inf) -> float | None:
     return x if math.isfinite(x) and 0 <= x <= high else None
 
 
+_MAX_EPOCH_S = 253402300799  # 9999-12-31T23:59:59Z
+
+
+def _cache(pc: Any) -> Cache | None:
+    """``prompt_cache`` when its ``warm`` is a bool (else None); a bad ``expires_at`` or token count
+    is left out."""
+    if not isinstance(pc, dict) or not isinstance(pc.get("warm"), bool):
+        return None
+    exp = _number(pc.get("expires_at"), _MAX_EPOCH_S)
+    tokens = pc.get("recache_tokens_if_cold")
+    return Cache(
+        warm=pc["warm"],
+        expires_at=datetime.fromtimestamp(exp, UTC) if exp is not None else None,
+        rebuild_tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0 else None,
+    )
+
+
 def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
-    """What the input alone says (no database): model, Claude Code's cost, limits, context. Pure."""
+    """What the input alone says (no database): model, Claude Code's cost, limits, context, cache. Pure."""
     if obj is None:
         return LineFacts()
     model = get_path(obj, "model", "display_name") or get_path(obj, "model", "id")
@@ -117,6 +172,7 @@ def input_facts(obj: dict[str, Any] | None, now: datetime) -> LineFacts:
     cc_usd = _number(cc_raw)
     context_pct = _number(context_raw, 100.0)
     return LineFacts(
+        cache=_cache(obj.get("prompt_cache")),
         model=model if isinstance(model, str) else None,
         cc_usd=cc_usd,
         five_hour=official("five_hour"),
@@ -152,6 +208,21 @@ def line_facts(conn: Db, obj: dict[str, Any] | None, now: datetime, zone: Zone) 
         context_pct=base.context_pct,
         cc_unsound=base.cc_unsound,
         context_unsound=base.context_unsound,
+        block=_block(active_block(conn, now=now, zone=zone)),
+        cache=base.cache,
+    )
+
+
+def _block(doc: dict[str, Any] | None) -> Block | None:
+    end = parse(doc["end"]) if doc is not None else None
+    if doc is None or end is None:
+        return None
+    return Block(
+        cost_usd=Decimal(doc["cost_usd"]),
+        complete=bool(doc["cost_complete"]),
+        burn_usd_per_hour=Decimal(doc["burn_usd_per_hour"]),
+        end=end,
+        official=bool(doc["official"]),
     )
 
 
@@ -189,6 +260,21 @@ def _official(label: str, o: Official, now: datetime, zone: Zone) -> Part:
     return plain, f"{_DIM}{label}{_RESET} {_pct_color(o.pct)}{pct}{_RESET}{mark}{_DIM}{reset}{_RESET}"
 
 
+def _cache_part(c: Cache, now: datetime) -> Part:
+    left = (c.expires_at - now).total_seconds() if c.expires_at is not None else None
+    if c.warm and (left is None or left > 0):
+        when = "" if left is None else f" {int(left // 60)}m" if left >= 60 else f" {int(left)}s"
+        colour = _YELLOW if left is not None and left < 60 else _GREEN
+        return f"cache{when}", f"{_DIM}cache{_RESET}{colour}{when}{_RESET}"
+    rebuild = f" (rebuild {_tokens(c.rebuild_tokens)})" if c.rebuild_tokens else ""
+    return f"cache cold{rebuild}", f"{_DIM}cache{_RESET} {_YELLOW}cold{_RESET}{_DIM}{rebuild}{_RESET}"
+
+
+def _tokens(n: int | None) -> str:
+    n = n or 0
+    return f"{n / 1_000_000:.1f}M" if n >= 1_000_000 else f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
 def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> list[Part]:
     out: list[Part] = []
     for name in fields:
@@ -202,6 +288,14 @@ def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> 
         elif name == "today" and f.today_usd is not None:
             t = usd(f.today_usd, f.today_complete)
             out.append((f"today {t}", f"{_DIM}today{_RESET} {t}"))
+        elif name == "block" and f.block is not None:
+            b = f.block
+            cost, burn = usd(b.cost_usd, b.complete), usd(b.burn_usd_per_hour)
+            end = f"→{_reset_text(b.end, now, zone)}"
+            plain = f"block {cost} {burn}/h {end}"
+            out.append((plain, f"{_DIM}block{_RESET} {cost} {_DIM}{burn}/h {end}{_RESET}"))
+        elif name == "cache" and f.cache is not None:
+            out.append(_cache_part(f.cache, now))
         elif name == "limits":
             for label, o in (("5h", f.five_hour), ("7d", f.seven_day)):
                 if o is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -10,9 +10,11 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ingestd.cli import cli
-from ingestd.report.blocks import blocks_report
+from ingestd.report.blocks import active_block, blocks_report
 from ingestd.report.window import Window, resolve_zone
 from ingestd.store.connection import connect
 from tests.conftest import CORPUS
@@ -148,3 +150,45 @@ def test_an_iso_week_starts_on_monday_in_the_local_zone(db: Path) -> None:
     assert [(r["week"], r["billed_messages"]) for r in rows] == [("2026-W10", 4)]
     r = CliRunner().invoke(cli, ["cost", "--db", str(db), "--by", "agent,day"])
     assert r.exit_code == 2 and "agent alone" in r.output
+
+
+def _db_of(tmp_path: Path, times: list[str]) -> Path:
+    root = tmp_path / "projects" / "-w"
+    root.mkdir(parents=True)
+    (root / f"{SID}.jsonl").write_bytes(b"".join(line(i, t) for i, t in enumerate(times)))
+    path = tmp_path / "b.db"
+    run("ingest", "--db", str(path), "--projects", str(tmp_path / "projects"))
+    return path
+
+
+def test_the_active_block_is_decided_by_history_past_a_day_when_activity_never_paused(tmp_path: Path) -> None:
+    # every 4 hours from 03-01 00:10: blocks 00-05, 08-13, 16-21, 00-05, 08-13 (08:10 on 03-02)
+    times = [f"2026-03-0{1 + h // 24}T{h % 24:02d}:10:00.000Z" for h in range(0, 33, 4)]
+    conn = connect(_db_of(tmp_path, times), readonly=True)
+    now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    truth = blocks_report(conn, now=now, zone=UTC_ZONE, window=Window(None, None))["active"]
+    assert truth is not None and (truth["start"], truth["end"]) == (
+        "2026-03-02T08:00:00.000Z",
+        "2026-03-02T13:00:00.000Z",
+    )
+    # the last day alone starts its chain at 03-01 12:10 and ends a block at 09:00: no block now
+    day = blocks_report(conn, now=now, zone=UTC_ZONE, window=Window(datetime(2026, 3, 1, 9, tzinfo=UTC), None))
+    assert day["active"] is None
+    assert active_block(conn, now=now, zone=UTC_ZONE) == truth
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    gaps=st.lists(st.integers(min_value=1, max_value=7 * 4), min_size=1, max_size=30),  # quarter hours apart
+    later=st.integers(min_value=0, max_value=6 * 4),
+)
+def test_the_active_block_equals_the_one_all_history_gives(tmp_path_factory: Any, gaps: list[int], later: int) -> None:
+    t = datetime(2026, 3, 1, 0, 5, tzinfo=UTC)
+    times = []
+    for g in gaps:
+        t += timedelta(minutes=15 * g)
+        times.append(t.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+    conn = connect(_db_of(tmp_path_factory.mktemp("blocks"), times), readonly=True)
+    now = t + timedelta(minutes=15 * later)
+    truth = blocks_report(conn, now=now, zone=UTC_ZONE, window=Window(None, None))["active"]
+    assert active_block(conn, now=now, zone=UTC_ZONE) == truth

@@ -55,6 +55,7 @@ class _Rates:
         self.path = path
         self.loaded_at = -RATES_TTL_S
         self.table: RateTable = RateTable({})
+        self._last: tuple[tuple[Any, ...], RateTable, Usage] | None = None
 
     def get(self) -> RateTable:
         now = time.monotonic()
@@ -67,12 +68,18 @@ class _Rates:
             self.loaded_at = now
         return self.table
 
-
-def _usage(rates: _Rates, args: tuple[Any, ...]) -> Usage:
-    model, version, tier, speed, geo, *sums = args
-    u = Usage()
-    u.add_messages(str(model), str(version), int(tier), str(speed), [int(x) for x in sums], rates.get(), str(geo))
-    return u
+    def usage(self, args: tuple[Any, ...]) -> Usage:
+        """One rollup row (``ROW_ARGS``) priced; the row asked for last is priced once, however many
+        of the functions read it (a canned query asks its cost and its unpriced tokens in turn).
+        The answer is read, never changed."""
+        table = self.get()
+        if self._last is not None and self._last[0] == args and self._last[1] is table:
+            return self._last[2]
+        model, version, tier, speed, geo, *sums = args
+        u = Usage()
+        u.add_messages(str(model), str(version), int(tier), str(speed), [int(x) for x in sums], table, str(geo))
+        self._last = (args, table, u)
+        return u
 
 
 class _UsdSum:
@@ -97,11 +104,11 @@ def register(conn: sqlite3.Connection) -> bool:
         return False
     rates = _Rates(path)
     n = ROW_ARGS.count(",") + 1
-    conn.create_function("ingestd_cost_usd", n, lambda *a: format(_usage(rates, a).cost_usd, "f"), deterministic=False)
+    conn.create_function("ingestd_cost_usd", n, lambda *a: format(rates.usage(a).cost_usd, "f"), deterministic=False)
     conn.create_function(
         "ingestd_unpriced_tokens",
         n,
-        lambda *a: sum(t for b in _usage(rates, a).unpriced.values() for t, _ in b.values()),
+        lambda *a: sum(t for b in rates.usage(a).unpriced.values() for t, _ in b.values()),
         deterministic=False,
     )
     conn.create_aggregate("ingestd_usd_sum", 1, _UsdSum)

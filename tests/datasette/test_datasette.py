@@ -245,3 +245,29 @@ def test_a_running_datasette_reads_a_new_price_within_the_ttl(tmp_path: Path, mo
     assert conn.execute(total).fetchone() == ("0", 3000), "within the TTL, the rows read before"
     monkeypatch.setattr(datasette_plugin, "RATES_TTL_S", 0.0)
     assert conn.execute(total).fetchone() == ("0.005", 0)
+
+
+def test_each_rollup_row_is_priced_once_per_query(site: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from ingestd.report import datasette_plugin
+    from ingestd.report.usage import Usage
+
+    db, _ = site
+    calls = 0
+    real = Usage.add_messages
+
+    def counted(self: Usage, *args: Any, **kw: Any) -> None:
+        nonlocal calls
+        calls += 1
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(Usage, "add_messages", counted)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        assert datasette_plugin.register(conn)
+        (rows,) = conn.execute("SELECT count(*) FROM token_usage_rollup").fetchone()
+        out = conn.execute(datasette_plugin.QUERIES["cost_per_model"]["sql"]).fetchall()
+    finally:
+        conn.close()
+    assert out and calls == rows  # its cost and its unpriced tokens from one pricing

@@ -407,26 +407,20 @@ def dropped_dimensions(conn: Reader, rows: list[PriceRow]) -> list[str]:
                     ' again to keep it, or --no-long-context / "long_context": null to say this version has none)',
                 )
             )
-        gone = sorted(s for s in set(multipliers(speeds)) - set(r.speed_multipliers) if f"speed:{s}" not in r.withdrawn)
-        if gone:
-            names = ", ".join(gone)
-            lost.append(
-                (
-                    f"its speed multipliers for {names}",
-                    f"usage at speed {names} is unpriced from then on (give --speed NAME=X again, or --no-speed NAME"
-                    ' / "speed_multipliers": {"NAME": null} if it costs the standard rate)',
+        for label, usage, flag, key, base, before, now in (
+            ("speed", "at speed", "speed", "speed_multipliers", "standard", speeds, r.speed_multipliers),
+            ("inference geo", "with inference_geo", "geo", "geo_multipliers", "global", geos, r.geo_multipliers),
+        ):
+            gone = sorted(n for n in set(multipliers(before)) - set(now) if f"{flag}:{n}" not in r.withdrawn)
+            if gone:
+                names = ", ".join(gone)
+                lost.append(
+                    (
+                        f"its {label} multipliers for {names}",
+                        f"usage {usage} {names} is unpriced from then on (give --{flag} NAME=X again, or"
+                        f' --no-{flag} NAME / "{key}": {{"NAME": null}} if it costs the {base} rate)',
+                    )
                 )
-            )
-        gone = sorted(g for g in set(multipliers(geos)) - set(r.geo_multipliers) if f"geo:{g}" not in r.withdrawn)
-        if gone:
-            names = ", ".join(gone)
-            lost.append(
-                (
-                    f"its inference geo multipliers for {names}",
-                    f"usage with inference_geo {names} is unpriced from then on (give --geo NAME=X again, or"
-                    ' --no-geo NAME / "geo_multipliers": {"NAME": null} if it costs the global rate)',
-                )
-            )
         if fee is not None and r.web_search_usd_per_request is None and "web_search" not in r.withdrawn:
             lost.append(
                 (

@@ -16,6 +16,7 @@ beside the exact figures, never added to them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any
@@ -158,28 +159,34 @@ def telemetry_section(conn: Db, window: Window, session: str | None = None) -> d
         where.append("session_id = ?")
         params.append(session)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    ((events, matched, disagree, own, unsplit, errors, cc),) = list(
+    ((events, matched, disagree, own, unsplit, errors),) = list(
         conn.execute(
             "SELECT count(*) FILTER (WHERE event = 'api_request'), count(message_id),"
             " count(*) FILTER (WHERE agrees = 0), count(usage_id),"
             " count(*) FILTER (WHERE event = 'api_request' AND split_known = 0),"
-            " count(*) FILTER (WHERE event = 'api_error'),"
-            f" sum(cc_cost_usd) FILTER (WHERE event = 'api_request') FROM otel_requests{clause}",
+            f" count(*) FILTER (WHERE event = 'api_error') FROM otel_requests{clause}",
             tuple(params),
         )
     )
+    # Floats are summed here, correctly rounded (math.fsum): SQLite and PostgreSQL add doubles in
+    # different orders and ways, and the local and central answers must be the same document.
+    cc_where = " AND ".join([*where, "event = 'api_request'", "cc_cost_usd IS NOT NULL"])
+    costs = [
+        float(v) for (v,) in conn.execute(f"SELECT cc_cost_usd FROM otel_requests WHERE {cc_where}", tuple(params))
+    ]
     mwhere, mparams = range_clauses("end_at", window.since_utc, "end_at", window.until_utc)
     if session is not None:
         mwhere.append("session_id = ?")
         mparams.append(session)
     mclause = f" WHERE {' AND '.join(mwhere)}" if mwhere else ""
+    points: dict[str, tuple[str, list[float]]] = {}
+    for name, unit, value in conn.execute(f"SELECT name, unit, value FROM otel_metric_points{mclause}", tuple(mparams)):
+        unit_of, values = points.setdefault(str(name), (str(unit), []))
+        points[str(name)] = (max(unit_of, str(unit)), values)
+        values.append(float(value or 0))
     metrics = {
-        str(name): {"unit": str(unit), "sum": float(total or 0), "points": int(n)}
-        for name, unit, total, n in conn.execute(
-            f"SELECT name, max(unit), sum(value), count(*) FROM otel_metric_points{mclause}"
-            " GROUP BY name ORDER BY name",
-            tuple(mparams),
-        )
+        name: {"unit": unit, "sum": math.fsum(values), "points": len(values)}
+        for name, (unit, values) in sorted(points.items())
     }
     return {
         "events": int(events),
@@ -188,7 +195,7 @@ def telemetry_section(conn: Db, window: Window, session: str | None = None) -> d
         "otel_only": int(own),
         "split_unknown": int(unsplit),
         "errors": int(errors),
-        "claude_code_cost_usd": float(cc) if cc is not None else None,
+        "claude_code_cost_usd": math.fsum(costs) if costs else None,
         "metrics": metrics,
     }
 

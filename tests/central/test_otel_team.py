@@ -3,16 +3,21 @@ into the same otel_requests, otel_metric_points and usage rows (with their host)
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 
 from ingestd.central.check import replay
+from ingestd.central.pg import PgReadConn
 from ingestd.central.pg import connect as pg_connect
+from ingestd.report.cost import cost_report
+from ingestd.report.window import make_window, resolve_zone
 from ingestd.store.writer import apply_batch
 from tests.central.support import local_db, project, ship_all
 from tests.otlp.test_reconcile import telemetry, transcript
 
+ZONE = resolve_zone("UTC", {})
 COLUMNS = "session_id, request_key, event, message_id, matched_by, usage_id, agrees, mismatch"
 
 
@@ -38,3 +43,20 @@ def test_telemetry_reaches_the_central_store_reconciled(tmp_path: Path, pg_url: 
         assert outcome.ok and outcome.live["otel_requests"][0] == 4
     finally:
         pg.close()
+
+
+def test_cost_by_source_on_the_central_store_is_the_local_document(tmp_path: Path, pg_url: str) -> None:
+    local = local_db(tmp_path / "a.db", [], "host-a")
+    apply_batch(local, telemetry())
+    ship_all(local, pg_url)
+    project(pg_url)
+    window = make_window(None, None, ZONE, datetime(2030, 1, 1, tzinfo=UTC))
+    mine = cost_report(local, by="source", window=window, zone=ZONE)
+    pg = pg_connect(pg_url, autocommit=True)
+    try:
+        central = cost_report(PgReadConn(pg), by="source", window=window, zone=ZONE)
+    finally:
+        pg.close()
+    assert [r["source"] for r in mine["rows"]] == ["otel"] and mine["telemetry"]["otel_only"] == 4
+    assert central["telemetry"] == mine["telemetry"]
+    assert central == mine

@@ -6,8 +6,9 @@
 - ``write_new`` (``ingestd.files``): a new file with exactly a given mode (a backup keeps the
   original's mode: a 0600 settings file, which may hold secrets in ``env``, must not leave a 0644 copy), never through a
   symlink planted at its name.
-- ``splice_install`` / ``splice_uninstall``: ingestd's hooks inserted into or cut out of the
-  user's text in place (``ingestd.core.jsonedit``), every other byte kept; checked by parsing back.
+- ``splice_install`` / ``splice_uninstall``: ingestd's hooks and ``env`` entries inserted into or
+  cut out of the user's text in place (``ingestd.core.jsonedit``), every other byte kept; checked
+  by parsing back.
 - ``loads``: the text parsed so that writing it back changes nothing the user wrote: every number
   keeps its text (``1e400`` is no ``Infinity``, ``1.50`` stays ``1.50``: ``render`` writes it back as
   it was), and what Claude Code's own parser and ``json.loads`` would read differently is refused
@@ -219,10 +220,23 @@ def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any
         root = jsonedit.parse(old_text)
     except ValueError:
         return None
+    if root.kind != "object":
+        return None
     edits: list[tuple[int, str]] = []
+    at_root: list[str] = []  # new top-level members, in ``new``'s order, appended in one insertion
+    env_span = root.members.get("env")
+    old_env, new_env = old.get("env"), new.get("env")
+    if isinstance(new_env, dict) and new_env != old_env:
+        if env_span is None:
+            at_root.append(jsonedit.member("env", new_env, layout, 0))
+        elif env_span.kind == "object" and isinstance(old_env, dict) and list(new_env)[: len(old_env)] == list(old_env):
+            added = [jsonedit.member(k, v, layout, 1) for k, v in new_env.items() if k not in old_env]
+            edits.append(jsonedit.insertion(old_text, env_span, added, 1, layout))
+        else:
+            return None
     hooks_span = root.members.get("hooks")
     if hooks_span is None:
-        edits.append(jsonedit.insertion(old_text, root, [jsonedit.member("hooks", new["hooks"], layout, 0)], 0, layout))
+        at_root.append(jsonedit.member("hooks", new["hooks"], layout, 0))
     else:
         added_events = []
         for ev, groups in new["hooks"].items():
@@ -236,15 +250,20 @@ def splice_install(old_text: str | None, old: dict[str, Any], new: dict[str, Any
                 edits.append(jsonedit.insertion(old_text, ev_span, pieces, 2, layout))
         if added_events:
             edits.append(jsonedit.insertion(old_text, hooks_span, added_events, 1, layout))
+    if at_root:
+        edits.append(jsonedit.insertion(old_text, root, at_root, 0, layout))
     return _parses_back(jsonedit.apply(old_text, edits), new)
 
 
 def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callable[[Any], bool]) -> str | None:
-    """``old_text`` with ingestd's hooks cut out in place, or None (then the caller re-renders).
+    """``old_text`` with ingestd's hooks and ``env`` entries cut out in place, or None (then the
+    caller re-renders).
 
     Our hooks (``is_ours``) go with their separators; a matcher group left without hooks goes, an
     event left without groups goes, and ``hooks`` left empty goes, as ``hooksetup.remove_ours``
-    decides. The rest of the text is untouched; the result must parse back to ``new``.
+    decides; so do the ``env`` entries ``new`` no longer has (``env`` itself when ``new`` has
+    none). The rest of the text is untouched (an install spliced in place and its uninstall give
+    the file back byte for byte); the result must parse back to ``new``.
     """
     if not old_text or not old_text.strip():
         return None
@@ -253,13 +272,42 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
         doc = loads(old_text)
     except ValueError:
         return None
-    hooks_span = root.members.get("hooks")
-    if hooks_span is None or not isinstance(doc.get("hooks"), dict):
+    if root.kind != "object" or not isinstance(doc, dict):
         return None
+    ranges: list[tuple[int, int]] = []
+    gone_at_root: list[jsonedit.Span] = []
+    env_span = root.members.get("env")
+    if env_span is not None and isinstance(doc.get("env"), dict):
+        if "env" not in new:
+            gone_at_root.append(env_span)
+        elif env_span.kind == "object" and isinstance(new["env"], dict):
+            gone_env = [sp for k, sp in env_span.members.items() if k not in new["env"]]
+            if gone_env:
+                ranges += jsonedit.removals(env_span, gone_env)
+    hooks_span = root.members.get("hooks")
+    if hooks_span is not None and isinstance(doc.get("hooks"), dict):
+        gone_events, hook_ranges = _hook_removals(doc["hooks"], hooks_span, is_ours)
+        ranges += hook_ranges
+        if gone_events and len(gone_events) == len(hooks_span.members) and "hooks" not in new:
+            gone_at_root.append(hooks_span)
+        elif gone_events:
+            ranges += jsonedit.removals(hooks_span, gone_events)
+    if gone_at_root:
+        ranges += jsonedit.removals(root, gone_at_root)
+    if not ranges:
+        return None
+    return _parses_back(jsonedit.remove(old_text, ranges), new)
+
+
+def _hook_removals(
+    hooks: dict[str, Any], hooks_span: jsonedit.Span, is_ours: Callable[[Any], bool]
+) -> tuple[list[jsonedit.Span], list[tuple[int, int]]]:
+    """The events of ``hooks`` left with no group once ours go, and the ranges that cut our hooks
+    and emptied groups out of the events that stay."""
     ranges: list[tuple[int, int]] = []
     gone_events = []
     for ev, ev_span in hooks_span.members.items():
-        groups = doc["hooks"].get(ev)
+        groups = hooks.get(ev)
         if ev_span.kind != "array" or not isinstance(groups, list) or len(groups) != len(ev_span.items):
             continue
         gone_groups = []
@@ -278,8 +326,4 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
             gone_events.append(ev_span)
         elif gone_groups:
             ranges += jsonedit.removals(ev_span, gone_groups)
-    if gone_events and len(gone_events) == len(hooks_span.members) and "hooks" not in new:
-        ranges += jsonedit.removals(root, [hooks_span])
-    elif gone_events:
-        ranges += jsonedit.removals(hooks_span, gone_events)
-    return _parses_back(jsonedit.remove(old_text, ranges), new)
+    return gone_events, ranges

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ingestd.claude import hooksetup
@@ -65,3 +66,52 @@ def test_the_users_own_exporter_is_never_overwritten(tmp_path: Path) -> None:
     )
     assert r.exit_code == 2 and "OTEL_EXPORTER_OTLP_ENDPOINT" in r.output and "nothing was changed" in r.output
     assert (home / ".claude" / "settings.json").read_text() == before
+
+
+# settings.json as people leave them: Claude Code's own two-space layout with its usual keys, a
+# hand-edited file (odd spacing, a tab, one-line objects, keys in no particular order, their own
+# hooks and env), one line with no final newline, CRLF line ends, four-space indent.
+SHAPES = {
+    "claude_layout": json.dumps(
+        {
+            "$schema": "https://json.schemastore.org/claude-code-settings.json",
+            "model": "opus",
+            "permissions": {"allow": ["Bash(npm run test:*)", "Read(~/.zshrc)"], "deny": ["Read(./.env)"]},
+            "feedbackSurveyState": {"lastShownTime": 1754089004345},
+            "alwaysThinkingEnabled": True,
+        },
+        indent=2,
+    )
+    + "\n",
+    "hand_edited": (
+        '{\n    "model" :  "opus",\n  "permissions": {"allow": ["Bash(ls:*)", "Read"],   "deny": []},\n'
+        '\t"env": {"MY_VAR": "x",   "CLAUDE_CODE_ENABLE_TELEMETRY":"1"},\n  "hooks": {\n'
+        '    "Stop": [ { "hooks": [ {"type": "command", "command": "say done"} ] } ]\n  },\n'
+        '  "statusLine": {"type":"command","command":"~/bin/sl", "padding": 0},\n  "cleanupPeriodDays": 1e3\n}\n'
+    ),
+    "one_line": '{"theme":"dark","env":{"FOO":"bar"},"model":"sonnet"}',
+    "crlf": (
+        '{\r\n  "includeCoAuthoredBy": false,\r\n  "env": {\r\n      "FOO": "bar"\r\n  },\r\n'
+        '  "model": "sonnet"\r\n}\r\n'
+    ),
+    "four_spaces": (
+        '{\n    "hooks": {\n        "PreToolUse": [\n            {"matcher": "Bash", "hooks": [{"type": "command",'
+        ' "command": "check.sh"}]}\n        ]\n    },\n    "env": {\n        "A": "1"\n    }\n}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_uninstall_gives_back_the_file_install_otel_found_byte_for_byte(tmp_path: Path, shape: str) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    path = home / ".claude" / "settings.json"
+    original = SHAPES[shape].encode()
+    path.write_bytes(original)
+    r = run(home, "install", "--otel", "--port", "7391", "--host", "127.0.0.1")
+    assert r.exit_code == 0, r.output
+    installed = json.loads(path.read_bytes())
+    assert installed["env"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:7391" and installed["hooks"]["Stop"]
+    r = run(home, "uninstall")
+    assert r.exit_code == 0, r.output
+    assert path.read_bytes() == original

@@ -28,6 +28,7 @@ from ingestd.core.touch import Ctx
 from ingestd.daemon import identitylock
 from ingestd.errors import ConfigError
 from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest.readfile import TORN_TAIL_GRACE_S
 from ingestd.ingest.summary import Summary
 from ingestd.report.words import plural
 from ingestd.store.connection import Db
@@ -46,6 +47,12 @@ def _human(s: Summary) -> None:
     click.echo(f"sessions {d['sessions']}  agents {d['agents']}  messages {d['messages']}")
     skipped = ", ".join(f"{k} {v}" for k, v in d["skipped"].items()) or "none"
     click.echo(f"skipped lines: {skipped}  recovered {d['recovered']}  resets {d['resets']}")
+    if d["unread"]["bytes"]:
+        u = d["unread"]
+        click.echo(
+            f"unread: {plural(u['bytes'], 'byte')} of a last line without its newline in "
+            f"{plural(u['files'], 'file')} (read once the file is idle {TORN_TAIL_GRACE_S:g} s, if it is JSON)"
+        )
     quarantined = ", ".join(f"{k} {v}" for k, v in d["quarantined"].items())
     if quarantined or d["oversized"]:
         click.echo(

@@ -217,6 +217,28 @@ class Framer:
             self._long = lg
             self._parts, self._pending = [], 0
 
+    def tail(self) -> bytes | None:
+        """The torn tail held back, whole; None when there is none or it is past the cap (only its
+        length, hash, head and tail are kept)."""
+        if self._long is not None or not self._parts:
+            return None
+        return b"".join(self._parts)
+
+    def end_line(self) -> Line | None:
+        """Take the torn tail as the file's last line, as if its ``\\n`` had been read: the caller
+        has decided the file will not grow (idle past a grace). The line, or None when the tail is
+        blank; either way ``offset`` moves to ``read``. Nothing is done when there is no tail or it
+        is past the cap."""
+        data = self.tail()
+        if data is None:
+            return None
+        self._parts, self._pending = [], 0
+        start, self.offset = self.offset, self.read
+        end = len(data) - 1 if data.endswith(b"\r") else len(data)
+        if end == 0 or data[:end].isspace():
+            return None
+        return Line(start, data[:end])
+
     @property
     def pending(self) -> int:
         """int, bytes of torn tail held back (counted, not held, past the cap)."""

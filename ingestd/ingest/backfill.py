@@ -21,8 +21,8 @@ from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.ingest.pipeline import WriterPipe
-from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, read_plans
-from ingestd.ingest.scan import discover, found_at, text_name
+from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, idle, read_plans
+from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
 from ingestd.projection.rebuild import reproject_sessions
@@ -78,7 +78,7 @@ def ingest_roots(
     tail = tailing or Tailing.one_shot()
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
-    plans, distrusted = _plan(b, conn, roots, paths, on_total)
+    plans, distrusted = _plan(b, conn, roots, paths, on_total, now)
     _read_all(b, conn, plans, now, progress, pipeline)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
@@ -149,10 +149,12 @@ def _plan(
     roots: Sequence[Path],
     paths: Sequence[Path] | None,
     on_total: Callable[[int], None] | None,
+    now: str,
 ) -> tuple[list[Plan], list[str]]:
     """Plan the files to read (fingerprints, checkpoints): the plans in reading order and the
     origins whose unchanged checkpoint was distrusted (re-read from byte 0); ``on_total`` is told
-    the bytes to read."""
+    the bytes to read. An unchanged file whose last read held back a torn tail is read again once
+    it has become idle past the grace since (``readfile._ended`` decides whether the tail is read)."""
     summary = b.summary
     plans: list[Plan] = []
     distrusted: list[str] = []
@@ -180,7 +182,10 @@ def _plan(
             cp = cps.get(f.origin)
             if cp is not None and cp[3] == INGEST_REVISION and (cp[4], cp[5], cp[6]) == (f.size, f.mtime_ns, f.inode):
                 if _trusted(conn, f.origin, cp, known):
-                    summary.files_unchanged += 1
+                    if not _tail_due(cp, f, now, b.tail_grace_s):
+                        summary.files_unchanged += 1
+                        continue
+                    plans.append((root_s, f, cp))
                     continue
                 log.info("checkpoint_distrusted", origin=f.origin, session_id=cp[7])
                 distrusted.append(f.origin)
@@ -194,8 +199,17 @@ def _plan(
 
 _CHECKPOINT_COLUMNS = (
     "SELECT origin, origin_gen, committed_offset, head_hash, ingest_revision, size, mtime_ns, inode,"
-    " session_id FROM ingest_checkpoints WHERE root = ?"
+    " session_id, updated_at FROM ingest_checkpoints WHERE root = ?"
 )
+
+
+def _tail_due(cp: tuple[Any, ...], f: Found, now: str, grace_s: float) -> bool:
+    """Whether an unchanged file's held-back tail is to be looked at again: its checkpoint stopped
+    short of the end, the file is idle past the grace now and was not yet when that checkpoint was
+    written (then its tail was looked at idle already and was no JSON object)."""
+    if int(cp[1]) >= f.size or not idle(f.mtime_ns, now, grace_s):
+        return False
+    return not idle(f.mtime_ns, str(cp[8]), grace_s)
 
 
 def _checkpoints(conn: Db, root_s: str, origins: Sequence[str] | None) -> dict[Any, tuple[Any, ...]]:

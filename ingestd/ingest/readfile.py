@@ -8,6 +8,7 @@ on this thread or on the pipeline's writer thread (``ingestd.ingest.pipeline``).
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from ingestd.core.oversized import marker_payload, usage_lost
 from ingestd.core.records import FILE_RESET, META, NewLogRow, line_row, oversized_row, path_info
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.rows import Checkpoint
+from ingestd.core.timefmt import parse
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.errors import InputError
@@ -41,6 +43,10 @@ log = get_logger("ingestd.ingest")
 
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
+# A complete JSON object at the end of a file without its newline is read once the file has not
+# grown for this long: Claude Code writes each line with its newline, so a tail this old is the
+# last line of a file nobody writes any more (a copy, a crash), not one being written.
+TORN_TAIL_GRACE_S = 30.0
 # a subagent's .meta.json is a few hundred bytes; past this it is logged as an oversized marker
 META_MAX_BYTES = MIB
 
@@ -122,6 +128,7 @@ class Batcher:
         self.cps: list[Checkpoint] = []
         self.skipped: collections.Counter[str] = collections.Counter()
         self.max_line_bytes = MAX_LINE_BYTES
+        self.tail_grace_s = TORN_TAIL_GRACE_S
         # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
         self.pipe: WriterPipe[Batch] | None = None
         # the work ``prepare`` does for the writer on this thread (blocks, a first dictionary)
@@ -205,6 +212,15 @@ def read_file(
     b.summary.files_read += 1  # opened and read: counted once it was
     if not done:
         return  # shutting down: what was framed commits, the rest is read next time
+    if framer.pending and _ended(f, framer, now, b.tail_grace_s):
+        ln = framer.end_line()
+        if ln is not None:
+            b.summary.lines += 1
+            b.summary.tails_read += 1
+            b.rows.append(_row(b, ln, origin, oh, gen, now, sid))
+    if framer.pending:
+        b.summary.unread_bytes += framer.pending
+        b.summary.files_unread += 1
     framers = b.tail.framers
     if framers is not None:
         if framer.pending:
@@ -212,6 +228,25 @@ def read_file(
         else:
             framers.pop((root, origin), None)
     b.cps.append(_cp(root, f, sid, gen, framer.offset, now))
+
+
+def idle(mtime_ns: int, now: str, grace_s: float) -> bool:
+    """Whether a file last changed at ``mtime_ns`` has not grown for ``grace_s`` seconds at ``now``."""
+    at = parse(now)
+    return at is not None and mtime_ns <= int(at.timestamp() * 1e9) - int(grace_s * 1e9)
+
+
+def _ended(f: Found, framer: Framer, now: str, grace_s: float) -> bool:
+    """Whether ``f``'s torn tail is its last line: a JSON object (or blank) that stayed as it is, the
+    file idle past ``grace_s`` and no longer than what was read (a line written meanwhile waits)."""
+    tail = framer.tail()
+    if tail is None or not (tail.isspace() or decode_line(tail).obj is not None):
+        return False
+    try:
+        st = os.stat(f.path)
+    except OSError:
+        return False
+    return st.st_size == framer.read and idle(st.st_mtime_ns, now, grace_s)
 
 
 def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress | None) -> None:

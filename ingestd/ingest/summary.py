@@ -21,6 +21,9 @@ class Summary:
             is not read (logged as ``dir_unreadable``).
         lines: int, complete lines read; bytes: int, bytes read; rows_inserted: int, new log rows.
         resets: int, rewritten files re-read from 0.
+        tails_read: int, last lines without their newline read because their file was idle past the
+            grace (``readfile.TORN_TAIL_GRACE_S``); unread_bytes: int, bytes of torn tails still held
+            back in ``files_unread`` files (a line being written, or not a JSON object).
         oversized: int, lines longer than ``max_line_bytes`` logged as oversized marker rows.
         skipped: dict reason -> int, lines the projector skips (``not_json``, ``not_object``,
             ``number_too_large``; ``too_deep``, of which the head and tail are still salvaged).
@@ -41,6 +44,9 @@ class Summary:
     bytes: int = 0
     rows_inserted: int = 0
     resets: int = 0
+    tails_read: int = 0
+    unread_bytes: int = 0
+    files_unread: int = 0
     oversized: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     recovered: int = 0
@@ -65,6 +71,8 @@ class Summary:
             "bytes": self.bytes,
             "rows_inserted": self.rows_inserted,
             "resets": self.resets,
+            "tails_read": self.tails_read,
+            "unread": {"bytes": self.unread_bytes, "files": self.files_unread},
             "oversized": self.oversized,
             "skipped": dict(sorted(self.skipped.items())),
             "recovered": self.recovered,

@@ -22,7 +22,7 @@ from datetime import date
 from typing import Any
 
 from ingestd.errors import InputError
-from ingestd.report.usage import Usage, load_rates, uncounted_usage
+from ingestd.report.usage import Usage, load_rates, uncounted_usage, unread_tails
 from ingestd.report.window import Window, Zone, range_clauses, slot_day
 from ingestd.store.connection import Db, Reader, storage_errors
 from ingestd.store.rollup import RATE_SQL, SUM_COLUMNS, SUMS_SQL, TIER_SQL
@@ -275,6 +275,7 @@ def cost_report(
         total.add_uncounted(
             *uncounted_usage(conn, session=session, since=window.since_utc, until=window.until_utc, host=host)
         )
+        total.add_unread(*unread_tails(conn, session=session))
         rows_out = _shape_rows(conn, levels, groups) if levels else []
         extra = {"telemetry": telemetry_section(conn, window, session)} if by == "source" else {}
     return {

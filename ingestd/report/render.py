@@ -148,6 +148,13 @@ def unpriced_note(console: Console, doc: dict[str, Any], *, store: bool = False)
         why = "; ".join(uncounted.get("reasons") or ())
         line = f"+? not counted: {n} with usage no bucket holds ({why}; `ingestd status --verbose` lists them)"
         console.print(Text(line, style="yellow"))
+    unread = doc.get("unread") or {}
+    if unread.get("bytes"):
+        files = ", ".join(f"{f['file']} {plural(f['bytes'], 'byte')}" for f in unread.get("listed") or ())
+        more = unread["files"] - len(unread.get("listed") or ())
+        files += f" and {plural(more, 'more file')}" if more > 0 else ""
+        line = f"+? not read yet: {plural(unread['bytes'], 'byte')} of a last line without its newline ({files})"
+        console.print(Text(line, style="yellow"))
 
 
 def print_table(console: Console, title: str, cols: list[Col], steps: list[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ingestd.errors import InputError
 from ingestd.report.activity import first_prompt, session_name
-from ingestd.report.usage import RateTable, Usage, load_rates, uncounted_usage
+from ingestd.report.usage import RateTable, Usage, load_rates, uncounted_usage, unread_tails
 from ingestd.report.window import Window, range_clauses
 from ingestd.store.connection import Db, scalar, storage_errors
 from ingestd.store.rollup import SUM_COLUMNS
@@ -40,6 +40,7 @@ def session_usage(conn: Db, session_id: str, rates: RateTable) -> Usage:
     ):
         u.add_messages(model, version, int(tier), str(speed), sums, rates, str(geo))
     u.add_uncounted(*uncounted_usage(conn, session=session_id))
+    u.add_unread(*unread_tails(conn, session=session_id))
     return u
 
 

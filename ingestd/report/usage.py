@@ -119,6 +119,31 @@ def uncounted_usage(
     return n, details
 
 
+UNREAD_LISTED = 3  # files an answer names of those with unread bytes
+
+
+def unread_tails(conn: Reader, *, session: str | None = None) -> tuple[int, int, list[dict[str, Any]]]:
+    """Bytes the last read of a transcript held back (a last line without its newline: being
+    written, or not yet idle past the grace, or not a JSON object), per the checkpoints: of
+    ``session``'s files when given, else of every file (undated: in every window). Returns the
+    bytes, the files and the first ``UNREAD_LISTED`` of them (``{"file", "bytes"}``, most bytes
+    first). The central store keeps no checkpoints (each host's `status` has its own). Read-only.
+    """
+    if getattr(conn, "central", False):
+        return 0, 0, []
+    where = "size > committed_offset" + (" AND session_id = ?" if session is not None else "")
+    params: tuple[Any, ...] = (session,) if session is not None else ()
+    rows = [
+        (str(origin), int(n))
+        for origin, n in conn.execute(
+            f"SELECT origin, size - committed_offset FROM ingest_checkpoints WHERE {where} ORDER BY 2 DESC, 1",
+            params,
+        )
+    ]
+    listed = [{"file": origin, "bytes": n} for origin, n in rows[:UNREAD_LISTED]]
+    return sum(n for _, n in rows), len(rows), listed
+
+
 def money(value: Decimal) -> str:
     """Exact decimal string without exponent or trailing zeros (``"0"``, ``"1.2345"``)."""
     if value == 0:
@@ -144,6 +169,8 @@ class Usage:
         uncounted: records whose usage is in no bucket (quarantined ``tokens``: a counter that is not
             a count, usage without a message id, an ``iterations`` entry ingestd cannot bill), and
             ``uncounted_details`` the first few of their reasons; any makes the answer incomplete.
+        unread_bytes: int, bytes of transcripts not read yet (``unread_tails``) in ``unread_files``
+            files, ``unread_listed`` the first few; any makes the answer incomplete.
     """
 
     totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
@@ -155,6 +182,17 @@ class Usage:
     unpriced_requests: dict[str, int] = field(default_factory=dict)
     uncounted: int = 0
     uncounted_details: list[str] = field(default_factory=list)
+    unread_bytes: int = 0
+    unread_files: int = 0
+    unread_listed: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_unread(self, nbytes: int, files: int, listed: Sequence[dict[str, Any]]) -> None:
+        """Note ``nbytes`` unread bytes in ``files`` files (``unread_tails``), ``listed`` the first few."""
+        self.unread_bytes += nbytes
+        self.unread_files += files
+        for f in listed:
+            if len(self.unread_listed) < UNREAD_LISTED and f not in self.unread_listed:
+                self.unread_listed.append(f)
 
     def add_uncounted(self, records: int, details: Sequence[str]) -> None:
         """Note ``records`` quarantined records whose usage no bucket holds (``uncounted_usage``)."""
@@ -253,6 +291,7 @@ class Usage:
         for model, n in other.unpriced_requests.items():
             self.unpriced_requests[model] = self.unpriced_requests.get(model, 0) + n
         self.add_uncounted(other.uncounted, other.uncounted_details)
+        self.add_unread(other.unread_bytes, other.unread_files, other.unread_listed)
         for model, why in other.reasons.items():
             self.reasons.setdefault(model, set()).update(why)
         for model, buckets in other.unpriced.items():
@@ -286,9 +325,10 @@ class Usage:
             "totals": {b: self.totals.get(b, 0) for b in BUCKETS},
             "tokens": self.tokens,
             "cost_usd": money(self.cost_usd),
-            "cost_complete": not self.unpriced and not self.unpriced_requests and not self.uncounted,
+            "cost_complete": not (self.unpriced or self.unpriced_requests or self.uncounted or self.unread_bytes),
             "unpriced": self.unpriced_json(),
             "uncounted": {"records": self.uncounted, "reasons": list(self.uncounted_details)},
+            "unread": {"bytes": self.unread_bytes, "files": self.unread_files, "listed": list(self.unread_listed)},
             "billed_messages": self.billed_messages,
             "web_search_requests": self.web_search_requests,
         }

@@ -14,7 +14,7 @@ from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import RANK_COPY, SPAWN_TOOLS, SessionState, Spawn
 from ingestd.core.toolstatus import result_status, spawn_cause, user_kind
 from ingestd.core.touch import Touched, link, note_result, note_tool
-from ingestd.core.usagefold import merge_usage, usage_buckets
+from ingestd.core.usagefold import merge_usage, message_key, usage_buckets
 from ingestd.core.validate import INFER, TOKENS, inferred_at, shorten, valid_time
 
 SYNTHETIC = "<synthetic>"
@@ -93,12 +93,13 @@ def assistant(state: SessionState, obj: dict[str, Any], ts: str, agent: str, ran
     # `<synthetic>` turns are API error placeholders with zero usage: never a billed message
     # (corpus/claude-projects/-Users-user-rcconsultech-task-api-benchmark-v0-2/agent-4ed9b522.jsonl).
     if isinstance(mid, str) and mid and msg.get("model") != SYNTHETIC:
-        merge_usage(state, mid, rank, msg, ts, agent, t)
+        key = message_key(state, mid, obj.get("requestId"))
+        merge_usage(state, key, rank, msg, ts, agent, t)
         # what Claude Code's telemetry names the message by (``ingestd.core.otelfold``)
         for ids, field_name in ((state.req_ids, "requestId"), (state.uuids, "uuid")):
             v = obj.get(field_name)
-            if isinstance(v, str) and v and (v not in ids or mid < ids[v]):
-                ids[v] = mid
+            if isinstance(v, str) and v and (v not in ids or key < ids[v]):
+                ids[v] = key
     elif msg.get("model") != SYNTHETIC:
         _usage_without_id(state, msg, t)
     if ts == INFER and t.bad_at is not None:

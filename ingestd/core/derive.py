@@ -177,7 +177,8 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
 
     Mutates ``state``: ``interrupted`` (which open tool calls were last derived ``interrupted``),
     ``legacy_emitted`` (the 1.0.x sidechain agents last derived, to retract the provisional
-    ones) and ``otel_last`` (``otelfold.derive_otel``); nothing else. Returns a new ``Changes``
+    ones), ``retract_msgs`` (the keys of a split message id retracted now) and ``otel_last``
+    (``otelfold.derive_otel``); nothing else. Returns a new ``Changes``
     without events or quarantine rows (the fold adds those).
     """
     v = View.of(state, ctx)
@@ -188,6 +189,11 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         leaf, text = state.summaries[where]
         ch.summaries.append(SummaryRow(*where, state.session_id, leaf, text))
     _token_usage(v, t.msgs | state.legacy_msgs if t.legacy else t.msgs, ch)
+    if state.retract_msgs and not state.needs_refold:
+        # the refold has derived the split id's messages again: the rows derived before it go (a
+        # key derived again is deleted first, then written: its stored maximum held what moved)
+        ch.retracted_usage.extend(UsageKey(state.session_id, k) for k in sorted(state.retract_msgs))
+        state.retract_msgs = set()
     derive_otel(state, t, ch.otel_requests, ch.token_usage, ch.retracted_usage)
     _tool_calls(v, t, names, ch)
     for bid in sorted(t.compactions):

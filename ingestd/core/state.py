@@ -371,7 +371,15 @@ class SessionState:
     end_at: str | None = None  # the latest SessionEnd's receipt
     start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)
-    msgs: dict[str, dict[int, MsgEv]] = field(default_factory=dict)  # message id -> claim rank -> evidence
+    msgs: dict[str, dict[int, MsgEv]] = field(default_factory=dict)  # message key -> claim rank -> evidence
+    # Message identity is ``message.id`` + ``requestId`` (SPEC §4.4), keyed by the id alone while
+    # an id has been seen with one requestId (every record Claude Code writes): ``msg_req`` is that
+    # requestId ('' for none); ``split_msgs`` the ids seen with several (a gateway that returns one
+    # id for every call), whose messages are keyed ``usagefold.request_key``; ``retract_msgs`` the
+    # keys derived under an id before it split, deleted by the refold's derive.
+    msg_req: dict[str, str] = field(default_factory=dict)
+    split_msgs: set[str] = field(default_factory=set)
+    retract_msgs: set[str] = field(default_factory=set)
     spawns: dict[str, Spawn] = field(default_factory=dict)  # from transcript tool_use blocks
     # from PreToolUse / PostToolUse hooks of a spawn tool (every field a join); a transcript spawn of
     # the same tool_use id is better evidence and replaces it (``derive.spawns_of``)

@@ -101,6 +101,37 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
         )
 
 
+def request_key(mid: str, request_id: str) -> str:
+    """The ``token_usage.message_id`` of the response ``request_id`` under a message id shared by
+    several requestIds (a gateway that returns one id for every call)."""
+    return f"{mid}/request/{request_id}"
+
+
+def message_key(state: SessionState, mid: str, request_id: Any) -> str:
+    """The key of the message a record of ``message.id`` ``mid`` and ``requestId`` ``request_id``
+    belongs to (SPEC §4.4: the id and the requestId where present).
+
+    Streamed parts of one response share both, so they are one message. An id seen with one
+    requestId (or none) keys its message by the id alone; once seen with a second, each requestId
+    is a message of its own (``request_key``) and parts without one stay under the id. The id
+    splits once: the parts folded under it before are folded again under their own keys
+    (``needs_refold``; the keys derived before are retracted), so the keys are the same in any
+    order.
+    """
+    req = request_id if isinstance(request_id, str) else ""
+    if mid not in state.split_msgs:
+        first = state.msg_req.setdefault(mid, req)
+        if first == req:
+            return mid
+        state.split_msgs.add(mid)
+        del state.msg_req[mid]
+        if first:  # what was folded under the id alone belongs to the first requestId: fold again
+            prefix = mid + "/iterations/"
+            state.retract_msgs.update(k for k in state.msgs if k == mid or k.startswith(prefix))
+            state.needs_refold = True
+    return request_key(mid, req) if req else mid
+
+
 def iteration_key(mid: str, index: int) -> str:
     """The ``token_usage.message_id`` of the billed iteration at ``index`` of message ``mid``'s
     ``usage.iterations``: streamed parts of one response repeat the same list, so the position

@@ -297,7 +297,12 @@ def name_refused(state: SessionState, og: OriginGen, offset: int, mid: str) -> N
 def refold_state(state: SessionState) -> SessionState:
     """The empty state to refold a session into when ``state.needs_refold``: its files to index kept,
     and the 1.0.x sidechain agents derived so far (``legacy_emitted``), so that the refold, which
-    sees the session's whole log, retracts the provisional ones the folds before it named."""
+    sees the session's whole log, retracts the provisional ones the folds before it named; likewise
+    the message ids seen with several requestIds and the keys derived before they split."""
     return SessionState(
-        state.session_id, ts_index={og: ([], []) for og in state.ts_index}, legacy_emitted=set(state.legacy_emitted)
+        state.session_id,
+        ts_index={og: ([], []) for og in state.ts_index},
+        legacy_emitted=set(state.legacy_emitted),
+        split_msgs=set(state.split_msgs),
+        retract_msgs=set(state.retract_msgs),
     )

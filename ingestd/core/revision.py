@@ -10,9 +10,9 @@ databases from their logs on first open (``ingestd.projection.reproject``), so l
 always equal a replay.
 """
 
-PROJECTION_REVISION = 29
+PROJECTION_REVISION = 30
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read
 # (``ingestd.ingest.backfill``); existing idempotency keys make the re-read insert nothing new.
-INGEST_REVISION = 1
+INGEST_REVISION = 2

@@ -68,12 +68,13 @@ def blocks_report(conn: Db, *, now: datetime, zone: Zone, window: Window, active
     """Usage per 5-hour block (the module docstring's rules), oldest first. Read-only.
 
     Returns:
-        ``{"tz", "now", "window", "blocks", "active"}``: each block ``{"start", "end", "official",
-        "active", "first_activity", "last_activity", "models", "billed_messages", "totals", "tokens",
-        "cost_usd", "cost_complete", "unpriced"}`` (times canonical UTC, ``last_activity`` the end of
-        its last active quarter hour); ``active`` is the active block with ``burn_usd_per_hour``,
-        ``tokens_per_minute`` and ``projected_cost_usd`` at its end, or None. ``active_only``: only
-        that block in ``blocks``.
+        ``{"tz", "now", "window", "uncounted", "unread", "blocks", "active"}``: each block ``{"start",
+        "end", "official", "active", "first_activity", "last_activity", "models", "billed_messages",
+        "totals", "tokens", "cost_usd", "cost_complete", "unpriced"}`` (times canonical UTC,
+        ``last_activity`` the end of its last active quarter hour); ``active`` is the active block with
+        ``burn_usd_per_hour``, ``tokens_per_minute`` and ``projected_cost_usd`` at its end, or None, and
+        the window's ``uncounted`` and ``unread`` (as in ``cost``: undated, so no other block holds
+        them), any of which makes it not ``cost_complete``. ``active_only``: only that block in ``blocks``.
     """
     with storage_errors():
         doc = cost_report(conn, by="slot,model", window=window, zone=zone)
@@ -109,10 +110,18 @@ def blocks_report(conn: Db, *, now: datetime, zone: Zone, window: Window, active
                 acc["reasons"].update(u.get("reasons", ()))
     out = [_block_json(b, now) for b in blocks]
     active = next((b for b in out if b["active"]), None)
+    if active is not None:
+        # undated (records whose usage no bucket holds, bytes not read yet): the running block's
+        # figure so far does not hold them, so it is not called complete
+        active["uncounted"], active["unread"] = doc["uncounted"], doc["unread"]
+        if doc["uncounted"]["records"] or doc["unread"]["bytes"]:
+            active["cost_complete"] = False
     return {
         "tz": zone.name,
         "now": format_utc(now),
         "window": window.to_json(),
+        "uncounted": doc["uncounted"],
+        "unread": doc["unread"],
         "blocks": [active] if active_only and active else ([] if active_only else out),
         "active": active,
     }

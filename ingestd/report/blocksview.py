@@ -8,8 +8,21 @@ from rich.console import Console
 from rich.text import Text
 
 from ingestd.report.layout import Col
-from ingestd.report.render import print_table, tokens, usd, when
+from ingestd.report.render import print_table, tokens, unpriced_note, usd, when
 from ingestd.report.window import Zone
+
+
+def missing(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the shown blocks' figures leave out, as one usage document's ``unpriced`` (summed over the
+    blocks, reasons joined), ``uncounted`` and ``unread`` (``render.unpriced_note`` says it). Pure."""
+    unpriced: dict[str, dict[str, Any]] = {}
+    for b in doc["blocks"]:
+        for model, u in b["unpriced"].items():
+            acc = unpriced.setdefault(model, {"tokens": 0, "messages": 0, "web_search_requests": 0, "reasons": []})
+            acc["tokens"] += u["tokens"]
+            acc["messages"] += u["messages"]
+            acc["reasons"] = sorted({*acc["reasons"], *u.get("reasons", ())})
+    return {"unpriced": dict(sorted(unpriced.items())), "uncounted": doc.get("uncounted"), "unread": doc.get("unread")}
 
 
 def render_blocks(console: Console, doc: dict[str, Any], zone: Zone) -> None:
@@ -18,6 +31,7 @@ def render_blocks(console: Console, doc: dict[str, Any], zone: Zone) -> None:
     rows = doc["blocks"]
     if not rows:
         console.print(Text("no active block" if doc["active"] is None else "no usage in this window", style="dim"))
+        unpriced_note(console, missing(doc))
         return
     cols = [
         Col("start", [when(r["start"], zone) for r in rows], key=True),
@@ -29,6 +43,7 @@ def render_blocks(console: Console, doc: dict[str, Any], zone: Zone) -> None:
         Col("models", [", ".join(m.removeprefix("claude-") for m in r["models"]) for r in rows]),
     ]
     print_table(console, f"5-hour blocks (times in {zone.name})", cols, ["models", "msgs"])
+    unpriced_note(console, missing(doc))
     a = doc["active"]
     if a is not None:
         console.print(

@@ -58,6 +58,7 @@ class Block:
 
     Attributes:
         cost_usd: Decimal, its exact cost so far. complete: bool, no unpriced usage in it.
+        missing: str | None, what its cost leaves out (``missing``), None when complete.
         burn_usd_per_hour: Decimal, over its active time so far. end: datetime, aware UTC.
         official: bool, its window is Claude Code's (``resets_at``), not ccusage's rule.
     """
@@ -67,6 +68,7 @@ class Block:
     burn_usd_per_hour: Decimal
     end: datetime
     official: bool
+    missing: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class LineFacts:
         model: str | None, the model's display name (else its id).
         session_usd / today_usd: Decimal | None, ingestd's exact cost (None: no session id / not read).
         session_complete / today_complete: bool, no unpriced usage in it.
+        session_missing / today_missing: str | None, what that cost leaves out (``missing``).
         cc_usd: float | None, Claude Code's own estimate of the session's cost (finite, >= 0).
         five_hour / seven_day: Official | None, None when the input has no such window.
         context_pct: float | None, the context window's ``used_percentage`` (0-100).
@@ -106,6 +109,8 @@ class LineFacts:
     cc_usd: float | None = None
     today_usd: Decimal | None = None
     today_complete: bool = True
+    session_missing: str | None = None
+    today_missing: str | None = None
     five_hour: Official | None = None
     seven_day: Official | None = None
     context_pct: float | None = None
@@ -200,9 +205,11 @@ def line_facts(conn: Db, obj: dict[str, Any] | None, now: datetime, zone: Zone) 
         model=base.model,
         session_usd=Decimal(session["cost_usd"]) if session is not None else None,
         session_complete=bool(session["cost_complete"]) if session is not None else True,
+        session_missing=missing(session) if session is not None else None,
         cc_usd=base.cc_usd,
         today_usd=Decimal(today["cost_usd"]),
         today_complete=bool(today["cost_complete"]),
+        today_missing=missing(today),
         five_hour=base.five_hour,
         seven_day=base.seven_day,
         context_pct=base.context_pct,
@@ -223,7 +230,34 @@ def _block(doc: dict[str, Any] | None) -> Block | None:
         burn_usd_per_hour=Decimal(doc["burn_usd_per_hour"]),
         end=end,
         official=bool(doc["official"]),
+        missing=missing(doc),
     )
+
+
+def missing(doc: dict[str, Any]) -> str | None:
+    """What a cost document's figure leaves out, short enough for the line: the unpriced tokens with
+    their models and reasons, the records not counted with their first reason, the bytes not read
+    yet; None when the figure is complete. Pure."""
+    if doc.get("cost_complete", True):
+        return None
+    out: list[str] = []
+    unpriced = doc.get("unpriced") or {}
+    if unpriced:
+        n = sum(int(u.get("tokens") or 0) for u in unpriced.values())
+        reasons = sorted({r for u in unpriced.values() for r in u.get("reasons") or ["no_rate"]})
+        models = ", ".join(_clean(m) for m in sorted(unpriced))
+        out.append(f"{_tokens(n)} tok unpriced ({models}: {', '.join(reasons)})")
+    uncounted = doc.get("uncounted") or {}
+    if uncounted.get("records"):
+        listed = uncounted.get("reasons") or []
+        first = _clean(str(listed[0])) if listed else ""
+        why = f": {first if len(first) <= 60 else first[:60].rsplit(' ', 1)[0] + '…'}" if first else ""
+        n = uncounted["records"]
+        out.append(f"{n} record{'s' if n != 1 else ''} not counted{why}")
+    unread = doc.get("unread") or {}
+    if unread.get("bytes"):
+        out.append(f"{unread['bytes']} B not read yet")
+    return "; ".join(out) or None
 
 
 def _clean(text: str) -> str:
@@ -275,6 +309,15 @@ def _tokens(n: int | None) -> str:
     return f"{n / 1_000_000:.1f}M" if n >= 1_000_000 else f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def _missing_part(out: list[Part], note: str | None) -> None:
+    """After a cost that is not complete (its ``+``), what it leaves out: ``+? 330 tok unpriced
+    (claude-mystery-9: no_rate)``, never a complete-looking figure alone; once, when two costs
+    leave out the same."""
+    text = f"+? {note}" if note else None
+    if text is not None and all(p != text for p, _ in out):
+        out.append((text, f"{_YELLOW}{text}{_RESET}"))
+
+
 def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> list[Part]:
     out: list[Part] = []
     for name in fields:
@@ -285,15 +328,18 @@ def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> 
             exact = usd(f.session_usd, f.session_complete) if f.session_usd is not None else "?"
             cc = f" (CC {usd(f.cc_usd)})" if f.cc_usd is not None else " (CC ?)" if f.cc_unsound else ""
             out.append((f"session {exact}{cc}", f"{_DIM}session{_RESET} {exact}{_DIM}{cc}{_RESET}"))
+            _missing_part(out, f.session_missing if f.session_usd is not None else None)
         elif name == "today" and f.today_usd is not None:
             t = usd(f.today_usd, f.today_complete)
             out.append((f"today {t}", f"{_DIM}today{_RESET} {t}"))
+            _missing_part(out, f.today_missing)
         elif name == "block" and f.block is not None:
             b = f.block
             cost, burn = usd(b.cost_usd, b.complete), usd(b.burn_usd_per_hour)
             end = f"→{_reset_text(b.end, now, zone)}"
             plain = f"block {cost} {burn}/h {end}"
             out.append((plain, f"{_DIM}block{_RESET} {cost} {_DIM}{burn}/h {end}{_RESET}"))
+            _missing_part(out, b.missing)
         elif name == "cache" and f.cache is not None:
             out.append(_cache_part(f.cache, now))
         elif name == "limits":

@@ -47,7 +47,7 @@ import psycopg
 from psycopg import errors as pgerr
 
 from ingestd.central.migrate import migrate
-from ingestd.central.pg import pg_errors
+from ingestd.central.pg import PgReadConn, pg_errors
 from ingestd.core import derive, projector
 from ingestd.core.blocks import best_leaf, leaf_claim
 from ingestd.core.projector import decode_row
@@ -77,6 +77,7 @@ from ingestd.core.validate import STORAGE
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S, watchdog_cutoff
 from ingestd.errors import ConfigError
 from ingestd.logs import get_logger
+from ingestd.store import forks
 from ingestd.store.sqlgen import upsert_sql
 from ingestd.store.upsert import TOKEN_UPDATE, token_upsert
 
@@ -300,7 +301,26 @@ def fold_session(pg: psycopg.Connection[Any], sid: str, through: int, hosts: dic
         state, ch = projector.fold(state, sid, rows, hosts[h], projector.given(tuple(so_far)))
         write_changes(pg, sid, h, ch, owner)
         pg.execute("INSERT INTO session_hosts (session_id, host_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", (sid, h))
+    refresh_forks(pg, [sid], hosts)
     return n
+
+
+def refresh_forks(pg: psycopg.Connection[Any], sids: list[str], hosts: dict[str, Ctx]) -> None:
+    """The central form of ``ingestd.store.forks.refresh``: the fork edges of ``forks.affected(sids)``
+    made what ``forks.wanted`` says, each stamped with the identity of the smallest host holding
+    rows of the fork's session (``session_hosts``), whatever host's slice or fold order got there
+    first. In the caller's transaction."""
+    q = PgReadConn(pg)
+    for child, want in forks.wanted(q, forks.affected(q, sids)).items():
+        if want is None:
+            pg.execute(
+                "DELETE FROM orchestration_edges WHERE session_id = %s AND child_agent_id = %s AND source = 'fork'",
+                (child, child),
+            )
+            continue
+        own = pg.execute("SELECT min(host_id) FROM session_hosts WHERE session_id = %s", (child,)).fetchone()
+        ctx = hosts.get(str(own[0])) if own is not None and own[0] is not None else None
+        pg.execute(UPSERT_EDGE, forks.edge_row(child, want[0], want[1], ctx or Ctx(instance="central", host_id="")))
 
 
 # What the store refuses for a reason in the rows themselves (a value, a constraint, a size limit),

@@ -65,6 +65,7 @@ PINS: tuple[Pin, ...] = (
     Pin(26, "otel", "a5bcdc950374e46e32df335a431d14702e60c033af60f8279bdd284b61892bd4"),
     Pin(27, "inference_geo", "8281427e2a957ce48ffa6a44fa52d1bf8b87c2daef2316402aae6543acce5c65"),
     Pin(28, "fork_evidence", "9bf63892916feb8c4c08ebc4e3a566ef9c3d0daf871dd105f3fcc850e6f94018"),
+    Pin(29, "fork_edges", "a6f7d0e2c1473cafe315b88c57f0e47d1423abf6f3c471a9fbb819c9591e8bdc"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -93,6 +94,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(12, "otel", "cd405f39f75cdd718f03dc85e8ed4d6b3992d23e5d70c93777106d74da671abf"),
     Pin(13, "inference_geo", "b4594f330c7cdcc29ff37841706b3f5fdf5fb70c2b066e80bb8c664b0f573cba"),
     Pin(14, "fork_evidence", "29713527503a6d262f42c01da9714fe30be90b2f35fd54b9bd6a3947668cd6f9"),
+    Pin(15, "fork_edges", "ffb4d0d27e8e66fddf999be1bff4556fb7cae8684e7ed262222af44788afd045"),
 )
 
 

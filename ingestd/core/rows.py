@@ -26,7 +26,7 @@ class SessionRow(NamedTuple):
     ``root_uuid``: str | None, the uuid of the first record of the main transcript with a null
     ``parentUuid`` (the root of its chain). ``forked_from``: str | None, the session a record's
     ``forkedFrom.sessionId`` names. ``fork_start``: int, 1 when a SessionStart said ``source:
-    "fork"``. The three are a fork's evidence; its parent is joined at read time (``report.forks``).
+    "fork"``. The three are a fork's evidence; its parent is joined across sessions (``store.forks``).
     """
 
     id: str
@@ -75,7 +75,8 @@ class AgentRow(NamedTuple):
 
 class EdgeRow(NamedTuple):
     """One ``orchestration_edges`` row (key ``(session_id, child_agent_id)``; ``id`` =
-    ``keys.stable_id(session_id, child)``), stamped with the database's identity."""
+    ``keys.stable_id(session_id, child)``), stamped with the database's identity. ``tool_use_id``:
+    the spawning call, None for an edge no call made (a fork: ``ingestd.store.forks``)."""
 
     id: int
     session_id: str
@@ -84,8 +85,8 @@ class EdgeRow(NamedTuple):
     source: str
     instance: str
     host_id: str
-    created_at: str
-    tool_use_id: str
+    created_at: str | None
+    tool_use_id: str | None
 
 
 class TokenUsageRow(NamedTuple):

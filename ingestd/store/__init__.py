@@ -7,6 +7,7 @@ bench may import any).
 __all__ = [
     "connection",
     "dictionary",
+    "forks",
     "identity",
     "logrows",
     "migrate",

@@ -37,7 +37,8 @@ from ingestd.core.rows import (
     TokenUsageRow,
     ToolCallRow,
 )
-from ingestd.store import titles, upsert
+from ingestd.core.touch import Ctx
+from ingestd.store import forks, titles, upsert
 from ingestd.store.connection import Db
 from ingestd.store.rollup import (
     CANONICAL_SQL,
@@ -52,6 +53,7 @@ from ingestd.store.rollup import (
 )
 from ingestd.store.sqlgen import upsert_sql
 
+LOCAL = Ctx()  # the identity of a store written without one (tests)
 UPSERT_SESSION = upsert_sql("sessions", SessionRow._fields, ("id",))
 # An agent is identified by (session_id, id) (SPEC §4.2, migration 0009): each session's fold
 # owns its agents' rows, so a later row of the same session simply replaces the earlier one.
@@ -144,14 +146,16 @@ BUMP_STAT = (
 )
 
 
-def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
-    """Upsert projection rows (inside the caller's transaction).
+def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL) -> None:
+    """Upsert projection rows (inside the caller's transaction), then the fork edges those rows can
+    change (``ingestd.store.forks``: a join of several sessions' rows, not one session's fold).
 
     Args:
         conn: the connection written.
         ch: the projector's rows.
         log: the connection whose ``events_raw`` holds the log, when it is not ``conn`` (a rebuild);
             summaries look their leaf up in it (``ingestd.store.titles``). Read-only.
+        ctx: the database's identity, stamped on the fork edges (as the fold stamps its own edges).
     """
     retitle: set[str] = set()
     if ch.sessions:
@@ -187,6 +191,9 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None) -> None:
         upsert.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
     if ch.search_docs:
         index_search_docs(conn, ch.search_docs)
+    moved = {r.id for r in ch.sessions} | {r.session_id for r in ch.compactions}
+    if moved:
+        forks.refresh(conn, moved, ctx)
 
 
 def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:

@@ -76,7 +76,7 @@ def fold_into(
         state, ch = projector.fold(states.get(sid), sid, rows, ctx, history)
         states[sid] = state
         changes.extend(ch)
-    write_changes(conn, changes, log)
+    write_changes(conn, changes, log, ctx)
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import apsw
 from click.testing import CliRunner
 
 from ingestd.cli import cli
@@ -48,7 +49,16 @@ def _projects(tmp_path: Path, files: list[str], edit: Any = None) -> Path:
     return tmp_path / "projects"
 
 
+def _edges(db: Path) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return sorted(conn.execute("SELECT * FROM orchestration_edges"))
+    finally:
+        conn.close()
+
+
 def test_a_fork_after_a_compaction_names_its_parent_in_either_order(tmp_path: Path) -> None:
+    edges = []
     for order in ([f"{PARENT}.jsonl", f"{FORK}.jsonl"], [f"{FORK}.jsonl", f"{PARENT}.jsonl"]):
         base = tmp_path / order[0][:8]
         db = base / "f.db"
@@ -65,6 +75,23 @@ def test_a_fork_after_a_compaction_names_its_parent_in_either_order(tmp_path: Pa
         text = _run("tree", FORK[:8], "--db", str(db))
         assert f"forked from session {PARENT} (via fork: compaction root)" in text
         assert f"forked into session {FORK}" in _run("tree", PARENT[:8], "--db", str(db))
+        # the fork is an edge of the fork's session, parent main agent -> the fork's main agent
+        assert fork["tree"]["agent_id"] == FORK and fork["tree"]["edge"] == {
+            "parent_agent_id": PARENT,
+            "source": "fork",
+            "created_at": fork["session"]["started_at"],
+            "tool_use_id": None,
+        }
+        assert parent["tree"]["edge"] is None
+        forks = [e for e in _edges(db) if e[4] == "fork"]
+        assert [(e[1], e[2], e[3]) for e in forks] == [(FORK, PARENT, FORK)]
+        edges.append([e[:5] + e[6:] for e in _edges(db)])  # each database has its own instance id
+        replayed = json.loads(_run("replay", "--db", str(db), "--json"))
+        assert (
+            replayed["ok"]
+            and dict((t["table"], t["rows"]["replay_a"]) for t in replayed["tables"])["orchestration_edges"] == 1
+        )
+    assert edges[0] == edges[1]
 
 
 def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tmp_path: Path) -> None:
@@ -93,6 +120,14 @@ def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tm
         assert fork_parent(m.conn, copy_id) == {"session_id": FORK, "evidence": "fork_hook_root", "root_uuid": BOUNDARY}
         assert fork_parent(m.conn, FORK) is None
         assert fork_children(m.conn, FORK) == [{"session_id": copy_id, "evidence": "fork_hook_root"}]
+        # a fork hook for the other file too: both say they are the copy, neither is the parent,
+        # and the edge written for the first is taken away, not frozen
+        other = dataclasses.replace(
+            hook, id=10**6 + 1, session_id=FORK, payload=hook.payload.replace(copy_id.encode(), FORK.encode())
+        )
+        m.apply(fold_log(FORK, [*by_session(lines)[FORK], other], Ctx())[1])
+        assert fork_parent(m.conn, copy_id) is None and fork_children(m.conn, FORK) == []
+        assert list(m.conn.execute("SELECT count(*) FROM orchestration_edges WHERE source = 'fork'")) == [(0,)]
 
 
 def test_a_branch_names_its_parent_on_its_copies(tmp_path: Path) -> None:

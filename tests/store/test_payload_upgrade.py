@@ -95,6 +95,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("DROP TABLE IF EXISTS otel_metric_points")
     conn.execute("DROP INDEX IF EXISTS sessions_root_uuid")
     conn.execute("DROP INDEX IF EXISTS sessions_forked_from")
+    conn.execute("DROP INDEX IF EXISTS compactions_boundary")
     conn.execute("DROP INDEX IF EXISTS tool_calls_prompt")
     for table, column in (
         ("tool_calls", "prompt_id"),
@@ -154,13 +155,13 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]
+    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
     # nothing rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
-    # partial indexes (0028); the projection tables 0020 rebuilt left their old pages free (the
+    # partial indexes (0028), one index (0029); the projection tables 0020 rebuilt left their old pages free (the
     # log's pages are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
     assert in_use <= pages + 30
@@ -245,7 +246,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]
+    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

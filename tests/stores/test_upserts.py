@@ -91,6 +91,8 @@ def test_the_agent_kinds_and_edge_provenances_of_2_1_332_are_stored(store: Store
     mate = rows.AgentRow("mate", sid, "teammate", None, "working", sid, None, None, None, 0, None, "alice")
     ch.agents.append(mate)
     ch.edges.append(rows.EdgeRow(7, sid, "parent-session", sid, "fork", "i", HOST, None, ""))
+    # the evidence that keeps it (the local store recomputes fork edges after each write)
+    ch.sessions[:] = [s._replace(forked_from="parent-session") for s in ch.sessions]
     store.write(ch, sid=sid)
     got = {r[0]: r[1:] for r in store.rows("SELECT id, type, name FROM agents")}
     assert got["mate"] == ("teammate", "alice")

@@ -15,10 +15,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from ingestd.report.cost import telemetry_section
 from ingestd.report.usage import RateTable, Usage, money
 from ingestd.store.connection import Db, storage_errors
 from ingestd.store.pricing import BUCKETS
-from ingestd.store.rollup import SUM_COLUMNS
+from ingestd.store.rollup import RATE_SQL, SUM_COLUMNS, SUMS_SQL, TIER_SQL
 
 COUNTS = (*BUCKETS, "web_search_requests")
 """What is compared per model: the five buckets' tokens and the web search requests."""
@@ -206,3 +207,77 @@ def totals_line(section: dict[str, int] | None) -> str:
         f"Claude Code's own totals differ from ingestd's in {max(t, c)} of {n} session{'' if n == 1 else 's'}"
         f" (tokens in {t}, cost in {c}): `ingestd tree SESSION` shows both; they are never added"
     )
+
+
+SHOWN_EVENTS = 20  # disagreeing requests and API errors listed per session (the counts are whole)
+
+
+def session_telemetry(conn: Db, sid: str, rates: RateTable) -> dict[str, Any] | None:
+    """What Claude Code's own telemetry says about session ``sid``, beside ingestd's exact figures,
+    never added to them (the usage it alone shows is already in the session's cost, as its own
+    ``token_usage`` rows). Read-only.
+
+    Returns:
+        None when no telemetry of the session was logged; else ``cost.telemetry_section``'s keys
+        (``events``, ``matched``, ``disagreements``, ``otel_only``, ``split_unknown``, ``errors``,
+        ``claude_code_cost_usd``, ``metrics``) and ``otel_only_usage`` (the tokens and exact cost of
+        the requests no transcript shows), ``disagreeing`` (``[{"occurred_at", "message_id",
+        "matched_by", "mismatch"}]``, oldest first), ``api_errors`` (``[{"occurred_at",
+        "agent_id", "model", "request_id", "error"}]``, newest first: the session's failed API
+        calls, each attributed to its agent where the event names one) and ``errors_by_agent``
+        (``{agent id: count}``; ``""`` for an event naming no agent); both lists at most
+        ``SHOWN_EVENTS`` long.
+
+    Raises:
+        StorageError: the store refused the read.
+    """
+    with storage_errors():
+        if not _has_otel(conn):
+            return None
+        base = telemetry_section(conn, None, sid)
+        if not base["events"] and not base["errors"] and not base["metrics"]:
+            return None
+        disagreeing = [
+            {"occurred_at": at, "message_id": mid, "matched_by": how, "mismatch": why}
+            for at, mid, how, why in conn.execute(
+                "SELECT occurred_at, message_id, matched_by, mismatch FROM otel_requests"
+                " WHERE session_id = ? AND agrees = 0 ORDER BY occurred_at, request_key LIMIT ?",
+                (sid, SHOWN_EVENTS),
+            )
+        ]
+        errors = [
+            {"occurred_at": at, "agent_id": agent, "model": model, "request_id": rid, "error": err}
+            for at, agent, model, rid, err in conn.execute(
+                "SELECT occurred_at, agent_id, model, request_id, error FROM otel_requests"
+                " WHERE session_id = ? AND event = 'api_error' ORDER BY occurred_at DESC, request_key DESC LIMIT ?",
+                (sid, SHOWN_EVENTS),
+            )
+        ]
+        by_agent = {
+            str(agent or ""): int(n)
+            for agent, n in conn.execute(
+                "SELECT agent_id, count(*) FROM otel_requests WHERE session_id = ? AND event = 'api_error'"
+                " GROUP BY 1 ORDER BY 1",
+                (sid,),
+            )
+        }
+        own = Usage()
+        for model, version, tier, speed, geo, *sums in conn.execute(
+            f"SELECT t.model, {RATE_SQL}, {TIER_SQL}, t.speed, t.inference_geo, {SUMS_SQL} FROM token_usage t"
+            " WHERE t.session_id = ? AND t.claim_rank < 0 GROUP BY 1, 2, 3, 4, 5",
+            (sid,),
+        ):
+            own.add_messages(model, version, int(tier), str(speed), sums, rates, str(geo))
+    return {
+        **base,
+        "otel_only_usage": own.to_json(),
+        "disagreeing": disagreeing,
+        "api_errors": errors,
+        "errors_by_agent": by_agent,
+    }
+
+
+def _has_otel(conn: Db) -> bool:
+    if getattr(conn, "central", False):
+        return True
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'otel_requests'").fetchall())

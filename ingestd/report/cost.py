@@ -143,8 +143,9 @@ def _message_rows(
     return conn.execute(sql, tuple(params))
 
 
-def telemetry_section(conn: Db, window: Window, session: str | None = None) -> dict[str, Any]:
-    """What Claude Code's own telemetry says about the window, beside the exact figures. Read-only.
+def telemetry_section(conn: Db, window: Window | None, session: str | None = None) -> dict[str, Any]:
+    """What Claude Code's own telemetry says about the window (None: all time), beside the exact
+    figures. Read-only.
 
     Returns:
         ``{"events", "matched", "disagreements", "otel_only", "split_unknown", "errors",
@@ -154,7 +155,8 @@ def telemetry_section(conn: Db, window: Window, session: str | None = None) -> d
         ``cost_usd`` of the api_request events, and each metric's sum (``{name: {"unit", "sum",
         "points"}}``, deltas summed), none of it ever added to the cost.
     """
-    where, params = range_clauses("occurred_at", window.since_utc, "occurred_at", window.until_utc)
+    since, until = (window.since_utc, window.until_utc) if window is not None else (None, None)
+    where, params = range_clauses("occurred_at", since, "occurred_at", until)
     if session is not None:
         where.append("session_id = ?")
         params.append(session)
@@ -174,7 +176,7 @@ def telemetry_section(conn: Db, window: Window, session: str | None = None) -> d
     costs = [
         float(v) for (v,) in conn.execute(f"SELECT cc_cost_usd FROM otel_requests WHERE {cc_where}", tuple(params))
     ]
-    mwhere, mparams = range_clauses("end_at", window.since_utc, "end_at", window.until_utc)
+    mwhere, mparams = range_clauses("end_at", since, "end_at", until)
     if session is not None:
         mwhere.append("session_id = ?")
         mparams.append(session)

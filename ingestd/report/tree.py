@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.errors import InputError
-from ingestd.report.claudetotals import claude_totals
+from ingestd.report.claudetotals import claude_totals, session_telemetry
 from ingestd.report.forks import fork_children, fork_parent
 from ingestd.report.sessions import _COLUMNS, session_row
 from ingestd.report.usage import RateTable, Usage, load_rates
@@ -178,8 +178,11 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
 
     Returns:
         ``{"session", "tree", "orphans", "compaction_agents", "unattributed", "agents", "claude_code",
-        "forked_from", "forks"}``; ``forked_from`` is the session this one was forked from
-        (``forks.fork_parent``, provenance ``fork``), ``forks`` the sessions forked from it.
+        "telemetry", "forked_from", "forks"}``; ``telemetry`` is what Claude Code's own telemetry says
+        of the session beside the exact figures (``claudetotals.session_telemetry``: matched,
+        telemetry-only, disagreements, API errors; None without any); ``forked_from`` is the
+        session this one was forked from (``forks.fork_parent``, provenance ``fork``), ``forks`` the
+        sessions forked from it.
         ``session`` is the ``sessions`` row (cost from the rollup); ``claude_code`` Claude Code's own
         figures beside it (``claudetotals.claude_totals``: never added to any cost here); ``tree``
         the main agent's node (or None); each node has its fields, ``edge`` (provenance),
@@ -197,6 +200,7 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         session_doc = session_row(conn, srow, rates)
         agents, unattributed = _load(conn, sid, rates)
         own_figures = claude_totals(conn, sid, rates)
+        telemetry = session_telemetry(conn, sid, rates)
         parent, children = fork_parent(conn, sid), fork_children(conn, sid)
     orphans: list[tuple[str, str]] = []
     compaction: list[str] = []
@@ -234,6 +238,7 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         "compaction_agents": compaction_nodes,
         "unattributed": unattributed.to_json() if unattributed.tokens or unattributed.billed_messages else None,
         "claude_code": own_figures,
+        "telemetry": telemetry,
         "forked_from": parent,
         "forks": children,
     }

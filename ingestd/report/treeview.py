@@ -163,7 +163,7 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
     for what, f in links:
         why = f["evidence"].replace("_", " ")
         root.add(Text(f"{what} session {f['session_id']} (via fork: {why})", style="blue"))
-    for line in claude_code_lines(doc.get("claude_code"), zone):
+    for line in [*claude_code_lines(doc.get("claude_code"), zone), *telemetry_lines(doc.get("telemetry"), zone, ids)]:
         root.add(Text("\n".join(flow(line.split("  "), width)), style="cyan"))
     console.print(root)
     unpriced_note(console, s, store=store)
@@ -192,6 +192,30 @@ def claude_code_lines(cc: dict[str, Any] | None, zone: Zone) -> list[str]:
     if line:
         at = when(line["sampled_at"], zone)
         out.append(f"Claude Code's status line: ${line['cost_usd']:.4f} (its estimate, {at})")
+    return out
+
+
+def telemetry_lines(tm: dict[str, Any] | None, zone: Zone, ids: dict[str, str]) -> list[str]:
+    """What Claude Code's telemetry says of the session, as lines (phrases joined by two spaces):
+    its requests matched to transcript messages and how many disagree (each listed), those only
+    it shows, its own cost, and its API errors by agent (the latest listed). Pure."""
+    if not tm:
+        return []
+    cost = "" if tm["claude_code_cost_usd"] is None else f"  its cost ${tm['claude_code_cost_usd']:.6f}"
+    own = tm["otel_only_usage"]
+    only = f"{tm['otel_only']} in telemetry only"
+    if tm["otel_only"]:
+        only += f" ({tokens(own['tokens'])} tok {usd(own).plain}, in the session's cost)"
+    out = [
+        f"Claude Code's telemetry: {plural(tm['events'], 'API request')}  {tm['matched']} matched to transcript"
+        f" messages ({tm['disagreements']} disagree)  {only}{cost}  (never added to ingestd's)"
+    ]
+    out += [f"  disagrees: {d['message_id']} {d['mismatch']}" for d in tm["disagreeing"]]
+    if tm["errors"]:
+        who = ", ".join(f"{ids.get(a, a[:8]) if a else 'no agent'} {n}" for a, n in tm["errors_by_agent"].items())
+        out.append(f"API errors (telemetry): {tm['errors']}  by agent: {who}")
+        for e in tm["api_errors"][:3]:
+            out.append(f"  {when(e['occurred_at'], zone)}  {e['error'] or '?'}  {e['model'] or ''}".rstrip())
     return out
 
 

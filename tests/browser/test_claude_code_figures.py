@@ -4,6 +4,7 @@ session's work by prompt and the session it was forked from, from sessions a rea
 
 from __future__ import annotations
 
+import http.client
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from tests.browser.conftest import Site, cli_json
 from tests.browser.test_live_view import _text, js, open_view
 from tests.conftest import REPO
 from tests.reliability.daemon import Daemon
-from tests.support import free_port
+from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -88,3 +89,25 @@ def test_the_session_page_links_a_fork_and_its_parent(browser: Any, site: Site) 
     assert js(browser, "return [...document.querySelectorAll('#forks a')].map(a => a.getAttribute('href'));") == [
         f"#/session/{fork}"
     ]
+
+
+def test_the_session_page_shows_the_sessions_telemetry(browser: Any, site: Site) -> None:
+    """The first logs export of the same real run (``../shared/live-2.1.332/otlp``), posted to the
+    daemon: both requests matched to the transcript's messages, none only in the telemetry."""
+    if site.name != "projects":
+        pytest.skip("only the fixtures/claude-2.1.332/projects site holds the sample session")
+    capture = REPO.parent / "shared" / "live-2.1.332" / "otlp" / "logs-1.json"
+    if not capture.is_file():
+        pytest.skip("../shared/live-2.1.332 is absent")
+    open_view(browser, site, f"#/session/{SID}", "session")
+    assert js(browser, "return document.getElementById('telemetry').innerText;").startswith("— (no telemetry")
+    body = capture.read_bytes()
+    conn = http.client.HTTPConnection("127.0.0.1", site.daemon.port, timeout=10)
+    conn.request("POST", "/v1/logs", body, {"Content-Type": "application/json"})
+    assert conn.getresponse().status == 200
+    conn.close()
+    want = "2 API requests: 2 matched to transcript messages (0 disagree), 0 in telemetry only; its cost $0.0132"
+    script = "const e = document.getElementById('telemetry-requests'); return e && e.innerText;"
+    wait_for("the telemetry shown", lambda: js(browser, script) == want)
+    assert js(browser, "return document.getElementById('telemetry-requests').dataset.disagreements;") == "0"
+    assert js(browser, "return document.getElementById('telemetry-errors');") is None

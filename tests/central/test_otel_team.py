@@ -60,3 +60,21 @@ def test_cost_by_source_on_the_central_store_is_the_local_document(tmp_path: Pat
     assert [r["source"] for r in mine["rows"]] == ["otel"] and mine["telemetry"]["otel_only"] == 4
     assert central["telemetry"] == mine["telemetry"]
     assert central == mine
+
+
+def test_the_sessions_telemetry_in_the_central_tree_is_the_local_one(tmp_path: Path, pg_url: str) -> None:
+    from ingestd.report.tree import tree_report
+    from tests.otlp.test_reconcile import SID
+    from tests.otlp.test_session_telemetry import api_errors
+
+    local = local_db(tmp_path / "a.db", [], "host-a")
+    apply_batch(local, transcript() + telemetry() + api_errors())
+    mine = tree_report(local, SID)["telemetry"]
+    assert mine is not None and (mine["matched"], mine["otel_only"], mine["errors"]) == (3, 1, 2)
+    ship_all(local, pg_url)
+    project(pg_url)
+    pg = pg_connect(pg_url, autocommit=True)
+    try:
+        assert tree_report(PgReadConn(pg), SID)["telemetry"] == mine
+    finally:
+        pg.close()

@@ -309,6 +309,33 @@ function ownTotalsEl(cc) {
   return parts.length ? parts : h("span", { class: "muted" }, "—");
 }
 
+// What Claude Code's telemetry says of the session (the tree's `telemetry`): beside the exact figures, never added.
+function telemetryEl(tm) {
+  if (!tm) return h("span", { class: "muted" }, "— (no telemetry: `ingestd hooks install --otel` sends it)");
+  const disagree = tm.disagreeing.map((d) => `${d.message_id}: ${d.mismatch}`).join("\n");
+  const parts = [
+    h(
+      "span",
+      { id: "telemetry-requests", "data-disagreements": String(tm.disagreements), title: disagree || "every matched request agrees with its message" },
+      `${tm.events} API requests: ${tm.matched} matched to transcript messages (`,
+      h("span", { class: tm.disagreements ? "status status-error" : "muted" }, `${tm.disagreements} disagree`),
+      `), ${tm.otel_only} in telemetry only`,
+      tm.otel_only ? [" (", fmtTokens(tm.otel_only_usage.tokens), " tokens ", costEl(tm.otel_only_usage), ", in the cost)"] : "",
+      tm.claude_code_cost_usd === null ? "" : `; its cost $${tm.claude_code_cost_usd.toFixed(4)}`,
+    ),
+  ];
+  if (tm.errors) {
+    const latest = tm.api_errors.map((e) => `${fmtTime(e.occurred_at)} ${e.agent_id ? shortAgent(e.agent_id) : "no agent"}: ${e.error || "?"}`).join("\n");
+    const who = Object.entries(tm.errors_by_agent).map(([a, n]) => `${a ? shortAgent(a) : "no agent"} ${n}`).join(", ");
+    parts.push(" · ", h("span", { id: "telemetry-errors", class: "status status-error", title: latest }, `${tm.errors} API errors (${who})`));
+  }
+  return parts;
+}
+
+function shortAgent(id) {
+  return id.length > 12 ? id.slice(0, 8) : id;
+}
+
 // The session's work by the prompt it answered (`/api/sessions/{id}/tree?by=prompt`).
 function byPromptEl(doc) {
   const groups = doc.prompts.map((p) => [p, p.prompt_index === null ? "?" : String(p.prompt_index + 1)]);
@@ -371,6 +398,7 @@ export function sessionView(id) {
           ["Tokens", h("span", { id: "session-tokens" }, fmtTokens(s.tokens))],
           ["Cost", costEl(s)],
           ["Claude Code's own", ownTotalsEl(tree.claude_code)],
+          ["Telemetry", h("span", { id: "telemetry" }, telemetryEl(tree.telemetry))],
           ...(tree.forked_from ? [["Forked from", h("span", { id: "forked-from" }, h("a", { href: sessionHref(tree.forked_from.session_id), class: "mono", title: tree.forked_from.session_id }, tree.forked_from.session_id.slice(0, 8)), ` (${tree.forked_from.evidence.replace(/_/g, " ")})`)]] : []),
           ...(tree.forks && tree.forks.length ? [["Forks", h("span", { id: "forks" }, tree.forks.flatMap((f, i) => [i ? ", " : "", h("a", { href: sessionHref(f.session_id), class: "mono", title: f.session_id }, f.session_id.slice(0, 8))]))]] : []),
         ].map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),

@@ -236,6 +236,10 @@ def write_changes(
             cur.executemany(UPSERT_TOKENS, [(owner.get(r.message_id, host_id), *r[1:]) for r in ch.token_usage])
         if ch.tool_calls:
             cur.executemany(UPSERT_TOOL, ch.tool_calls)
+        if ch.retracted_compactions:
+            cur.executemany(
+                "DELETE FROM compactions WHERE session_id = %s AND boundary_id = %s", ch.retracted_compactions
+            )
         if ch.compactions:
             cur.executemany(UPSERT_COMPACTION, ch.compactions)
         if ch.tasks:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingestd.core.derive_agents import COMPACTION_PREFIX, View, agent_rows, legacy_agents, main_status
-from ingestd.core.otelfold import derive_otel
+from ingestd.core.otelfold import derive_compactions, derive_otel
 from ingestd.core.rows import (
     AgentKey,
     AgentRow,
@@ -75,6 +75,9 @@ class Changes:
         otel_metrics: ``OtelMetricRow`` (key raw_event_id), one per metric data point.
         retracted_usage: ``UsageKey`` of the own usage rows of events a transcript message now
             explains: a store deletes them before it upserts ``token_usage``.
+        retracted_compactions: ``(session_id, boundary_id)`` of the own compaction rows of
+            telemetry events a transcript boundary now explains: a store deletes them before it
+            upserts ``compactions``.
         quarantine: ``QuarantineRow`` (key raw_event_id, reason).
     """
 
@@ -96,6 +99,7 @@ class Changes:
     otel_requests: list[OtelRequestRow] = field(default_factory=list)
     otel_metrics: list[OtelMetricRow] = field(default_factory=list)
     retracted_usage: list[UsageKey] = field(default_factory=list)
+    retracted_compactions: list[tuple[str, str]] = field(default_factory=list)
 
     def extend(self, other: Changes) -> None:
         """Append ``other``'s rows (later rows of the same key win at upsert time). An agent ``other``
@@ -111,6 +115,12 @@ class Changes:
         if other.token_usage and self.retracted_usage:
             back = {r.message_id for r in other.token_usage}
             self.retracted_usage = [k for k in self.retracted_usage if k.message_id not in back]
+        if other.retracted_compactions:
+            gone_c = set(other.retracted_compactions)
+            self.compactions = [c for c in self.compactions if (c.session_id, c.boundary_id) not in gone_c]
+        if other.compactions and self.retracted_compactions:
+            back_c = {(c.session_id, c.boundary_id) for c in other.compactions}
+            self.retracted_compactions = [k for k in self.retracted_compactions if k not in back_c]
         self.sessions.extend(other.sessions)
         self.agents.extend(other.agents)
         self.edges.extend(other.edges)
@@ -129,6 +139,7 @@ class Changes:
         self.otel_requests.extend(other.otel_requests)
         self.otel_metrics.extend(other.otel_metrics)
         self.retracted_usage.extend(other.retracted_usage)
+        self.retracted_compactions.extend(other.retracted_compactions)
 
 
 _SHORT = MAX_TEXT_BYTES // 4
@@ -202,6 +213,7 @@ def derive(state: SessionState, t: Touched, ctx: Ctx) -> Changes:
         ch.compactions.append(
             CompactionRow(state.session_id, bid, v.resolve(a), ts, trig, pre, summary[1] if summary else None)
         )
+    derive_compactions(state, t, ch.compactions, ch.retracted_compactions)
     for tid in sorted(t.tasks):
         k = state.tasks[tid]
         status = "completed" if k.completed_at is not None else "pending"

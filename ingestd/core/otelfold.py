@@ -6,6 +6,17 @@ A logged OTLP record (``ingestd.core.otlp``) of a session is folded here:
 - ``assistant_response`` names the transcript record of its answer (``message.uuid``);
 - ``tool_result`` ends a tool call (completed or failed), a ``tool_decision`` of ``reject`` denies
   one (``touch.note_tool``: the same joins as hooks and transcripts);
+- ``subagent_completed`` (sent when a subagent's run finishes, with its ``agent_id``: 2.1.332
+  bundle) is stop evidence of that agent, as a SubagentStop: it completes an agent other evidence
+  shows ran, never creates one, and a failure ending still wins (``toolstatus``). Claude Code
+  stamps ``agent_id`` as ``a`` plus the id's 16 hex digits, which is the transcript's ``agentId``
+  for an ordinary subagent; a labelled id (``acompact-…``) is stamped without its label and joins
+  no agent;
+- a successful ``compaction`` event (``trigger``, ``pre_tokens``) is evidence of a compaction:
+  explained by a transcript ``compact_boundary`` (``match_compactions``: same trigger and
+  tokens before, the nearest within ``COMPACTION_WINDOW_NS``) it adds nothing, else it is a
+  ``compactions`` row of its own (boundary id ``otel:<key>``) until a boundary explains it
+  (``Changes.retracted_compactions``), so a compaction is never counted twice;
 - metric data points become ``otel_metric_points`` rows, kept as sent (summed by readers, shown
   beside the exact figures, never added to them);
 - every other event stays in the log only.
@@ -40,11 +51,11 @@ import orjson
 
 from ingestd.core import otlp
 from ingestd.core.records import LogRow
-from ingestd.core.rows import OtelMetricRow, OtelRequestRow, TokenUsageRow, UsageKey
-from ingestd.core.state import MsgEv, OtelEv, SessionState
+from ingestd.core.rows import CompactionRow, OtelMetricRow, OtelRequestRow, TokenUsageRow, UsageKey
+from ingestd.core.state import MsgEv, OtelCompactionEv, OtelEv, SessionState
 from ingestd.core.timefmt import parse
 from ingestd.core.toolstatus import COMPLETED, DENIED, FAILED
-from ingestd.core.touch import Touched, note_tool
+from ingestd.core.touch import Touched, agent_ev, note_tool
 from ingestd.core.usagefold import count
 
 RANK_OTEL = -1  # below every transcript claim (``state.RANK_*``): usage only the telemetry shows
@@ -52,6 +63,8 @@ USAGE_PREFIX = "otel:"
 REQUEST_EVENTS = ("api_request", "api_error")
 MATCHES = ("request_id", "message_uuid", "tokens")
 WINDOW_NS = 30 * 60 * 10**9  # a fingerprint match lies within 30 minutes of the event
+COMPACTION_WINDOW_NS = 10 * 60 * 10**9  # a boundary explaining a compaction event lies within 10 minutes
+BOUNDARY_PREFIX = "otel:"  # the boundary id of a compaction only the telemetry shows
 _PRIVATE = ("session.id", "user.id")
 
 
@@ -110,6 +123,31 @@ def fold_otlp(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched,
             if prev is None or (pid, seq) < prev:
                 state.otel_responses[uuid] = (pid, seq)
                 t.otel.add("")
+    elif name == "subagent_completed":
+        aid = _s(attrs, "agent_id")
+        if aid is not None and aid != state.session_id:
+            agent_ev(state, aid).completed = True
+            t.agents.add(aid)
+    elif name == "compaction":
+        ok = attrs.get("success")
+        if ok is not True and ok != "true":
+            return
+        seq = otlp.as_int(attrs.get("event.sequence"))
+        key = f"{ns}:{seq}" if seq is not None else f"{ns}:r{row.id}"
+        trig = _s(attrs, "trigger")
+        pre = otlp.as_int(attrs.get("pre_tokens"))
+        comp = OtelCompactionEv(
+            row.id,
+            occurred,
+            ns,
+            _s(attrs, "agent_id") or state.session_id,
+            trig if trig in ("auto", "manual") else None,
+            count(pre) if pre is not None else None,
+        )
+        cur_c = state.otel_compactions.get(key)
+        if cur_c is None or comp.raw_event_id < cur_c.raw_event_id:
+            state.otel_compactions[key] = comp
+        t.otel_compactions = True
     elif name in ("tool_result", "tool_decision"):
         tuid = _s(attrs, "tool_use_id")
         if tuid is None:
@@ -298,6 +336,51 @@ def _may_move(state: SessionState, msgs: set[str]) -> bool:
     named = {state.req_ids.get(e.request_id) for e in state.otel.values() if e.request_id}
     named.update(state.uuids.get(u) for u in state.otel_responses)
     return not named.isdisjoint(msgs)
+
+
+def match_compactions(state: SessionState) -> dict[str, str]:
+    """event key -> the transcript boundary (its uuid) that explains each compaction event of the
+    session: the same trigger and tokens before (where both sides give them), the nearest in time
+    within ``COMPACTION_WINDOW_NS``, each boundary explaining one event at most, events taken in
+    (time, key) order. A function of ``state`` alone."""
+    bounds: list[tuple[int, str, str | None, int | None]] = []
+    for bid, c in state.compactions.items():
+        dt = parse(c.ts)
+        if dt is not None:
+            bounds.append((int(dt.timestamp() * 1e9), bid, c.trigger, c.pre_tokens))
+    out: dict[str, str] = {}
+    claimed: set[str] = set()
+    for key, e in sorted(state.otel_compactions.items(), key=lambda kv: (kv[1].occurred_ns, kv[0])):
+        cands = [
+            (abs(ns - e.occurred_ns), bid)
+            for ns, bid, trig, pre in bounds
+            if bid not in claimed
+            and (trig is None or e.trigger is None or trig == e.trigger)
+            and (pre is None or e.pre_tokens is None or pre == e.pre_tokens)
+        ]
+        best = min(cands, default=None)
+        if best is not None and best[0] <= COMPACTION_WINDOW_NS:
+            out[key] = best[1]
+            claimed.add(best[1])
+    return out
+
+
+def derive_compactions(
+    state: SessionState, t: Touched, rows: list[CompactionRow], retracted: list[tuple[str, str]]
+) -> None:
+    """Append, when a compaction event or a boundary was folded, the own row of every compaction
+    event no boundary explains and the retraction of the own row of every one a boundary does."""
+    if not state.otel_compactions or not (t.otel_compactions or t.compactions):
+        return
+    matched = match_compactions(state)
+    sid = state.session_id
+    for key in sorted(state.otel_compactions):
+        bid = BOUNDARY_PREFIX + key
+        if key in matched:
+            retracted.append((sid, bid))
+            continue
+        e = state.otel_compactions[key]
+        rows.append(CompactionRow(sid, bid, e.agent, e.occurred, e.trigger, e.pre_tokens, None))
 
 
 def derive_otel(

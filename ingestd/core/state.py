@@ -185,6 +185,24 @@ class ToolEv:
 
 
 @dataclass(frozen=True, slots=True)
+class OtelCompactionEv:
+    """One successful ``compaction`` event of Claude Code's telemetry (``ingestd.core.otelfold``).
+
+    Attributes:
+        raw_event_id: int, its log row. occurred: str, canonical UTC; occurred_ns: int.
+        agent: str, the agent that compacted (its ``agent_id``, else the main agent).
+        trigger: str | None, ``auto`` / ``manual``. pre_tokens: int | None, tokens before.
+    """
+
+    raw_event_id: int
+    occurred: str
+    occurred_ns: int
+    agent: str
+    trigger: str | None
+    pre_tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class OtelEv:
     """One ``api_request`` / ``api_error`` event of Claude Code's telemetry (``ingestd.core.otelfold``).
 
@@ -423,6 +441,8 @@ class SessionState:
     # Claude Code's telemetry (``ingestd.core.otelfold``): request key -> its api_request /
     # api_error event (the smaller log id, were it logged twice)
     otel: dict[str, OtelEv] = field(default_factory=dict)
+    # event key -> a successful compaction event (the smaller log id, were it logged twice)
+    otel_compactions: dict[str, OtelCompactionEv] = field(default_factory=dict)
     # message.uuid of an assistant_response -> (prompt.id, event.sequence), min
     otel_responses: dict[str, tuple[str, int]] = field(default_factory=dict)
     # the transcripts' side of the join: requestId -> message id, assistant record uuid -> message

@@ -48,6 +48,7 @@ class Touched:
     summaries: set[tuple[str, int, int]] = field(default_factory=set)
     legacy: bool = False
     otel: set[str] = field(default_factory=set)  # request keys of the api_request / api_error events folded
+    otel_compactions: bool = False  # a compaction event was folded: their match is derived again
     quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
     row: LogRow | None = None  # the log row being folded
     # ((origin, gen), offset, received_at) of that row when its timestamp is refused

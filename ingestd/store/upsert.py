@@ -170,6 +170,8 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
             "DELETE FROM orchestration_edges WHERE session_id = ? AND child_agent_id = ?", ch.retracted_agents
         )
         conn.executemany("DELETE FROM agents WHERE session_id = ? AND id = ?", ch.retracted_agents)
+    if ch.retracted_compactions:
+        conn.executemany("DELETE FROM compactions WHERE session_id = ? AND boundary_id = ?", ch.retracted_compactions)
     for sql, rows in (
         (UPSERT_AGENT, ch.agents),
         (UPSERT_EDGE, ch.edges),

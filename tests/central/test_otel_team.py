@@ -78,3 +78,31 @@ def test_the_sessions_telemetry_in_the_central_tree_is_the_local_one(tmp_path: P
         assert tree_report(PgReadConn(pg), SID)["telemetry"] == mine
     finally:
         pg.close()
+
+
+def test_telemetrys_compactions_and_agent_ends_are_folded_centrally_alike(tmp_path: Path, pg_url: str) -> None:
+    from tests.otlp.test_otel_folds import as_new_rows
+
+    local = local_db(tmp_path / "a.db", [], "host-a")
+    rows = as_new_rows()
+    ship_all(local, pg_url)
+    for r in rows:  # shipped and projected row by row: the telemetry's own compaction row comes and goes
+        apply_batch(local, [r])
+        ship_all(local, pg_url)
+        project(pg_url)
+    mine = sorted(
+        tuple(r) for r in local.execute("SELECT session_id, boundary_id, agent_id, pre_tokens FROM compactions")
+    )
+    agents = sorted(tuple(r) for r in local.execute("SELECT session_id, id, status FROM agents"))
+    assert len(mine) == 2
+    with psycopg.connect(pg_url) as c:
+        assert (
+            sorted(c.execute("SELECT session_id, boundary_id, agent_id, pre_tokens FROM compactions").fetchall())
+            == mine
+        )
+        assert sorted(c.execute("SELECT session_id, id, status FROM agents").fetchall()) == agents
+    pg = pg_connect(pg_url)
+    try:
+        assert replay(pg).ok
+    finally:
+        pg.close()

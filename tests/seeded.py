@@ -49,7 +49,7 @@ def seed(conn: apsw.Connection, *, sessions: int = 2, days: int = 5) -> None:
                     "session_id, origin) VALUES (?, 'hook', 'Stop', ?, ?, ?, 'hook')",
                     (f"h:{sid}:{d}", hook, at, sid),
                 )
-                rid = c.last_insert_rowid()
+                rid = c.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
                 c.execute(
                     "INSERT INTO events (raw_event_id, session_id, agent_id, event_type, occurred_at) "
                     "VALUES (?, ?, ?, 'Stop', ?)",

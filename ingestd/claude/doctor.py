@@ -295,20 +295,22 @@ class TelemetryLog:
 
 def telemetry_log(conn: Db | None) -> TelemetryLog:
     """``TelemetryLog`` of the database (empty without one). Read-only; reads the key index's range of
-    OTLP rows (``ingestd.core.otlp``: ``o:r:`` requests, ``o:l:`` records), never the whole log."""
+    OTLP rows (``ingestd.core.otlp``: ``o:r:`` requests, ``o:l:`` records; ``log_rows.key``, where
+    every key but a transcript line's is kept), never the whole log; ``last`` is the newest
+    request's receipt time."""
     if conn is None:
         return TelemetryLog()
     with storage_errors():
         ((n, last),) = list(
             conn.execute(
-                "SELECT count(*), max(received_at) FROM events_raw"
-                " WHERE idempotency_key >= 'o:r:' AND idempotency_key < 'o:r;'"
+                "SELECT n, (SELECT received_at FROM events_raw WHERE id = newest) FROM (SELECT count(*) AS n,"
+                " max(id) AS newest FROM log_rows WHERE key >= 'o:r:' AND key < 'o:r;')"
             )
         )
         ((sweeps,),) = list(
             conn.execute(
-                "SELECT count(*) FROM events_raw WHERE idempotency_key >= 'o:l:' AND idempotency_key < 'o:l;'"
-                " AND event_type = 'retention_sweep'"
+                "SELECT count(*) FROM log_rows r JOIN log_kinds k ON k.id = r.kind"
+                " WHERE r.key >= 'o:l:' AND r.key < 'o:l;' AND k.event_type = 'retention_sweep'"
             )
         )
     return TelemetryLog(int(n), str(last) if last is not None else None, int(sweeps))

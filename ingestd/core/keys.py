@@ -20,10 +20,11 @@ def origin_hash(origin: str) -> str:
 def jsonl_key(origin_hash: str, gen: int, offset: int, line: bytes) -> str:
     """The idempotency key of one transcript line.
 
-    ``j:<blake2b-8(origin)>:<gen>:<offset, 12 hex>:<blake2b-8(line)>``: ordered by
-    origin then offset, so the UNIQUE index appends sequentially within a file (SPEC
-    §11: 14x faster than random keys); the content hash makes a file rewritten in
-    place add rows instead of colliding; ``gen`` separates re-reads after a reset.
+    ``j:<blake2b-8(origin)>:<gen>:<offset, 12 hex>:<blake2b-8(line)>``: the content hash
+    makes a file rewritten in place add rows instead of colliding; ``gen`` separates re-reads
+    after a reset. The log keeps only the line's hash (``ingestd.store.logrows.line_check``) and
+    rebuilds the rest from the row's origin, generation and offset, whose index then appends
+    sequentially within a file.
 
     Args:
         origin_hash: ``origin_hash(origin)`` (computed once per file).
@@ -40,21 +41,6 @@ def jsonl_key_of_digest(origin_hash: str, gen: int, offset: int, digest: str) ->
     return f"j:{origin_hash}:{gen}:{offset:012x}:{digest}"
 
 
-def line_key_prefix(key: str) -> str:
-    """What a transcript line's key shares with the other lines of its file and generation:
-    ``j:<origin hash>:<gen>:`` (``jsonl_key``, ``jsonl_key_of_digest``); any other key is its own.
-
-    Keys of one prefix sort by offset, so the lines of one file and generation in a batch lie
-    between their smallest and largest key (``ingestd.store.payload_blocks``). Pure.
-    """
-    if key.startswith("j:"):
-        hash_end = key.find(":", 2)
-        gen_end = key.find(":", hash_end + 1) if hash_end > 2 else -1
-        if gen_end > hash_end + 1:
-            return key[: gen_end + 1]
-    return key
-
-
 def reset_key(origin_hash: str, gen: int) -> str:
     """The key of the ``file_reset`` row that opens generation ``gen`` of an origin."""
     return f"r:{origin_hash}:{gen}"
@@ -64,35 +50,6 @@ def stable_id(*parts: str) -> int:
     """A 63-bit positive int from blake2b of ``parts`` (NUL-joined): deterministic row ids."""
     h = blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(h, "big") >> 1
-
-
-def origin_key_ranges(origin_hash: str, gen: int | None = None) -> tuple[tuple[str, str], ...]:
-    """Half-open ranges ``[low, high)`` of idempotency keys that hold every key of an origin's rows.
-
-    The log has no index on ``origin`` (migration 0017): a file's rows are found through the
-    unique key index instead. They are its lines (``jsonl_key``: ``j:<hash>:<gen>:...``), its
-    ``file_reset`` rows (``reset_key``) and the quarantine markers of either (``q:<key>``,
-    ``ingestd.store.logrows.quarantine_marker``). A range may also hold rows of another origin
-    with the same hash: callers still compare ``origin``.
-
-    Args:
-        origin_hash: ``origin_hash(origin)``.
-        gen: only this rewrite generation; None for all.
-
-    Returns:
-        The ranges, ASCII strings (keys are ASCII, so ``prefix + DEL`` bounds a prefix).
-    """
-    if gen is None:
-        prefixes = (f"j:{origin_hash}:", f"r:{origin_hash}:", f"q:j:{origin_hash}:", f"q:r:{origin_hash}:")
-        return tuple((p, p + "\x7f") for p in prefixes)
-    lines = f"j:{origin_hash}:{gen}:"
-    reset = reset_key(origin_hash, gen)
-    return (
-        (lines, lines + "\x7f"),
-        (reset, reset + "\x00"),  # that key alone (generation 1 is not a prefix of 10's)
-        ("q:" + lines, "q:" + lines + "\x7f"),
-        ("q:" + reset, "q:" + reset + "\x00"),
-    )
 
 
 ZERO_DIGEST = "0" * 32

@@ -66,6 +66,8 @@ PINS: tuple[Pin, ...] = (
     Pin(27, "inference_geo", "8281427e2a957ce48ffa6a44fa52d1bf8b87c2daef2316402aae6543acce5c65"),
     Pin(28, "fork_evidence", "9bf63892916feb8c4c08ebc4e3a566ef9c3d0daf871dd105f3fcc850e6f94018"),
     Pin(29, "fork_edges", "a6f7d0e2c1473cafe315b88c57f0e47d1423abf6f3c471a9fbb819c9591e8bdc"),
+    Pin(30, "interned_log", "1cb538f43cd9fda9098f17f12b6735116f0062c70c227ed01d5b543c7699909d"),
+    Pin(31, "drop_prompt_index", "8cf437fac3f4773e13bed5bd48b5bcd0a698ca698056d0fda01c2d029d21391b"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later

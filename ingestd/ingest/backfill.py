@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ingestd.core.framing import MAX_LINE_BYTES
-from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
@@ -249,22 +248,12 @@ def _trusted(conn: Db, origin: str, cp: tuple[Any, ...], known: set[str] | None)
         if known is not None:
             return sid in known
         return bool(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchall())
-    oh = origin_hash(origin)
-    return any(
-        conn.execute(_ANY_OF_ORIGIN_GEN, (low, high, origin, gen)).fetchall()
-        for low, high in origin_key_ranges(oh, gen)
-    )
+    return bool(conn.execute(_ANY_OF_ORIGIN_GEN, (origin, gen)).fetchall())
 
 
-# A file's rows through the key index (the log has no origin index: migration 0017).
-_ANY_OF_ORIGIN_GEN = (
-    "SELECT 1 FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ? AND origin_gen = ?"
-    " LIMIT 1"
-)
-_SESSIONS_OF_ORIGIN = (
-    "SELECT DISTINCT session_id FROM events_raw WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ?"
-    " AND session_id IS NOT NULL"
-)
+# A file's rows through the log's origin index (migration 0030).
+_ANY_OF_ORIGIN_GEN = "SELECT 1 FROM events_raw WHERE origin = ? AND origin_gen = ? LIMIT 1"
+_SESSIONS_OF_ORIGIN = "SELECT DISTINCT session_id FROM events_raw WHERE origin = ? AND session_id IS NOT NULL"
 
 
 def _restore_sessions(conn: Db, origins: Sequence[str], b: Batcher) -> None:
@@ -275,8 +264,7 @@ def _restore_sessions(conn: Db, origins: Sequence[str], b: Batcher) -> None:
     """
     sids: set[str] = set()
     for o in sorted(set(origins)):
-        for low, high in origin_key_ranges(origin_hash(o)):
-            sids.update(str(r[0]) for r in conn.execute(_SESSIONS_OF_ORIGIN, (low, high, o)))
+        sids.update(str(r[0]) for r in conn.execute(_SESSIONS_OF_ORIGIN, (o,)))
     missing = sids - _session_ids(conn)
     if missing:
         window = b.watchdog_window_s

@@ -296,8 +296,12 @@ def _last_seen(conn: Db) -> dict[str, str | None]:
 
 
 def _row_counts(conn: Db) -> dict[str, int]:
-    """Rows of every table, by name (``sqlite_%`` tables, virtual tables and their shadow tables left out)."""
-    sql = "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%'"
+    """Rows of every table and view (the log ``events_raw`` is a view over ``log_rows``), by name
+    (``sqlite_%`` tables, virtual tables and their shadow tables left out)."""
+    sql = (
+        "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type IN ('table', 'view')"
+        " AND name NOT LIKE 'sqlite_%'"
+    )
     tables = sorted(r[0] for r in conn.execute(sql))
     return {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
 

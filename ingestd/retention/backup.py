@@ -265,7 +265,8 @@ def check_copy(path: Path) -> tuple[str, dict[str, int]]:
             rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
             counts: dict[str, int] = {}
             for t in ("events_raw", "token_usage", "events"):
-                if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (t,)).fetchall():
+                found = "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?"
+                if conn.execute(found, (t,)).fetchall():
                     counts[t] = int(str(conn.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]))
         finally:
             conn.close()

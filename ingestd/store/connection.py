@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import apsw
 
+from ingestd.core.keys import origin_hash
 from ingestd.errors import BusyError, ConfigError, IntegrityError, PragmaError, StorageError
 from ingestd.files import not_regular
 
@@ -189,6 +190,14 @@ def apply_policy(conn: Db, *, readonly: bool = False) -> None:
     _set_and_check(conn, "foreign_keys", "ON", "1")
     # FULL = 2: in WAL mode the WAL is synced at every commit (durable 2xx).
     _set_and_check(conn, "synchronous", "FULL", "2")
+    register_functions(conn)
+
+
+def register_functions(conn: Db) -> None:
+    """The SQL functions ingestd's schema calls: ``ingestd_origin_hash(origin)``
+    (``ingestd.core.keys.origin_hash``: the log's interned origins, migration 0030, and the
+    ``events_raw`` view's INSERT trigger)."""
+    conn.create_scalar_function("ingestd_origin_hash", origin_hash, 1, deterministic=True)
 
 
 def _private_file(path: Path) -> None:

@@ -1,5 +1,11 @@
 """The log (``events_raw``): appending rows and reading a session's rows back (SPEC §3, DESIGN.md).
 
+The rows are stored in ``log_rows`` with their origin, session and kind (source, event type)
+interned (``log_origins``, ``log_sessions``, ``log_kinds``; migration 0030) and the receipt time in
+integer milliseconds (``received_ms``): a transcript line whose key is ``jsonl_key`` of its own origin,
+generation and offset stores only the line's 8-byte check, every other row its key. Readers read
+the view ``events_raw``, which gives every row's columns as they were appended, key included.
+
 ``payload_under_key``: the payload stored under one idempotency key (the receiver's check that a
 client-keyed retry is the same event, SPEC §3; ``ingestd.http.hooks``).
 """
@@ -7,10 +13,12 @@ client-keyed retry is the same event, SPEC §3; ``ingestd.http.hooks``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
+from ingestd.core.keys import origin_hash
 from ingestd.core.records import LogRow, NewLogRow
 from ingestd.store.connection import Db
 from ingestd.store.payload import decode, encode_rows
@@ -20,9 +28,8 @@ from ingestd.store.payload_blocks import PreBlocks
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
 
 INSERT_LOG = (
-    "INSERT INTO events_raw (idempotency_key, source, event_type, payload, received_at, session_id,"
-    " origin, origin_gen, origin_offset, codec) VALUES (?,?,?,?,?,?,?,?,?,?)"
-    " ON CONFLICT (idempotency_key) DO NOTHING"
+    "INSERT INTO log_rows (key, line_check, kind, payload, received, sid, origin_id, origin_gen, origin_offset,"
+    " codec) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING"
 )
 
 # Rows the database refused to project (isolated by ``ingestd.store.writer``) are never folded.
@@ -83,8 +90,115 @@ def quarantine_marker(row: NewLogRow, raw_event_id: int | None, detail: str) -> 
 
 
 def _max_log_id(conn: Db) -> int:
-    v: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
+    v: Any = conn.execute("SELECT max(id) FROM log_rows").fetchall()[0][0]
     return int(v) if v is not None else 0
+
+
+def _origins(conn: Db, origins: set[str]) -> dict[str, tuple[int, str]]:
+    """origin -> (``log_origins.id``, its hash), adding the origins not there yet."""
+    out: dict[str, tuple[int, str]] = {}
+    for o in origins:
+        got = conn.execute("SELECT id, hash FROM log_origins WHERE origin = ?", (o,)).fetchall()
+        if got:
+            out[o] = (int(got[0][0]), str(got[0][1]))
+            continue
+        h = origin_hash(o)
+        conn.execute("INSERT INTO log_origins (origin, hash) VALUES (?, ?)", (o, h))
+        out[o] = (conn.last_insert_rowid(), h)
+    return out
+
+
+def _sessions(conn: Db, sids: set[str]) -> dict[str, int]:
+    """session id -> ``log_sessions.id``, adding the sessions not there yet."""
+    out: dict[str, int] = {}
+    for sid in sids:
+        got = conn.execute("SELECT id FROM log_sessions WHERE session_id = ?", (sid,)).fetchall()
+        if got:
+            out[sid] = int(got[0][0])
+            continue
+        conn.execute("INSERT INTO log_sessions (session_id) VALUES (?)", (sid,))
+        out[sid] = conn.last_insert_rowid()
+    return out
+
+
+def _kinds(conn: Db, kinds: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """(source, event_type) -> ``log_kinds.id``, adding the kinds not there yet.
+
+    Raises:
+        apsw.ConstraintError: a source the log does not admit (its CHECK).
+    """
+    out: dict[tuple[str, str], int] = {}
+    for kind in kinds:
+        got = conn.execute("SELECT id FROM log_kinds WHERE source = ? AND event_type = ?", kind).fetchall()
+        if got:
+            out[kind] = int(got[0][0])
+            continue
+        conn.execute("INSERT INTO log_kinds (source, event_type) VALUES (?, ?)", kind)
+        out[kind] = conn.last_insert_rowid()
+    return out
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def received_ms(at: str) -> int | str:
+    """How ``log_rows.received`` keeps a receipt time: integer milliseconds since the epoch when
+    ``at`` is canonical UTC (``YYYY-MM-DDTHH:MM:SS.mmmZ``, 1970 to 9999), which the view
+    ``events_raw`` spells back exactly; any other text as it is. Pure."""
+    if len(at) != 24 or at[19] != "." or at[23] != "Z" or not "1970" <= at[:4] <= "9999":
+        return at
+    try:
+        dt = datetime.strptime(at[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+        frac = int(at[20:23])
+    except ValueError:
+        return at
+    if not at[20:23].isdigit() or dt.strftime("%Y-%m-%dT%H:%M:%S") != at[:19]:
+        return at
+    return (dt - _EPOCH) // timedelta(seconds=1) * 1000 + frac
+
+
+def line_check(key: str, origin_hash_: str, gen: int, offset: int | None) -> bytes | None:
+    """The 8 bytes a transcript line's row keeps instead of its key: the key's last 16 hex digits,
+    when the key is exactly ``jsonl_key`` of this origin hash, generation and offset (so the view
+    rebuilds it); None for any other key, kept as text. Pure."""
+    if offset is None or not key.startswith("j:"):
+        return None
+    tail = key[-16:]
+    if key != f"j:{origin_hash_}:{gen}:{offset:012x}:{tail}":
+        return None
+    try:
+        check = bytes.fromhex(tail)
+    except ValueError:
+        return None
+    return check if len(check) == 8 and check.hex() == tail else None
+
+
+def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``encode_rows``'s parameters (key, source, event_type, payload, received_at, session_id,
+    origin, origin_gen, origin_offset, codec) as ``log_rows`` parameters (``INSERT_LOG``)."""
+    kinds = _kinds(conn, {(p[1], p[2]) for p in params})
+    origins = _origins(conn, {p[6] for p in params})
+    sessions = _sessions(conn, {p[5] for p in params if p[5] is not None})
+    times = {at: received_ms(at) for at in {p[4] for p in params}}
+    out: list[tuple[Any, ...]] = []
+    for key, source, event_type, payload, received_at, sid, origin, gen, offset, codec in params:
+        oid, h = origins[origin]
+        check = line_check(key, h, gen, offset)
+        out.append(
+            (
+                None if check is not None else key,
+                check,
+                kinds[source, event_type],
+                payload,
+                times[received_at],
+                sessions[sid] if sid is not None else None,
+                oid,
+                gen,
+                offset,
+                codec,
+            )
+        )
+    return out
 
 
 def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) -> tuple[dict[str, int], int]:
@@ -97,10 +211,10 @@ def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) ->
     batch's blocks compressed ahead (``ingestd.store.payload.encode_rows``).
     """
     before = _max_log_id(conn)
-    params = encode_rows(conn, rows, pre)
+    params = _stored(conn, encode_rows(conn, rows, pre))
     changed = conn.total_changes()
     conn.executemany(INSERT_LOG, params)
-    # events_raw has no insert trigger: the statement's changes are its rows inserted, each new
+    # log_rows has no insert trigger: the statement's changes are its rows inserted, each new
     # row taking the next id (max + 1), so the new maximum is known without reading it back
     after = before + conn.total_changes() - changed
     if after - before == len(rows):
@@ -113,12 +227,13 @@ def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) ->
 
 def payload_under_key(conn: Db, key: str) -> bytes | None:
     """The bytes of the log row whose ``idempotency_key`` is ``key``, as read; None when there is
-    none. Read-only (one lookup on the key's UNIQUE index; the receiver runs it on the writer's
+    none. A key stored as text (every key but a transcript line's: hooks, status line, OTLP, ...).
+    Read-only (one lookup on the key's UNIQUE index; the receiver runs it on the writer's
     connection, ``HookWriter.call``).
 
     Raises:
         StorageError: the payload cannot be decoded (``payload.decode``).
     """
-    for codec, blob in conn.execute("SELECT codec, payload FROM events_raw WHERE idempotency_key = ?", (key,)):
+    for codec, blob in conn.execute("SELECT codec, payload FROM log_rows WHERE key = ?", (key,)):
         return decode(conn, codec, blob)
     return None

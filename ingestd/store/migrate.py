@@ -16,7 +16,7 @@ from pathlib import Path
 from ingestd.core import ledger
 from ingestd.core.timefmt import from_epoch_ns
 from ingestd.errors import MigrationError
-from ingestd.store.connection import Db, storage_errors, write_txn
+from ingestd.store.connection import Db, register_functions, storage_errors, write_txn
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -98,6 +98,7 @@ def migrate(
     stamp = now or from_epoch_ns(time.time_ns())
     with storage_errors():
         rows = applied(conn)
+        register_functions(conn)  # a connection opened without the policy has them too
     p = ledger.plan(files_on_disk(directory), rows, pins)
     if p.problems:
         raise MigrationError("; ".join(p.problems), problems=p.problems)

@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from ingestd.core.keys import line_key_prefix
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.store.connection import Db
@@ -181,22 +180,25 @@ def _cached(conn: Db, block_id: int, crc: int) -> bytes | None:
     return got[1]
 
 
-_KEYS = "SELECT idempotency_key FROM events_raw WHERE idempotency_key >= ? AND idempotency_key <= ?"
+_KEYS = (
+    "SELECT idempotency_key FROM events_raw WHERE origin = ? AND origin_gen = ?"
+    " AND origin_offset >= ? AND origin_offset <= ?"
+)
 
 
 def new_rows(conn: Db, rows: Sequence[NewLogRow], among: list[int]) -> list[int]:
     """Indices of the batch's ``jsonl`` rows the insert will keep: of ``among`` (``first_lines``:
     the first of their key in the batch, so that no block holds bytes no row refers to), those
-    not logged already (a file read again from its start). One range query on the key index per
-    file of the batch, bounded by the batch's own keys (a file's keys sort by offset), so a long
-    file's later batches do not read every key logged before them. Read-only."""
-    groups: dict[str, list[int]] = {}
+    not logged already (a file read again from its start). One range query on the log's origin
+    index per file and generation of the batch, bounded by the batch's own offsets, so a long
+    file's later batches do not read every line logged before them. Read-only."""
+    groups: dict[tuple[str, int], list[int]] = {}
     for i in among:
-        groups.setdefault(line_key_prefix(rows[i].idempotency_key), []).append(i)
+        groups.setdefault((rows[i].origin, rows[i].origin_gen), []).append(i)
     out: list[int] = []
-    for indices in groups.values():
-        ks = [rows[i].idempotency_key for i in indices]
-        logged = {str(k) for (k,) in conn.execute(_KEYS, (min(ks), max(ks)))}
+    for (origin, gen), indices in groups.items():
+        offsets = [rows[i].origin_offset or 0 for i in indices]
+        logged = {str(k) for (k,) in conn.execute(_KEYS, (origin, gen, min(offsets), max(offsets)))}
         out.extend(i for i in indices if rows[i].idempotency_key not in logged)
     return sorted(out)
 

@@ -9,7 +9,7 @@ names line 141, a record of ``998db3cd-…``). The join is done here, in both di
 result does not depend on which arrived first:
 
 - a summary row written by the projector looks its leaf up among the log rows of its own file
-  (``resolve_summaries``; a range of the key index bounds it to that file: ``keys.origin_key_ranges``);
+  (``resolve_summaries``; the log's origin index bounds it to that file);
 - a log row appended later whose ``uuid`` is the leaf of a summary of the same file sets it
   (``resolve_leaves``).
 
@@ -29,7 +29,6 @@ import orjson
 
 from ingestd.core.blocks import best_leaf, leaf_claim
 from ingestd.core.decode import decode_line
-from ingestd.core.keys import origin_hash, origin_key_ranges
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
 from ingestd.core.rows import SummaryRow
@@ -57,11 +56,10 @@ _REFRESH = (
 )
 
 
-# A file's lines through the key index (the log has no origin index: migration 0017).
+# A file's lines, every generation, through the log's origin index (migration 0030).
 _LINES_OF_FILE = (
     "SELECT session_id, codec, payload, received_at FROM events_raw"
-    " WHERE idempotency_key >= ? AND idempotency_key < ? AND origin = ? AND source = 'jsonl'"
-    " AND (codec != 0 OR instr(payload, ?) > 0)"
+    " WHERE origin = ? AND source = 'jsonl' AND (codec != 0 OR instr(payload, ?) > 0)"
 )
 
 
@@ -98,10 +96,9 @@ def resolve_summaries(log: Db, conn: Db, rows: Iterable[SummaryRow]) -> set[str]
         ).fetchall()[0][0]
         needle = _needle(leaf)
         # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
-        low, high = origin_key_ranges(origin_hash(origin))[0]  # the file's lines, every generation
         best = best_leaf(
             leaf_claim(decode_line(data).obj, None if sid is None else str(sid), str(received_at), leaf)
-            for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (low, high, origin, needle))
+            for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (origin, needle))
             if needle in (data := decode_payload(log, codec, stored))
         )
         if best is not None:

@@ -121,7 +121,7 @@ def test_the_migration_alone_carries_every_row_over() -> None:
     before = {
         (str(m), str(b)): int(n) for m, b, n in conn.execute("SELECT message_id, bucket, tokens FROM token_usage")
     }
-    assert [p.id for p in migrate(conn)] == [22, 23, 24, 25, 26, 27, 28, 29]
+    assert [p.id for p in migrate(conn)] == list(range(22, NEWEST + 1))
     after = conn.execute(f"SELECT message_id, {', '.join(buckets)} FROM token_usage").fetchall()
     assert len(after) == len({m for m, _ in before})
     assert {(str(r[0]), b): int(r[1 + i]) for r in after for i, b in enumerate(buckets)} == before

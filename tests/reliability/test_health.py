@@ -67,7 +67,7 @@ async def health_is(client: Client, status: int, timeout_s: float = 10.0) -> dic
 
 
 def corrupt_an_index(db: Path) -> None:
-    """Fill events_raw, then overwrite the root page of one of its indexes with garbage."""
+    """Fill the log, then overwrite the root page of one of its indexes with garbage."""
     conn = connect(db)
     migrate(conn)
     rows = [
@@ -79,7 +79,7 @@ def corrupt_an_index(db: Path) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     page_size = conn.execute("PRAGMA page_size").fetchall()[0][0]
     (root,) = conn.execute(
-        "SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events_raw' ORDER BY name LIMIT 1"
+        "SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log_rows' ORDER BY name LIMIT 1"
     ).fetchall()[0]
     conn.close()
     with db.open("r+b") as fh:

@@ -74,7 +74,7 @@ def test_backup_under_concurrent_writes_is_consistent(db_path: Path, tmp_path: P
                 )
                 w.execute(
                     "INSERT INTO events (raw_event_id, session_id, event_type, occurred_at) "
-                    "VALUES (last_insert_rowid(), 'sess-0', 'Stop', '2026-03-01T00:00:00.000Z')"
+                    "VALUES ((SELECT max(id) FROM events_raw), 'sess-0', 'Stop', '2026-03-01T00:00:00.000Z')"
                 )
 
             write_txn(w, one)

@@ -1,4 +1,4 @@
-"""The log has no origin index (migration 0017): lookups by file read a range of the key index."""
+"""Lookups by file and by session read the log's indexes (migration 0030), never the whole log."""
 
 from __future__ import annotations
 
@@ -7,26 +7,30 @@ from pathlib import Path
 import pytest
 
 from ingestd.ingest import backfill
-from ingestd.store import titles
+from ingestd.store import logrows, payload_blocks, titles
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 
 
 @pytest.mark.parametrize(
-    ("sql", "params"),
+    ("sql", "params", "index"),
     [
-        (backfill._ANY_OF_ORIGIN_GEN, ("j:a:0:", "j:a:0:\x7f", "p/a.jsonl", 0)),
-        (backfill._SESSIONS_OF_ORIGIN, ("j:a:", "j:a:\x7f", "p/a.jsonl")),
-        (titles._LINES_OF_FILE, ("j:a:", "j:a:\x7f", "p/a.jsonl", b'"uuid":"u"')),
+        (backfill._ANY_OF_ORIGIN_GEN, ("p/a.jsonl", 0), "log_rows_origin"),
+        (backfill._SESSIONS_OF_ORIGIN, ("p/a.jsonl",), "log_rows_origin"),
+        (titles._LINES_OF_FILE, ("p/a.jsonl", b'"uuid":"u"'), "log_rows_origin"),
+        (payload_blocks._KEYS, ("p/a.jsonl", 0, 0, 100), "log_rows_origin"),
+        (
+            f"SELECT {logrows.LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ? ORDER BY id",
+            ("s", 0),
+            "log_rows_session",
+        ),
     ],
 )
-def test_a_lookup_by_file_searches_the_key_index_not_the_whole_log(
-    tmp_path: Path, sql: str, params: tuple[object, ...]
+def test_a_lookup_by_file_or_session_searches_an_index_not_the_whole_log(
+    tmp_path: Path, sql: str, params: tuple[object, ...], index: str
 ) -> None:
     conn = connect(tmp_path / "i.db")
     migrate(conn)
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert "events_raw_origin" not in indexes
     plan = " | ".join(str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-    assert "SEARCH events_raw USING" in plan and "(idempotency_key>? AND idempotency_key<?)" in plan, plan
-    assert "SCAN events_raw" not in plan, plan
+    assert f"SEARCH r USING INDEX {index}" in plan or f"SEARCH r USING COVERING INDEX {index}" in plan, plan
+    assert "SCAN r" not in plan, plan

@@ -143,6 +143,7 @@ def test_the_codecs_table_is_append_only_and_verify_probes_it(conn: apsw.Connect
         "UPDATE payload_codecs SET dictionary = x'00' WHERE id = 1",
         "DELETE FROM payload_codecs WHERE id = 1",
         "UPDATE events_raw SET codec = 0",
+        "UPDATE log_rows SET codec = 0",
     ):
         with pytest.raises(apsw.ConstraintError, match="append-only"):
             conn.execute(sql)
@@ -156,9 +157,9 @@ def test_the_codecs_table_is_append_only_and_verify_probes_it(conn: apsw.Connect
 def test_verify_names_a_payload_that_does_not_decode(conn: apsw.Connection) -> None:
     apply_batch(conn, _rows(5))
     assert check_payloads(conn).details == ["every payload decodes (codec 1: 5)"]
-    conn.execute("DROP TRIGGER events_raw_no_update")
-    conn.execute("UPDATE events_raw SET payload = x'28b52ffd00' WHERE id = 2")
-    conn.execute("UPDATE events_raw SET codec = 7 WHERE id = 4")
+    conn.execute("DROP TRIGGER log_rows_no_update")
+    conn.execute("UPDATE log_rows SET payload = x'28b52ffd00' WHERE id = 2")
+    conn.execute("UPDATE log_rows SET codec = 7 WHERE id = 4")
     got = check_payloads(conn)
     assert not got.ok
     assert [d.split(":")[0] for d in got.details] == ["events_raw row 2", "events_raw row 4"]

@@ -48,7 +48,29 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
             " AND type IN ('table', 'index') AND sql IS NOT NULL ORDER BY type DESC"
         )
     ]
+    log_ddl = [
+        str(q)
+        for (q,) in ref.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'events_raw' AND sql IS NOT NULL"
+            " ORDER BY type = 'table' DESC, type, name"
+        )
+    ]
     ref.close()
+    # the log back to one table of 0012's columns (0030 interned its strings; 0013 added codec)
+    log = conn.execute(
+        "SELECT id, idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen,"
+        " origin_offset FROM events_raw ORDER BY id"
+    ).fetchall()
+    conn.execute("DROP VIEW events_raw")
+    for table in ("log_rows", "log_origins", "log_sessions", "log_kinds"):
+        conn.execute(f"DROP TABLE {table}")
+    for q in log_ddl:
+        conn.execute(q)
+    conn.executemany(
+        "INSERT INTO events_raw (id, idempotency_key, source, event_type, payload, received_at, session_id, origin,"
+        " origin_gen, origin_offset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        log,
+    )
     # model_pricing back to 0012's columns and rows (0027 added geo_multipliers and seed rows)
     conn.execute("DELETE FROM model_pricing")
     conn.execute("ALTER TABLE model_pricing DROP COLUMN geo_multipliers")
@@ -114,16 +136,6 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     # projected by the rules of its day: the search projection came with revision 21
     conn.execute("UPDATE meta SET value = '20' WHERE key = 'projection_revision'")
-    conn.execute("PRAGMA writable_schema = ON")
-    conn.execute(
-        "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'events_raw'",
-        (
-            "CHECK (source IN ('hook', 'jsonl', 'ingestd', 'statusline', 'otlp'))",
-            "CHECK (source IN ('hook', 'jsonl', 'ingestd'))",
-        ),
-    )
-    conn.execute("PRAGMA writable_schema = RESET")
-    conn.execute("ALTER TABLE events_raw DROP COLUMN codec")
     conn.execute("DELETE FROM schema_version WHERE id >= 13")
     assert (
         "'statusline'" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events_raw'").fetchall()[0][0]
@@ -155,16 +167,17 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     conn = connect(db)
     assert "codec" not in [r[1] for r in conn.execute("PRAGMA table_info(events_raw)")]
     pages = conn.execute("PRAGMA page_count").fetchall()[0][0]
-    assert [p.id for p in migrate(conn)] == [13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
-    # nothing rewritten: the same rows, the same bytes, codec 0
+    assert [p.id for p in migrate(conn)] == [13, *range(15, ledger.PINS[-1].id + 1)]
+    # no payload rewritten: the same rows, the same bytes, codec 0
     assert conn.execute("SELECT DISTINCT codec FROM events_raw").fetchall() == [(payload.RAW,)]
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
-    # partial indexes (0028), one index (0029); the projection tables 0020 rebuilt left their old pages free (the
-    # log's pages are not rewritten)
+    # partial indexes (0028), one index (0029), the interned log's four tables and three indexes
+    # (0030: its rows copied once, their old pages left free); the projection tables 0020 rebuilt
+    # left their old pages free (the payloads are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
-    assert in_use <= pages + 30
+    assert in_use <= pages + 38
     conn.close()
     assert _log(db) == before
     conn = connect(db)
@@ -246,7 +259,7 @@ def test_a_database_with_0015_but_not_0013_upgrades(tmp_path: Path, monkeypatch:
     conn = connect(db)
     pins = tuple(p for p in ledger.PINS if p.id <= 12 or p.id == 15)
     assert [p.id for p in migrate(conn, directory=then, pins=pins)] == [15]
-    assert [p.id for p in migrate(conn)] == [13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
+    assert [p.id for p in migrate(conn)] == [13, *range(16, ledger.PINS[-1].id + 1)]
     conn.close()
     code, out = _cli("verify", "--db", str(db))
     assert code == 0, out

@@ -65,13 +65,13 @@ def test_dropped_rollup_row_fails_rollup(db_path: Path) -> None:
 
 def test_missing_trigger_fails_append_only_and_touches_nothing(db_path: Path) -> None:
     conn = connect(db_path)
-    conn.execute("DROP TRIGGER events_raw_no_delete")
+    conn.execute("DROP TRIGGER log_rows_no_delete")
     conn.close()
     before = connect(db_path).execute("SELECT count(*) FROM events_raw").fetchall()
     checks = {c.name: c for c in run_checks(connect(db_path))}
     assert not checks["append_only"].ok
-    assert any("events_raw_no_delete is missing" in d for d in checks["append_only"].details)
-    assert any("DELETE on events_raw was NOT refused" in d for d in checks["append_only"].details)
+    assert any("log_rows_no_delete is missing" in d for d in checks["append_only"].details)
+    assert any("DELETE on log_rows was NOT refused" in d for d in checks["append_only"].details)
     assert connect(db_path).execute("SELECT count(*) FROM events_raw").fetchall() == before
 
 

@@ -315,6 +315,8 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
         comp = 1 if agent is not None and agent.startswith(COMPACTION_PREFIX) else 0
         # a message none of whose parts has a valid timestamp: the inferred time (validate.py)
         occurred = ev.occurred if ev.occurred != INFER else occurred_of(state.inferred[mid], state.ts_index)
+        if occurred is None:
+            continue  # undated: in no bucket; its record's quarantine row counts it (uncounted)
         counts = merged.counts()
         prompt = counts[0] + counts[2] + counts[3] + counts[4]  # the long-context tier's measure (SPEC §5.1)
         # id None: SQLite assigns the next rowid, so the table appends in arrival order

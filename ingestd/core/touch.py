@@ -51,8 +51,10 @@ class Touched:
     otel_compactions: bool = False  # a compaction event was folded: their match is derived again
     quarantined: list[QuarantineRow] = field(default_factory=list)  # the quarantine rows of this call
     row: LogRow | None = None  # the log row being folded
-    # ((origin, gen), offset, received_at) of that row when its timestamp is refused
+    # ((origin, gen), offset, received_at) of that row when its timestamp is refused or absent
     bad_at: tuple[tuple[str, int], int, str] | None = None
+    untimed: bool = False  # that row's record has no timestamp at all (``validate.note_time``)
+    undated: bool = False  # ... and no record beside it in its file has one: no time to infer
 
 
 def agent_ev(state: SessionState, agent: str) -> AgentEv:

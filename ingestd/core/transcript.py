@@ -180,7 +180,7 @@ def fold_record(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touche
         untimed(state, row, obj, t)
         t.session = True
         return
-    ts = note_time(state, row, obj, t)
+    ts = note_time(state, row, obj, t, kind in _ACTIVITY)
     if kind == "queue-operation":
         queue(state, obj, ts, t)
     handler = _ACTIVITY.get(kind)
@@ -237,10 +237,11 @@ def _activity(
         pos = obj.get("turnPosition")
         index = _count(pos.get("promptIndex")) if isinstance(pos, dict) else None
         note_prompt(state, t, pid, ts, index=index, text=prompt_text(obj) if main and kind == "user" else None)
-    if state.first_ts is None or ts < state.first_ts:
-        state.first_ts = ts
-    if state.last_ts is None or ts > state.last_ts:
-        state.last_ts = ts
+    if not t.untimed:  # a record without a timestamp never moves the session's activity
+        if state.first_ts is None or ts < state.first_ts:
+            state.first_ts = ts
+        if state.last_ts is None or ts > state.last_ts:
+            state.last_ts = ts
     t.session = True
     return Act(obj, kind, ts, agent, main, rank)
 
@@ -324,14 +325,15 @@ def _credit(state: SessionState, a: Act, status: str, turn: str | None, t: Touch
     ev.ran = True
     if a.kind == "assistant":
         ev.has_assistant = True
-    if ev.first_ts is None or a.ts < ev.first_ts:
-        ev.first_ts = a.ts
-    if ev.last_ts is None or a.ts > ev.last_ts:
-        ev.last_ts = a.ts
-    if a.kind in _STATUS_KINDS and (ev.latest is None or (a.ts, status) > ev.latest):
-        ev.latest = (a.ts, status)
-    if turn is not None and (ev.last_turn is None or (a.ts, turn) > ev.last_turn):
-        ev.last_turn = (a.ts, turn)
+    if not t.undated:  # an undated record has no time to be activity or status evidence at
+        if ev.first_ts is None or a.ts < ev.first_ts:
+            ev.first_ts = a.ts
+        if ev.last_ts is None or a.ts > ev.last_ts:
+            ev.last_ts = a.ts
+        if a.kind in _STATUS_KINDS and (ev.latest is None or (a.ts, status) > ev.latest):
+            ev.latest = (a.ts, status)
+        if turn is not None and (ev.last_turn is None or (a.ts, turn) > ev.last_turn):
+            ev.last_turn = (a.ts, turn)
     if not a.main and a.obj.get("parentUuid") is None and a.kind == "user":
         m = a.obj.get("message")
         p = text_of(m.get("content")) if isinstance(m, dict) else None

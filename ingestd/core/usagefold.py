@@ -8,7 +8,16 @@ from ingestd.core.billing import geo_of, unknown_fields
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState, split_writes
 from ingestd.core.touch import Touched
-from ingestd.core.validate import INFER, MAX_TOKENS, TOKENS, name_refused, shorten, usage_problems
+from ingestd.core.validate import (
+    INFER,
+    MAX_TOKENS,
+    TIMESTAMP,
+    TOKENS,
+    UNDATED_USAGE,
+    name_refused,
+    shorten,
+    usage_problems,
+)
 
 # A counter beyond MAX_TOKENS (1e30, 400 digits) cannot be bound at all and once aborted the
 # whole batch; like any other counter that is not a count (a string, negative, null) it counts
@@ -94,6 +103,12 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     _merge_part(state, mid, rank, usage, model if isinstance(model, str) and model else "unknown", ts, agent, t)
     for key, entry_model, entry in iterations(usage, mid, probs):
         _merge_part(state, key, rank, entry, entry_model, ts, agent, t)
+    if t.undated and row is not None:
+        # the record's timestamp row says its usage is in no bucket: the answer is incomplete
+        t.quarantined[:] = [
+            q._replace(detail=UNDATED_USAGE) if q.raw_event_id == row.id and q.reason == TIMESTAMP else q
+            for q in t.quarantined
+        ]
     if probs and row is not None:
         detail = "; ".join(probs)
         t.quarantined.append(
@@ -185,7 +200,8 @@ def _merge_part(
     """Join one usage object of ``model`` into message ``mid``'s evidence at ``rank``."""
     if ts == INFER and t.bad_at is not None:
         og, off, received_at = t.bad_at
-        state.inferred.setdefault(mid, {})[(og, off)] = received_at
+        # a part without a timestamp is never dated at its read time (``validate.occurred_of``)
+        state.inferred.setdefault(mid, {})[(og, off)] = None if t.untimed else received_at
     inp, out, cread = _plain(usage)
     # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), `inference_geo` ("us":
     # US-only inference, 1.1x from Opus 4.6 on), and the web search server tool's request count,

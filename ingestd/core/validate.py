@@ -19,7 +19,11 @@ and whatever of the record is sound is still projected:
   (``index_time``), so the dates are functions of the log alone, in any order. A timestamp more
   than ``FUTURE_SLACK`` after the line was read (``received_at``) is refused the same way: a
   record dated 2099 kept its session "working", out of the watchdog's reach, and counted in
-  every ``--since`` window.
+  every ``--since`` window. A record of activity with no ``timestamp`` at all is inferred the
+  same way, but never at its read time and never moving its session's activity (an old session
+  read today turned "working" with its usage billed today): with no dated record in its file it
+  is *undated*, its usage in no bucket and its quarantine row saying so (``UNDATED_USAGE``, counted
+  as ``uncounted`` by every cost answer) until a dated record joins the file (a refold).
 - ``tokens``: a usage counter present with a value that is not a count (negative,
   fractional, a string, ``1e400``, beyond ``MAX_TOKENS``): that bucket counts 0, the
   message's other buckets count.
@@ -55,6 +59,13 @@ STORAGE = "storage"
 REASONS = (TIMESTAMP, TOKENS, STORAGE)
 # A timestamp refused as in the future names it with these words (``status`` counts them).
 FUTURE_DETAIL = "is after the line was read"
+# The details of a record without a timestamp: its time inferred from the records beside it, or
+# none (undated: no record of its file has one); an undated record's usage is in no bucket, and
+# its quarantine detail says so (``UNDATED_USAGE``: ``report.usage.uncounted_usage`` counts it).
+NO_TIMESTAMP = "no timestamp"
+INFERRED_DETAIL = f"{NO_TIMESTAMP}: usage counted, occurred_at inferred from the records beside it"
+UNDATED_DETAIL = f"{NO_TIMESTAMP}, nor any record of its file: undated"
+UNDATED_USAGE = f"{UNDATED_DETAIL}, its usage not counted until a dated record joins it"
 
 # The event_type of the log row (source ``ingestd``) the shell writes when it isolates a row.
 STORAGE_MARKER = "quarantine"
@@ -189,22 +200,28 @@ def retimed(offsets: list[int], i: int, bad: list[int]) -> tuple[int, int]:
     return lo, hi
 
 
-def occurred_of(locs: dict[tuple[OriginGen, int], str], index: dict[OriginGen, tuple[list[int], list[str]]]) -> str:
-    """A message's inferred ``occurred_at``: the earliest ``infer_time`` over its refused parts.
+def occurred_of(
+    locs: dict[tuple[OriginGen, int], str | None], index: dict[OriginGen, tuple[list[int], list[str]]]
+) -> str | None:
+    """A message's inferred ``occurred_at``: the earliest ``infer_time`` over its refused parts;
+    None when none has one (every part without a timestamp in a file with none: undated).
 
     Args:
-        locs: {((origin, gen), offset): received_at} of the parts (``SessionState.inferred``).
+        locs: {((origin, gen), offset): received_at, None for a part without a timestamp} of the
+            parts (``SessionState.inferred``).
         index: the per-file timestamp indexes (``SessionState.ts_index``).
     """
     empty: tuple[list[int], list[str]] = ([], [])
-    return min(infer_time(*index.get(og, empty), off, rec) for (og, off), rec in locs.items())
+    times = [infer_time(*index.get(og, empty), off, rec) for (og, off), rec in locs.items()]
+    return min((x for x in times if x is not None), default=None)
 
 
-def infer_time(offsets: list[int], times: list[str], offset: int, received_at: str) -> str:
+def infer_time(offsets: list[int], times: list[str], offset: int, received_at: str | None) -> str | None:
     """The inferred ``occurred_at`` of a record at ``offset`` whose timestamp is refused.
 
     Rule (module docstring): the nearest valid timestamp before it in the same file by byte
-    offset, else the nearest after it, else its own ``received_at``. ``offsets`` / ``times``
+    offset, else the nearest after it, else its own ``received_at`` (None for a record without a
+    timestamp: never the read time). ``offsets`` / ``times``
     is the file's sorted index of valid timestamps (every record of that file and generation).
     """
     i = bisect.bisect_left(offsets, offset)
@@ -230,7 +247,8 @@ def inferred_at(state: SessionState, bad_at: tuple[OriginGen, int, str]) -> str:
     the file's index as folded so far (a refold corrects it when that index grows: ``note_time``)."""
     og, off, received_at = bad_at
     offsets, times = state.ts_index.get(og, ([], []))
-    return infer_time(offsets, times, off, received_at)
+    got = infer_time(offsets, times, off, received_at)
+    return received_at if got is None else got
 
 
 def index_time(state: SessionState, row: LogRow, obj: dict[str, Any]) -> None:
@@ -244,31 +262,41 @@ def index_time(state: SessionState, row: LogRow, obj: dict[str, Any]) -> None:
         record_ts(*state.ts_index[og], row.origin_offset, vt)
 
 
-def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched) -> str:
+def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched, infer_absent: bool = False) -> str:
     """The record's time, with the bookkeeping of refused timestamps (``ingestd.core.validate``).
 
-    Returns the canonical timestamp, else, when it is present but refused, the inferred time
-    (``inferred_at``; ``t.bad_at`` is set and the record quarantined), else the read time. The
+    Returns the canonical timestamp, else, when it is present but refused, or absent from a record
+    of activity (``infer_absent``), the inferred time (``inferred_at``; ``t.bad_at`` is set and the
+    record quarantined); an absent one sets ``t.untimed``, and ``t.undated`` when no record of its
+    file has a time to infer from (the read time is then returned for what needs one, but such a
+    record dates nothing: no activity, no status, no usage). Else the read time. The
     valid timestamps of a file holding such a record are indexed (offset order) so its inferred
     time is the nearest one; a file folded before it was known to need the index, or a valid
     timestamp that moves the inferred time of a record already folded, asks for a refold.
     """
     t.bad_at = None
+    t.untimed = t.undated = False
     vt, future = _checked_time(row, obj)
     off = row.origin_offset
     if row.source != "jsonl" or off is None:
         return vt if vt is not None else row.received_at
     og = (row.origin, row.origin_gen)
-    # present but not an instant, ``null`` included (only an absent key means "no timestamp")
-    if vt is None and "timestamp" in obj:
+    absent = "timestamp" not in obj
+    # present but not an instant, ``null`` included; absent, on a record of activity (``infer_absent``)
+    if vt is None and (not absent or infer_absent):
         if og not in state.ts_index:
             state.ts_index[og] = ([], [])
             if og in state.seen_origins:
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
         record_ts(*state.bad_ts.setdefault(og, ([], [])), off, "")  # its message named by ``name_refused``
-        what = f"{FUTURE_DETAIL} ({row.received_at})" if future else "is not an instant in 2000-2099"
-        detail = f"timestamp {shorten(obj.get('timestamp'))} {what}: usage counted, occurred_at inferred"
+        if absent:
+            t.untimed = True
+            t.undated = not state.ts_index[og][0]  # a dated record joining later refolds (``retimed``)
+            detail = UNDATED_DETAIL if t.undated else INFERRED_DETAIL
+        else:
+            what = f"{FUTURE_DETAIL} ({row.received_at})" if future else "is not an instant in 2000-2099"
+            detail = f"timestamp {shorten(obj.get('timestamp'))} {what}: usage counted, occurred_at inferred"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
         state.seen_origins.add(og)
         return inferred_at(state, t.bad_at)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ingestd.core.billing import Rate, price
 from ingestd.core.speeds import multipliers
+from ingestd.core.validate import UNDATED_USAGE
 from ingestd.store.connection import Db, Reader
 from ingestd.store.pricing import BUCKETS, rate_decimal
 from ingestd.store.rollup import TIER_BITS
@@ -83,12 +84,14 @@ def uncounted_usage(
     until: str | None = None,
     host: str | None = None,
 ) -> tuple[int, list[str]]:
-    """Records whose usage no bucket counts (quarantine reason ``tokens``), in scope: of ``session``,
+    """Records whose usage no bucket counts (quarantine reason ``tokens``, and ``timestamp`` for an
+    undated record's: ``validate.UNDATED_USAGE``), in scope: of ``session``,
     of a session active in ``[since, until)`` (canonical UTC; a record of no known session is
     always in scope: nothing dates it), of ``host`` in the central store. Returns the count and the
     first ``UNCOUNTED_LISTED`` distinct reasons. Read-only.
     """
-    where = ["q.reason = 'tokens'"]
+    # quarantined ``tokens``, and undated usage (a record without a timestamp in a file with none)
+    where = [f"(q.reason = 'tokens' OR (q.reason = 'timestamp' AND q.detail = '{UNDATED_USAGE}'))"]
     params: list[Any] = []
     if session is not None:
         where.append("q.session_id = ?")

@@ -1,0 +1,131 @@
+"""A record without a timestamp (SPEC §5.4, §5.2), on both stores.
+
+It takes the time of the records beside it in its file (the nearest dated one before it by byte
+offset, else the nearest after), never the time its line was read, and it never moves its
+session's last activity; its usage is billed on that day. With no dated record in its file it is
+undated: its usage is in no bucket and every cost answer says so (``uncounted``, with the reason),
+until a dated record joins it. The records are a real corpus line (``corpus_records``) and a copy
+of it as another call with its ``timestamp`` removed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from decimal import Decimal
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingestd.core.framing import Framer
+from ingestd.core.keys import short_hash
+from ingestd.core.records import line_row
+from ingestd.core.validate import INFERRED_DETAIL, UNDATED_USAGE
+from ingestd.report.cost import cost_report
+from ingestd.report.window import Window, resolve_zone
+from tests.stores.corpus_records import OPUS_46_COST, opus_46_record
+from tests.stores.stores import Store
+
+SID = "491e126e-1e71-469c-ade2-fcc8af567c74"
+ORIGIN = f"-home-user-projects-spotter/{SID}.jsonl"
+ALL = Window(None, None)
+UTC = resolve_zone("UTC", {})
+READ_AT = "2026-03-20T00:00:00.000Z"  # five weeks after the record: never a time of it
+DATED_AT = "2026-02-10T21:55:43.858Z"  # the corpus record's own timestamp
+
+
+def _dated() -> dict[str, Any]:
+    return opus_46_record()
+
+
+def _untimed() -> dict[str, Any]:
+    """The corpus record as the next call (its own ids), its ``timestamp`` removed."""
+    rec = opus_46_record()
+    del rec["timestamp"]
+    rec["message"]["id"] = "msg_0179FgGtJzf3MkRAWS4a4tbG"
+    rec["requestId"] = "req_011CY18jHAewmXYczL1WUztJ"
+    rec["uuid"] = "5a870ee3-92dd-48a0-9e23-b50e820810b1"
+    rec["parentUuid"] = "5a870ee3-92dd-48a0-9e23-b50e820810ae"
+    return rec
+
+
+def _log(store: Store, recs: list[dict[str, Any]]) -> None:
+    """The file holding ``recs`` in order, logged whole (lines logged before insert nothing)."""
+    data = b"".join(orjson.dumps(r) + b"\n" for r in recs)
+    oh = short_hash(ORIGIN.encode())
+    store.log(
+        [
+            line_row(ln, origin=ORIGIN, origin_hash=oh, gen=0, received_at=READ_AT, path_session=SID)
+            for ln in Framer(0).feed(data)
+        ]
+    )
+
+
+def _usage(store: Store) -> list[tuple[Any, ...]]:
+    return store.rows("SELECT message_id, occurred_at FROM token_usage ORDER BY message_id")
+
+
+def _last_activity(store: Store) -> Any:
+    return store.rows("SELECT started_at, last_activity_at FROM sessions WHERE id = ?", (SID,))[0]
+
+
+def test_a_record_without_a_timestamp_takes_the_time_of_the_record_before_it(store: Store) -> None:
+    _log(store, [_dated(), _untimed()])
+    assert _usage(store) == [("msg_0179FgGtJzf3MkRAWS4a4tbE", DATED_AT), ("msg_0179FgGtJzf3MkRAWS4a4tbG", DATED_AT)]
+    assert _last_activity(store) == (DATED_AT, DATED_AT)  # not the read time
+    by_day = cost_report(store.reader, by="day", window=ALL, zone=UTC)
+    # both calls on the record's day: 2 x (1*5 + 472*25 + 34,903*0.5 + 762*10) / 10**6 = $0.073753
+    assert [(r["day"], Decimal(r["cost_usd"])) for r in by_day["rows"]] == [("2026-02-10", 2 * Decimal(OPUS_46_COST))]
+    assert by_day["cost_complete"] is True
+    assert store.rows("SELECT reason, detail FROM quarantine") == [("timestamp", INFERRED_DETAIL)]
+    assert store.replay_differs() == []
+
+
+def test_before_any_dated_record_it_takes_the_time_of_the_one_after_it_in_any_order(store: Store) -> None:
+    _log(store, [_untimed()])  # alone in its file so far: undated
+    assert _usage(store) == []
+    assert _last_activity(store) == (None, None)
+    doc = cost_report(store.reader, by=None, window=ALL, zone=UTC)
+    assert doc["cost_complete"] is False and doc["uncounted"] == {"records": 1, "reasons": [UNDATED_USAGE]}
+    assert Decimal(doc["cost_usd"]) == 0
+    _log(store, [_untimed(), _dated()])  # a dated record joins the file after it
+    assert _usage(store) == [("msg_0179FgGtJzf3MkRAWS4a4tbE", DATED_AT), ("msg_0179FgGtJzf3MkRAWS4a4tbG", DATED_AT)]
+    assert _last_activity(store) == (DATED_AT, DATED_AT)
+    doc = cost_report(store.reader, by=None, window=ALL, zone=UTC)
+    assert Decimal(doc["cost_usd"]) == 2 * Decimal(OPUS_46_COST) and doc["cost_complete"] is True
+    assert doc["uncounted"]["records"] == 0
+    assert store.rows("SELECT reason, detail FROM quarantine") == [("timestamp", INFERRED_DETAIL)]
+    assert store.rollup_differences() == []
+    assert store.replay_differs() == []
+
+
+_examples = itertools.count()  # the store lives across examples: each takes its own file
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.permutations(list(range(3))), st.integers(1, 3))
+def test_the_inferred_times_are_the_same_in_any_order_and_batching(store: Store, order: list[int], size: int) -> None:
+    n = next(_examples)
+    sid = f"7a0c1d2e-0000-4000-8000-{n:012d}"
+    origin = f"-home-user-projects-spotter/{sid}.jsonl"
+    first, second = _untimed(), _untimed()
+    second["message"]["id"], second["uuid"] = "msg_second", "5a870ee3-92dd-48a0-9e23-b50e820810b2"
+    recs = [first, _dated(), second]
+    for i, r in enumerate(recs):
+        r["sessionId"] = sid
+        r["message"]["id"] = f"{r['message']['id']}-{n}"
+        r["requestId"] = f"{r['requestId']}-{i}"
+    oh = short_hash(origin.encode())
+    data = b"".join(orjson.dumps(r) + b"\n" for r in recs)
+    rows = [
+        line_row(ln, origin=origin, origin_hash=oh, gen=0, received_at=READ_AT, path_session=sid)
+        for ln in Framer(0).feed(data)
+    ]
+    shuffled = [rows[i] for i in order]
+    for i in range(0, len(shuffled), size):
+        store.log(shuffled[i : i + size])
+    got = store.rows("SELECT occurred_at FROM token_usage WHERE session_id = ?", (sid,))
+    # the one before it is dated for the second; none before the first, so the one after it
+    assert got == [(DATED_AT,)] * 3
+    assert store.rows("SELECT last_activity_at FROM sessions WHERE id = ?", (sid,)) == [(DATED_AT,)]

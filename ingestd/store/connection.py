@@ -197,7 +197,11 @@ def register_functions(conn: Db) -> None:
     """The SQL functions ingestd's schema calls: ``ingestd_origin_hash(origin)``
     (``ingestd.core.keys.origin_hash``: the log's interned origins, migration 0030, and the
     ``events_raw`` view's INSERT trigger)."""
-    conn.create_scalar_function("ingestd_origin_hash", origin_hash, 1, deterministic=True)
+
+    def origin_hash_of(*args: apsw.SQLiteValue) -> apsw.SQLiteValue:
+        return origin_hash(str(args[0]))
+
+    conn.create_scalar_function("ingestd_origin_hash", origin_hash_of, 1, deterministic=True)
 
 
 def _private_file(path: Path) -> None:

@@ -94,48 +94,33 @@ def _max_log_id(conn: Db) -> int:
     return int(v) if v is not None else 0
 
 
-def _origins(conn: Db, origins: set[str]) -> dict[str, tuple[int, str]]:
-    """origin -> (``log_origins.id``, its hash), adding the origins not there yet."""
-    out: dict[str, tuple[int, str]] = {}
-    for o in origins:
-        got = conn.execute("SELECT id, hash FROM log_origins WHERE origin = ?", (o,)).fetchall()
-        if got:
-            out[o] = (int(got[0][0]), str(got[0][1]))
-            continue
-        h = origin_hash(o)
-        conn.execute("INSERT INTO log_origins (origin, hash) VALUES (?, ?)", (o, h))
-        out[o] = (conn.last_insert_rowid(), h)
-    return out
-
-
-def _sessions(conn: Db, sids: set[str]) -> dict[str, int]:
-    """session id -> ``log_sessions.id``, adding the sessions not there yet."""
-    out: dict[str, int] = {}
-    for sid in sids:
-        got = conn.execute("SELECT id FROM log_sessions WHERE session_id = ?", (sid,)).fetchall()
-        if got:
-            out[sid] = int(got[0][0])
-            continue
-        conn.execute("INSERT INTO log_sessions (session_id) VALUES (?)", (sid,))
-        out[sid] = conn.last_insert_rowid()
-    return out
-
-
-def _kinds(conn: Db, kinds: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    """(source, event_type) -> ``log_kinds.id``, adding the kinds not there yet.
+def _interned(
+    conn: Db, table: str, columns: tuple[str, ...], values: set[tuple[str, ...]]
+) -> dict[tuple[str, ...], int]:
+    """values -> the id of their row in ``table`` (``log_origins``, ``log_sessions``, ``log_kinds``),
+    adding the values not there yet (in the caller's write transaction).
 
     Raises:
-        apsw.ConstraintError: a source the log does not admit (its CHECK).
+        apsw.ConstraintError: a value the table does not admit (``log_kinds``' CHECK on the source).
     """
-    out: dict[tuple[str, str], int] = {}
-    for kind in kinds:
-        got = conn.execute("SELECT id FROM log_kinds WHERE source = ? AND event_type = ?", kind).fetchall()
+    where = " AND ".join(f"{c} = ?" for c in columns)
+    insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    out: dict[tuple[str, ...], int] = {}
+    for v in values:
+        got: list[Any] = conn.execute(f"SELECT id FROM {table} WHERE {where}", v).fetchall()
         if got:
-            out[kind] = int(got[0][0])
+            out[v] = int(got[0][0])
             continue
-        conn.execute("INSERT INTO log_kinds (source, event_type) VALUES (?, ?)", kind)
-        out[kind] = conn.last_insert_rowid()
+        conn.execute(insert, v)
+        out[v] = conn.last_insert_rowid()
     return out
+
+
+def _origins(conn: Db, origins: set[str]) -> dict[str, tuple[int, str]]:
+    """origin -> (``log_origins.id``, ``origin_hash`` of it), adding the origins not there yet."""
+    hashes = {o: origin_hash(o) for o in origins}
+    ids = _interned(conn, "log_origins", ("origin", "hash"), {(o, h) for o, h in hashes.items()})
+    return {o: (ids[o, h], h) for o, h in hashes.items()}
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -176,9 +161,9 @@ def line_check(key: str, origin_hash_: str, gen: int, offset: int | None) -> byt
 def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """``encode_rows``'s parameters (key, source, event_type, payload, received_at, session_id,
     origin, origin_gen, origin_offset, codec) as ``log_rows`` parameters (``INSERT_LOG``)."""
-    kinds = _kinds(conn, {(p[1], p[2]) for p in params})
+    kinds = _interned(conn, "log_kinds", ("source", "event_type"), {(p[1], p[2]) for p in params})
     origins = _origins(conn, {p[6] for p in params})
-    sessions = _sessions(conn, {p[5] for p in params if p[5] is not None})
+    sessions = _interned(conn, "log_sessions", ("session_id",), {(p[5],) for p in params if p[5] is not None})
     times = {at: received_ms(at) for at in {p[4] for p in params}}
     out: list[tuple[Any, ...]] = []
     for key, source, event_type, payload, received_at, sid, origin, gen, offset, codec in params:
@@ -191,7 +176,7 @@ def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]
                 kinds[source, event_type],
                 payload,
                 times[received_at],
-                sessions[sid] if sid is not None else None,
+                sessions[(sid,)] if sid is not None else None,
                 oid,
                 gen,
                 offset,

@@ -64,7 +64,11 @@ def test_the_log_gives_back_every_column_as_appended(
     conn = connect(tmp / "l.db")
     migrate(conn)
     new = []
+    places = set()
     for origin, gen, offset, line, source, sid in rows:
+        if source == "jsonl" and (origin, gen, offset) in places:
+            continue  # one line per place of a file in one read
+        places.add((origin, gen, offset))
         oh = origin_hash(origin)
         if source == "jsonl":
             key, off = jsonl_key(oh, gen, offset, line), offset
@@ -72,7 +76,9 @@ def test_the_log_gives_back_every_column_as_appended(
             key, off = f"h:x:{oh}:{gen}:{offset}:{line.hex()}", None
         new.append(NewLogRow(key, source, "t", line, "2026-01-01T00:00:00.000Z", sid, origin, gen, off))
     got, n = write_txn(conn, lambda c: logrows.append(c, new))
-    unique = {r.idempotency_key: r for r in new}
+    unique = {}
+    for r in new:
+        unique.setdefault(r.idempotency_key, r)  # the first row of a key is the one kept
     assert n == len(unique) == len(got)
     back = {
         r[1]: r

@@ -27,12 +27,14 @@ TABLES: dict[str, str] = {
     "search_docs": "What the full-text index holds: prompts, assistant text, tool inputs, titles, summaries.",
     "quarantine": "Log rows a projection could not use, with the reason.",
     "model_pricing": "Price rows: USD per million tokens per model and bucket from a date, tiers, multipliers.",
-    "events_raw": "The append-only log (payloads are compressed: `ingestd export` writes them back).",
+    "events_raw": "The append-only log, a view over its storage tables (payloads are compressed: `ingestd export`"
+    " writes them back).",
 }
 HIDDEN = (
     "payload_blocks", "payload_codecs", "payload_open", "payload_open_blocks", "payload_sealed", "rollup_deferred",
     "ingest_checkpoints", "ingest_stats", "meta", "schema_version", "prune_receipts", "summaries",
     "search_fts", "search_fts_config", "search_fts_data", "search_fts_docsize", "search_fts_idx",
+    "log_rows", "log_origins", "log_sessions", "log_kinds",
 )  # fmt: skip
 
 _BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")

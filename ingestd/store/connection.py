@@ -352,3 +352,10 @@ def set_meta(conn: Db, key: str, value: str) -> None:
             (key, value),
         ),
     )
+
+
+def free_bytes(conn: Db) -> int:
+    """Bytes of the database file's free pages (``PRAGMA freelist_count`` pages). Read-only."""
+    pages: Any = conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+    size: Any = conn.execute("PRAGMA page_size").fetchall()[0][0]
+    return int(pages) * int(size)

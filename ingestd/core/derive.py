@@ -298,6 +298,8 @@ def _session_row(state: SessionState, unmatched: int) -> SessionRow:
         state.root[1] if state.root is not None else None,
         state.forked_from,
         1 if state.fork_start else 0,
+        state.team_name,
+        state.agent_name,
     )
 
 

@@ -68,6 +68,7 @@ PINS: tuple[Pin, ...] = (
     Pin(29, "fork_edges", "a6f7d0e2c1473cafe315b88c57f0e47d1423abf6f3c471a9fbb819c9591e8bdc"),
     Pin(30, "interned_log", "1cb538f43cd9fda9098f17f12b6735116f0062c70c227ed01d5b543c7699909d"),
     Pin(31, "drop_prompt_index", "8cf437fac3f4773e13bed5bd48b5bcd0a698ca698056d0fda01c2d029d21391b"),
+    Pin(32, "team_sessions", "1116550f2e1e65128244ea49dcdfe6ba96f5be700c55ab41b2f8be3a6408808e"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later
@@ -97,6 +98,7 @@ PG_PINS: tuple[Pin, ...] = (
     Pin(13, "inference_geo", "b4594f330c7cdcc29ff37841706b3f5fdf5fb70c2b066e80bb8c664b0f573cba"),
     Pin(14, "fork_evidence", "29713527503a6d262f42c01da9714fe30be90b2f35fd54b9bd6a3947668cd6f9"),
     Pin(15, "fork_edges", "ffb4d0d27e8e66fddf999be1bff4556fb7cae8684e7ed262222af44788afd045"),
+    Pin(16, "team_sessions", "544da6680cd1f415dc37712d5e4d2ded00373dfba33561fa54af678b0973d54f"),
 )
 
 

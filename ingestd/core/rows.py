@@ -27,6 +27,8 @@ class SessionRow(NamedTuple):
     ``parentUuid`` (the root of its chain). ``forked_from``: str | None, the session a record's
     ``forkedFrom.sessionId`` names. ``fork_start``: int, 1 when a SessionStart said ``source:
     "fork"``. The three are a fork's evidence; its parent is joined across sessions (``store.forks``).
+    ``team_name`` / ``agent_name``: str | None, the ``teamName`` / ``agentName`` of the main file's
+    records (a team member's; its lead is joined when read: ``report.teammates``).
     """
 
     id: str
@@ -50,6 +52,8 @@ class SessionRow(NamedTuple):
     root_uuid: str | None = None
     forked_from: str | None = None
     fork_start: int = 0
+    team_name: str | None = None
+    agent_name: str | None = None
 
 
 class AgentRow(NamedTuple):

@@ -386,6 +386,12 @@ class SessionState:
     root: tuple[PlaceKey, str] | None = None
     forked_from: str | None = None
     fork_start: bool = False
+    # Agent teams (DESIGN.md "Teammates"): the min ``teamName`` and the min ``agentName`` of the
+    # main file's records (every record of a team member names them: 2.1.332 bundle). A session
+    # run as a teammate in its own terminal (tmux mode) has both; its lead is another session,
+    # joined when read (``ingestd.report.teammates``)
+    team_name: str | None = None
+    agent_name: str | None = None
     end_at: str | None = None  # the latest SessionEnd's receipt
     start_at: str | None = None  # the latest SessionStart's receipt (startup, resume, clear, compact)
     agents: dict[str, AgentEv] = field(default_factory=dict)

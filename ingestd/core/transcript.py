@@ -251,12 +251,20 @@ def _fork_evidence(state: SessionState, row: LogRow, obj: dict[str, Any], pi: Pa
     the main file (a record with a uuid and ``"parentUuid": null``: ``--fork-session`` copies the
     parent's chain from its root, uuids kept; ../shared/live-2.1.332 has none, fixtures/
     claude-2.1.332/fork the run) and ``forkedFrom.sessionId`` (``/branch`` stamps its copies, 2.1.332
-    bundle). Both are joins: the smallest place, the smallest id."""
+    bundle). Both are joins: the smallest place, the smallest id. The main file's ``teamName`` /
+    ``agentName`` (a team member's records carry them, 2.1.332 bundle) are kept the same way: a
+    teammate run in its own terminal is a session of its own (DESIGN.md "Teammates")."""
     uuid = obj.get("uuid")
     if main and pi.agent_id is None and "parentUuid" in obj and obj["parentUuid"] is None and isinstance(uuid, str):
         root = ((row.origin_gen, row.origin_offset or 0, row.origin), uuid)
         if uuid and (state.root is None or root < state.root):
             state.root = root
+    if main and pi.agent_id is None:
+        team, name = obj.get("teamName"), obj.get("agentName")
+        if isinstance(team, str) and team and (state.team_name is None or team < state.team_name):
+            state.team_name = team
+        if isinstance(name, str) and name and (state.agent_name is None or name < state.agent_name):
+            state.agent_name = name
     ff = obj.get("forkedFrom")
     v = ff.get("sessionId") if isinstance(ff, dict) else None
     parent = v if isinstance(v, str) and v and v != state.session_id else None

@@ -18,6 +18,7 @@ from ingestd.errors import InputError
 from ingestd.report.claudetotals import claude_totals, session_telemetry
 from ingestd.report.forks import fork_children, fork_parent
 from ingestd.report.sessions import _COLUMNS, session_row
+from ingestd.report.teammates import lead_of, teammate_sessions
 from ingestd.report.usage import RateTable, Usage, load_rates
 from ingestd.store.connection import Db, storage_errors
 from ingestd.store.rollup import RATE_SQL, SUMS_SQL, TIER_SQL
@@ -182,7 +183,9 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         of the session beside the exact figures (``claudetotals.session_telemetry``: matched,
         telemetry-only, disagreements, API errors; None without any); ``forked_from`` is the
         session this one was forked from (``forks.fork_parent``, provenance ``fork``), ``forks`` the
-        sessions forked from it.
+        sessions forked from it. ``teammate_of`` is the lead of a teammate that ran as a session of
+        its own (``teammates.lead_of``), ``teammate_sessions`` those sessions of this lead, each with
+        its status, tokens and cost (its own session's, never added here).
         ``session`` is the ``sessions`` row (cost from the rollup); ``claude_code`` Claude Code's own
         figures beside it (``claudetotals.claude_totals``: never added to any cost here); ``tree``
         the main agent's node (or None); each node has its fields, ``edge`` (provenance),
@@ -202,6 +205,13 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         own_figures = claude_totals(conn, sid, rates)
         telemetry = session_telemetry(conn, sid, rates)
         parent, children = fork_parent(conn, sid), fork_children(conn, sid)
+        lead = lead_of(conn, sid)
+        mates = []
+        for m in teammate_sessions(conn, sid):
+            mrow = conn.execute(f"SELECT {_COLUMNS} FROM sessions s WHERE s.id = ?", (m["session_id"],)).fetchall()[0]
+            doc = session_row(conn, mrow, rates)
+            keep = ("status", "tokens", "cost_usd", "cost_complete", "billed_messages")
+            mates.append({**m, **{k: doc[k] for k in keep if k in doc}})
     orphans: list[tuple[str, str]] = []
     compaction: list[str] = []
     main = sid if sid in agents else next((k for k, a in agents.items() if a.row[1] == "main"), None)
@@ -241,4 +251,6 @@ def tree_report(conn: Db, session: str) -> dict[str, Any]:
         "telemetry": telemetry,
         "forked_from": parent,
         "forks": children,
+        "teammate_of": lead,
+        "teammate_sessions": mates,
     }

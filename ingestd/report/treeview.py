@@ -163,6 +163,15 @@ def render_tree(console: Console, doc: dict[str, Any], zone: Zone, home: str | N
     for what, f in links:
         why = f["evidence"].replace("_", " ")
         root.add(Text(f"{what} session {f['session_id']} (via fork: {why})", style="blue"))
+    lead = doc.get("teammate_of")
+    if lead:
+        why = lead["evidence"].replace("_", " ")
+        root.add(Text(f"teammate {lead['name']} of lead session {lead['session_id']} (via {why})", style="blue"))
+    for m in doc.get("teammate_sessions") or []:
+        mate = Text(f"teammate {m['name']} in session {m['session_id']}: {tokens(m['tokens'])} tok ", style="blue")
+        mate.append_text(usd(m))
+        mate.append(" (its own session's, not in this total)", style="dim")
+        root.add(mate)
     for line in [*claude_code_lines(doc.get("claude_code"), zone), *telemetry_lines(doc.get("telemetry"), zone, ids)]:
         root.add(Text("\n".join(flow(line.split("  "), width)), style="cyan"))
     console.print(root)

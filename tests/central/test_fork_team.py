@@ -72,3 +72,24 @@ def test_a_parent_shipped_after_its_fork_by_another_host_gives_the_edge(tmp_path
         assert replay(pg).ok
     finally:
         pg.close()
+
+
+def test_a_tmux_teammate_logged_by_another_host_is_attributed_to_its_lead(tmp_path: Path, pg_url: str) -> None:
+    from tests.report import test_tmux_teammates as tm
+
+    a_root, b_root = tmp_path / "a" / "projects", tmp_path / "b" / "projects"
+    tm._write(a_root, "-home-u-app", tm.LEAD, tm.lead_records())
+    tm._write(b_root, "-home-u-app-relay", tm.MATE, tm.mate_records())
+    a = local_db(tmp_path / "a.db", [a_root], "host-a")
+    b = local_db(tmp_path / "b.db", [b_root], "host-b")
+    ship_all(b, pg_url)
+    ship_all(a, pg_url)
+    project(pg_url)
+    pg = pg_connect(pg_url, autocommit=True)
+    try:
+        lead = tree_report(PgReadConn(pg), tm.MATE)["teammate_of"]
+        assert (lead["session_id"], lead["name"], lead["evidence"]) == (tm.LEAD, "alice", "spawn_name")
+        (row,) = tree_report(PgReadConn(pg), tm.LEAD)["teammate_sessions"]
+        assert (row["session_id"], row["tokens"]) == (tm.MATE, 130)
+    finally:
+        pg.close()

@@ -118,6 +118,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("DROP INDEX IF EXISTS sessions_root_uuid")
     conn.execute("DROP INDEX IF EXISTS sessions_forked_from")
     conn.execute("DROP INDEX IF EXISTS compactions_boundary")
+    conn.execute("DROP INDEX IF EXISTS sessions_team_name")
     conn.execute("DROP INDEX IF EXISTS tool_calls_prompt")
     for table, column in (
         ("tool_calls", "prompt_id"),
@@ -132,6 +133,8 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
         ("sessions", "root_uuid"),
         ("sessions", "forked_from"),
         ("sessions", "fork_start"),
+        ("sessions", "team_name"),
+        ("sessions", "agent_name"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     # projected by the rules of its day: the search projection came with revision 21
@@ -173,7 +176,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
-    # partial indexes (0028), one index (0029), the interned log's four tables and three indexes
+    # partial indexes (0028), one index (0029), two columns and an index (0032), the interned log's four tables and three indexes
     # (0030: its rows copied once, their old pages left free); the projection tables 0020 rebuilt
     # left their old pages free (the payloads are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]

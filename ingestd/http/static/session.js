@@ -401,6 +401,8 @@ export function sessionView(id) {
           ["Telemetry", h("span", { id: "telemetry" }, telemetryEl(tree.telemetry))],
           ...(tree.forked_from ? [["Forked from", h("span", { id: "forked-from" }, h("a", { href: sessionHref(tree.forked_from.session_id), class: "mono", title: tree.forked_from.session_id }, tree.forked_from.session_id.slice(0, 8)), ` (${tree.forked_from.evidence.replace(/_/g, " ")})`)]] : []),
           ...(tree.forks && tree.forks.length ? [["Forks", h("span", { id: "forks" }, tree.forks.flatMap((f, i) => [i ? ", " : "", h("a", { href: sessionHref(f.session_id), class: "mono", title: f.session_id }, f.session_id.slice(0, 8))]))]] : []),
+          ...(tree.teammate_of ? [["Teammate of", h("span", { id: "teammate-of" }, `${tree.teammate_of.name} of `, h("a", { href: sessionHref(tree.teammate_of.session_id), class: "mono", title: tree.teammate_of.session_id }, tree.teammate_of.session_id.slice(0, 8)), ` (${tree.teammate_of.evidence.replace(/_/g, " ")})`)]] : []),
+          ...(tree.teammate_sessions && tree.teammate_sessions.length ? [["Teammates", h("span", { id: "teammate-sessions" }, tree.teammate_sessions.flatMap((m, i) => [i ? ", " : "", h("span", { class: "teammate-session", "data-session-id": m.session_id }, m.name, " ", h("a", { href: sessionHref(m.session_id), class: "mono", title: m.session_id }, m.session_id.slice(0, 8)), " ", fmtTokens(m.tokens), " tokens ", costEl(m))]), " (their own sessions, not in this cost)")]] : []),
         ].map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
       );
       const sections = [

@@ -176,9 +176,9 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     # eleven new tables and indexes, the schema, the search projection's table, index and FTS5
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
-    # partial indexes (0028), one index (0029), two columns and an index (0032), the interned log's four tables and three indexes
-    # (0030: its rows copied once, their old pages left free); the projection tables 0020 rebuilt
-    # left their old pages free (the payloads are not rewritten)
+    # partial indexes (0028), one index (0029), the interned log's four tables and three indexes
+    # (0030: its rows copied once, their old pages left free), two columns and an index (0032);
+    # the projection tables 0020 rebuilt left their old pages free (the payloads are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
     assert in_use <= pages + 38
     conn.close()

@@ -222,6 +222,8 @@ class HookTarget:
 # daemon's OTLP paths (docs/claude-code.md §4), and the entry that marks which of them ingestd wrote
 # (its value lists their names): an uninstall removes exactly those, never a variable the user set.
 OTEL_MARK = "INGESTD_OTEL_VARS"
+# in the mark's list (never a variable name): the user's ``env`` was there, empty, before ours
+KEPT_ENV = "!env"
 
 
 def otel_env(t: HookTarget) -> dict[str, str]:
@@ -236,20 +238,23 @@ def otel_env(t: HookTarget) -> dict[str, str]:
 
 
 def _remove_our_env(out: dict[str, Any]) -> None:
-    """Drop (in place) the ``env`` entries the mark names, and the mark; ``env`` left empty goes."""
+    """Drop (in place) the ``env`` entries the mark names, and the mark; ``env`` left empty goes,
+    unless the mark says the user's file had it empty before (``KEPT_ENV``)."""
     env = out.get("env")
     if not isinstance(env, dict) or not isinstance(env.get(OTEL_MARK), str):
         return
-    for name in env[OTEL_MARK].split(","):
+    names = env[OTEL_MARK].split(",")
+    for name in names:
         env.pop(name, None)
     env.pop(OTEL_MARK, None)
-    if not env:
+    if not env and KEPT_ENV not in names:
         del out["env"]
 
 
 def _add_otel_env(out: dict[str, Any], t: HookTarget) -> None:
     """Add (in place) the ``--otel`` entries: a variable the user set to the same value is left theirs
     (not listed in the mark); one set to another value is refused, nothing is changed."""
+    was_empty = out.get("env") == {}
     env = out.setdefault("env", {})
     if not isinstance(env, dict):
         raise InputError("`env` in the settings file is not an object; nothing was changed")
@@ -264,7 +269,7 @@ def _add_otel_env(out: dict[str, Any], t: HookTarget) -> None:
             env[name] = value
             ours.append(name)
     if ours:
-        env[OTEL_MARK] = ",".join(ours)
+        env[OTEL_MARK] = ",".join([*ours, KEPT_ENV] if was_empty else ours)
     elif not env:
         del out["env"]
 

@@ -94,6 +94,7 @@ SHAPES = {
         '{\r\n  "includeCoAuthoredBy": false,\r\n  "env": {\r\n      "FOO": "bar"\r\n  },\r\n'
         '  "model": "sonnet"\r\n}\r\n'
     ),
+    "empty_env": '{\n  "env": {},\n  "model": "opus"\n}\n',
     "four_spaces": (
         '{\n    "hooks": {\n        "PreToolUse": [\n            {"matcher": "Bash", "hooks": [{"type": "command",'
         ' "command": "check.sh"}]}\n        ]\n    },\n    "env": {\n        "A": "1"\n    }\n}\n'

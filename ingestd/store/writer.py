@@ -251,23 +251,29 @@ def _fold_batch(
     version = int(dv)
     current = cache.seen is not None and cache.seen[0] is c and cache.seen[1] == version
     cache.seen = None  # until this batch commits
+    if not current:
+        # someone else committed: every cached state may lack their rows, not only this batch's
+        # sessions, and this batch catches up only its own
+        cache.fresh.clear()
     states: dict[str, SessionState] = {}
     work: list[SessionWork] = []
     for sid, rows in by_session.items():
         touched.append(sid)
-        state = _caught_up(c, cache, sid, first_id, current, ctx)
+        state = _caught_up(c, cache, sid, first_id, sid in cache.fresh, ctx)
         if state is not None:
             states[sid] = state
         work.append((sid, rows, _history(c, sid, rows)))
     fold_into(c, states, work, ctx)
     for sid, rows in by_session.items():
         cache.put(sid, states[sid], rows[-1].id)
+        cache.fresh.add(sid)
     return version
 
 
 def _caught_up(c: Db, cache: FoldCache, sid: str, first_id: int, current: bool, ctx: Ctx) -> SessionState | None:
     """``sid``'s cached state (taken out of ``cache``) brought up to the log just before ``first_id``:
-    a miss, or a cache not known ``current``, folds the session's rows since the state's last id."""
+    a miss, or a state not known ``current`` (``FoldCache.fresh``), folds the session's rows since
+    the state's last id."""
     state, last_id = cache.take(sid)
     if state is None or not current:
         cache.gap_queries += 1
@@ -505,11 +511,13 @@ def _add(total: BatchResult, part: BatchResult) -> None:
 class FoldCache:
     """Bounded LRU of per-session fold states, each with the last log id it has seen.
 
-    A state is brought up to date from the log (``events_raw_session`` index) before use, so
+    A state is brought up to date from the log (``log_rows_session`` index) before use, so
     another writer appending to the same database (daemon and ``ingest``) is picked up, and a
-    miss costs one indexed scan of the session's rows. That catch-up query is skipped while
-    the cache is known current: nobody else has committed to the connection it was last used
-    with since (``PRAGMA data_version`` unchanged), so every cached state has seen every row.
+    miss costs one indexed scan of the session's rows. That catch-up query is skipped for a
+    state in ``fresh``: caught up or folded by a batch after which nobody else has committed to
+    the connection it was last used with (``PRAGMA data_version`` unchanged). A batch that finds
+    another writer's commit empties ``fresh``: it catches up only its own sessions, and every
+    other state may lack rows the other writer appended to its session.
     """
 
     def __init__(self, capacity: int = 256) -> None:
@@ -517,6 +525,8 @@ class FoldCache:
         self._d: collections.OrderedDict[str, tuple[SessionState, int]] = collections.OrderedDict()
         # (connection, its data_version) as of the end of the last committed batch
         self.seen: tuple[Db, int] | None = None
+        # the sessions whose states have seen every row as of ``seen``
+        self.fresh: set[str] = set()
         self.gap_queries = 0  # catch-up queries run (tests count them)
 
     def take(self, sid: str) -> tuple[SessionState | None, int]:
@@ -528,4 +538,4 @@ class FoldCache:
         """Store a state (evicting the least recently used beyond capacity)."""
         self._d[sid] = (state, last_id)
         while len(self._d) > self.capacity:
-            self._d.popitem(last=False)
+            self.fresh.discard(self._d.popitem(last=False)[0])

@@ -132,14 +132,16 @@ def received_ms(at: str) -> int | str:
     ``events_raw`` spells back exactly; any other text as it is. Pure."""
     if len(at) != 24 or at[19] != "." or at[23] != "Z" or not "1970" <= at[:4] <= "9999":
         return at
+    ms = at[20:23]
+    if not (ms.isascii() and ms.isdigit()):  # int() and isdigit() take any script's digits too
+        return at
     try:
         dt = datetime.strptime(at[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-        frac = int(at[20:23])
     except ValueError:
         return at
-    if not at[20:23].isdigit() or dt.strftime("%Y-%m-%dT%H:%M:%S") != at[:19]:
+    if dt.strftime("%Y-%m-%dT%H:%M:%S") != at[:19]:
         return at
-    return (dt - _EPOCH) // timedelta(seconds=1) * 1000 + frac
+    return (dt - _EPOCH) // timedelta(seconds=1) * 1000 + int(ms)
 
 
 def line_check(key: str, origin_hash_: str, gen: int, offset: int | None) -> bytes | None:

@@ -46,10 +46,12 @@ def render_blocks(console: Console, doc: dict[str, Any], zone: Zone) -> None:
     unpriced_note(console, missing(doc))
     a = doc["active"]
     if a is not None:
+        # the burn rate and the projection come from the cost so far: no more complete than it is
+        more = "" if a["cost_complete"] else "+?"
         console.print(
             Text(
-                f"active: {usd(a)} so far, ${float(a['burn_usd_per_hour']):.2f}/h, "
-                f"projected ${float(a['projected_cost_usd']):.2f} at {when(a['end'], zone, '%H:%M')} "
+                f"active: {usd(a)} so far, ${float(a['burn_usd_per_hour']):.2f}{more}/h, "
+                f"projected ${float(a['projected_cost_usd']):.2f}{more} at {when(a['end'], zone, '%H:%M')} "
                 f"({a['remaining_minutes']} min left)"
             )
         )

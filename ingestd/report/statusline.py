@@ -335,7 +335,8 @@ def _parts(f: LineFacts, fields: tuple[str, ...], now: datetime, zone: Zone) -> 
             _missing_part(out, f.today_missing)
         elif name == "block" and f.block is not None:
             b = f.block
-            cost, burn = usd(b.cost_usd, b.complete), usd(b.burn_usd_per_hour)
+            # the burn rate comes from the cost so far: no more complete than it is
+            cost, burn = usd(b.cost_usd, b.complete), usd(b.burn_usd_per_hour, b.complete)
             end = f"→{_reset_text(b.end, now, zone)}"
             plain = f"block {cost} {burn}/h {end}"
             out.append((plain, f"{_DIM}block{_RESET} {cost} {_DIM}{burn}/h {end}{_RESET}"))

@@ -12,9 +12,11 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from ingestd.cli import cli
 from ingestd.report.blocks import blocks_report
+from ingestd.report.blocksview import render_blocks
 from ingestd.report.statusline import input_facts, line_facts, render, usd
 from ingestd.report.window import Window, resolve_zone
 from ingestd.store.connection import connect
@@ -24,10 +26,10 @@ UTC_ZONE = resolve_zone("UTC", {})
 SID = "cccccccc-0000-4000-8000-000000000001"
 
 
-def _usage(n: int, at: datetime) -> bytes:
+def _usage(n: int, at: datetime, model: str = "claude-sonnet-4-5-20250929") -> bytes:
     message = {
         "id": f"m{n}",
-        "model": "claude-sonnet-4-5-20250929",
+        "model": model,
         "role": "assistant",
         "content": [{"type": "text", "text": "ok"}],
         "usage": {"input_tokens": 100_000, "output_tokens": 0},  # $0.30 at $3 / MTok
@@ -59,6 +61,28 @@ def test_the_line_shows_the_running_block_as_blocks_reports_it(tmp_path: Path) -
     assert render(
         line_facts(conn, None, later, UTC_ZONE), fields=("block",), color=False, now=later, zone=UTC_ZONE
     ) == ("ingestd")
+
+
+def test_a_block_with_unpriced_usage_marks_its_burn_rate_and_projection_as_its_cost(tmp_path: Path) -> None:
+    now = datetime(2026, 3, 2, 16, 5, tzinfo=UTC)
+    root = tmp_path / "projects" / "-w"
+    root.mkdir(parents=True)
+    first, second = _usage(0, now - timedelta(minutes=50)), _usage(1, now - timedelta(minutes=5), "claude-nonesuch-9")
+    (root / f"{SID}.jsonl").write_bytes(first + second)
+    db = tmp_path / "b.db"
+    assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(tmp_path / "projects")]).exit_code == 0
+    conn = connect(db, readonly=True)
+    active = blocks_report(conn, now=now, zone=UTC_ZONE, window=Window(None, None))["active"]
+    assert (active["cost_usd"], active["cost_complete"]) == ("0.3", False)
+    facts = line_facts(conn, {**documented(now.timestamp()), "session_id": SID}, now, UTC_ZONE)
+    line = render(facts, fields=("block",), color=False, now=now, zone=UTC_ZONE)
+    assert line.startswith("block $0.30+ $0.36+/h →20:00"), line
+    doc = blocks_report(conn, now=now, zone=UTC_ZONE, window=Window(None, None), active_only=True)
+    console = Console(width=200, record=True)
+    render_blocks(console, doc, UTC_ZONE)
+    shown = console.export_text()
+    assert "active: $0.30+? so far, $0.36+?/h, projected $" in shown
+    assert shown.split("projected ", 1)[1].split(" at ", 1)[0].endswith("+?"), shown
 
 
 def _cache(**over: Any) -> dict[str, Any]:

@@ -213,12 +213,17 @@ class _Sorted:
 
 
 def _sort_batch(rows_in: Sequence[NewLogRow], ids: Mapping[str, int]) -> _Sorted:
-    """The inserted rows (those ``ids`` names) sorted by session, counted and dated. Pure."""
+    """The inserted rows (those ``ids`` names, the first of the batch under each key) sorted by
+    session, counted and dated. Pure."""
     out = _Sorted()
+    taken: set[str] = set()
     for r in rows_in:
         rid = ids.get(r.idempotency_key)
-        if rid is None:
+        if rid is None or r.idempotency_key in taken:
+            # not appended: its key was there, or an earlier row of the batch took it (a client's
+            # Idempotency-Key on two bodies at once: the first is the one in the log)
             continue
+        taken.add(r.idempotency_key)
         if r.source == "jsonl":
             out.stats["lines"] += 1
             if r.reason:

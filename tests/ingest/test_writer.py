@@ -189,3 +189,20 @@ def test_a_writer_sees_rows_another_appended_after_a_batch_of_other_sessions(tmp
     rebuilt = new_db(tmp_path / "rebuilt.db")
     rebuild_projections(daemon, rebuilt)
     assert dump(daemon) == dump(rebuilt)
+
+
+def test_two_bodies_under_one_key_in_a_batch_project_the_one_logged(tmp_path: Path) -> None:
+    """Two deliveries with one client ``Idempotency-Key`` and different bodies, committed in one
+    batch: the first is logged, the second refused (409), and only the first is projected."""
+    conn = new_db(tmp_path / "x.db")
+    at = "2026-01-01T00:00:01.000Z"
+    first = hook("h:k:same", "PreToolUse", at, tool_name="Bash", tool_use_id="t1", tool_input={"command": "ls"})
+    second = hook("h:k:same", "PreToolUse", at, tool_name="Write", tool_use_id="t1", tool_input={"file_path": "/x"})
+    res = apply_batch(conn, [first, second])
+    assert res.inserted == 1
+    assert conn.execute("SELECT payload_bytes(codec, payload) FROM events_raw").fetchall() == [(first.payload,)]
+    assert conn.execute("SELECT tool_name FROM tool_calls").fetchall() == [("Bash",)]
+    assert count(conn, "SELECT count(*) FROM events") == 1
+    rebuilt = new_db(tmp_path / "rebuilt.db")
+    rebuild_projections(conn, rebuilt)
+    assert dump(conn) == dump(rebuilt)

@@ -21,6 +21,7 @@ from ingestd.commands._store import open_store as open_store
 from ingestd.commands._store import store_connection as store_connection
 from ingestd.commands._store import store_option as store_option
 from ingestd.core.ledger import Pin
+from ingestd.daemon.lock import serving_pid
 from ingestd.errors import ConfigError, MigrationError
 from ingestd.projection.reproject import StaleProjection, stale_projection
 from ingestd.store.connection import Db, connect, connect_for_check, default_db_path, require_writable
@@ -272,6 +273,7 @@ def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
     require_safe_files(path)
     require_writable(path)
     db = connect(path)
+    _refuse_migrating_under_a_daemon(db, path)
     migrated = tuple(migrate(db))
     folded = reproject_if_stale(db, path)
     if folded and mode != "migrate":
@@ -281,6 +283,31 @@ def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
             err=True,
         )
     return Opened(db, migrated=migrated, reprojected=folded)
+
+
+def _refuse_migrating_under_a_daemon(db: Db, path: Path) -> None:
+    """Refuse to apply pending migrations while a daemon serves the database: it runs the ingestd
+    it started with (an upgrade installed a newer one beside it), whose writes the new schema
+    refuses, so it would answer every hook 500 until restarted. It applies them as it starts.
+
+    Raises:
+        ConfigError: migrations are pending and a daemon holds the database's lock.
+    """
+    pending = status(db).pending
+    if not pending:
+        return
+    pid = serving_pid(path)
+    if pid is None:
+        return
+    db.close()
+    names = ", ".join(p.stem for p in pending)
+    raise ConfigError(
+        f"refused: the database at {path} needs migrations {names}, and a daemon (pid {pid}) is serving it with "
+        "an ingestd that does not know them (under the new schema it would refuse every hook): restart the "
+        "daemon (its service, or stop `ingestd serve` and start it again), which applies them as it starts",
+        pid=pid,
+        pending=[p.stem for p in pending],
+    )
 
 
 def _open_to_read(path: Path, *, refuse_stale: bool) -> Opened:

@@ -148,6 +148,25 @@ def _holder(fd: int, pid_file: Path) -> str:
     return "unknown"
 
 
+def serving_pid(db_path: Path) -> str | None:
+    """The pid of the daemon holding the lock on the database file ``db_path`` names ("unknown"
+    when it cannot be found), or None when none holds it (or the file cannot be opened). Takes no
+    lock that outlives the call: a shared ``flock`` tried without waiting, released at once."""
+    try:
+        fd = os.open(os.path.realpath(db_path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return _holder(fd, lock_path(db_path))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def acquire(db_path: Path) -> DaemonLock:
     """Take the exclusive daemon lock on the database file ``db_path`` names, without waiting.
 

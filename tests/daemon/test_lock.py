@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from ingestd.cli import cli
+from ingestd.core import ledger
 from ingestd.daemon import lock
 from ingestd.errors import DaemonError
+from ingestd.store.connection import connect
+from ingestd.store.migrate import MIGRATIONS_DIR, migrate, status
 
 
 def test_second_lock_refuses_with_a_clear_message_then_frees(tmp_path: Path) -> None:
@@ -87,3 +93,34 @@ def test_proc_locks_parsing() -> None:
     assert lock.holder_from_proc_locks(dev, 77, text) == 4242
     assert lock.holder_from_proc_locks(dev, 78, text) is None
     assert lock.holder_from_proc_locks(os.makedev(0xFE, 1), 77, text) == 99
+
+
+def test_pending_migrations_are_not_applied_under_a_serving_daemon(tmp_path: Path) -> None:
+    """A daemon started by an older ingestd still serves the database an upgrade left behind: a
+    command of the newer one that would migrate it (``migrate``, ``ingest``) refuses, naming the
+    daemon's pid and the migrations, and changes nothing; once the daemon is gone it migrates."""
+    db = tmp_path / "x.db"
+    older = tmp_path / "migrations-older"
+    older.mkdir()
+    for pin in ledger.PINS[:-1]:
+        shutil.copy(MIGRATIONS_DIR / f"{pin.stem}.sql", older / f"{pin.stem}.sql")
+    conn = connect(db)
+    migrate(conn, directory=older, pins=ledger.PINS[:-1])
+    conn.close()
+    assert lock.serving_pid(db) is None
+    held = lock.acquire(db)
+    try:
+        assert lock.serving_pid(db) == str(os.getpid())
+        for argv in (["migrate"], ["ingest", "--projects", str(tmp_path)]):
+            got = CliRunner().invoke(cli, [*argv, "--db", str(db)])
+            assert got.exit_code != 0, got.output
+            assert f"a daemon (pid {os.getpid()}) is serving it" in got.output, got.output
+            assert ledger.PINS[-1].stem in got.output
+            conn = connect(db, readonly=True)
+            assert [p.stem for p in status(conn).pending] == [ledger.PINS[-1].stem]
+            conn.close()
+    finally:
+        held.release()
+    got = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert got.exit_code == 0, got.output
+    assert f"applied {ledger.PINS[-1].stem}" in got.output

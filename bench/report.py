@@ -12,6 +12,12 @@ from bench.table import Row, kv_table, markdown_table
 
 GB = 1e9
 FLOOR_REF = "reference 1.97 s / 535 MB/s for 1 GB on this machine class"
+# SPEC §11's targets (the figures of issue 27 where it is stricter).
+FLOOR_TIMES = 5.0  # cold ingest within this many times the orjson floor of the same run
+REPLAY_TIMES = 1.2  # replay within this many times the cold ingest
+DB_RATIO = 0.34  # the database at most this fraction of the corpus
+HOOK_P50_MS = 1.5  # one client
+HOOK_P99_MS = 15.0  # sixteen clients
 
 
 def _scaled_target(corpus_bytes: int) -> float:
@@ -47,8 +53,10 @@ def _ingest_rows(cr: CorpusResults) -> list[Row]:
         return rows
     wall = summarize([r.wall_s for r in ing.cold])
     cpu = summarize([r.cpu_s for r in ing.cold])
-    target = _scaled_target(c.bytes)
-    tgt_text = "≤ 5 s (1 GB)" if _is_1gb(cr) else f"≤ {fmt_num(target)} s (5 s/GB scaled)"
+    # SPEC §11: within 5x the orjson floor of the same run (the goal beyond: 2.5x)
+    target = FLOOR_TIMES * floor.median if floor else _scaled_target(c.bytes)
+    scale = f"{FLOOR_TIMES:g}x the floor" if floor else "5 s/GB scaled"
+    tgt_text = f"≤ {fmt_num(target)} s ({scale})"
     util = cpu.median / wall.median if wall.median else 0
     rows.append(
         Row(
@@ -64,14 +72,20 @@ def _ingest_rows(cr: CorpusResults) -> list[Row]:
         Row(
             f"{name}: cold ingest throughput",
             f"{fmt_num(mbs)} MB/s",
-            "≥ 200 MB/s (5 s/GB)",
-            verdict(mbs, 200, lower_is_better=False),
+            "",
+            "",
         )
     )
     if floor:
         ratio = wall.median / floor.median
         rows.append(
-            Row(f"{name}: ingest / orjson floor", f"{ratio:.1f}x", "≤ 2.5x", verdict(ratio, 2.5), "same run, medians")
+            Row(
+                f"{name}: ingest / orjson floor",
+                f"{ratio:.1f}x",
+                f"≤ {FLOOR_TIMES:g}x (goal 2.5x)",
+                verdict(ratio, FLOOR_TIMES),
+                "same run, medians",
+            )
         )
     rss = max(r.maxrss_mb for r in ing.cold)
     tree_rss = max(r.tree_rss_mb for r in ing.cold)
@@ -89,8 +103,8 @@ def _ingest_rows(cr: CorpusResults) -> list[Row]:
         Row(
             f"{name}: database size",
             f"{ing.db_bytes / 1e6:,.0f} MB ({ing.db_bytes / c.bytes:.2f}x the corpus)",
-            "≤ 0.33x the corpus",
-            verdict(ing.db_bytes / c.bytes, 1 / 3),
+            f"≤ {DB_RATIO:g}x the corpus",
+            verdict(ing.db_bytes / c.bytes, DB_RATIO),
             f"{ing.events_raw:,} events_raw rows; their payloads {ing.payload_bytes / 1e6:,.1f} MB as stored"
             " (zstd with the database's dictionary: 256 KiB blocks of a file's lines, migration 0016, and per-row"
             " values, 0013); main file + -wal + -shm after the ingest",
@@ -215,13 +229,15 @@ def _read_rows(res: Results) -> list[Row]:
             rows.append(Row(name, f"{rp.error}{extra}", "exits 0", "misses"))
             continue
         r = rp.run
+        cold = summarize([c.wall_s for c in cr.ingest.cold]).median if cr.ingest and cr.ingest.cold else None
         rows.append(
             Row(
                 name,
                 f"{fmt_num(r.wall_s)} s wall, {fmt_num(r.cpu_s)} s CPU, "
-                f"peak {fmt_num(max(r.maxrss_mb, r.tree_rss_mb))} MiB",
-                "exits 0 (no time target)",
-                "meets",
+                f"peak {fmt_num(max(r.maxrss_mb, r.tree_rss_mb))} MiB"
+                + (f"; {r.wall_s / cold:.2f}x the cold ingest" if cold else ""),
+                f"exits 0, ≤ {REPLAY_TIMES:g}x the cold ingest",
+                verdict(r.wall_s, REPLAY_TIMES * cold) if cold else "meets",
                 "1 run",
             )
         )
@@ -230,7 +246,7 @@ def _read_rows(res: Results) -> list[Row]:
 
 def _hook_rows(res: Results) -> list[Row]:
     if res.hooks_error:
-        target = "≥ 8,000 ev/s @16, p99 < 10 ms; p50 < 0.5 ms @1"
+        target = "p50 < 1.5 ms @1, p99 < 15 ms @16"
         return [Row("hook receiver (durable)", res.hooks_error, target, "n/a")]
     rows: list[Row] = []
     for conc, runs in sorted(res.hooks.items()):
@@ -242,7 +258,7 @@ def _hook_rows(res: Results) -> list[Row]:
         d_cpu, c_cpu = res.hooks_daemon_cpu.get(conc, 0), res.hooks_client_cpu.get(conc, 0)
         cpu = f"daemon CPU {d_cpu:.0%} of a core, load generator ({res.hooks_generator.split(' ')[0]}) {c_cpu:.0%}"
         note = f"{cpu}; {sum(r.ok for r in runs):,} 2xx, {failed} failed"
-        if conc == 16 and rate.median < 8000:
+        if conc == 16 and statistics.median(r.pct_ms(99) for r in runs) > HOOK_P99_MS:
             note += (
                 "; the daemon is mostly waiting (commit/fsync per batch), not computing"
                 if d_cpu < 0.6
@@ -252,8 +268,8 @@ def _hook_rows(res: Results) -> list[Row]:
             Row(
                 f"hooks @{conc} client(s): throughput",
                 fmt_summary(rate, "ev/s"),
-                "≥ 8,000 ev/s" if conc == 16 else "",
-                verdict(rate.median, 8000, lower_is_better=False) if conc == 16 else "",
+                "",
+                "",
                 note,
             )
         )
@@ -261,8 +277,8 @@ def _hook_rows(res: Results) -> list[Row]:
             Row(
                 f"hooks @{conc} client(s): latency p50 / p99",
                 f"{p50:.2f} / {p99:.2f} ms",
-                {1: "p50 < 0.5 ms", 16: "p99 < 10 ms"}.get(conc, ""),
-                {1: verdict(p50, 0.5), 16: verdict(p99, 10)}.get(conc, ""),
+                {1: f"p50 < {HOOK_P50_MS:g} ms", 16: f"p99 < {HOOK_P99_MS:g} ms"}.get(conc, ""),
+                {1: verdict(p50, HOOK_P50_MS), 16: verdict(p99, HOOK_P99_MS)}.get(conc, ""),
                 "client-observed, loopback, 2xx only after commit",
             )
         )

@@ -167,6 +167,33 @@ def refuse_config_dir_roots(roots: Sequence[Path]) -> None:
             )
 
 
+def refuse_overlapping_roots(roots: Sequence[Path]) -> None:
+    """Refuse two projects roots of which one is the other or lies inside it (symlinks resolved). Reads only.
+
+    A transcript's origin is its path relative to its root, so a file under two roots is logged
+    twice, under two names, for good: its lines twice in the log and in search, and twice in
+    ``export`` (once at each place).
+
+    Raises:
+        ConfigError: naming both roots and the one to keep.
+    """
+    real = [(r, Path(os.path.realpath(r))) for r in roots]
+    for i, (a, ra) in enumerate(real):
+        for b, rb in real[i + 1 :]:
+            if ra == rb:
+                raise ConfigError(
+                    f"projects roots {a} and {b} are the same directory: pass it once. Nothing was read.",
+                    path=str(b),
+                )
+            inner, outer = (b, a) if rb.is_relative_to(ra) else (a, b) if ra.is_relative_to(rb) else (None, None)
+            if inner is not None:
+                raise ConfigError(
+                    f"projects root {inner} is inside projects root {outer}: its transcripts would be logged twice,"
+                    f" under two names. Pass only --projects {outer}. Nothing was read.",
+                    path=str(inner),
+                )
+
+
 def projects_option(f: F) -> F:
     """``--projects DIR`` (repeatable)."""
     return click.option(

@@ -21,6 +21,7 @@ from ingestd.commands._common import (
     open_db,
     projects_option,
     refuse_config_dir_roots,
+    refuse_overlapping_roots,
     resolve_db,
 )
 from ingestd.core.timefmt import from_epoch_ns
@@ -80,6 +81,7 @@ def run_ingest(db_path: Path | None, projects: tuple[Path, ...], *, show_progres
         if not r.is_dir():
             raise ConfigError(f"projects root {r} is not a readable directory: pass --projects DIR")
     refuse_config_dir_roots(roots)
+    refuse_overlapping_roots(roots)
     path = resolve_db(db_path)
     # held from before the database is opened (opening may re-project with the identity) to the end:
     # `ship --set-host-id` refuses meanwhile. Taken again once opened: a database this run creates

@@ -21,6 +21,7 @@ from ingestd.commands._common import (
     load_settings,
     projects_option,
     refuse_config_dir_roots,
+    refuse_overlapping_roots,
     resolve_db,
     setting_options,
 )
@@ -96,6 +97,7 @@ def start(
     check_ship_to(settings.get_opt_str("ship_to"))  # refused before the lock and the database, like the bind
     roots = tuple(projects) if projects else tuple(default_projects(env))
     refuse_config_dir_roots(roots)  # ~/.claude for ~/.claude/projects: refused before anything is read
+    refuse_overlapping_roots(roots)
     db = resolve_db(db_path)
     # the files before the lock opens (or creates) the database; the daemon does not check them again
     check_files(db, backup_dir_from(settings, db))

@@ -17,6 +17,7 @@ from ingestd.commands._common import (
     load_settings,
     projects_option,
     refuse_config_dir_roots,
+    refuse_overlapping_roots,
     resolve_db,
 )
 from ingestd.errors import ConfigError
@@ -70,6 +71,7 @@ def install_cmd(
     db = resolve_db(db_path)
     roots = projects or tuple(default_projects(env))
     refuse_config_dir_roots(roots)  # a service tailing ~/.claude would file phantom sessions for good
+    refuse_overlapping_roots(roots)
     found = find_installed(env)
     spec = service.ServiceSpec(
         argv=service.serve_argv(found.argv, db, roots, port, token_file),

@@ -303,7 +303,9 @@ def _row_counts(conn: Db) -> dict[str, int]:
         " AND name NOT LIKE 'sqlite_%'"
     )
     tables = sorted(r[0] for r in conn.execute(sql))
-    return {t: int(scalar(conn, f'SELECT count(*) FROM "{t}"') or 0) for t in tables}
+    # the view's rows are log_rows' (one each): counted there, without the view's joins
+    source = {"events_raw": "log_rows"} if "log_rows" in tables else {}
+    return {t: int(scalar(conn, f'SELECT count(*) FROM "{source.get(t, t)}"') or 0) for t in tables}
 
 
 def _marked_lines(conn: Db, counters: dict[str, int]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ For hook events that accept only ``type: "command"`` (SessionStart, Setup) and f
 Code older than 2.1.63: reads the hook input from stdin, POSTs it to the daemon, discards
 the reply, prints nothing (SessionStart stdout would reach the model's context) and exits 0
 whatever happens (exit 2 would block the action). The token comes from the environment
-variable named by ``--token-env``, never from the command line.
+variable named by ``--token-env``, never from the command line. Any other argument is ignored
+(``--kept-empty`` is a mark for ``hooks uninstall``: ``ingestd.claude.hooksetup.KEPT_EMPTY``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ mode, and only the newest few copies are kept; a symlinked ``settings.json`` (a 
 repository) is written through the link (``ingestd.claude.settingsjson``). An install is spliced into the
 text (``settingsjson.splice_install``) and an uninstall cut out of it (``splice_uninstall``): every byte of
 the user's own layout stays, the ``--dry-run`` diff shows only the lines that change, and install
-then uninstall gives the file back byte for byte. When splicing cannot be done (an install that
+then uninstall gives the file back byte for byte (an event list that was empty before install
+too: ``KEPT_EMPTY``). When splicing cannot be done (an install that
 replaces older hooks of ours, a text the splice would not reproduce), the document is re-rendered
 in the file's detected layout (indent, colon spacing, final newline). An empty (or
 whitespace-only) file counts as ``{}``, as Claude Code reads it. A file that is not valid JSON,
@@ -176,6 +177,12 @@ def event_table_lines() -> list[str]:
 HTTP_TIMEOUT_S = 5
 MARKER = "ingestd.forward"
 INSTALLED_BY = ("X-Ingestd-Hook", "installed by ingestd hooks install")
+# On our hook in an event whose list the user's file had, empty, before install (``"PreToolUse":
+# []``): an uninstall that takes our group out leaves that empty list, not no event at all, so the
+# file comes back byte for byte. An http hook carries the header, a forwarder the flag (which
+# ``ingestd.forward`` ignores).
+KEPT_EMPTY = ("X-Ingestd-Kept", "an empty list before install")
+KEPT_EMPTY_FLAG = "--kept-empty"
 FORWARD_TIMEOUT_S = 2
 SETTINGS_MAX_BYTES = 16 * MIB  # Claude Code's settings.json is kilobytes: a larger file is the wrong one
 render = settingsjson.render  # the block `hooks print` shows, laid out as Claude Code writes it
@@ -420,12 +427,39 @@ def remove_ours(settings: dict[str, Any]) -> dict[str, Any]:
                     g = {**g, "hooks": kept}
             kept_groups.append(g)
         if removed:
-            if kept_groups:
+            if kept_groups or any(kept_empty(h) for h in _hooks_in(groups)):
                 hooks[ev] = kept_groups
             else:
                 del hooks[ev]
     if not hooks and "hooks" in settings and settings["hooks"] != {}:
         del out["hooks"]
+    return out
+
+
+def _hooks_in(groups: list[Any]) -> Iterator[Any]:
+    """Every hook object of one event's matcher groups (what is not the expected shape passed over)."""
+    for g in groups:
+        if isinstance(g, dict) and isinstance(g.get("hooks"), list):
+            yield from g["hooks"]
+
+
+def kept_empty(hook: Any) -> bool:
+    """One of our hooks marked ``KEPT_EMPTY``: its event's list was empty before install."""
+    if is_marked(hook):
+        return bool(hook["headers"].get(KEPT_EMPTY[0]) == KEPT_EMPTY[1])
+    if is_forwarder(hook):
+        return KEPT_EMPTY_FLAG in shlex.split(hook["command"])[3:]
+    return False
+
+
+def _mark_kept_empty(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our ``groups`` for an event the user's file has as an empty list, each hook marked so."""
+    out = copy.deepcopy(groups)
+    for hook in _hooks_in(out):
+        if hook.get("type") == "http":
+            hook["headers"][KEPT_EMPTY[0]] = KEPT_EMPTY[1]
+        else:
+            hook["command"] = f"{hook['command']} {KEPT_EMPTY_FLAG}"
     return out
 
 
@@ -446,7 +480,7 @@ def install(settings: dict[str, Any], t: HookTarget) -> dict[str, Any]:
         if not isinstance(existing, list):
             # Never replace what we cannot merge into (parse_settings refuses it first).
             raise InputError(f"`hooks.{ev}` is not a list of matcher groups; nothing was changed")
-        hooks[ev] = [*existing, *groups]
+        hooks[ev] = [*existing, *(_mark_kept_empty(groups) if ev in hooks and not existing else groups)]
     return out
 
 

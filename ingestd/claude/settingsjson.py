@@ -286,7 +286,9 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
                 ranges += jsonedit.removals(env_span, gone_env)
     hooks_span = root.members.get("hooks")
     if hooks_span is not None and isinstance(doc.get("hooks"), dict):
-        gone_events, hook_ranges = _hook_removals(doc["hooks"], hooks_span, is_ours)
+        new_hooks = new.get("hooks")
+        kept: dict[str, Any] = new_hooks if isinstance(new_hooks, dict) else {}
+        gone_events, hook_ranges = _hook_removals(doc["hooks"], hooks_span, is_ours, kept)
         ranges += hook_ranges
         if gone_events and len(gone_events) == len(hooks_span.members) and "hooks" not in new:
             gone_at_root.append(hooks_span)
@@ -300,10 +302,11 @@ def splice_uninstall(old_text: str | None, new: dict[str, Any], is_ours: Callabl
 
 
 def _hook_removals(
-    hooks: dict[str, Any], hooks_span: jsonedit.Span, is_ours: Callable[[Any], bool]
+    hooks: dict[str, Any], hooks_span: jsonedit.Span, is_ours: Callable[[Any], bool], kept: dict[str, Any]
 ) -> tuple[list[jsonedit.Span], list[tuple[int, int]]]:
     """The events of ``hooks`` left with no group once ours go, and the ranges that cut our hooks
-    and emptied groups out of the events that stay."""
+    and emptied groups out of the events that stay; an event ``kept`` (the new ``hooks``) has
+    stays, emptied to its brackets (the empty list the user's file had before install)."""
     ranges: list[tuple[int, int]] = []
     gone_events = []
     for ev, ev_span in hooks_span.members.items():
@@ -322,7 +325,7 @@ def _hook_removals(
                 gone_groups.append(g_span)
             else:
                 ranges += jsonedit.removals(h_span, ours)
-        if gone_groups and len(gone_groups) == len(ev_span.items):
+        if gone_groups and len(gone_groups) == len(ev_span.items) and ev not in kept:
             gone_events.append(ev_span)
         elif gone_groups:
             ranges += jsonedit.removals(ev_span, gone_groups)

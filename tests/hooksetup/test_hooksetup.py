@@ -528,3 +528,45 @@ def test_an_empty_claude_config_dir_is_unset(home: Path) -> None:
     r = CliRunner().invoke(cli, ["hooks", "install"], env={"HOME": str(home), "CLAUDE_CONFIG_DIR": ""})
     assert r.exit_code == 0, r.output
     assert (home / ".claude" / "settings.json").exists()
+
+
+# A user's settings.json as Claude Code's /hooks menu leaves it: an event whose last hook was
+# deleted stays as an empty list (PreToolUse here; SessionStart takes only our command forwarder).
+WITH_EMPTY_EVENTS = """{
+  "model": "opus",
+  "permissions": {
+    "allow": [
+      "Bash(npm test:*)"
+    ]
+  },
+  "hooks": {
+    "PreToolUse": [],
+    "SessionStart": [],
+    "Stop": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "say done"
+          }
+        ]
+      }
+    ]
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["--legacy"], ["--otel"]], ids=["http", "legacy", "otel"])
+def test_an_event_list_that_was_empty_before_install_is_given_back_empty(home: Path, flags: list[str]) -> None:
+    path = home / ".claude" / "settings.json"
+    path.write_text(WITH_EMPTY_EVENTS)
+    assert run(home, "install", "--port", "7391", *flags).exit_code == 0
+    doc = settings(home)
+    for ev in ("PreToolUse", "SessionStart"):
+        assert [hooksetup.kept_empty(h) for g in doc["hooks"][ev] for h in g["hooks"]] == [True]
+    assert not any(hooksetup.kept_empty(h) for g in doc["hooks"]["Stop"] for h in g["hooks"])
+    again = run(home, "install", "--port", "7391", *flags)
+    assert again.exit_code == 0 and "already up to date" in again.output
+    assert run(home, "uninstall").exit_code == 0
+    assert path.read_text() == WITH_EMPTY_EVENTS  # byte for byte, the empty lists with it

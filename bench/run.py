@@ -149,6 +149,19 @@ def _hooks(res: Results, plan: Plan, profile: bool) -> None:
             res.hooks_error = f"daemon did not start: {e}"
 
 
+def kept_sections(old: str) -> str:
+    """The sections of the previous BENCHMARKS.md text ``old`` that other commands measure, each
+    once: side by side, framing, status line, the hand-written database size, then team mode."""
+    kept = sidebyside_section(old) + framing_section(old) + statusline_section(old)
+    if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
+        kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
+    if "<!-- team:begin -->" in old:  # the team section alone: what follows it is kept above, once
+        end = old.find("<!-- team:end -->")
+        team = old[old.index("<!-- team:begin -->") : end + len("<!-- team:end -->") if end >= 0 else len(old)]
+        kept += "\n" + team.rstrip("\n") + "\n"
+    return kept
+
+
 def _hooks_miss(res: Results) -> bool:
     runs16 = res.hooks.get(16, [])
     if not runs16:
@@ -245,12 +258,7 @@ def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     # the side-by-side section (python -m bench.sidebyside), the framing section (python -m
     # bench.framing), the status-line section (python -m bench.statusline) and the team-mode
     # section (python -m bench.team) are measured separately: keep them, the team section last
-    old = out.read_text() if out.exists() else ""
-    kept = sidebyside_section(old) + framing_section(old) + statusline_section(old)
-    if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
-        kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
-    if "<!-- team:begin -->" in old:
-        kept += "\n" + old[old.index("<!-- team:begin -->") :]
+    kept = kept_sections(out.read_text() if out.exists() else "")
     out.write_text(render(res, machine_rows) + (f"\n{kept}" if kept else ""))
     say(f"wrote {out} ({res.elapsed_s:.0f} s)")
     bad = [cr for cr in res.corpora if cr.ingest and cr.ingest.check and not cr.ingest.check.ok]

@@ -10,7 +10,7 @@ databases from their logs on first open (``ingestd.projection.reproject``), so l
 always equal a replay.
 """
 
-PROJECTION_REVISION = 34
+PROJECTION_REVISION = 35
 
 # Bump when parsing semantics change (how a file's bytes become log rows): every checkpoint
 # (``ingest_checkpoints.ingest_revision``) is then distrusted and its file re-read

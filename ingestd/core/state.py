@@ -441,8 +441,8 @@ class SessionState:
     # in offset order like ``ts_index`` (a message id is '' until its usage is folded): a new valid
     # timestamp re-touches only the refused records between it and its neighbours in ``ts_index``
     bad_ts: dict[tuple[str, int], tuple[list[int], list[str]]] = field(default_factory=dict)
-    # message id -> {((origin, gen), offset): received_at, None when absent} of its parts whose
-    # timestamp is refused or absent
+    # message id -> {((origin, gen), offset): None} of its parts whose timestamp is refused or
+    # absent (``validate.occurred_of``: never their read time)
     inferred: dict[str, dict[tuple[tuple[str, int], int], str | None]] = field(default_factory=dict)
     needs_refold: bool = False
     # Claude Code's telemetry (``ingestd.core.otelfold``): request key -> its api_request /

@@ -54,7 +54,7 @@ class Touched:
     # ((origin, gen), offset, received_at) of that row when its timestamp is refused or absent
     bad_at: tuple[tuple[str, int], int, str] | None = None
     untimed: bool = False  # that row's record has no timestamp at all (``validate.note_time``)
-    undated: bool = False  # ... and no record beside it in its file has one: no time to infer
+    undated: bool = False  # absent or refused, and no record beside it in its file has one: no time to infer
 
 
 def agent_ev(state: SessionState, agent: str) -> AgentEv:

@@ -237,7 +237,8 @@ def _activity(
         pos = obj.get("turnPosition")
         index = _count(pos.get("promptIndex")) if isinstance(pos, dict) else None
         note_prompt(state, t, pid, ts, index=index, text=prompt_text(obj) if main and kind == "user" else None)
-    if not t.untimed:  # a record without a timestamp never moves the session's activity
+    # a record without a timestamp never moves the session's activity, nor an undated one
+    if not t.untimed and not t.undated:
         if state.first_ts is None or ts < state.first_ts:
             state.first_ts = ts
         if state.last_ts is None or ts > state.last_ts:

@@ -13,7 +13,7 @@ from ingestd.core.validate import (
     MAX_TOKENS,
     TIMESTAMP,
     TOKENS,
-    UNDATED_USAGE,
+    USAGE_NOT_COUNTED,
     name_refused,
     shorten,
     usage_problems,
@@ -106,7 +106,9 @@ def merge_usage(state: SessionState, mid: str, rank: int, msg: dict[str, Any], t
     if t.undated and row is not None:
         # the record's timestamp row says its usage is in no bucket: the answer is incomplete
         t.quarantined[:] = [
-            q._replace(detail=UNDATED_USAGE) if q.raw_event_id == row.id and q.reason == TIMESTAMP else q
+            q._replace(detail=q.detail + USAGE_NOT_COUNTED)
+            if q.raw_event_id == row.id and q.reason == TIMESTAMP and not q.detail.endswith(USAGE_NOT_COUNTED)
+            else q
             for q in t.quarantined
         ]
     if probs and row is not None:
@@ -199,9 +201,10 @@ def _merge_part(
 ) -> None:
     """Join one usage object of ``model`` into message ``mid``'s evidence at ``rank``."""
     if ts == INFER and t.bad_at is not None:
-        og, off, received_at = t.bad_at
-        # a part without a timestamp is never dated at its read time (``validate.occurred_of``)
-        state.inferred.setdefault(mid, {})[(og, off)] = None if t.untimed else received_at
+        og, off, _ = t.bad_at
+        # a part whose timestamp is refused or absent is never dated at its read time
+        # (``validate.occurred_of``): in a file with no valid timestamp it is undated
+        state.inferred.setdefault(mid, {})[(og, off)] = None
     inp, out, cread = _plain(usage)
     # price dimensions (SPEC §5.1): `speed` ("fast": Opus 4.6 fast mode), `inference_geo` ("us":
     # US-only inference, 1.1x from Opus 4.6 on), and the web search server tool's request count,

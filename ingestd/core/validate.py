@@ -10,20 +10,20 @@ and whatever of the record is sound is still projected:
 - ``timestamp``: the record's ``timestamp`` is present but not an admitted instant (e.g.
   ``2026-13-45T25:61:61.999Z``, or ``null``). Its usage still counts; the message's ``occurred_at`` is
   *inferred* (``infer_time``): the nearest valid timestamp before it in the same file (origin
-  and generation) by byte offset, else the nearest after it, else the row's ``received_at``.
-  Every other use of the record's time (its session's and agent's activity and status
-  evidence, tool start and end) takes the same inferred time (``note_time``): dated at the read
-  time, a refused line of an old transcript read today made its session "last active" today
-  and "working". A new valid timestamp that changes a folded record's inferred time asks for a
-  refold (``needs_refold``), which indexes the file's timestamps before folding
-  (``index_time``), so the dates are functions of the log alone, in any order. A timestamp more
-  than ``FUTURE_SLACK`` after the line was read (``received_at``) is refused the same way: a
-  record dated 2099 kept its session "working", out of the watchdog's reach, and counted in
-  every ``--since`` window. A record of activity with no ``timestamp`` at all is inferred the
-  same way, but never at its read time and never moving its session's activity (an old session
-  read today turned "working" with its usage billed today): with no dated record in its file it
-  is *undated*, its usage in no bucket and its quarantine row saying so (``UNDATED_USAGE``, counted
-  as ``uncounted`` by every cost answer) until a dated record joins the file (a refold).
+  and generation) by byte offset, else the nearest after it. Every other use of the record's
+  time (its session's and agent's activity and status evidence, tool start and end) takes the
+  same inferred time (``note_time``): dated at the read time, a refused line of an old
+  transcript read today made its session "last active" today and "working". A new valid
+  timestamp that changes a folded record's inferred time asks for a refold (``needs_refold``),
+  which indexes the file's timestamps before folding (``index_time``), so the dates are
+  functions of the log alone, in any order. A timestamp more than ``FUTURE_SLACK`` after the
+  line was read (``received_at``) is refused the same way: a record dated 2099 kept its session
+  "working", out of the watchdog's reach, and counted in every ``--since`` window. A record of
+  activity with no ``timestamp`` at all is inferred the same way, and never moves its session's
+  activity. Neither is ever dated at its read time (its usage was billed on the ingest day): with
+  no dated record in its file such a record is *undated*, moves no activity or status, and its
+  usage is in no bucket, its quarantine row saying so (ending ``USAGE_NOT_COUNTED``, counted as
+  ``uncounted`` by every cost answer) until a dated record joins the file (a refold).
 - ``tokens``: a usage counter present with a value that is not a count (negative,
   fractional, a string, ``1e400``, beyond ``MAX_TOKENS``): that bucket counts 0, the
   message's other buckets count.
@@ -60,12 +60,15 @@ REASONS = (TIMESTAMP, TOKENS, STORAGE)
 # A timestamp refused as in the future names it with these words (``status`` counts them).
 FUTURE_DETAIL = "is after the line was read"
 # The details of a record without a timestamp: its time inferred from the records beside it, or
-# none (undated: no record of its file has one); an undated record's usage is in no bucket, and
-# its quarantine detail says so (``UNDATED_USAGE``: ``report.usage.uncounted_usage`` counts it).
+# none (undated: no record of its file has one, the same for a refused timestamp, ``UNDATED``); an
+# undated record's usage is in no bucket, and its quarantine detail ends saying so
+# (``USAGE_NOT_COUNTED``: ``report.usage.uncounted_usage`` counts it).
 NO_TIMESTAMP = "no timestamp"
 INFERRED_DETAIL = f"{NO_TIMESTAMP}: usage counted, occurred_at inferred from the records beside it"
-UNDATED_DETAIL = f"{NO_TIMESTAMP}, nor any record of its file: undated"
-UNDATED_USAGE = f"{UNDATED_DETAIL}, its usage not counted until a dated record joins it"
+UNDATED = "nor any record of its file: undated"
+UNDATED_DETAIL = f"{NO_TIMESTAMP}, {UNDATED}"
+USAGE_NOT_COUNTED = ", its usage not counted until a dated record joins it"
+UNDATED_USAGE = UNDATED_DETAIL + USAGE_NOT_COUNTED
 
 # The event_type of the log row (source ``ingestd``) the shell writes when it isolates a row.
 STORAGE_MARKER = "quarantine"
@@ -204,11 +207,10 @@ def occurred_of(
     locs: dict[tuple[OriginGen, int], str | None], index: dict[OriginGen, tuple[list[int], list[str]]]
 ) -> str | None:
     """A message's inferred ``occurred_at``: the earliest ``infer_time`` over its refused parts;
-    None when none has one (every part without a timestamp in a file with none: undated).
+    None when none has one (every part in a file with no valid timestamp: undated).
 
     Args:
-        locs: {((origin, gen), offset): received_at, None for a part without a timestamp} of the
-            parts (``SessionState.inferred``).
+        locs: {((origin, gen), offset): None} of the parts (``SessionState.inferred``).
         index: the per-file timestamp indexes (``SessionState.ts_index``).
     """
     empty: tuple[list[int], list[str]] = ([], [])
@@ -220,9 +222,10 @@ def infer_time(offsets: list[int], times: list[str], offset: int, received_at: s
     """The inferred ``occurred_at`` of a record at ``offset`` whose timestamp is refused.
 
     Rule (module docstring): the nearest valid timestamp before it in the same file by byte
-    offset, else the nearest after it, else its own ``received_at`` (None for a record without a
-    timestamp: never the read time). ``offsets`` / ``times``
-    is the file's sorted index of valid timestamps (every record of that file and generation).
+    offset, else the nearest after it, else ``received_at`` (``occurred_of`` passes None: a
+    message is never dated at its read time; ``inferred_at`` the read time, for what needs one).
+    ``offsets`` / ``times`` is the file's sorted index of valid timestamps (every record of that
+    file and generation).
     """
     i = bisect.bisect_left(offsets, offset)
     if i > 0:
@@ -267,9 +270,9 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched,
 
     Returns the canonical timestamp, else, when it is present but refused, or absent from a record
     of activity (``infer_absent``), the inferred time (``inferred_at``; ``t.bad_at`` is set and the
-    record quarantined); an absent one sets ``t.untimed``, and ``t.undated`` when no record of its
-    file has a time to infer from (the read time is then returned for what needs one, but such a
-    record dates nothing: no activity, no status, no usage). Else the read time. The
+    record quarantined); an absent one sets ``t.untimed``; either sets ``t.undated`` when no record
+    of its file has a time to infer from (the read time is then returned for what needs one, but
+    such a record dates nothing: no activity, no status, no usage). Else the read time. The
     valid timestamps of a file holding such a record are indexed (offset order) so its inferred
     time is the nearest one; a file folded before it was known to need the index, or a valid
     timestamp that moves the inferred time of a record already folded, asks for a refold.
@@ -290,13 +293,14 @@ def note_time(state: SessionState, row: LogRow, obj: dict[str, Any], t: Touched,
                 state.needs_refold = True
         t.bad_at = (og, off, row.received_at)
         record_ts(*state.bad_ts.setdefault(og, ([], [])), off, "")  # its message named by ``name_refused``
+        t.untimed = absent
+        t.undated = not state.ts_index[og][0]  # a dated record joining later refolds (``retimed``)
         if absent:
-            t.untimed = True
-            t.undated = not state.ts_index[og][0]  # a dated record joining later refolds (``retimed``)
             detail = UNDATED_DETAIL if t.undated else INFERRED_DETAIL
         else:
             what = f"{FUTURE_DETAIL} ({row.received_at})" if future else "is not an instant in 2000-2099"
-            detail = f"timestamp {shorten(obj.get('timestamp'))} {what}: usage counted, occurred_at inferred"
+            how = f", {UNDATED}" if t.undated else ": usage counted, occurred_at inferred"
+            detail = f"timestamp {shorten(obj.get('timestamp'))} {what}{how}"
         t.quarantined.append(QuarantineRow(row.id, TIMESTAMP, state.session_id, row.origin, off, detail))
         state.seen_origins.add(og)
         return inferred_at(state, t.bad_at)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ingestd.core.billing import Rate, price
 from ingestd.core.speeds import multipliers
-from ingestd.core.validate import UNDATED_USAGE
+from ingestd.core.validate import USAGE_NOT_COUNTED
 from ingestd.store.connection import Db, Reader
 from ingestd.store.pricing import BUCKETS, rate_decimal
 from ingestd.store.rollup import TIER_BITS
@@ -85,13 +85,14 @@ def uncounted_usage(
     host: str | None = None,
 ) -> tuple[int, list[str]]:
     """Records whose usage no bucket counts (quarantine reason ``tokens``, and ``timestamp`` for an
-    undated record's: ``validate.UNDATED_USAGE``), in scope: of ``session``,
+    undated record's: its detail ends ``validate.USAGE_NOT_COUNTED``), in scope: of ``session``,
     of a session active in ``[since, until)`` (canonical UTC; a record of no known session is
     always in scope: nothing dates it), of ``host`` in the central store. Returns the count and the
     first ``UNCOUNTED_LISTED`` distinct reasons. Read-only.
     """
-    # quarantined ``tokens``, and undated usage (a record without a timestamp in a file with none)
-    where = [f"(q.reason = 'tokens' OR (q.reason = 'timestamp' AND q.detail = '{UNDATED_USAGE}'))"]
+    # quarantined ``tokens``, and undated usage (a record whose timestamp is absent or refused, in
+    # a file with no valid one)
+    where = [f"(q.reason = 'tokens' OR (q.reason = 'timestamp' AND q.detail LIKE '%{USAGE_NOT_COUNTED}'))"]
     params: list[Any] = []
     if session is not None:
         where.append("q.session_id = ?")

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from ingestd.core.framing import split_lines
-from ingestd.core.validate import MAX_TOKENS
+from ingestd.core.validate import MAX_TOKENS, UNDATED, USAGE_NOT_COUNTED
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
 from ingestd.store.connection import connect
@@ -91,6 +91,15 @@ def expect_tokens(inp: int, out: int) -> Callable[[Path], None]:
 
 def no_message(db: Path) -> None:
     assert tokens(db) == {}
+
+
+def undated_usage(db: Path) -> None:
+    """No record of the file has a valid time: the message is in no bucket (never at the read
+    time), and its quarantine row says its usage is not counted."""
+    assert tokens(db) == {}
+    details = [r[0] for r in q(db, "SELECT detail FROM quarantine WHERE reason = 'timestamp' ORDER BY raw_event_id")]
+    assert details[0] == f"timestamp 'yesterday' is not an instant in 2000-2099, {UNDATED}{USAGE_NOT_COUNTED}"
+    assert all(d.endswith(UNDATED) for d in details[1:])
 
 
 def event_types(*expected: str) -> Callable[[Path], None]:
@@ -398,7 +407,7 @@ CASES = [
             ]
         ],
         3,
-        check=expect_tokens(10, 20),
+        check=undated_usage,
     ),
     Case("unknown-record-type", [[(MAIN, line(rec("hologram", payload={"x": 1})))]], 1, check=event_types("hologram")),
     Case("crlf-line-endings", [[(MAIN, line(rec())[:-1] + b"\r\n")]], 1, check=event_types("user")),

@@ -189,9 +189,14 @@ def test_inferred_time_is_the_same_in_any_order_and_batching(batches: list[list[
     }
 
 
-def test_a_file_with_no_valid_time_falls_back_to_the_read_time() -> None:
+def test_a_file_with_no_valid_time_leaves_its_usage_undated_never_at_the_read_time() -> None:
     rows = _rows(jsonl(asst(SID, "msg_0", {"output_tokens": 1}, 12345)))
-    assert _occurred(rows, [[0]]) == {"msg_0": NOW}
+    assert _occurred(rows, [[0]]) == {}
+    ch = Incremental(SID)(rows)
+    assert [q.detail for q in ch.quarantine] == [
+        "timestamp 12345 is not an instant in 2000-2099, nor any record of its file: undated"
+        ", its usage not counted until a dated record joins it"
+    ]
 
 
 def test_counters_that_are_not_counts_quarantine_the_record_and_the_sound_buckets_count(tmp_path: Path) -> None:

@@ -106,13 +106,14 @@ def _occurred(store: Store) -> set[str]:
     return {str(r[0]) for r in store.rows("SELECT occurred_at FROM token_usage WHERE message_id = 'msg_r'")}
 
 
-def test_an_inferred_time_that_moves_later_moves_the_message(store: Store) -> None:
-    """A message whose timestamp is refused, alone in its file, is dated at its read time; a later
-    line, written after that read, gives the file its first valid time, later than the read: the
-    message moves to it, live as in a rebuild."""
+def test_an_undated_message_takes_the_first_valid_time_its_file_gets(store: Store) -> None:
+    """A message whose timestamp is refused, alone in its file, is undated (never dated at its read
+    time: its usage would be billed on the ingest day); a later line, written after that read,
+    gives the file its first valid time, later than the read: the message takes it, live as in a
+    rebuild."""
     first = _lines(_assistant("u1", "not a time"), read_at="2026-05-01T11:00:00.000Z")
     store.log(first)
-    assert _occurred(store) == {"2026-05-01T11:00:00.000Z"}
+    assert _occurred(store) == set()
     start = len(first[0].payload) + 1
     store.log(_lines(_user("u2", "2026-05-01T12:00:00.000Z"), read_at="2026-05-01T12:00:01.000Z", start=start))
     assert _occurred(store) == {"2026-05-01T12:00:00.000Z"}

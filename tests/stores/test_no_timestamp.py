@@ -1,10 +1,11 @@
-"""A record without a timestamp (SPEC §5.4, §5.2), on both stores.
+"""A record without a timestamp, or with a refused one (SPEC §5.4, §5.2), on both stores.
 
 It takes the time of the records beside it in its file (the nearest dated one before it by byte
 offset, else the nearest after), never the time its line was read, and it never moves its
 session's last activity; its usage is billed on that day. With no dated record in its file it is
 undated: its usage is in no bucket and every cost answer says so (``uncounted``, with the reason),
-until a dated record joins it. The records are a real corpus line (``corpus_records``) and a copy
+until a dated record joins it. A timestamp present but refused (not an instant, or after the line
+was read) follows the same rule: never the read time. The records are a real corpus line (``corpus_records``) and a copy
 of it as another call with its ``timestamp`` removed.
 """
 
@@ -15,13 +16,14 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import line_row
-from ingestd.core.validate import INFERRED_DETAIL, UNDATED_USAGE
+from ingestd.core.validate import INFERRED_DETAIL, UNDATED_USAGE, USAGE_NOT_COUNTED
 from ingestd.report.cost import cost_report
 from ingestd.report.window import Window, resolve_zone
 from tests.stores.corpus_records import OPUS_46_COST, opus_46_record
@@ -96,6 +98,40 @@ def test_before_any_dated_record_it_takes_the_time_of_the_one_after_it_in_any_or
     assert Decimal(doc["cost_usd"]) == 2 * Decimal(OPUS_46_COST) and doc["cost_complete"] is True
     assert doc["uncounted"]["records"] == 0
     assert store.rows("SELECT reason, detail FROM quarantine") == [("timestamp", INFERRED_DETAIL)]
+    assert store.rollup_differences() == []
+    assert store.replay_differs() == []
+
+
+@pytest.mark.parametrize(
+    ("stamp", "refused"),
+    [
+        ("2026-13-45T25:61:61.999Z", "is not an instant in 2000-2099"),
+        ("2099-01-01T00:00:00.000Z", f"is after the line was read ({READ_AT})"),
+    ],
+    ids=["not-an-instant", "after-the-read"],
+)
+def test_a_refused_timestamp_in_a_file_with_no_valid_one_is_undated_never_at_the_read_time(
+    store: Store, stamp: str, refused: str
+) -> None:
+    rec = _untimed()
+    rec["timestamp"] = stamp
+    _log(store, [rec])  # alone in its file so far: no time to infer, and the read time is none of its
+    assert _usage(store) == []
+    assert _last_activity(store) == (None, None)
+    said = f"timestamp {stamp!r} {refused}, nor any record of its file: undated{USAGE_NOT_COUNTED}"
+    assert store.rows("SELECT reason, detail FROM quarantine") == [("timestamp", said)]
+    doc = cost_report(store.reader, by=None, window=ALL, zone=UTC)
+    assert doc["cost_complete"] is False and doc["uncounted"] == {"records": 1, "reasons": [said]}
+    assert Decimal(doc["cost_usd"]) == 0
+    _log(store, [rec, _dated()])  # a dated record joins the file after it: both on its day
+    assert _usage(store) == [("msg_0179FgGtJzf3MkRAWS4a4tbE", DATED_AT), ("msg_0179FgGtJzf3MkRAWS4a4tbG", DATED_AT)]
+    assert _last_activity(store) == (DATED_AT, DATED_AT)
+    by_day = cost_report(store.reader, by="day", window=ALL, zone=UTC)
+    # 2 x (1*5 + 472*25 + 34,903*0.5 + 762*10) / 10**6 = $0.073753, on the record's day
+    assert [(r["day"], Decimal(r["cost_usd"])) for r in by_day["rows"]] == [("2026-02-10", 2 * Decimal(OPUS_46_COST))]
+    assert by_day["cost_complete"] is True and by_day["uncounted"]["records"] == 0
+    inferred = f"timestamp {stamp!r} {refused}: usage counted, occurred_at inferred"
+    assert store.rows("SELECT reason, detail FROM quarantine") == [("timestamp", inferred)]
     assert store.rollup_differences() == []
     assert store.replay_differs() == []
 

@@ -318,7 +318,10 @@ def _token_usage(v: View, msgs: set[str], ch: Changes) -> None:
         # a message none of whose parts has a valid timestamp: the inferred time (validate.py)
         occurred = ev.occurred if ev.occurred != INFER else occurred_of(state.inferred[mid], state.ts_index)
         if occurred is None:
-            continue  # undated: in no bucket; its record's quarantine row counts it (uncounted)
+            # undated: in no bucket; its record's quarantine row counts it (uncounted). A row derived
+            # while a dated copy was its best claim goes (this session's: another's claim stays)
+            ch.retracted_usage.append(UsageKey(state.session_id, mid))
+            continue
         counts = merged.counts()
         prompt = counts[0] + counts[2] + counts[3] + counts[4]  # the long-context tier's measure (SPEC §5.1)
         # id None: SQLite assigns the next rowid, so the table appends in arrival order

@@ -36,6 +36,7 @@ pytestmark = [
 ]
 CTX = Ctx(instance="test", host_id="test-host")
 HOOK_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+READ_1, READ_2 = "2026-05-01T00:00:00.000Z", "2026-05-02T00:00:00.000Z"  # the two passes' read times
 
 
 def _hooks(conn: object, part: int) -> int:
@@ -73,10 +74,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         lines = data.splitlines(keepends=True)
         p.write_bytes(b"".join(lines[: len(lines) // 2]))
     _hooks(conn, 0)
-    ingest_roots(conn, [projects], now="2026-01-02T00:00:00.000Z", ctx=CTX)
+    # read after the corpus was written (its last record is of 2026-04-26): a record dated after its
+    # line was read is refused, and a file with no valid timestamp is undated
+    ingest_roots(conn, [projects], now=READ_1, ctx=CTX)
     for p, data in full.items():
         p.write_bytes(data)
-    ingest_roots(conn, [projects], now="2026-01-03T00:00:00.000Z", ctx=CTX)
+    ingest_roots(conn, [projects], now=READ_2, ctx=CTX)
     _hooks(conn, 1)
     conn.close()  # the last connection: the WAL is checkpointed into the file
     return db, projects

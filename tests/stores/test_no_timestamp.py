@@ -165,3 +165,39 @@ def test_the_inferred_times_are_the_same_in_any_order_and_batching(store: Store,
     # the one before it is dated for the second; none before the first, so the one after it
     assert got == [(DATED_AT,)] * 3
     assert store.rows("SELECT last_activity_at FROM sessions WHERE id = ?", (sid,)) == [(DATED_AT,)]
+
+
+def test_a_message_whose_best_claim_becomes_undated_leaves_no_row_behind(store: Store) -> None:
+    # corpus/claude-projects/-home-user-projects-spotter-worktrees-spotter-dov/4d5611e5-….jsonl: a
+    # subagent's call is copied into the main file (an agent_progress record, dated) before its own
+    # file's record arrives; that record, the best claim, has a refused timestamp and its file no
+    # valid one: the message is undated, and the row the copy gave it goes, as a replay has none
+    sid = "4d5611e5-241a-462a-8d15-5122611a9569"
+    own = opus_46_record()
+    own.update(sessionId=sid, isSidechain=True, agentId="a2898e3", timestamp="2026-13-45T25:61:61.999Z")
+    inner = {k: own[k] for k in ("type", "message", "requestId", "uuid")} | {"timestamp": DATED_AT}
+    copy = {
+        "parentUuid": "ed207e1b-0ab4-422b-aff1-e5336fec5431",
+        "isSidechain": False,
+        "sessionId": sid,
+        "type": "progress",
+        "data": {"message": inner, "normalizedMessages": [], "type": "agent_progress", "agentId": "a2898e3"},
+        "toolUseID": "agent_msg_01LkKqpUD829m724o5oSeN7M",
+        "parentToolUseID": "toolu_017pLRuPHYTX5t99EnLyV53m",
+        "uuid": "3939ab21-9370-43f3-b52a-0d62ae2ed5dc",
+        "timestamp": DATED_AT,
+    }
+    main, sub = f"-home-user-projects-spotter-worktrees-spotter-dov/{sid}", "/subagents/agent-a2898e3.jsonl"
+    for origin, rec in ((f"{main}.jsonl", copy), (f"{main}{sub}", own)):
+        oh = short_hash(origin.encode())
+        store.log(
+            [
+                line_row(ln, origin=origin, origin_hash=oh, gen=0, received_at=READ_AT, path_session=sid)
+                for ln in Framer(0).feed(orjson.dumps(rec) + b"\n")
+            ]
+        )
+    assert _usage(store) == []
+    doc = cost_report(store.reader, by=None, window=ALL, zone=UTC)
+    assert doc["cost_complete"] is False and doc["uncounted"]["records"] == 1
+    assert store.rollup_differences() == []
+    assert store.replay_differs() == []

@@ -96,12 +96,13 @@ def split_hosts(src: Path, dst: Path, *, subagents: bool = False) -> Hosts:
     raise AssertionError(f"no session in {src} can be shared")
 
 
-def local_db(path: Path, roots: list[Path], host_id: str) -> apsw.Connection:
-    """A local database with ``host_id`` that ingested ``roots`` (received_at = ``NOW``)."""
+def local_db(path: Path, roots: list[Path], host_id: str, now: str = NOW) -> apsw.Connection:
+    """A local database with ``host_id`` that ingested ``roots`` (received_at = ``now``: after the
+    records were written, or their timestamps are refused)."""
     conn = connect(path)
     migrate(conn)
     ctx = database_identity(conn, hostname=host_id)
-    ingest_roots(conn, roots, now=NOW, ctx=ctx)
+    ingest_roots(conn, roots, now=now, ctx=ctx)
     return conn
 
 

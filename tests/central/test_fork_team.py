@@ -80,8 +80,9 @@ def test_a_tmux_teammate_logged_by_another_host_is_attributed_to_its_lead(tmp_pa
     a_root, b_root = tmp_path / "a" / "projects", tmp_path / "b" / "projects"
     tm._write(a_root, "-home-u-app", tm.LEAD, tm.lead_records())
     tm._write(b_root, "-home-u-app-relay", tm.MATE, tm.mate_records())
-    a = local_db(tmp_path / "a.db", [a_root], "host-a")
-    b = local_db(tmp_path / "b.db", [b_root], "host-b")
+    read = "2026-12-02T00:00:00.000Z"  # the day after the records were written
+    a = local_db(tmp_path / "a.db", [a_root], "host-a", now=read)
+    b = local_db(tmp_path / "b.db", [b_root], "host-b", now=read)
     ship_all(b, pg_url)
     ship_all(a, pg_url)
     project(pg_url)

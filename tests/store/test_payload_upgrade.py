@@ -31,7 +31,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     migrate(conn)
     with monkeypatch.context() as m:
         m.setattr(payload, "_writer_codecs", lambda c: payload.Codecs({}))
-        ingest_roots(conn, [projects], now="2026-01-02T00:00:00.000Z")
+        ingest_roots(conn, [projects], now="2026-05-01T00:00:00.000Z")
     # back to the schema of 0012: the objects of later migrations go, 0012's triggers come back
     ref_dir = db.parent / "migrations-0012"
     ref_dir.mkdir()
@@ -201,7 +201,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
             rec["sessionId"] = new_sid
     (src.parent / f"{new_sid}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
     conn = connect(db)
-    ingest_roots(conn, [projects], now="2026-01-03T00:00:00.000Z")
+    ingest_roots(conn, [projects], now="2026-05-02T00:00:00.000Z")
     old_codecs = {c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id <= ?", (len(before),))}
     new_codecs = [c for (c,) in conn.execute("SELECT codec FROM events_raw WHERE id > ?", (len(before),))]
     waiting = [c for (c,) in conn.execute("SELECT codec FROM payload_open")]

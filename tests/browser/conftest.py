@@ -110,6 +110,12 @@ def _start_site(name: str, tmp: Path) -> Site:
     """A daemon over a private copy of data set ``name``, ingested first so the page starts complete."""
     root = tmp / "projects"
     shutil.copytree(DATA_SETS[name], root)
+    return serve_root(name, root, tmp)
+
+
+def serve_root(name: str, root: Path, tmp: Path) -> Site:
+    """Site ``name``: the projects ``root`` ingested into ``tmp/live.db``, then a daemon over it
+    (screenshots in ``tmp/screenshots``). The caller stops ``site.daemon``."""
     db = tmp / "live.db"
     r = subprocess.run(
         [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],

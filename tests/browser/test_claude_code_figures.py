@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import http.client
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Site, cli_json
+from tests.browser.conftest import Site, cli_json, serve_root
 from tests.browser.test_live_view import _text, js, open_view
 from tests.conftest import REPO
-from tests.reliability.daemon import Daemon
-from tests.support import free_port, wait_for
+from tests.support import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -34,22 +31,12 @@ def site(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     )
     for f in (REPO / "fixtures" / "claude-2.1.332" / request.param).glob("-*/*.jsonl"):
         shutil.copy(f, root / f.parent.name / f.name)
-    db = tmp / "live.db"
-    r = subprocess.run(
-        [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],
-        capture_output=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr.decode()[-2000:]
-    daemon = Daemon(db, root, free_port(), tmp / "serve.log")
-    daemon.start()
-    shots = tmp / "screenshots"
-    shots.mkdir()
+    site = serve_root(request.param, root, tmp)
     try:
-        yield Site(request.param, daemon, root, shots)
+        yield site
     finally:
         browser.get("about:blank")
-        daemon.stop()
+        site.daemon.stop()
 
 
 def test_the_session_page_shows_claude_codes_totals_and_the_work_by_prompt(browser: Any, site: Site) -> None:

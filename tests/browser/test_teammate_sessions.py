@@ -3,19 +3,15 @@ and its lead both ways, the teammate's tokens and cost beside the lead's, never 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Site
+from tests.browser.conftest import Site, serve_root
 from tests.browser.test_live_view import js, open_view
-from tests.reliability.daemon import Daemon
 from tests.report import test_tmux_teammates as tm
-from tests.support import free_port
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,22 +22,12 @@ def site(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Sit
     root = tmp / "projects"
     tm._write(root, "-home-u-app", tm.LEAD, tm.lead_records())
     tm._write(root, "-home-u-app-relay", tm.MATE, tm.mate_records())
-    db = tmp / "t.db"
-    r = subprocess.run(
-        [sys.executable, "-m", "ingestd", "ingest", "--db", str(db), "--projects", str(root)],
-        capture_output=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr.decode()[-2000:]
-    daemon = Daemon(db, root, free_port(), tmp / "serve.log")
-    daemon.start()
-    shots = tmp / "screenshots"
-    shots.mkdir()
+    site = serve_root("teammates", root, tmp)
     try:
-        yield Site("teammates", daemon, root, shots)
+        yield site
     finally:
         browser.get("about:blank")
-        daemon.stop()
+        site.daemon.stop()
 
 
 def test_the_session_page_links_a_teammate_session_and_its_lead(browser: Any, site: Site) -> None:

@@ -117,10 +117,19 @@ def _interned(
 
 
 def _origins(conn: Db, origins: set[str]) -> dict[str, tuple[int, str]]:
-    """origin -> (``log_origins.id``, ``origin_hash`` of it), adding the origins not there yet."""
-    hashes = {o: origin_hash(o) for o in origins}
-    ids = _interned(conn, "log_origins", ("origin", "hash"), {(o, h) for o, h in hashes.items()})
-    return {o: (ids[o, h], h) for o, h in hashes.items()}
+    """origin -> (``log_origins.id``, its stored hash), adding the origins not there yet with
+    ``origin_hash``. The stored hash is the one the view ``events_raw`` rebuilds keys from, so a
+    line's check is taken against it, never against a hash computed again."""
+    out: dict[str, tuple[int, str]] = {}
+    for o in origins:
+        got: list[Any] = conn.execute("SELECT id, hash FROM log_origins WHERE origin = ?", (o,)).fetchall()
+        if got:
+            out[o] = (int(got[0][0]), str(got[0][1]))
+            continue
+        h = origin_hash(o)
+        conn.execute("INSERT INTO log_origins (origin, hash) VALUES (?, ?)", (o, h))
+        out[o] = (conn.last_insert_rowid(), h)
+    return out
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -157,7 +166,7 @@ def line_check(key: str, origin_hash_: str, gen: int, offset: int | None) -> byt
         check = bytes.fromhex(tail)
     except ValueError:
         return None
-    return check if len(check) == 8 and check.hex() == tail else None
+    return check if check.hex() == tail else None  # lowercase, no spaces: what the view spells
 
 
 def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -49,7 +50,7 @@ _row = st.tuples(
     origins,
     gens,
     st.integers(0, 2**40),
-    st.binary(max_size=20),
+    st.binary(min_size=1, max_size=20),  # a line read is never empty
     st.sampled_from(["jsonl", "hook", "ingestd"]),
     st.sampled_from([None, "s-1", "s-2"]),
 )
@@ -133,3 +134,16 @@ def test_a_canonical_time_is_kept_as_milliseconds() -> None:
     assert logrows.received_ms("1970-01-01T00:00:00.001Z") == 1
     assert logrows.received_ms("2026-12-03T09:58:03.908Z") == 1796291883908
     assert logrows.received_ms("2026-12-03T09:58:03.908+00:00") == "2026-12-03T09:58:03.908+00:00"
+
+
+def test_a_line_is_checked_against_the_hash_its_origin_was_stored_with(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "h.db")
+    migrate(conn)
+    # an origin stored with another hash than origin_hash gives: the view rebuilds keys from the stored one
+    conn.execute("INSERT INTO log_origins (origin, hash) VALUES ('p/a.jsonl', '00000000000000aa')")
+    key = jsonl_key("00000000000000aa", 0, 5, b"{}")
+    row = NewLogRow(key, "jsonl", "user", b"{}", "2026-01-01T00:00:00.000Z", "s", "p/a.jsonl", 0, 5)
+    write_txn(conn, lambda c: logrows.append(c, [row]))
+    assert conn.execute("SELECT idempotency_key FROM events_raw").fetchall() == [(key,)]
+    assert conn.execute("SELECT key IS NULL FROM log_rows").fetchall() == [(1,)]
+    conn.close()

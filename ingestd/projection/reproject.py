@@ -53,6 +53,9 @@ PROJECTION_TABLES = (
     "sessions",
 )
 
+# the projections that are views, and the table each is stored in
+STORED_IN = {"search_docs": "search_doc_rows"}
+
 
 def ensure_current(
     conn: Db,
@@ -122,7 +125,7 @@ def _reproject(
             (REPROJECTING, str(PROJECTION_REVISION)),
         )
         for table in PROJECTION_TABLES:
-            c.execute(f"DELETE FROM {table}")
+            c.execute(f"DELETE FROM {STORED_IN.get(table, table)}")
         c.execute(CLEAR_SEARCH_INDEX)  # the documents' index entries, with the documents
 
     write_txn(conn, clear)

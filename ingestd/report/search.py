@@ -209,7 +209,7 @@ def search_report(
     }
 
 
-SEARCH_OBJECTS = ("search_docs", "search_fts_data", "search_fts_idx", "search_fts_docsize", "search_fts_config")
+SEARCH_OBJECTS = ("search_doc_rows", "search_fts_data", "search_fts_idx", "search_fts_docsize", "search_fts_config")
 
 
 def index_size(conn: Db) -> dict[str, int | None] | None:

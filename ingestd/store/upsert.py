@@ -133,8 +133,33 @@ UPSERT_OTEL_REQUEST = upsert_sql("otel_requests", OtelRequestRow._fields, ("sess
 INSERT_OTEL_METRIC = upsert_sql("otel_metric_points", OtelMetricRow._fields, ("raw_event_id",), update=())
 # an event's own usage row, once a transcript message explains the event (ingestd.core.otelfold)
 DELETE_OWN_USAGE = "DELETE FROM token_usage WHERE session_id = ? AND message_id = ?"
-# a document's row, its text aside (the index holds it, the log keeps it): new rows' ids come back
-INSERT_SEARCH_DOC = upsert_sql("search_docs", SearchDocRow._fields[:-1], ("doc_id",), update=()) + " RETURNING doc_id"
+# A document's row, its text aside (the index holds it, the log keeps it), bound as
+# ``SearchDocRow[:-1]``: new rows' ids come back. It goes into search_doc_rows in the compact form
+# the view search_docs spells back exactly (migration 0033): raw_event_id and seq (?2, ?3) are
+# doc_id's own parts; the session as its log_sessions id (``SESSION_FOR_DOCS`` first), the kind as
+# its code (``SEARCH_KIND_CODES``), a canonical UTC time from 1970 on as integer ms, a lowercase
+# 8-4-4-4-12 uuid as its 16 bytes; any other time or uuid as its text.
+SEARCH_KIND_CODES = ("prompt", "text", "tool", "title", "summary")  # 0-4, as the view spells them
+_UUID_GLOB = "-".join("[0-9a-f]" * n for n in (8, 4, 4, 4, 12))
+_MS_OF_AT = (
+    "CASE WHEN ?7 GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'"
+    " THEN unixepoch(substr(?7, 1, 19)) * 1000 + CAST(substr(?7, 21, 3) AS INTEGER) END"
+)
+INSERT_SEARCH_DOC = (
+    "INSERT INTO search_doc_rows (doc_id, sid, agent_id, kind, at, label, uuid) VALUES ("
+    "?1, (SELECT id FROM log_sessions WHERE session_id = ?4), ?5,"
+    " CASE ?6 " + " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(SEARCH_KIND_CODES)) + " END,"
+    f" (SELECT CASE WHEN ms >= 0 AND strftime('%Y-%m-%dT%H:%M:%S', ms / 1000, 'unixepoch') || '.'"
+    f" || printf('%03d', ms % 1000) || 'Z' = ?7 THEN ms ELSE ?7 END FROM (SELECT {_MS_OF_AT} AS ms)),"
+    f" ?8, CASE WHEN ?9 GLOB '{_UUID_GLOB}' THEN unhex(replace(?9, '-', '')) ELSE ?9 END"
+    ") ON CONFLICT (doc_id) DO NOTHING RETURNING doc_id"
+)
+# the documents' sessions in log_sessions: there already in the database whose log folded them, added
+# in a rebuild's fresh database
+SESSION_FOR_DOCS = (
+    "INSERT INTO log_sessions (session_id)"
+    " SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM log_sessions WHERE session_id = ?1)"
+)
 INDEX_SEARCH_TEXT = "INSERT INTO search_fts (rowid, text) VALUES (?, ?)"
 # every index entry at once (a contentless index deletes nothing else without the entry's text)
 CLEAR_SEARCH_INDEX = "INSERT INTO search_fts (search_fts) VALUES ('delete-all')"
@@ -203,6 +228,7 @@ def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:
     caller's transaction). A document stored already is left as it is (it is a pure function of
     its log row: the same row gives the same document)."""
     text = {d.doc_id: d.text for d in docs}
+    conn.executemany(SESSION_FOR_DOCS, [(s,) for s in {d.session_id for d in docs}])
     fresh = [(i, text[i]) for (i,) in conn.executemany(INSERT_SEARCH_DOC, [d[:-1] for d in docs])]
     if fresh:
         conn.executemany(INDEX_SEARCH_TEXT, fresh)

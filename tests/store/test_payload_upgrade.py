@@ -62,6 +62,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
         " origin_offset FROM events_raw ORDER BY id"
     ).fetchall()
     conn.execute("DROP VIEW events_raw")
+    conn.execute("DROP VIEW search_docs")  # it reads log_sessions (0033); 0022's table came later
     for table in ("log_rows", "log_origins", "log_sessions", "log_kinds"):
         conn.execute(f"DROP TABLE {table}")
     for q in log_ddl:
@@ -109,7 +110,7 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("DROP TABLE IF EXISTS rollup_deferred")
     conn.execute("DROP TABLE IF EXISTS rate_limit_samples")
     conn.execute("DROP TABLE IF EXISTS search_fts")
-    conn.execute("DROP TABLE IF EXISTS search_docs")
+    conn.execute("DROP TABLE IF EXISTS search_doc_rows")
     conn.execute("DROP TABLE IF EXISTS tasks")
     conn.execute("DROP TABLE IF EXISTS prompts")
     conn.execute("DROP TABLE IF EXISTS cc_model_usage")
@@ -177,7 +178,8 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     # shadow tables (0022), the tasks table and an index (0023), the prompts and cc_model_usage
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
     # partial indexes (0028), one index (0029), the interned log's four tables and three indexes
-    # (0030: its rows copied once, their old pages left free), two columns and an index (0032);
+    # (0030: its rows copied once, their old pages left free), two columns and an index (0032), the
+    # search documents' compact table (0033: none to copy);
     # the projection tables 0020 rebuilt left their old pages free (the payloads are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
     assert in_use <= pages + 38

@@ -113,7 +113,7 @@ def _ingest(conn: Db, roots: list[Path], now: str, ctx: Ctx, show_progress: bool
         now=now,
         ctx=ctx,
         max_line_bytes=cap,
-        pipeline=True,
+        checkpointer=True,
     )
     if not show_progress:
         return read()

@@ -19,7 +19,6 @@ from ingestd.core.framing import MAX_LINE_BYTES
 from ingestd.core.revision import INGEST_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
-from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.readfile import Batcher, Plan, Progress, Tailing, idle, read_plans
 from ingestd.ingest.scan import Found, discover, found_at, text_name
 from ingestd.ingest.summary import Summary
@@ -30,10 +29,9 @@ from ingestd.store.walcheckpoint import WAL_PAGES, WalCheckpointer
 
 log = get_logger("ingestd.ingest")
 
-BATCH_ROWS = 20000
-# pipelined (a backfill): smaller batches, so reading and writing overlap from early on and at
-# most three batches (read, waiting, written) are in memory
-PIPELINE_BATCH_ROWS = 4000
+# log rows per transaction: larger batches cost memory (a batch's rows and fold are held until its
+# commit) and save nothing measurable past this size
+BATCH_ROWS = 4000
 
 
 def ingest_roots(
@@ -48,7 +46,7 @@ def ingest_roots(
     paths: Sequence[Path] | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     max_line_bytes: int = MAX_LINE_BYTES,
-    pipeline: bool = False,
+    checkpointer: bool = False,
     tailing: Tailing | None = None,
 ) -> Summary:
     """Ingest every transcript under ``roots`` that changed since its checkpoint.
@@ -65,8 +63,8 @@ def ingest_roots(
         paths: only these files (those under one of ``roots``), or None for every file under them.
         watchdog_window_s: int, seconds of inactivity before ``unknown``.
         max_line_bytes: int, bytes; a longer line is logged as an oversized marker row.
-        pipeline: write batches on a second thread while the next is read (``ingestd.ingest.pipeline``:
-            the same rows, transactions and order), in batches of ``PIPELINE_BATCH_ROWS``.
+        checkpointer: copy the WAL into the database on a thread of its own (``_checkpointer``)
+            rather than inside the commits that cross SQLite's threshold.
         tailing: the tailer's state kept across calls (``Tailing``); None: a one-shot ingest, which
             retries a transient refusal briefly (``Tailing.one_shot``) and fills the summary's totals.
 
@@ -78,7 +76,7 @@ def ingest_roots(
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
     plans, distrusted = _plan(b, conn, roots, paths, on_total, now)
-    _read_all(b, conn, plans, now, progress, pipeline)
+    _read_all(b, conn, plans, now, progress, checkpointer)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)
@@ -88,32 +86,19 @@ def ingest_roots(
     return summary
 
 
-def _read_all(b: Batcher, conn: Db, plans: Sequence[Plan], now: str, progress: Progress | None, pipeline: bool) -> None:
-    """Read ``plans`` into ``b`` on this thread, the writes on a writer thread (with the WAL
-    checkpointer's) when pipelined. Returns once every batch is written and the threads are stopped;
-    raises what a write raised."""
-    ckpt = _pipelined(b, conn) if pipeline else None
+def _read_all(
+    b: Batcher, conn: Db, plans: Sequence[Plan], now: str, progress: Progress | None, checkpointer: bool
+) -> None:
+    """Read and write ``plans`` through ``b`` on this thread (with the WAL checkpointer's thread when
+    asked). Returns once every batch is written and the thread is stopped; raises what a write raised."""
+    ckpt = _checkpointer(conn) if checkpointer else None
     try:
         read_plans(b, plans, now, progress)
     finally:
-        b.finish()
         if ckpt is not None:
             ckpt.stop()
             conn.set_wal_hook(None)
             conn.wal_autocheckpoint(WAL_PAGES)
-
-
-def _batch_rows(b: Batcher) -> int:
-    """The batch size of a pipelined ingest: ``PIPELINE_BATCH_ROWS`` unless the caller chose one."""
-    return PIPELINE_BATCH_ROWS if b.batch_rows == BATCH_ROWS else b.batch_rows
-
-
-def _pipelined(b: Batcher, conn: Db) -> WalCheckpointer | None:
-    """Make ``b`` hand its batches to one writer thread (``PIPELINE_BATCH_ROWS`` unless the caller
-    chose a batch size) and start the WAL checkpointer thread; returns it, to be stopped."""
-    b.batch_rows = _batch_rows(b)
-    b.pipe = WriterPipe(b._apply)
-    return _checkpointer(conn)
 
 
 def _totals(conn: Db, summary: Summary) -> None:
@@ -127,11 +112,11 @@ def _totals(conn: Db, summary: Summary) -> None:
 
 
 def _checkpointer(conn: Db) -> WalCheckpointer | None:
-    """WAL checkpoints on a thread of their own while a pipelined ingest writes (None for a memory db).
+    """WAL checkpoints on a thread of their own while an ingest writes (None for a memory db).
 
     SQLite's automatic checkpoint copies the WAL into the database inside the ``COMMIT`` that
-    crosses its threshold, on the writer thread; the daemon's ``WalCheckpointer`` does it from its
-    own connection instead, on the core the reader leaves idle.
+    crosses its threshold, on the ingest's thread; the daemon's ``WalCheckpointer`` does it from its
+    own connection instead, on the other core.
     """
     path = conn.filename
     if not path or path == ":memory:":

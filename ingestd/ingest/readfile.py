@@ -1,8 +1,7 @@
 """Reading one transcript file past its checkpoint into batches of log rows (SPEC §7).
 
 ``read_file`` frames the bytes after the committed offset (or re-reads a rewritten file under a new
-generation, with a ``file_reset`` row); ``Batcher`` holds the rows and checkpoints and applies them,
-on this thread or on the pipeline's writer thread (``ingestd.ingest.pipeline``).
+generation, with a ``file_reset`` row); ``Batcher`` holds the rows and checkpoints and applies them.
 """
 
 from __future__ import annotations
@@ -30,13 +29,10 @@ from ingestd.core.touch import Ctx
 from ingestd.core.watchdog import WATCHDOG_WINDOW_S
 from ingestd.errors import InputError
 from ingestd.files import MIB, TooLarge, read_bounded
-from ingestd.ingest.ahead import Ahead
-from ingestd.ingest.pipeline import WriterPipe
 from ingestd.ingest.scan import Found
 from ingestd.ingest.summary import Summary
 from ingestd.logs import get_logger
 from ingestd.store.connection import Db
-from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.writer import Backoff, FoldCache, apply_isolating
 
 log = get_logger("ingestd.ingest")
@@ -51,9 +47,8 @@ TORN_TAIL_GRACE_S = 30.0
 META_MAX_BYTES = MIB
 
 Progress = Callable[[int], None]
-# a batch as applied: its log rows, its checkpoints, its fold made ahead and its blocks of lines
-# compressed ahead (each None when not made)
-Batch = tuple[list[NewLogRow], list[Checkpoint], "PreBlocks | None"]
+# a batch as applied: its log rows and its checkpoints
+Batch = tuple[list[NewLogRow], list[Checkpoint]]
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -129,36 +124,17 @@ class Batcher:
         self.skipped: collections.Counter[str] = collections.Counter()
         self.max_line_bytes = MAX_LINE_BYTES
         self.tail_grace_s = TORN_TAIL_GRACE_S
-        # pipelined: batches are written by one thread while the next is read (ingestd.ingest.pipeline)
-        self.pipe: WriterPipe[Batch] | None = None
-        # the work ``prepare`` does for the writer on this thread (blocks, a first dictionary)
-        self.ahead = Ahead(conn)
 
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch: Batch = (self.rows, self.cps, None)
+        batch: Batch = (self.rows, self.cps)
         self.rows = []
         self.cps = []
-        if self.pipe is not None:
-            self.pipe.put(batch, self.prepare)
-        else:
-            self.tail.run_write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
-
-    def finish(self) -> None:
-        """Wait for the writer thread (when pipelined) and re-raise its error."""
-        if self.pipe is not None:
-            pipe, self.pipe = self.pipe, None
-            pipe.close()
-
-    def prepare(self, batch: Batch) -> Batch:
-        """The batch with its blocks of lines planned and compressed ahead (``ingestd.ingest.ahead``).
-        Runs on the reading thread once the writer has taken the batch before (``WriterPipe.put``):
-        zstd and CRC-32 release the GIL, so this overlaps the write."""
-        return (batch[0], batch[1], self.ahead.prepare(batch[0]))
+        self.tail.run_write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
 
     def _apply(self, batch: Batch) -> None:
-        rows, cps, pre_blocks = batch
+        rows, cps = batch
         res = apply_isolating(
             self.conn,
             rows,
@@ -168,7 +144,6 @@ class Batcher:
             ctx=self.ctx,
             cache=self.tail.cache,
             watchdog_window_s=self.watchdog_window_s,
-            pre_blocks=pre_blocks,
         )
         self.summary.rows_inserted += res.inserted
         self.summary.isolated += len(res.isolated)
@@ -344,8 +319,6 @@ def _read_lines(
             b.summary.lines += len(lines)
             for ln in lines:
                 b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
-            if b.pipe is not None:
-                b.ahead.watch(b.rows, b.pipe.run_ahead)
             if len(b.rows) >= b.batch_rows:
                 # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
                 b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))

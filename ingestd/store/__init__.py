@@ -6,7 +6,6 @@ bench may import any).
 
 __all__ = [
     "connection",
-    "dictionary",
     "forks",
     "identity",
     "logrows",

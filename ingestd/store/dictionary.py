@@ -1,19 +1,13 @@
-"""The zstd dictionary of the log's payloads: which lines it is trained on and training it ahead
-of the write transaction (SPEC §11; ``ingestd.store.payload`` stores and uses it).
+"""The zstd dictionary of the log's payloads: its parameters and which lines it is trained on
+(SPEC §11; ``ingestd.store.payload`` trains it inside the writer's transaction, stores and uses it).
 
-Pure apart from zstd: no database, no clock. ``payload._train`` trains inside the writer's
-transaction; ``pretrain`` gives the same bytes from the same samples on any thread beforehand
-(``ingestd.ingest.ahead``), and ``ahead_dictionary`` says when those bytes may be used.
+Pure: no database, no clock.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, cast
-
-import zstandard
 
 from ingestd.core.records import NewLogRow
 
@@ -51,49 +45,3 @@ def sample_rows(rows: Sequence[NewLogRow], count: int = 0, size: int = 0) -> lis
         out.append(r)
         size += len(r.payload)
     return out
-
-
-def settled(samples: Sequence[NewLogRow]) -> bool:
-    """Whether ``sample_rows`` of a batch's first rows can no longer change as rows are added. Pure."""
-    return len(samples) >= TRAIN_ROWS or sum(len(r.payload) for r in samples) >= TRAIN_MAX_BYTES
-
-
-@dataclass(frozen=True, slots=True)
-class Pretrained:
-    """A dictionary trained ahead of the write transaction from a batch's own lines (``pretrain``).
-
-    Attributes:
-        samples: the rows trained on (``sample_rows`` of the batch), checked by identity.
-        dictionary: bytes, or None when training failed (the writer then tries itself).
-    """
-
-    samples: tuple[NewLogRow, ...]
-    dictionary: bytes | None
-
-
-def pretrain(samples: Sequence[NewLogRow]) -> Pretrained:
-    """Train the dictionary on ``samples`` (``sample_rows`` of a first batch) as ``_train`` would
-    over a log that holds no line yet. Any thread (zstd releases the GIL while it trains); touches
-    no database. ``_train`` stores it only when its own samples are exactly these rows."""
-    try:
-        trained = zstandard.train_dictionary(
-            DICT_BYTES, cast(Any, [r.payload for r in samples]), k=TRAIN_K, d=TRAIN_D, level=LEVEL
-        )
-    except zstandard.ZstdError:
-        return Pretrained(tuple(samples), None)
-    return Pretrained(tuple(samples), trained.as_bytes())
-
-
-def ahead_dictionary(ahead: Pretrained | None, batch: list[NewLogRow], n_stored: int) -> bytes | None:
-    """``ahead``'s dictionary when it was trained on exactly the samples ``_train`` has (the same
-    row objects, no stored line among them), else None. Training is deterministic for the same
-    samples and parameters, so the bytes are those training here would give."""
-    if ahead is None or ahead.dictionary is None or n_stored:
-        return None
-    return ahead.dictionary if same_rows(ahead.samples, batch) else None
-
-
-def same_rows(a: Sequence[NewLogRow], b: Sequence[NewLogRow]) -> bool:
-    """Whether ``a`` and ``b`` are the same row objects in the same order (work made ahead for a
-    batch is used only for exactly that batch). Pure."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

@@ -23,7 +23,6 @@ from ingestd.core.records import LogRow, NewLogRow
 from ingestd.store.connection import Db
 from ingestd.store.payload import decode, encode_rows
 from ingestd.store.payload import decode as decode_payload
-from ingestd.store.payload_blocks import PreBlocks
 
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
 
@@ -197,17 +196,16 @@ def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]
     return out
 
 
-def append(conn: Db, rows: Sequence[NewLogRow], pre: PreBlocks | None = None) -> tuple[dict[str, int], int]:
+def append(conn: Db, rows: Sequence[NewLogRow]) -> tuple[dict[str, int], int]:
     """Insert log rows (existing keys skipped); return (key -> id of the inserted rows, rows inserted).
 
     Inside the write transaction nobody else appends, and SQLite gives each new row
     ``max(id) + 1``: when every row went in, the ids are the range past the old maximum in
     row order, so no ``RETURNING`` row has to come back per insert (a third of the insert's
-    cost). When some keys already existed, the new rows are read back by id. ``pre``: the
-    batch's blocks compressed ahead (``ingestd.store.payload.encode_rows``).
+    cost). When some keys already existed, the new rows are read back by id.
     """
     before = _max_log_id(conn)
-    params = _stored(conn, encode_rows(conn, rows, pre))
+    params = _stored(conn, encode_rows(conn, rows))
     changed = conn.total_changes()
     conn.executemany(INSERT_LOG, params)
     # log_rows has no insert trigger: the statement's changes are its rows inserted, each new

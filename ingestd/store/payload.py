@@ -49,8 +49,6 @@ from ingestd.store.dictionary import (
     LEVEL,
     TRAIN_D,
     TRAIN_K,
-    Pretrained,
-    ahead_dictionary,
     dictionary_id,
     sample_rows,
 )
@@ -256,9 +254,8 @@ def _dictionary_id(conn: Db, dictionary: bytes) -> int:
     return n
 
 
-def _samples(conn: Db, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[NewLogRow], int]:
-    """The first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's:
-    ``(the lines' bytes, the batch's rows among them, how many were stored)``."""
+def _samples(conn: Db, rows: Sequence[NewLogRow]) -> list[bytes]:
+    """The bytes of the first ``TRAIN_ROWS`` lines of the log (hooks and transcript lines), then the batch's."""
     out: list[bytes] = []
     size = 0
     stored = conn.execute(
@@ -270,36 +267,27 @@ def _samples(conn: Db, rows: Sequence[NewLogRow]) -> tuple[list[bytes], list[New
         data = decode(conn, int(c), p)
         out.append(data)
         size += len(data)
-    n_stored = len(out)
-    batch = sample_rows(rows, n_stored, size)
-    return out + [r.payload for r in batch], batch, n_stored
+    return out + [r.payload for r in sample_rows(rows, len(out), size)]
 
 
-def _train(
-    conn: Db, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str, ahead: Pretrained | None = None
-) -> Codecs:
-    """Train the dictionary when the log is first big enough; store it (in the caller's transaction).
-    ``ahead``: trained ahead from this batch (``pretrain``), used when its samples are these."""
+def _train(conn: Db, rows: Sequence[NewLogRow], codecs: Codecs, received_at: str) -> Codecs:
+    """Train the dictionary when the log is first big enough; store it (in the caller's transaction)."""
     top: Any = conn.execute("SELECT max(id) FROM events_raw").fetchall()[0][0]
     logged = (int(top) if top is not None else 0) + len(rows)
     if logged < max(zdict.TRAIN_MIN_ROWS, 2 * conn.state(_Kept).failed_at):
         return codecs
-    samples, batch, n_stored = _samples(conn, rows)
+    samples = _samples(conn, rows)
     if len(samples) < zdict.TRAIN_MIN_ROWS:
         return codecs
-    dictionary = ahead_dictionary(ahead if codecs.level == LEVEL else None, batch, n_stored)
-    if dictionary is None:
-        try:
-            trained = zstandard.train_dictionary(
-                DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level
-            )
-        except zstandard.ZstdError as e:
-            # Too little variety to train on: the rows stay plain zstd; tried again once the log
-            # has doubled (not at every commit of a daemon receiving hooks).
-            log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
-            conn.state(_Kept).failed_at = logged
-            return codecs
-        dictionary = trained.as_bytes()
+    try:
+        trained = zstandard.train_dictionary(DICT_BYTES, cast(Any, samples), k=TRAIN_K, d=TRAIN_D, level=codecs.level)
+    except zstandard.ZstdError as e:
+        # Too little variety to train on: the rows stay plain zstd; tried again once the log
+        # has doubled (not at every commit of a daemon receiving hooks).
+        log.warning("payload_dictionary_not_trained", samples=len(samples), error=str(e))
+        conn.state(_Kept).failed_at = logged
+        return codecs
+    dictionary = trained.as_bytes()
     new_id = _dictionary_id(conn, dictionary)
     conn.execute(
         "INSERT INTO payload_codecs (id, kind, dictionary, created_at) VALUES (?, 'zstd', ?, ?)",
@@ -312,38 +300,18 @@ def _train(
     return got
 
 
-def ahead_codecs(conn: Db, kept: Codecs | None = None) -> Codecs | None:
-    """A copy of the codecs ``conn`` last wrote with, for compressing blocks ahead on another thread
-    (``payload_blocks.precompress``), or None while it has no trained dictionary (the first batch
-    of a new database trains one: blocks compressed before would be refused by ``write``).
-    ``kept``: the copy returned last time, returned again while its codec is still the one.
-
-    Touches no database (the writer's connection may be inside a transaction on another thread):
-    reads the per-connection cache only. The copy has its own zstd contexts (a context is not
-    shared between threads). A copy that is no longer current is harmless: ``write`` compares
-    the codec and compresses itself.
-    """
-    got = conn.state(_Kept).codecs
-    if got is None or got.current in (RAW, PLAIN):
-        return None
-    if kept is not None and kept.current == got.current and kept.level == got.level:
-        return kept
-    return Codecs(got.dictionaries, got.level)
-
-
-def encode_rows(conn: Db, rows: Sequence[NewLogRow], pre: blocks.PreBlocks | None = None) -> list[tuple[Any, ...]]:
+def encode_rows(conn: Db, rows: Sequence[NewLogRow]) -> list[tuple[Any, ...]]:
     """The rows as ``INSERT`` parameters: ``NewLogRow.db_tuple()`` with the payload encoded, then ``codec``.
 
     Inside the caller's write transaction: may train and store the dictionary (see the module
     docstring) and stores the batch's blocks of lines (``ingestd.store.payload_blocks.write``: those
-    rows get a reference, codec ``blocks.BLOCK``; ``pre``: the blocks compressed ahead, used when
-    they are exactly what would be compressed here). The idempotency key is the row's own,
+    rows get a reference, codec ``blocks.BLOCK``). The idempotency key is the row's own,
     computed over the bytes as read.
     """
     codecs = _writer_codecs(conn)
     if codecs.current == PLAIN and rows:
-        codecs = _train(conn, rows, codecs, max(r.received_at for r in rows), pre.trained if pre is not None else None)
-    refs = blocks.write(conn, rows, codecs.compress, codecs.current, pre) if codecs.current != RAW else {}
+        codecs = _train(conn, rows, codecs, max(r.received_at for r in rows))
+    refs = blocks.write(conn, rows, codecs.compress, codecs.current) if codecs.current != RAW else {}
     tails = _open_rows(conn, rows, refs, codecs)
     out: list[tuple[Any, ...]] = []
     for i, r in enumerate(rows):

@@ -28,13 +28,11 @@ from __future__ import annotations
 import collections
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import cast
 
 from ingestd.core.records import NewLogRow
 from ingestd.errors import StorageError
 from ingestd.store.connection import Db
-from ingestd.store.dictionary import Pretrained, same_rows
 
 # ``events_raw.codec`` of a row whose payload is a reference into ``payload_blocks``.
 BLOCK = -1
@@ -215,70 +213,11 @@ def first_lines(rows: Sequence[NewLogRow]) -> list[int]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class PreBlocks:
-    """A batch's blocks compressed ahead, outside the write transaction (``precompress``).
-
-    Attributes:
-        rows: the batch's rows (the same objects ``write`` is then given, checked by identity).
-        among: ``first_lines(rows)``: the rows assumed new; used only when ``new_rows`` agrees.
-        chunks: ``plan(rows, among)``: the blocks, as row indices (``write`` does not plan again).
-        codec: int, the codec the frames were written with; used only when it is still current.
-        frames: per block of ``chunks``, in order: ``(zstd frame, CRC-32 of its lines)``.
-        trained: the dictionary trained ahead from this batch (``payload.pretrain``), or None.
-    """
-
-    rows: tuple[NewLogRow, ...]
-    among: list[int]
-    chunks: list[list[int]]
-    codec: int
-    frames: list[tuple[bytes, int]]
-    trained: Pretrained | None = None
-
-
-def precompress(
-    rows: Sequence[NewLogRow],
-    compress: Callable[[bytes], tuple[int, bytes]] | None,
-    trained: Pretrained | None = None,
-) -> PreBlocks | None:
-    """Plan a batch's blocks and compress them ahead of ``write``, assuming none of its lines is logged yet.
-
-    Runs on any thread (zstd and CRC-32 release the GIL), with a compressor of its own; ``write``
-    uses the frames only when the batch, the new rows and the codec are what was assumed, so the
-    stored bytes are the same as compressing in the transaction. None when the batch has no block
-    and nothing was trained.
-
-    Args:
-        rows: the batch. compress: bytes -> ``(codec, zstd frame)`` (``payload.Codecs.compress``),
-            or None: plan only (no codec to compress with yet).
-        trained: a dictionary trained ahead from the batch, handed on to the writer.
-    """
-    among = first_lines(rows)
-    chunks = plan(rows, among)
-    if not chunks and trained is None:
-        return None
-    frames: list[tuple[bytes, int]] = []
-    codec = 0
-    for chunk in chunks:
-        if compress is None:
-            break
-        data = b"".join(rows[i].payload for i in chunk)
-        codec, frame = compress(data)
-        frames.append((frame, zlib.crc32(data)))
-    return PreBlocks(tuple(rows), among, chunks, codec, frames, trained)
-
-
-def _made_for(pre: PreBlocks | None, rows: Sequence[NewLogRow]) -> bool:
-    """Whether ``pre`` was made for exactly these rows (the same objects, in order)."""
-    return pre is not None and same_rows(pre.rows, rows)
-
-
 def write(
     conn: Db,
     rows: Sequence[NewLogRow],
     compress: Callable[[bytes], tuple[int, bytes]],
     codec: int,
-    pre: PreBlocks | None = None,
 ) -> dict[int, bytes]:
     """Store the batch's blocks (``plan``) and return each blocked row's reference, by row index.
 
@@ -289,36 +228,24 @@ def write(
         rows: the batch.
         compress: bytes -> ``(codec, zstd frame)``, the database's current codec
             (``payload.Codecs.compress``); codec: int, that codec's id.
-        pre: the batch's blocks planned and compressed ahead (``precompress``): its plan is used
-            when made for these rows, its frames stored instead of compressing here when also made
-            for these new rows and this codec (else ignored).
 
     Returns:
         dict row index -> stored payload (``ref``); rows not in it are stored per row.
     """
-    ours = pre if _made_for(pre, rows) else None
-    if ours is not None:
-        among, chunks = ours.among, ours.chunks
-    else:
-        among = first_lines(rows)
-        chunks = plan(rows, among)
+    among = first_lines(rows)
+    chunks = plan(rows, among)
     if not chunks or not has_table(conn):
         return {}
     new = new_rows(conn, rows, among)
     if new != among:  # some lines are logged already (a file read again): fewer rows, other blocks
         chunks = plan(rows, new)
-    usable = ours is not None and ours.codec == codec and new == among and len(ours.frames) == len(chunks)
-    frames = ours.frames if ours is not None and usable else None
     out: dict[int, bytes] = {}
     written: dict[int, tuple[int, dict[int, bytes]]] = {}
     for k, chunk in enumerate(chunks):
         kept = len(chunks) - k <= WRITE_KEPT  # the read cache keeps the last blocks only
-        data = b"".join(rows[i].payload for i in chunk) if frames is None or kept else b""
-        if frames is not None:
-            frame, crc = frames[k]
-        else:
-            codec, frame = compress(data)
-            crc = zlib.crc32(data)
+        data = b"".join(rows[i].payload for i in chunk)
+        codec, frame = compress(data)
+        crc = zlib.crc32(data)
         conn.execute("INSERT INTO payload_blocks (codec, data) VALUES (?, ?)", (codec, frame))
         block_id = int(conn.last_insert_rowid())
         if kept:

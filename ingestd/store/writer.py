@@ -42,7 +42,6 @@ from ingestd.logs import get_logger
 from ingestd.store import payload_blocks, pruned, stall, titles
 from ingestd.store.connection import Db, write_txn
 from ingestd.store.logrows import append, quarantine_marker, session_rows
-from ingestd.store.payload_blocks import PreBlocks
 from ingestd.store.upsert import BUMP_STAT, write_changes, write_checkpoints
 from ingestd.store.watchdog_pass import clock_bound, effective_window, reference, watchdog_pass
 
@@ -106,7 +105,6 @@ def apply_batch(
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     isolated: Mapping[str, str] | None = None,
-    pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """Append log rows and project them, in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -120,8 +118,6 @@ def apply_batch(
         isolated: idempotency key -> the database's refusal, for rows to append without
             projecting them (``ingestd.store.writer``): each inserted one gets its
             ``quarantine_marker`` row, appended and folded in the same transaction.
-        pre_blocks: the batch's blocks planned and compressed ahead, with a dictionary trained
-            ahead (``payload_blocks.PreBlocks``): used where exactly what this transaction would make.
 
     Returns:
         ``BatchResult``.
@@ -137,7 +133,7 @@ def apply_batch(
     seen: list[int] = []
 
     def run(c: Db) -> BatchResult:
-        rows_in, first_id = _append_batch(c, new_rows, isolated, result, pre_blocks)
+        rows_in, first_id = _append_batch(c, new_rows, isolated, result)
         batch = _sort_batch(rows_in, result.log_ids)
         seen.append(_fold_batch(c, cache, batch.by_session, first_id, ctx, touched))
         # pruned history re-read (a resumed session's copy) stays pruned, as in a replay
@@ -171,13 +167,12 @@ def _append_batch(
     new_rows: Sequence[NewLogRow],
     isolated: Mapping[str, str] | None,
     result: BatchResult,
-    pre: PreBlocks | None = None,
 ) -> tuple[Sequence[NewLogRow], int]:
     """Append the rows and the quarantine markers of the isolated ones; return the rows to fold
     (isolated rows left out, markers in) and the smallest new log id (0: none). Fills ``result``."""
     if not new_rows:
         return new_rows, 0
-    result.log_ids, result.inserted = append(c, new_rows, pre)
+    result.log_ids, result.inserted = append(c, new_rows)
     first_id = min(result.log_ids.values()) if result.inserted else 0
     if not isolated:
         return new_rows, first_id
@@ -420,13 +415,11 @@ def apply_isolating(
     ctx: Ctx | None = None,
     cache: FoldCache | None = None,
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
-    pre_blocks: PreBlocks | None = None,
 ) -> BatchResult:
     """``apply_batch`` that retries transient refusals and isolates the rows the database refuses.
 
     Args:
         conn, rows, checkpoints, ctx, cache, watchdog_window_s: as ``apply_batch``.
-        pre_blocks: as ``apply_batch``, for the whole batch only (a part compresses its own).
         component: str, the part a stall is reported under (``ingest``, ``tailer``, ``writer``).
         backoff: retry policy (default ``Backoff()``).
 
@@ -437,7 +430,7 @@ def apply_isolating(
         StorageError: a transient refusal outlived ``backoff``, or a refusal that is not about
             any row (the checkpoints or the transaction itself).
     """
-    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s, pre_blocks)
+    iso = _Isolator(conn, component, backoff or Backoff(), ctx, cache, watchdog_window_s)
     iso.go(list(rows), list(checkpoints))
     return iso.total
 
@@ -452,7 +445,6 @@ class _Isolator:
     ctx: Ctx | None
     cache: FoldCache | None
     watchdog_window_s: int
-    pre_blocks: PreBlocks | None = None  # for the whole batch, until it is split
     total: BatchResult = field(default_factory=BatchResult)
 
     def one(self, part: Sequence[NewLogRow], part_cps: list[Checkpoint], isolated: dict[str, str] | None) -> None:
@@ -467,7 +459,6 @@ class _Isolator:
                 cache=self.cache,
                 watchdog_window_s=self.watchdog_window_s,
                 isolated=isolated,
-                pre_blocks=self.pre_blocks,
             ),
             self.policy,
         )
@@ -483,7 +474,6 @@ class _Isolator:
             if not about_rows(e) or not part:
                 raise
             err = e
-        self.pre_blocks = None
         if len(part) > 1:
             mid = len(part) // 2
             self.go(part[:mid], [])

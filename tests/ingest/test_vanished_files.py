@@ -48,7 +48,7 @@ def test_files_removed_after_discovery_are_vanished_not_read(tmp_path: Path, mon
     conn = connect(tmp_path / "x.db")
     migrate(conn)
     with capture_logs() as logs:
-        s = ingest_roots(conn, [root], now=NOW, pipeline=True)
+        s = ingest_roots(conn, [root], now=NOW, checkpointer=True)
     assert (s.files, s.files_read, s.files_vanished) == (6, 3, 3)
     assert s.rows_inserted == 3 and s.to_json()["files_vanished"] == 3
     gone = sorted(e["origin"] for e in logs if e["event"] == "file_vanished")

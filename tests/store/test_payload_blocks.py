@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import apsw
 import orjson
 import pytest
@@ -280,100 +278,3 @@ def test_plan_puts_each_line_in_at_most_one_block_of_one_file_in_batch_order(
         total = sum(len(rows[i].payload) for i in mine)
         blocked = [i for i in flat if i in mine]
         assert blocked == (mine if total >= blocks.BLOCK_MIN_BYTES else [])
-
-
-def _blocks_and_log(conn: apsw.Connection) -> tuple[list[tuple[int, int, bytes]], list[tuple[str, int, bytes]]]:
-    got = [(int(i), int(c), bytes(d)) for i, c, d in conn.execute("SELECT id, codec, data FROM payload_blocks")]
-    return got, stored(conn)
-
-
-def _trained(path: str) -> apsw.Connection:
-    """A migrated database whose first batch trained the dictionary (``precompress`` needs it)."""
-    from ingestd.store.migrate import migrate
-
-    c = connect(path)
-    migrate(c)
-    apply_batch(c, _rows(1500, origin="p/warm.jsonl"))
-    assert payload.codecs_of(c).current not in (payload.RAW, payload.PLAIN)
-    return c
-
-
-def _writer_compressions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    real = payload.Codecs.compress
-
-    def counting(self: payload.Codecs, data: bytes) -> tuple[int, bytes]:
-        calls.append(len(data))
-        return real(self, data)
-
-    monkeypatch.setattr(payload.Codecs, "compress", counting)
-    return calls
-
-
-def test_blocks_compressed_ahead_are_stored_exactly_as_compressed_in_the_transaction(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rows = [*_rows(3000), *_rows(800, origin="p/b.jsonl"), *_rows(5, origin="hook", source="hook")]
-    here = _trained(str(tmp_path / "here.db"))
-    apply_batch(here, rows)
-    ahead = _trained(str(tmp_path / "ahead.db"))
-    codecs = payload.ahead_codecs(ahead)
-    assert codecs is not None and codecs is not payload.codecs_of(ahead)  # a copy: its own zstd context
-    pre = blocks.precompress(rows, codecs.compress)
-    assert pre is not None and len(pre.frames) == len(blocks.plan(rows)) >= 3
-    calls = _writer_compressions(monkeypatch)
-    apply_batch(ahead, rows, pre_blocks=pre)
-    assert calls == []  # every block came compressed
-    assert _blocks_and_log(ahead) == _blocks_and_log(here)  # same block ids, codecs, frames, references
-    assert check_payloads(ahead).ok
-
-
-def test_blocks_compressed_ahead_are_refused_unless_made_for_these_rows_new_rows_and_codec(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rows = _rows(3000)
-    copies = [
-        NewLogRow(
-            *(
-                getattr(r, f)
-                for f in (
-                    "idempotency_key",
-                    "source",
-                    "event_type",
-                    "payload",
-                    "received_at",
-                    "session_id",
-                    "origin",
-                    "origin_gen",
-                    "origin_offset",
-                )
-            )
-        )
-        for r in rows
-    ]
-    cases = {
-        "other rows": lambda c: blocks.precompress(copies, payload.ahead_codecs(c).compress),  # type: ignore[union-attr]
-        "another codec": lambda c: blocks.precompress(rows, payload.Codecs({1: None}).compress),
-        "some logged": lambda c: blocks.precompress(rows, payload.ahead_codecs(c).compress),  # type: ignore[union-attr]
-    }
-    for i, (name, make) in enumerate(cases.items()):
-        here = _trained(str(tmp_path / f"here{i}.db"))
-        ahead = _trained(str(tmp_path / f"ahead{i}.db"))
-        if name == "some logged":
-            apply_batch(here, rows[:700])
-            apply_batch(ahead, rows[:700])
-        pre = make(ahead)
-        apply_batch(here, rows)
-        calls = _writer_compressions(monkeypatch)
-        apply_batch(ahead, rows, pre_blocks=pre)
-        assert calls, name  # compressed in the transaction instead
-        monkeypatch.undo()
-        assert _blocks_and_log(ahead) == _blocks_and_log(here), name
-
-
-def test_no_codec_to_compress_ahead_with_before_the_dictionary_is_trained(conn: apsw.Connection) -> None:
-    assert payload.ahead_codecs(conn) is None  # nothing written yet
-    apply_batch(conn, _rows(10))
-    assert payload.codecs_of(conn).current == payload.PLAIN
-    assert payload.ahead_codecs(conn) is None  # plain zstd: the next batch may train
-    assert blocks.precompress(_rows(10), payload.Codecs({1: None}).compress) is None  # too small for a block

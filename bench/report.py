@@ -393,7 +393,7 @@ def render(res: Results, machine: list[tuple[str, str]]) -> str:
         "## Method\n",
         "- Wall: `time.perf_counter` around each subprocess; CPU (user+sys) and peak RSS from `os.wait4` of that "
         "child (the per-child form of `getrusage(RUSAGE_CHILDREN)`), plus a 50 ms sampler summing RSS over the "
-        "process tree.\n"
+        "process tree. The package is compiled to bytecode first, as an install leaves it (no run compiles a module).\n"
         "- Cold ingest: a fresh database per run, `ingestd ingest --projects DIR --db PATH --json`; restart: the same "
         "command again over the unchanged corpus. Token totals: the sums of `token_usage`'s five bucket columns "
         "against `ground_truth.json` `final` (cache_write_5m + cache_write_1h = cache_creation_input_tokens); "

@@ -25,7 +25,7 @@ from bench.hookload import LoadResult, run_load
 from bench.hookwrk import WrkResult, ensure_wrk, run_wrk
 from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
 from bench.live import measure_live
-from bench.proc import REPO
+from bench.proc import REPO, compile_package
 from bench.profile import profile_command, start_pid_profile
 from bench.queries import largest_session, measure_cost, measure_replay, measure_startup, measure_tree
 from bench.report import HOOK_P99_MS, render
@@ -218,6 +218,7 @@ def _profile_ingest(res: Results, cr: CorpusResults) -> None:
 
 def run(plan: Plan, command: str, out: Path, profile: bool) -> int:
     t_start = time.perf_counter()
+    compile_package()
     machine_rows = machine.describe()
     res = Results(plan.mode, command, datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     have_ingest = has_command("ingest")

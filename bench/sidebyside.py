@@ -31,7 +31,7 @@ from pathlib import Path
 from bench import machine
 from bench.corpus import CACHE, Corpus, ensure_corpus, orjson_floor, warm_page_cache
 from bench.ingestbench import bucket_totals, db_size_bytes, fresh_db
-from bench.proc import REPO, ProcResult, ingestd_exe, run_measured
+from bench.proc import REPO, ProcResult, compile_package, ingestd_exe, run_measured
 from bench.stats import fmt_num, summarize
 from bench.table import marked_section
 from bench.truth import check_totals
@@ -336,8 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.src or []:
         label, _, src = spec.partition("=")
         env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())}
+        compile_package(Path(src).resolve())
         ingesters.append(Ingester(label, (sys.executable, "-P", "-m", "ingestd"), env))
     if not ingesters:
+        compile_package()
         ingesters.append(Ingester("this checkout", (ingestd_exe(),)))
     if args.no_ccusage:
         cc, note = None, "skipped (--no-ccusage)"

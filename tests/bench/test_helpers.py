@@ -1,4 +1,5 @@
-"""The benchmark harness's pure helpers: summaries, percentiles, verdicts, tables, ground-truth check, profiles."""
+"""The benchmark harness's pure helpers: summaries, percentiles, verdicts, tables, ground-truth check, profiles,
+the package compiled before it is measured."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.proc import compile_package
 from bench.profile import hotspots_from_collapsed
 from bench.stats import Summary, fmt_num, fmt_summary, percentile, summarize, verdict
 from bench.table import Row, markdown_table
@@ -123,3 +125,12 @@ def test_sidebyside_ingesters_take_turns_going_first() -> None:
 
     a, b, c = (Ingester(label, (label,)) for label in "abc")
     assert [turn([a, b, c], n) for n in range(3)] == [[a, b, c], [c, b, a], [a, b, c]]
+
+
+def test_the_package_measured_is_compiled_to_bytecode_first(tmp_path: Path) -> None:
+    pkg = tmp_path / "ingestd"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("X = 1\n")
+    (pkg / "sub" / "b.py").write_text("Y = 2\n")
+    compile_package(tmp_path)
+    assert [p.name.split(".")[0] for p in sorted(pkg.rglob("*.pyc"))] == ["a", "b"]

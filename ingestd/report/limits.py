@@ -5,7 +5,8 @@ official window (``five_hour``, ``seven_day``) the latest sample's ``used_percen
 ``resets_at`` are **official** (Claude Code's numbers, as it had them when it drew its status line);
 how old that sample is says how far to trust them. The burn rate and the time 100 % would be reached
 at it are **estimated** by ingestd: the rise between the first and the latest sound sample of the
-same window (the same ``resets_at``, within ``SAME_RESET``), per hour. A flagged sample (a null or
+same window (the same ``resets_at``, within ``SAME_RESET``) since the percentage last fell (it only
+rises within a window: a fall is another account's samples, or a correction), per hour. A flagged sample (a null or
 impossible percentage, a reset in the past or beyond the window's length) is shown with its flag and
 never used for an estimate. Beside them, the latest sample's session: Claude Code's own cost
 estimate next to ingestd's exact cost (``ingestd.report.cost``), a cross-check.
@@ -43,6 +44,18 @@ def _same_window(a: str | None, b: str | None) -> bool:
     return da is not None and db is not None and abs(da - db) <= SAME_RESET
 
 
+def _rising(sound: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The newest samples (newest first) over which the used percentage never fell: within one window
+    it only rises, so a fall means samples of two accounts (or a correction) and a rate across it
+    would be negative or wrong. Pure."""
+    out: list[tuple[Any, ...]] = []
+    for s in sound:
+        if out and float(s[1]) > float(out[-1][1]):
+            break
+        out.append(s)
+    return out
+
+
 def window_report(samples: list[tuple[Any, ...]], name: str, now: datetime, history: bool) -> dict[str, Any] | None:
     """One window's part of the report from its samples (newest first), or None without any. Pure."""
     if not samples:
@@ -59,9 +72,12 @@ def window_report(samples: list[tuple[Any, ...]], name: str, now: datetime, hist
     resets = parse(reset)
     if resets is not None and flag is None and resets <= now:
         doc["official"]["reset_passed"] = True  # the window has reset since: the percentage is the old one's
-    sound = [s for s in samples if s[3] is None and s[1] is not None and _same_window(s[2], reset)]
+    window = [s for s in samples if s[3] is None and s[1] is not None and _same_window(s[2], reset)]
+    sound = _rising(window)
     est = doc["estimated"]
     est["samples"] = len(sound)
+    if len(sound) < len(window):
+        est["fell_at"] = sound[-1][0]  # the first sample after a fall: nothing older is used
     if flag is None and len(sound) >= 2:
         last, first = sound[0], sound[-1]
         t_last, t_first = parse(last[0]), parse(first[0])
@@ -92,7 +108,7 @@ def limits_report(conn: Db, *, now: datetime, zone: Zone, history: bool = False)
         "cost_check": {"session_id", "sampled_at", "claude_code_usd" (its estimate), "ingestd_usd"
         (exact), "ingestd_complete"} | None}``; each window ``{"official": {"used_percentage",
         "resets_at", "flag"}, "sampled_at", "sample_age_s", "session_id", "estimated":
-        {"burn_pct_per_hour", "since", "full_at", "full_before_reset", "samples"}, "window_hours",
+        {"burn_pct_per_hour", "since", "full_at", "full_before_reset", "samples", "fell_at"?}, "window_hours",
         "history"?}``.
 
     Raises:
@@ -169,6 +185,11 @@ def limits_lines(doc: dict[str, Any], zone: Zone) -> list[str]:
             out.append(f"  burn {e['burn_pct_per_hour']:g}%/h (estimated from {e['samples']} samples){full}")
         else:
             out.append("  burn rate: not enough sound samples in this window to estimate")
+        if e.get("fell_at") is not None:
+            out.append(
+                f"  the used percentage fell before {_local(e['fell_at'], zone)} (another account's samples?):"
+                " the samples before it are not used"
+            )
         for h in w.get("history", []):
             hp = "?" if h["used_percentage"] is None else f"{h['used_percentage']:g}%"
             out.append(

@@ -80,6 +80,24 @@ def test_a_new_window_starts_the_estimate_again_and_a_flagged_sample_estimates_n
     )
 
 
+def test_a_fall_within_one_window_is_never_a_negative_burn(tmp_path: Path) -> None:
+    # two accounts' status lines in one database: the same reset, percentages that go down and up again
+    conn = db(tmp_path)
+    reset = T0 + 4 * 3600
+    for dt, pct in ((0, 60), (1800, 70), (3600, 20), (5400, 35)):
+        log(conn, T0 + dt, {"used_percentage": pct, "resets_at": reset})
+    now = datetime.fromtimestamp(T0 + 5400, tz=UTC)
+    doc = limits_report(conn, now=now, zone=ZONE)
+    est = doc["windows"]["five_hour"]["estimated"]
+    assert (est["burn_pct_per_hour"], est["samples"], est["since"]) == (30.0, 2, "2026-12-01T01:00:00.000Z")
+    assert est["fell_at"] == "2026-12-01T01:00:00.000Z"
+    assert any("fell before Tue 2026-12-01 01:00" in line for line in limits_lines(doc, ZONE))
+    log(conn, T0 + 6000, {"used_percentage": 10, "resets_at": reset})  # falls again: one sample left
+    est = limits_report(conn, now=now, zone=ZONE)["windows"]["five_hour"]["estimated"]
+    assert (est["burn_pct_per_hour"], est["samples"], est["full_at"]) == (None, 1, None)
+    assert est["fell_at"] == "2026-12-01T01:40:00.000Z"
+
+
 def test_claude_codes_estimate_beside_the_exact_cost(tmp_path: Path) -> None:
     conn = db(tmp_path)
     projects = REPO / "fixtures" / "projects"

@@ -7,7 +7,9 @@ blank lines, so the gap's length says which. The file's terminator is ``\\r\\n``
 is even and at least one line follows another (a Windows-written file), else ``\\n`` (what Claude
 Code writes); a gap longer than one terminator held blank lines, written back as empty lines
 (their whitespace, if any, was never logged: ``blank_lines`` counts them). The last line gets
-the file's terminator: blank lines and a torn tail after it were never logged, so they are not there.
+the file's terminator, unless the file was read to exactly its end (``end``: the last line was
+read without one, once its file stayed idle); blank lines and a torn tail after it were never
+logged, so they are not there.
 
 What cannot be put back is a value, not an exception (``Rebuilt.problem``): lines that overlap
 (the log holds two versions of the same bytes), a gap no terminator fits, and a line logged as an
@@ -56,8 +58,10 @@ class Rebuilt:
     lines: int = 0
 
 
-def reassemble(pieces: Sequence[Piece]) -> Rebuilt:
-    """The file whose complete lines are ``pieces`` (any order; offsets distinct). Pure."""
+def reassemble(pieces: Sequence[Piece], end: int | None = None) -> Rebuilt:
+    """The file whose complete lines are ``pieces`` (any order; offsets distinct). ``end``: the byte
+    offset the file was read to (its checkpoint), when known: a last line ending exactly there had
+    no terminator and gets none. Pure."""
     ordered = sorted(pieces, key=lambda p: p.offset)
     for p in ordered:
         if not p.whole:
@@ -76,7 +80,7 @@ def reassemble(pieces: Sequence[Piece]) -> Rebuilt:
     blank = lead // len(term)
     for i, p in enumerate(ordered):
         out += p.data
-        n = gaps[i] // len(term) if i < len(gaps) else 1
+        n = gaps[i] // len(term) if i < len(gaps) else int(end != p.offset + len(p.data))
         if i < len(gaps) and gaps[i] % len(term):
             return Rebuilt(None, f"the {gaps[i]} bytes after the line at byte {p.offset} are not line endings")
         out += term * n

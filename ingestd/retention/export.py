@@ -127,9 +127,20 @@ def rebuild(conn: Db, origins: set[str] | None) -> dict[str, Rebuilt]:
                 meta[origin] = data
             else:
                 pieces[origin][int(offset)] = Piece(int(offset), data, event_type != OVERSIZED)
+        ends = _read_to(conn, gens)
     out = {o: Rebuilt(meta[o], None, 0, 1) for o in meta}
-    out.update({o: reassemble(list(p.values())) for o, p in pieces.items() if o not in meta})
+    out.update({o: reassemble(list(p.values()), ends.get(o)) for o, p in pieces.items() if o not in meta})
     return out
+
+
+def _read_to(conn: Db, gens: dict[str, int]) -> dict[str, int]:
+    """The byte offset each origin's current generation was read to, from its tail checkpoint (one
+    per origin: an origin two roots name alike is left out). Read-only."""
+    got: dict[str, set[int]] = {}
+    for origin, gen, offset in conn.execute("SELECT origin, origin_gen, committed_offset FROM ingest_checkpoints"):
+        if gens.get(origin) == gen:
+            got.setdefault(origin, set()).add(int(offset))
+    return {o: next(iter(v)) for o, v in got.items() if len(v) == 1}
 
 
 def _outside_folder(dest: Path, rel: PurePosixPath) -> Path | None:

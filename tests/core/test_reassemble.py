@@ -42,6 +42,13 @@ def test_one_line_gets_claude_codes_line_feed() -> None:
     assert reassemble([Piece(0, b'{"a":1}')]).data == b'{"a":1}\n'
 
 
+def test_a_file_read_to_the_end_of_its_last_line_gets_no_terminator_after_it() -> None:
+    lines = [Piece(0, b'{"a":1}'), Piece(8, b'{"b":2}')]
+    assert reassemble(lines, end=15).data == b'{"a":1}\n{"b":2}'
+    assert reassemble(lines, end=16).data == b'{"a":1}\n{"b":2}\n'  # read past the line's newline
+    assert reassemble(lines, end=None).data == b'{"a":1}\n{"b":2}\n'
+
+
 def test_no_lines_is_an_empty_file() -> None:
     assert reassemble([]).data == b""
 

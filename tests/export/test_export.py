@@ -4,7 +4,9 @@ corpus round trip (ingest, delete the source, export, compare every file, ingest
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,23 @@ def test_every_file_comes_back_byte_for_byte_after_the_source_is_gone(source: Pa
     assert (doc["files"], doc["written"], doc["blank_lines"], doc["skipped"]) == (4, 4, 1, [])
     assert tree_files(out) == want
     assert {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()} == {0o600}
+
+
+def test_a_last_line_read_without_its_newline_comes_back_without_one(tmp_path: Path) -> None:
+    root = tmp_path / "projects"
+    proj = root / "-home-user-proj"
+    proj.mkdir(parents=True)
+    f = proj / f"{SID}.jsonl"
+    f.write_bytes(record(SID, 1, cwd="/home/user/proj") + b"\n" + record(SID, 2))  # a copy cut short
+    os.utime(f, (time.time() - 3600, time.time() - 3600))  # idle: its last line is read
+    want = tree_files(root)
+    db = tmp_path / "i.db"
+    ingest(db, root)
+    shutil.rmtree(root)
+    out = tmp_path / "out"
+    r = run("export", "--db", str(db), "--to", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    assert tree_files(out) == want
 
 
 def test_one_session_by_prefix_is_its_own_files_with_its_subagents(source: Path, tmp_path: Path) -> None:

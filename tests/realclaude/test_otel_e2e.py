@@ -4,11 +4,13 @@ Read against the stand-in API (answers carry ``request-id``; an auxiliary call, 
 conversation claims, has no transcript message). Then transcript, hooks and OTel describe the same
 session: every api_request of a transcript message is matched to it by its request id and agrees
 with it, the auxiliary calls are usage of their own, and the totals are the transcript's plus
-exactly the auxiliary calls, which are what the stand-in billed in all.
+exactly the auxiliary calls, which are what the stand-in billed in all. A second run the API
+refuses (429) sends Claude Code's own ``api_error`` event, folded into the session's telemetry.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -26,6 +28,7 @@ from tests.reliability.daemon import Daemon
 from tests.support import free_port, wait_for
 
 MARKER = "OTEL-E2E"
+REFUSED = "OTEL-ERR"
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Live:
     env: dict[str, str]
     run: Run
     settings: dict[str, Any]
+    refused: Run
 
     def ingestd(self, *args: str) -> tuple[int, str]:
         r = subprocess.run(
@@ -80,7 +84,12 @@ def live(claude_code: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
             # exports every 500 ms / 1 s (the defaults are 5 s / 60 s; what is pending goes at exit too)
             fast = {"OTEL_LOGS_EXPORT_INTERVAL": "500", "OTEL_METRIC_EXPORT_INTERVAL": "1000"}
             run = claude.run(f"{MARKER} read hello.txt", env=fast).check()
-            yield Live(daemon, api, env, run, settings)
+            # the same home against an API of its own, so the first run's calls stay all there is above
+            refusing = s.StandIn(s.script(s.conversation(REFUSED, s.api_error(429, "rate_limit_error"))))
+            with refusing:
+                other = dataclasses.replace(claude, base_url=refusing.url, runs=[])
+                refused = other.run(f"{REFUSED} anything", home=home, env=fast)  # an API error: exits non-zero
+            yield Live(daemon, api, env, run, settings, refused)
         finally:
             daemon.stop()
 
@@ -159,3 +168,22 @@ def test_the_exports_are_logged_and_doctor_sees_them(live: Live) -> None:
     assert code in (0, 1), out
     (finding,) = [f for f in json.loads(out)["findings"] if f["check"] == "telemetry"]
     assert finding["level"] == "ok" and "telemetry reaches the daemon" in finding["message"]
+
+
+def test_a_refused_request_is_claude_codes_api_error_in_the_sessions_telemetry(live: Live) -> None:
+    sid = live.refused.session_id
+    assert sid is not None
+    wait_for(
+        "the api_error event projected",
+        lambda: (
+            live.rows("SELECT count(*) FROM otel_requests WHERE session_id = ? AND event = 'api_error'", sid)[0][0] > 0
+        ),
+        30,
+    )
+    errors = live.rows("SELECT agent_id, error FROM otel_requests WHERE session_id = ? AND event = 'api_error'", sid)
+    assert {agent for agent, _ in errors} == {sid}  # the main thread's call: the main agent
+    assert all("429" in str(err) for _, err in errors), errors
+    code, out = live.ingestd("tree", sid, "--json")
+    assert code == 0, out
+    telemetry = json.loads(out)["telemetry"]
+    assert telemetry["api_errors"] and "429" in telemetry["api_errors"][0]["error"]

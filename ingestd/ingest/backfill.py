@@ -9,9 +9,11 @@ a new generation, with a ``file_reset`` row (source ``ingestd``) in the log.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,25 @@ log = get_logger("ingestd.ingest")
 # log rows per transaction: larger batches cost memory (a batch's rows and fold are held until its
 # commit) and save nothing measurable past this size
 BATCH_ROWS = 4000
+# The collector's young-generation threshold while the files are read. Every line's decoded record
+# is a few dozen containers living until its batch is written, none of them cyclic garbage: at the
+# default threshold (700 allocations) the collector's passes over them take about 0.4 s of a 3.8 s
+# cold ingest of 100 MB. Deferred, not disabled: cycles are still collected, this many allocations
+# apart (a few MB of them at most).
+YOUNG_COLLECT_OBJECTS = 100_000
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the collector's young-generation threshold to ``YOUNG_COLLECT_OBJECTS`` for the block
+    (a higher one, or 0: collection off, is kept); the thresholds before it are restored after."""
+    before = gc.get_threshold()
+    if 0 < before[0] < YOUNG_COLLECT_OBJECTS:
+        gc.set_threshold(YOUNG_COLLECT_OBJECTS, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def ingest_roots(
@@ -76,7 +97,8 @@ def ingest_roots(
     b = Batcher(conn, ctx or Ctx(), summary, batch_rows, tail, watchdog_window_s)
     b.max_line_bytes = max_line_bytes
     plans, distrusted = _plan(b, conn, roots, paths, on_total, now)
-    _read_all(b, conn, plans, now, progress, checkpointer)
+    with _fewer_collections():
+        _read_all(b, conn, plans, now, progress, checkpointer)
     if distrusted:
         _restore_sessions(conn, distrusted, b)
     summary.skipped = dict(b.skipped)

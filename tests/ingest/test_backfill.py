@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from pathlib import Path
@@ -11,8 +12,8 @@ import orjson
 import pytest
 
 from ingestd.core.touch import Ctx
-from ingestd.ingest import scan
-from ingestd.ingest.backfill import ingest_roots
+from ingestd.ingest import backfill, scan
+from ingestd.ingest.backfill import YOUNG_COLLECT_OBJECTS, ingest_roots
 from ingestd.ingest.scan import discover
 from ingestd.projection.rebuild import rebuild_projections
 from ingestd.store.payload import decode as decode_payload
@@ -39,6 +40,32 @@ def test_reingest_inserts_nothing_and_parses_nothing(tmp_path: Path) -> None:
     s2 = ingest_roots(conn, [root], now="2026-03-02T00:00:00.000Z")
     assert s2.rows_inserted == 0 and s2.files_read == 0 and s2.files_unchanged == s1.files
     assert dump(conn) == before
+
+
+def test_files_are_read_with_the_young_collection_deferred(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _copy(tmp_path)
+    conn = new_db(tmp_path / "x.db")
+    during: list[tuple[int, int, int]] = []
+    read = backfill.read_plans
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        during.append(gc.get_threshold())
+        read(*args, **kwargs)
+
+    monkeypatch.setattr(backfill, "read_plans", spy)
+    before = gc.get_threshold()
+    assert before[0] < YOUNG_COLLECT_OBJECTS
+    assert ingest_roots(conn, [root], now=NOW).rows_inserted == 45
+    assert during == [(YOUNG_COLLECT_OBJECTS, *before[1:])]
+    assert gc.get_threshold() == before
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise OSError("gone")
+
+    monkeypatch.setattr(backfill, "read_plans", refused)
+    with pytest.raises(OSError):
+        ingest_roots(new_db(tmp_path / "y.db"), [root], now=NOW)
+    assert gc.get_threshold() == before
 
 
 def test_log_keeps_every_line_including_invalid(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ingestd.core.blocks import best_leaf, leaf_claim
+from ingestd.core.blocks import Leaf, best_leaf, leaf_claim
 from ingestd.core.decode import decode_line
 from ingestd.core.projector import decode_row
 from ingestd.core.records import LogRow
@@ -56,11 +56,18 @@ _REFRESH = (
 )
 
 
-# A file's lines, every generation, through the log's origin index (migration 0030).
+# A file's lines, every generation, through the log's origin index (migration 0030); a raw row only
+# when it holds one of the leaves looked for (``_lines_of_file``).
 _LINES_OF_FILE = (
     "SELECT session_id, codec, payload, received_at FROM events_raw"
-    " WHERE origin = ? AND source = 'jsonl' AND (codec != 0 OR instr(payload, ?) > 0)"
+    " WHERE origin = ? AND source = 'jsonl' AND (codec != 0 OR {held})"
 )
+# Leaves looked for in one read of a file (each one a bound parameter of it).
+LEAVES_PER_READ = 64
+
+
+def _lines_of_file(n: int) -> str:
+    return _LINES_OF_FILE.format(held=" OR ".join(["instr(payload, ?) > 0"] * n))
 
 
 def _needle(leaf: str) -> bytes:
@@ -74,8 +81,33 @@ def _set_leaf(conn: Db, key: Sequence[Any], sid: str, at: str, old: str | None, 
             out.add(old)
 
 
+def _best_leaves(log: Db, origin: str, leaves: Sequence[str]) -> dict[str, Leaf]:
+    """Each of ``leaves`` that a record of file ``origin`` claims, with its best claim
+    (``best_leaf``): the file read once for up to ``LEAVES_PER_READ`` of them, each record decoded
+    once. Read-only."""
+    claims: dict[str, list[Leaf | None]] = {}
+    for i in range(0, len(leaves), LEAVES_PER_READ):
+        part = [(leaf, _needle(leaf)) for leaf in leaves[i : i + LEAVES_PER_READ]]
+        # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
+        for sid, codec, stored, received_at in log.execute(
+            _lines_of_file(len(part)), (origin, *(needle for _, needle in part))
+        ):
+            data = decode_payload(log, codec, stored)
+            held = [leaf for leaf, needle in part if needle in data]
+            if not held:
+                continue
+            obj = decode_line(data).obj
+            for leaf in held:
+                claims.setdefault(leaf, []).append(
+                    leaf_claim(obj, None if sid is None else str(sid), str(received_at), leaf)
+                )
+    best = {leaf: best_leaf(cs) for leaf, cs in claims.items()}
+    return {leaf: b for leaf, b in best.items() if b is not None}
+
+
 def resolve_summaries(log: Db, conn: Db, rows: Iterable[SummaryRow]) -> set[str]:
-    """Store the projector's summary rows and find each one's leaf among its file's log rows.
+    """Store the projector's summary rows and find each one's leaf among its file's log rows (a
+    file read once for all its summaries: ``_best_leaves``).
 
     Args:
         log: the connection whose ``events_raw`` holds the log (the same as ``conn`` except in a
@@ -86,23 +118,21 @@ def resolve_summaries(log: Db, conn: Db, rows: Iterable[SummaryRow]) -> set[str]
     Returns:
         set of session ids whose summary title may have changed.
     """
-    out: set[str] = set()
+    by_file: dict[str, list[SummaryRow]] = {}
     for r in rows:
         conn.execute(UPSERT_SUMMARY, r)
-        origin, gen, offset, leaf = r.origin, r.origin_gen, r.origin_offset, r.leaf_uuid
-        old: Any = conn.execute(
-            "SELECT leaf_session FROM summaries WHERE origin = ? AND origin_gen = ? AND origin_offset = ?",
-            (origin, gen, offset),
-        ).fetchall()[0][0]
-        needle = _needle(leaf)
-        # a raw row is filtered in SQL; a compressed one only once decoded (migration 0013)
-        best = best_leaf(
-            leaf_claim(decode_line(data).obj, None if sid is None else str(sid), str(received_at), leaf)
-            for sid, codec, stored, received_at in log.execute(_LINES_OF_FILE, (origin, needle))
-            if needle in (data := decode_payload(log, codec, stored))
-        )
-        if best is not None:
-            _set_leaf(conn, (origin, gen, offset), best[0], best[1], old, out)
+        by_file.setdefault(r.origin, []).append(r)
+    out: set[str] = set()
+    for origin, summaries in by_file.items():
+        best = _best_leaves(log, origin, sorted({r.leaf_uuid for r in summaries}))
+        for r in summaries:
+            key = (origin, r.origin_gen, r.origin_offset)
+            old: Any = conn.execute(
+                "SELECT leaf_session FROM summaries WHERE origin = ? AND origin_gen = ? AND origin_offset = ?", key
+            ).fetchall()[0][0]
+            found = best.get(r.leaf_uuid)
+            if found is not None:
+                _set_leaf(conn, key, found[0], found[1], old, out)
     return out
 
 

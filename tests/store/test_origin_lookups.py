@@ -17,7 +17,12 @@ from ingestd.store.migrate import migrate
     [
         (backfill._ANY_OF_ORIGIN_GEN, ("p/a.jsonl", 0), "log_rows_origin"),
         (backfill._SESSIONS_OF_ORIGIN, ("p/a.jsonl",), "log_rows_origin"),
-        (titles._LINES_OF_FILE, ("p/a.jsonl", b'"uuid":"u"'), "log_rows_origin"),
+        (titles._lines_of_file(1), ("p/a.jsonl", b'"uuid":"u"'), "log_rows_origin"),
+        (
+            titles._lines_of_file(titles.LEAVES_PER_READ),
+            ("p/a.jsonl", *[b'"uuid":"u"'] * titles.LEAVES_PER_READ),
+            "log_rows_origin",
+        ),
         (payload_blocks._KEYS, ("p/a.jsonl", 0, 0, 100), "log_rows_origin"),
         (
             f"SELECT {logrows.LOG_COLUMNS} FROM events_raw WHERE session_id = ? AND id > ? ORDER BY id",

@@ -13,6 +13,7 @@ each case).
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,6 +22,10 @@ import pytest
 from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import NewLogRow, line_row
+from ingestd.store import titles as store_titles
+from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
+from ingestd.store.writer import apply_batch
 from tests.stores.stores import Store
 
 READ = "2026-03-01T00:00:00.000Z"
@@ -177,3 +182,33 @@ def test_a_summary_joins_its_leaf_delivered_before_or_after_it(store: Store) -> 
     for r in main_file(a, recs):
         store.log([r])
     assert titles(store) == {a: ("Continuing", "summary"), b: ("Planning the MVP", "summary")}
+
+
+@pytest.mark.parametrize("per_read", [64, 2])
+def test_a_files_summaries_find_their_leaves_in_one_read_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_read: int
+) -> None:
+    """Local store: the leaves of every summary of one file in a batch are looked for in one read
+    of the file's log rows (``LEAVES_PER_READ`` leaves a read), not one read per summary."""
+    monkeypatch.setattr(store_titles, "LEAVES_PER_READ", per_read)
+    a = sid("a")
+    leaves = ["a1", "a2", "a3"]
+    recs: list[dict[str, Any]] = [{"type": "summary", "summary": f"Up to {u}", "leafUuid": u} for u in leaves]
+    recs += [user(a, u, f"2026-01-01T00:00:0{i}.000Z") for i, u in enumerate(leaves)]
+    conn = connect(tmp_path / "x.db")
+    migrate(conn)
+    reads: list[str] = []
+
+    def trace(_c: Any, sql: str, _b: Any) -> bool:
+        if "instr(payload" in sql:
+            reads.append(sql)
+        return True
+
+    conn.exec_trace = trace
+    apply_batch(conn, main_file(a, recs))
+    conn.exec_trace = None
+    assert len(reads) == -(-len(leaves) // per_read)
+    assert conn.execute("SELECT title, title_source FROM sessions WHERE id = ?", (a,)).fetchall() == [
+        ("Up to a3", "summary")
+    ]
+    assert sorted(conn.execute("SELECT leaf_uuid, leaf_session FROM summaries").fetchall()) == [(u, a) for u in leaves]

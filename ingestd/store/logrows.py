@@ -12,7 +12,7 @@ client-keyed retry is the same event, SPEC §3; ``ingestd.http.hooks``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -94,10 +94,11 @@ def _max_log_id(conn: Db) -> int:
 
 
 def _interned(
-    conn: Db, table: str, columns: tuple[str, ...], values: set[tuple[str, ...]]
+    conn: Db, table: str, columns: tuple[str, ...], values: Iterable[tuple[str, ...]]
 ) -> dict[tuple[str, ...], int]:
     """values -> the id of their row in ``table`` (``log_origins``, ``log_sessions``, ``log_kinds``),
-    adding the values not there yet (in the caller's write transaction).
+    adding the values not there yet in the order given (in the caller's write transaction), so the
+    same rows intern to the same ids in any process.
 
     Raises:
         apsw.ConstraintError: a value the table does not admit (``log_kinds``' CHECK on the source).
@@ -115,9 +116,9 @@ def _interned(
     return out
 
 
-def _origins(conn: Db, origins: set[str]) -> dict[str, tuple[int, str]]:
+def _origins(conn: Db, origins: Iterable[str]) -> dict[str, tuple[int, str]]:
     """origin -> (``log_origins.id``, its stored hash), adding the origins not there yet with
-    ``origin_hash``. The stored hash is the one the view ``events_raw`` rebuilds keys from, so a
+    ``origin_hash``, in the order given. The stored hash is the one the view ``events_raw`` rebuilds keys from, so a
     line's check is taken against it, never against a hash computed again."""
     out: dict[str, tuple[int, str]] = {}
     for o in origins:
@@ -171,9 +172,12 @@ def line_check(key: str, origin_hash_: str, gen: int, offset: int | None) -> byt
 def _stored(conn: Db, params: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """``encode_rows``'s parameters (key, source, event_type, payload, received_at, session_id,
     origin, origin_gen, origin_offset, codec) as ``log_rows`` parameters (``INSERT_LOG``)."""
-    kinds = _interned(conn, "log_kinds", ("source", "event_type"), {(p[1], p[2]) for p in params})
-    origins = _origins(conn, {p[6] for p in params})
-    sessions = _interned(conn, "log_sessions", ("session_id",), {(p[5],) for p in params if p[5] is not None})
+    # first appearance order (dict keys), never a set's: a set of strings iterates in an order that
+    # changes with each process's hash seed
+    kinds = _interned(conn, "log_kinds", ("source", "event_type"), dict.fromkeys((p[1], p[2]) for p in params))
+    origins = _origins(conn, dict.fromkeys(p[6] for p in params))
+    named = dict.fromkeys((p[5],) for p in params if p[5] is not None)
+    sessions = _interned(conn, "log_sessions", ("session_id",), named)
     times = {at: received_ms(at) for at in {p[4] for p in params}}
     out: list[tuple[Any, ...]] = []
     for key, source, event_type, payload, received_at, sid, origin, gen, offset, codec in params:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import apsw
 
 from ingestd.core.records import NewLogRow
 from ingestd.store import logrows
 from ingestd.store.connection import write_txn
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
 
 def _row(n: int) -> NewLogRow:
@@ -46,3 +53,29 @@ def test_existing_keys_are_skipped_and_the_others_read_back(db: apsw.Connection)
         (3, "k5"),
         (4, "k6"),
     ]
+
+
+def test_the_same_transcripts_intern_to_the_same_ids_in_any_process(tmp_path: Path) -> None:
+    # origins, sessions and kinds get their ids in the order the batch names them, never in the
+    # order of a set of strings, which changes with the process's hash seed
+    tables = {}
+    (tmp_path / "none.toml").write_text("")
+    for seed in ("1", "2", "3"):
+        db = tmp_path / f"{seed}.db"
+        env = {**os.environ, "PYTHONHASHSEED": seed, "INGESTD_CONFIG": str(tmp_path / "none.toml")}
+        args = ["ingest", "--projects", str(FIXTURES), "--db", str(db), "--json"]
+        r = subprocess.run([sys.executable, "-m", "ingestd", *args], env=env, capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        tables[seed] = [
+            conn.execute(sql).fetchall()
+            for sql in (
+                "SELECT * FROM log_origins ORDER BY id",
+                "SELECT * FROM log_sessions ORDER BY id",
+                "SELECT * FROM log_kinds ORDER BY id",
+                "SELECT id, key, line_check, kind, sid, origin_id, origin_offset FROM log_rows ORDER BY id",
+            )
+        ]
+        conn.close()
+    assert tables["1"] == tables["2"] == tables["3"]
+    assert len(tables["1"][0]) > 3 and len(tables["1"][1]) > 3

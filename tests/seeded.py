@@ -12,8 +12,10 @@ import apsw
 import orjson
 import pytest
 
+from ingestd.core.rows import ToolCallRow
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
+from ingestd.store.upsert import UPSERT_TOOL
 
 BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 
@@ -55,11 +57,7 @@ def seed(conn: apsw.Connection, *, sessions: int = 2, days: int = 5) -> None:
                     "VALUES (?, ?, ?, 'Stop', ?)",
                     (rid, sid, sid, at),
                 )
-                c.execute(
-                    "INSERT INTO tool_calls (session_id, tool_use_id, agent_id, tool_name, started_at, status) "
-                    "VALUES (?, ?, ?, 'Bash', ?, 'completed')",
-                    (sid, f"toolu_{d}", sid, at),
-                )
+                c.execute(UPSERT_TOOL, ToolCallRow(sid, f"toolu_{d}", sid, "Bash", at, None, "completed"))
 
     write_txn(conn, body)
 

@@ -70,6 +70,7 @@ PINS: tuple[Pin, ...] = (
     Pin(31, "drop_prompt_index", "8cf437fac3f4773e13bed5bd48b5bcd0a698ca698056d0fda01c2d029d21391b"),
     Pin(32, "team_sessions", "1116550f2e1e65128244ea49dcdfe6ba96f5be700c55ab41b2f8be3a6408808e"),
     Pin(33, "compact_search_docs", "ea67d26198892e4694916f768cb9bb8bccd85a916f959d2e1214b640f17005cb"),
+    Pin(34, "compact_tool_calls", "348db6197c1ab95366f4ac52d8111207fbf1e35c076943b90fb1eceb658ea995"),
 )
 
 # Migrations a database may lack while a later one is applied, because a build shipped the later

@@ -54,7 +54,7 @@ PROJECTION_TABLES = (
 )
 
 # the projections that are views, and the table each is stored in
-STORED_IN = {"search_docs": "search_doc_rows"}
+STORED_IN = {"search_docs": "search_doc_rows", "tool_calls": "tool_call_rows"}
 
 
 def ensure_current(

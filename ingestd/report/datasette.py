@@ -34,7 +34,7 @@ HIDDEN = (
     "payload_blocks", "payload_codecs", "payload_open", "payload_open_blocks", "payload_sealed", "rollup_deferred",
     "ingest_checkpoints", "ingest_stats", "meta", "schema_version", "prune_receipts", "summaries",
     "search_fts", "search_fts_config", "search_fts_data", "search_fts_docsize", "search_fts_idx",
-    "log_rows", "log_origins", "log_sessions", "log_kinds", "search_doc_rows",
+    "log_rows", "log_origins", "log_sessions", "log_kinds", "search_doc_rows", "tool_call_rows",
 )  # fmt: skip
 
 _BUCKETS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")

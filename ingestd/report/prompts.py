@@ -122,9 +122,11 @@ def prompts_report(conn: Db, session: str) -> dict[str, Any]:
             (sid,),
         ).fetchall()
         agents: list[Any] = conn.execute(
-            "SELECT a.id, a.type, a.first_seen_at, COALESCE(a.parent_agent_id, e.parent_agent_id), c.prompt_id"
+            # the spawning call's prompt by a subquery: a LEFT JOIN would read the whole view tool_calls
+            "SELECT a.id, a.type, a.first_seen_at, COALESCE(a.parent_agent_id, e.parent_agent_id),"
+            " (SELECT c.prompt_id FROM tool_calls c"
+            " WHERE c.session_id = a.session_id AND c.tool_use_id = e.tool_use_id)"
             " FROM agents a LEFT JOIN orchestration_edges e ON e.session_id = a.session_id AND e.child_agent_id = a.id"
-            " LEFT JOIN tool_calls c ON c.session_id = a.session_id AND c.tool_use_id = e.tool_use_id"
             " WHERE a.session_id = ?",
             (sid,),
         ).fetchall()

@@ -35,7 +35,6 @@ from ingestd.core.rows import (
     SessionRow,
     TaskRow,
     TokenUsageRow,
-    ToolCallRow,
 )
 from ingestd.core.touch import Ctx
 from ingestd.store import forks, titles, upsert
@@ -122,7 +121,6 @@ def token_upsert(fields: Sequence[str], update: Sequence[str], *, marks: str = "
 
 
 UPSERT_TOKENS = token_upsert(TokenUsageRow._fields, TOKEN_UPDATE)
-UPSERT_TOOL = upsert_sql("tool_calls", ToolCallRow._fields, ("session_id", "tool_use_id"))
 UPSERT_COMPACTION = upsert_sql("compactions", CompactionRow._fields, ("session_id", "boundary_id"))
 UPSERT_TASK = upsert_sql("tasks", TaskRow._fields, ("session_id", "task_id"))
 UPSERT_PROMPT = upsert_sql("prompts", PromptRow._fields, ("session_id", "prompt_id"))
@@ -133,32 +131,61 @@ UPSERT_OTEL_REQUEST = upsert_sql("otel_requests", OtelRequestRow._fields, ("sess
 INSERT_OTEL_METRIC = upsert_sql("otel_metric_points", OtelMetricRow._fields, ("raw_event_id",), update=())
 # an event's own usage row, once a transcript message explains the event (ingestd.core.otelfold)
 DELETE_OWN_USAGE = "DELETE FROM token_usage WHERE session_id = ? AND message_id = ?"
+
+
+def utc_ms_sql(param: str) -> str:
+    """SQL of how a compact column keeps the time bound as ``param`` (``?7``): integer ms since the
+    epoch when it is canonical UTC from 1970 on, which the views spell back exactly (as
+    ``log_rows.received``); any other text, or NULL, as it is."""
+    ms = (
+        f"CASE WHEN {param} GLOB"
+        " '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'"
+        f" THEN unixepoch(substr({param}, 1, 19)) * 1000 + CAST(substr({param}, 21, 3) AS INTEGER) END"
+    )
+    return (
+        "(SELECT CASE WHEN ms >= 0 AND strftime('%Y-%m-%dT%H:%M:%S', ms / 1000, 'unixepoch') || '.'"
+        f" || printf('%03d', ms % 1000) || 'Z' = {param} THEN ms ELSE {param} END FROM (SELECT {ms} AS ms))"
+    )
+
+
+def _code_sql(param: str, names: Sequence[str]) -> str:
+    """SQL of the code (its place in ``names``) of the name bound as ``param``; NULL for another."""
+    return f"CASE {param} " + " ".join(f"WHEN '{n}' THEN {i}" for i, n in enumerate(names)) + " END"
+
+
+# the session of a compact table's row, by its log_sessions id (``ENSURE_SESSION`` first)
+_SID_OF = "(SELECT id FROM log_sessions WHERE session_id = {})"
+# a session in log_sessions: there already in the database whose log folded it, added in a
+# rebuild's fresh database
+ENSURE_SESSION = (
+    "INSERT INTO log_sessions (session_id)"
+    " SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM log_sessions WHERE session_id = ?1)"
+)
+# A tool call, bound as ``ToolCallRow``, into tool_call_rows in the compact form the view
+# tool_calls spells back exactly (migration 0034): the session as its log_sessions id, the agent as
+# 0 when it is the session's own id, the times as ``utc_ms_sql``, the status as its code.
+TOOL_STATUS_CODES = ("running", "completed", "failed", "interrupted", "denied")  # 0-4, as the view spells them
+UPSERT_TOOL = (
+    "INSERT INTO tool_call_rows (sid, tool_use_id, agent_id, tool_name, started, ended, status, prompt_id, reason)"
+    f" VALUES ({_SID_OF.format('?1')}, ?2, CASE WHEN ?3 = ?1 THEN 0 ELSE ?3 END, ?4, {utc_ms_sql('?5')},"
+    f" {utc_ms_sql('?6')}, {_code_sql('?7', TOOL_STATUS_CODES)}, ?8, ?9)"
+    " ON CONFLICT (sid, tool_use_id) DO UPDATE SET "
+    + ", ".join(
+        f"{c} = excluded.{c}" for c in ("agent_id", "tool_name", "started", "ended", "status", "prompt_id", "reason")
+    )
+)
 # A document's row, its text aside (the index holds it, the log keeps it), bound as
 # ``SearchDocRow[:-1]``: new rows' ids come back. It goes into search_doc_rows in the compact form
 # the view search_docs spells back exactly (migration 0033): raw_event_id and seq (?2, ?3) are
-# doc_id's own parts; the session as its log_sessions id (``SESSION_FOR_DOCS`` first), the kind as
-# its code (``SEARCH_KIND_CODES``), a canonical UTC time from 1970 on as integer ms, a lowercase
-# 8-4-4-4-12 uuid as its 16 bytes; any other time or uuid as its text.
+# doc_id's own parts; the session as its log_sessions id, the kind as its code, the time as
+# ``utc_ms_sql``, a lowercase 8-4-4-4-12 uuid as its 16 bytes (any other as its text).
 SEARCH_KIND_CODES = ("prompt", "text", "tool", "title", "summary")  # 0-4, as the view spells them
 _UUID_GLOB = "-".join("[0-9a-f]" * n for n in (8, 4, 4, 4, 12))
-_MS_OF_AT = (
-    "CASE WHEN ?7 GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'"
-    " THEN unixepoch(substr(?7, 1, 19)) * 1000 + CAST(substr(?7, 21, 3) AS INTEGER) END"
-)
 INSERT_SEARCH_DOC = (
     "INSERT INTO search_doc_rows (doc_id, sid, agent_id, kind, at, label, uuid) VALUES ("
-    "?1, (SELECT id FROM log_sessions WHERE session_id = ?4), ?5,"
-    " CASE ?6 " + " ".join(f"WHEN '{k}' THEN {i}" for i, k in enumerate(SEARCH_KIND_CODES)) + " END,"
-    f" (SELECT CASE WHEN ms >= 0 AND strftime('%Y-%m-%dT%H:%M:%S', ms / 1000, 'unixepoch') || '.'"
-    f" || printf('%03d', ms % 1000) || 'Z' = ?7 THEN ms ELSE ?7 END FROM (SELECT {_MS_OF_AT} AS ms)),"
+    f"?1, {_SID_OF.format('?4')}, ?5, {_code_sql('?6', SEARCH_KIND_CODES)}, {utc_ms_sql('?7')},"
     f" ?8, CASE WHEN ?9 GLOB '{_UUID_GLOB}' THEN unhex(replace(?9, '-', '')) ELSE ?9 END"
     ") ON CONFLICT (doc_id) DO NOTHING RETURNING doc_id"
-)
-# the documents' sessions in log_sessions: there already in the database whose log folded them, added
-# in a rebuild's fresh database
-SESSION_FOR_DOCS = (
-    "INSERT INTO log_sessions (session_id)"
-    " SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM log_sessions WHERE session_id = ?1)"
 )
 INDEX_SEARCH_TEXT = "INSERT INTO search_fts (rowid, text) VALUES (?, ?)"
 # every index entry at once (a contentless index deletes nothing else without the entry's text)
@@ -197,6 +224,8 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
         conn.executemany("DELETE FROM agents WHERE session_id = ? AND id = ?", ch.retracted_agents)
     if ch.retracted_compactions:
         conn.executemany("DELETE FROM compactions WHERE session_id = ? AND boundary_id = ?", ch.retracted_compactions)
+    if ch.tool_calls:
+        conn.executemany(ENSURE_SESSION, [(s,) for s in {r.session_id for r in ch.tool_calls}])
     for sql, rows in (
         (UPSERT_AGENT, ch.agents),
         (UPSERT_EDGE, ch.edges),
@@ -228,7 +257,7 @@ def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:
     caller's transaction). A document stored already is left as it is (it is a pure function of
     its log row: the same row gives the same document)."""
     text = {d.doc_id: d.text for d in docs}
-    conn.executemany(SESSION_FOR_DOCS, [(s,) for s in {d.session_id for d in docs}])
+    conn.executemany(ENSURE_SESSION, [(s,) for s in {d.session_id for d in docs}])
     fresh = [(i, text[i]) for (i,) in conn.executemany(INSERT_SEARCH_DOC, [d[:-1] for d in docs])]
     if fresh:
         conn.executemany(INDEX_SEARCH_TEXT, fresh)

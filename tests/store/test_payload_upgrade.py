@@ -55,7 +55,16 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
             " ORDER BY type = 'table' DESC, type, name"
         )
     ]
+    tool_ddl = ref.execute("SELECT sql FROM sqlite_master WHERE name = 'tool_calls'").fetchall()[0][0]
     ref.close()
+    # tool_calls back to one table of 0012's columns (0023 added prompt_id and reason, 0034 made it a view)
+    calls = conn.execute(
+        "SELECT session_id, tool_use_id, agent_id, tool_name, started_at, ended_at, status FROM tool_calls"
+    ).fetchall()
+    conn.execute("DROP VIEW tool_calls")
+    conn.execute("DROP TABLE tool_call_rows")
+    conn.execute(tool_ddl)
+    conn.executemany("INSERT INTO tool_calls VALUES (?, ?, ?, ?, ?, ?, ?)", calls)
     # the log back to one table of 0012's columns (0030 interned its strings; 0013 added codec)
     log = conn.execute(
         "SELECT id, idempotency_key, source, event_type, payload, received_at, session_id, origin, origin_gen,"
@@ -122,8 +131,6 @@ def _old_database(db: Path, projects: Path, monkeypatch: pytest.MonkeyPatch) -> 
     conn.execute("DROP INDEX IF EXISTS sessions_team_name")
     conn.execute("DROP INDEX IF EXISTS tool_calls_prompt")
     for table, column in (
-        ("tool_calls", "prompt_id"),
-        ("tool_calls", "reason"),
         ("events", "prompt_id"),
         ("sessions", "error_type"),
         ("sessions", "switched_to_model"),
@@ -179,7 +186,7 @@ def test_an_old_database_upgrades_without_rewrite_and_replays(tmp_path: Path, mo
     # tables (0025), the otel tables (0026), the rollup rebuilt over a longer key (0027), two
     # partial indexes (0028), one index (0029), the interned log's four tables and three indexes
     # (0030: its rows copied once, their old pages left free), two columns and an index (0032), the
-    # search documents' compact table (0033: none to copy);
+    # search documents' compact table (0033: none to copy), the tool calls' (0034: their rows copied);
     # the projection tables 0020 rebuilt left their old pages free (the payloads are not rewritten)
     in_use = conn.execute("PRAGMA page_count").fetchall()[0][0] - conn.execute("PRAGMA freelist_count").fetchall()[0][0]
     assert in_use <= pages + 38

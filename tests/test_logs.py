@@ -102,16 +102,18 @@ def test_enabled_follows_the_configured_level(restore_structlog: None) -> None:
 
 
 def test_a_cold_ingest_that_logs_nothing_never_imports_structlog(tmp_path: Path) -> None:
-    # the dictionary's (filtered) debug line loaded structlog and rich: 0.1 s of the writer thread
+    # a filtered debug line (the dictionary's, a WAL checkpoint's) would load structlog and rich
     projects = tmp_path / "projects" / "p"
     projects.mkdir(parents=True)
     line = {"type": "user", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z", "message": {"content": "hi"}}
     rows = [
-        orjson.dumps({**line, "uuid": f"u{i}", "message": {"content": f"hello {i} " * (i % 40)}}) for i in range(1500)
+        orjson.dumps({**line, "uuid": f"u{i}", "message": {"content": f"hello {i} " * (i % 40)}}) for i in range(9000)
     ]
     (projects / "s1.jsonl").write_bytes(b"\n".join(rows) + b"\n")
     code = (
         "import sys\n"
+        "from ingestd.store.walcheckpoint import WalCheckpointer\n"
+        "WalCheckpointer.__init__.__kwdefaults__['wal_pages'] = 1\n"  # a checkpoint at every commit
         "from ingestd.commands.ingest import run_ingest\n"
         "from pathlib import Path\n"
         f"run_ingest(Path({str(tmp_path / 'i.db')!r}), (Path({str(tmp_path / 'projects')!r}),), show_progress=False)\n"

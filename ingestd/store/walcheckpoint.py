@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import apsw
 
+from ingestd import logs
 from ingestd.errors import BusyError, StorageError
 from ingestd.logs import get_logger
 from ingestd.store.connection import Db, storage_errors
@@ -96,9 +97,10 @@ class WalCheckpointer:
                 continue
             self.checkpoints += 1
             self.last = (wal, copied)
-            log.debug(
-                "checkpoint", wal_pages=wal, copied=copied, elapsed_ms=round((time.perf_counter() - t0) * 1000, 3)
-            )
+            if logs.enabled("debug"):  # structlog is imported at a first line: not for a filtered one
+                log.debug(
+                    "checkpoint", wal_pages=wal, copied=copied, elapsed_ms=round((time.perf_counter() - t0) * 1000, 3)
+                )
         if conn is not None:
             with contextlib.suppress(apsw.Error):
                 conn.close()

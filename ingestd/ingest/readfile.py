@@ -47,8 +47,6 @@ TORN_TAIL_GRACE_S = 30.0
 META_MAX_BYTES = MIB
 
 Progress = Callable[[int], None]
-# a batch as applied: its log rows and its checkpoints
-Batch = tuple[list[NewLogRow], list[Checkpoint]]
 # one file to read: (the root's checkpoint key, the file, its checkpoint columns or None)
 Plan = tuple[str, Found, tuple[Any, ...] | None]
 
@@ -128,13 +126,12 @@ class Batcher:
     def flush(self) -> None:
         if not self.rows and not self.cps:
             return
-        batch: Batch = (self.rows, self.cps)
+        rows, cps = self.rows, self.cps
         self.rows = []
         self.cps = []
-        self.tail.run_write(lambda: self._apply(batch))  # one at a time: the same order and boundaries
+        self.tail.run_write(lambda: self._apply(rows, cps))  # one at a time: the same order and boundaries
 
-    def _apply(self, batch: Batch) -> None:
-        rows, cps = batch
+    def _apply(self, rows: list[NewLogRow], cps: list[Checkpoint]) -> None:
         res = apply_isolating(
             self.conn,
             rows,
@@ -236,8 +233,6 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
             summary.files_vanished += 1
             log.warning("file_vanished", origin=f.origin, hint="removed before it was read; its log rows are kept")
             continue
-        except ConnectionError:  # BrokenPipeError among them
-            raise  # the hand-off to the writer broke (an interrupted run), not this file
         except (OSError, InputError) as e:
             # One unreadable file (EACCES, EIO, made a FIFO since the scan, ...) must not stop the
             # others: its complete lines read so far are kept (keys make a re-read harmless), its

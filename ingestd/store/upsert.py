@@ -161,6 +161,15 @@ ENSURE_SESSION = (
     "INSERT INTO log_sessions (session_id)"
     " SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM log_sessions WHERE session_id = ?1)"
 )
+
+
+def ensure_sessions(conn: Db, sids: Iterable[str]) -> None:
+    """``ENSURE_SESSION`` for each session, in the order first named (inside the caller's
+    transaction): a set's order would follow the process's hash seed, and a rebuild would give the
+    same sessions other ids."""
+    conn.executemany(ENSURE_SESSION, [(s,) for s in dict.fromkeys(sids)])
+
+
 # A tool call, bound as ``ToolCallRow``, into tool_call_rows in the compact form the view
 # tool_calls spells back exactly (migration 0034): the session as its log_sessions id, the agent as
 # 0 when it is the session's own id, the times as ``utc_ms_sql``, the status as its code.
@@ -225,7 +234,7 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
     if ch.retracted_compactions:
         conn.executemany("DELETE FROM compactions WHERE session_id = ? AND boundary_id = ?", ch.retracted_compactions)
     if ch.tool_calls:
-        conn.executemany(ENSURE_SESSION, [(s,) for s in {r.session_id for r in ch.tool_calls}])
+        ensure_sessions(conn, (r.session_id for r in ch.tool_calls))
     for sql, rows in (
         (UPSERT_AGENT, ch.agents),
         (UPSERT_EDGE, ch.edges),
@@ -257,7 +266,7 @@ def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:
     caller's transaction). A document stored already is left as it is (it is a pure function of
     its log row: the same row gives the same document)."""
     text = {d.doc_id: d.text for d in docs}
-    conn.executemany(ENSURE_SESSION, [(s,) for s in {d.session_id for d in docs}])
+    ensure_sessions(conn, (d.session_id for d in docs))
     fresh = [(i, text[i]) for (i,) in conn.executemany(INSERT_SEARCH_DOC, [d[:-1] for d in docs])]
     if fresh:
         conn.executemany(INDEX_SEARCH_TEXT, fresh)

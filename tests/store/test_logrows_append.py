@@ -1,4 +1,5 @@
-"""``logrows.append``: the ids of the rows it inserted, existing keys skipped, with one read of the log's maximum id."""
+"""``logrows.append``: the ids of the rows it inserted, existing keys skipped, with one read of the log's maximum id;
+the interned ids (origins, sessions, kinds) the same in any process, in an ingest and in a rebuild."""
 
 from __future__ import annotations
 
@@ -79,3 +80,36 @@ def test_the_same_transcripts_intern_to_the_same_ids_in_any_process(tmp_path: Pa
         conn.close()
     assert tables["1"] == tables["2"] == tables["3"]
     assert len(tables["1"][0]) > 3 and len(tables["1"][1]) > 3
+
+
+def test_a_rebuild_gives_the_sessions_the_same_ids_in_any_process(tmp_path: Path) -> None:
+    # a rebuild's fresh database interns the sessions its compact projections name (search
+    # documents, tool calls) in the order first named, not in a set's hash-seeded order
+    src = tmp_path / "src.db"
+    (tmp_path / "none.toml").write_text("")
+    env = {**os.environ, "INGESTD_CONFIG": str(tmp_path / "none.toml")}
+    args = ["ingest", "--projects", str(FIXTURES), "--db", str(src), "--json"]
+    subprocess.run([sys.executable, "-m", "ingestd", *args], env=env, capture_output=True, timeout=120, check=True)
+    code = (
+        "import sys, apsw\n"
+        "from pathlib import Path\n"
+        "from ingestd.store.connection import Db\n"
+        "from ingestd.projection.replay import _scratch_db, default_rebuilder, live_ctx, rebuild_into\n"
+        "src = Db(sys.argv[1], flags=apsw.SQLITE_OPEN_READONLY)\n"
+        "dst = _scratch_db(Path(sys.argv[2]))\n"
+        "rebuild_into(src, dst, default_rebuilder(live_ctx(src)), batch_size=317, origin_order='reverse')\n"
+        "print(dst.execute('SELECT id, session_id FROM log_sessions ORDER BY id').fetchall())\n"
+    )
+    got = set()
+    for seed in ("1", "2", "3"):
+        dst = tmp_path / f"rebuilt-{seed}.db"
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(src), str(dst)],
+            env={**env, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        got.add(r.stdout)
+    assert len(got) == 1 and got.pop().count("), (") >= 3

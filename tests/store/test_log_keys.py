@@ -15,6 +15,7 @@ from ingestd.core.records import NewLogRow
 from ingestd.store import logrows
 from ingestd.store.connection import connect, write_txn
 from ingestd.store.migrate import migrate
+from ingestd.store.upsert import utc_ms_sql
 
 origins = st.sampled_from(["p/a.jsonl", "p/b.jsonl", "p/a.jsonl.bak", "p/é.jsonl", "hook"])
 gens = st.sampled_from([0, 1, 2, 10, 11, 100])
@@ -147,3 +148,13 @@ def test_a_line_is_checked_against_the_hash_its_origin_was_stored_with(tmp_path:
     assert conn.execute("SELECT idempotency_key FROM events_raw").fetchall() == [(key,)]
     assert conn.execute("SELECT key IS NULL FROM log_rows").fetchall() == [(1,)]
     conn.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_times)
+def test_the_compact_projections_keep_a_time_as_the_log_keeps_a_receipt_time(at: str) -> None:
+    # one rule in two places: logrows.received_ms in Python for the log, upsert.utc_ms_sql in SQL for
+    # search documents and tool calls; the views spell both back
+    conn = connect(":memory:")
+    got = conn.execute(f"SELECT {utc_ms_sql('?1')}", (at,)).fetchall()[0][0]
+    assert got == logrows.received_ms(at)

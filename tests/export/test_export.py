@@ -32,6 +32,18 @@ def tree_files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def round_trip(source: Path, tmp_path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Ingest ``source`` into ``tmp_path/i.db``, delete it, export the log to ``tmp_path/out``: the
+    export's JSON document and the files written."""
+    db = tmp_path / "i.db"
+    ingest(db, source)
+    shutil.rmtree(source)
+    out = tmp_path / "out"
+    r = run("export", "--db", str(db), "--to", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output), tree_files(out)
+
+
 def record(sid: str, i: int, **extra: Any) -> bytes:
     rec = {"type": "user", "sessionId": sid, "uuid": f"u{i}", "timestamp": f"2026-11-20T10:00:0{i}.000Z", **extra}
     return json.dumps(rec).encode()
@@ -58,17 +70,11 @@ def source(tmp_path: Path) -> Path:
 
 
 def test_every_file_comes_back_byte_for_byte_after_the_source_is_gone(source: Path, tmp_path: Path) -> None:
-    db = tmp_path / "i.db"
-    ingest(db, source)
     want = tree_files(source)
-    shutil.rmtree(source)
-    out = tmp_path / "out"
-    r = run("export", "--db", str(db), "--to", str(out), "--json")
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc, got = round_trip(source, tmp_path)
     assert (doc["files"], doc["written"], doc["blank_lines"], doc["skipped"]) == (4, 4, 1, [])
-    assert tree_files(out) == want
-    assert {p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()} == {0o600}
+    assert got == want
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "out").rglob("*") if p.is_file()} == {0o600}
 
 
 def test_a_last_line_read_without_its_newline_comes_back_without_one(tmp_path: Path) -> None:
@@ -79,13 +85,7 @@ def test_a_last_line_read_without_its_newline_comes_back_without_one(tmp_path: P
     f.write_bytes(record(SID, 1, cwd="/home/user/proj") + b"\n" + record(SID, 2))  # a copy cut short
     os.utime(f, (time.time() - 3600, time.time() - 3600))  # idle: its last line is read
     want = tree_files(root)
-    db = tmp_path / "i.db"
-    ingest(db, root)
-    shutil.rmtree(root)
-    out = tmp_path / "out"
-    r = run("export", "--db", str(db), "--to", str(out), "--json")
-    assert r.exit_code == 0, r.output
-    assert tree_files(out) == want
+    assert round_trip(root, tmp_path)[1] == want
 
 
 def test_one_session_by_prefix_is_its_own_files_with_its_subagents(source: Path, tmp_path: Path) -> None:
@@ -224,16 +224,10 @@ def test_the_real_corpus_round_trips_byte_for_byte_and_reingests_to_the_same_tot
     source = tmp_path / "projects"
     shutil.copytree(corpus / "claude-projects", source)
     want = tree_files(source)
-    db = tmp_path / "i.db"
-    ingest(db, source)
-    shutil.rmtree(source)
-    out = tmp_path / "out"
-    r = run("export", "--db", str(db), "--to", str(out), "--json")
-    assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["written"] == len(want)
-    got = tree_files(out)
+    doc, got = round_trip(source, tmp_path)
+    assert doc["written"] == len(want)
     assert set(got) == set(want)
     assert [name for name in want if got[name] != want[name]] == []
     again = tmp_path / "again.db"
-    ingest(again, out)
-    assert totals(again) == totals(db)
+    ingest(again, tmp_path / "out")
+    assert totals(again) == totals(tmp_path / "i.db")

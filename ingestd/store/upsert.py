@@ -16,6 +16,7 @@ leave it (proven by the equivalence tests and ``ingestd verify``, which compare 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from ingestd.core.derive import Changes
@@ -264,7 +265,13 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
 def index_search_docs(conn: Db, docs: Sequence[SearchDocRow]) -> None:
     """Insert the documents not stored yet, and their text into the full-text index (inside the
     caller's transaction). A document stored already is left as it is (it is a pure function of
-    its log row: the same row gives the same document)."""
+    its log row: the same row gives the same document).
+
+    The text goes in by ascending ``doc_id`` (the index's rowid), whatever order the fold gave:
+    FTS5 writes out its pending terms as a new segment whenever a rowid is not above the previous
+    one in the transaction, so a session folded newest first (``replay``'s reversed rebuild) wrote
+    a segment per document and merged them again."""
+    docs = sorted(docs, key=attrgetter("doc_id"))
     text = {d.doc_id: d.text for d in docs}
     ensure_sessions(conn, (d.session_id for d in docs))
     fresh = [(i, text[i]) for (i,) in conn.executemany(INSERT_SEARCH_DOC, [d[:-1] for d in docs])]

@@ -84,3 +84,23 @@ def test_a_database_of_main_before_the_compact_table_keeps_every_document(tmp_pa
     ).fetchall() == [("integer", 30), ("null", 1)]
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     conn.close()
+
+
+def test_documents_given_newest_first_reach_the_index_in_one_segment_write(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "d.db")
+    migrate(conn)
+    docs = [
+        SearchDocRow(rid * SEQ_SPAN, rid, 0, SID, None, "text", None, None, None, f"word{rid} common")
+        for rid in range(2000, 1000, -1)  # a session folded newest first
+    ]
+    writes: list[str] = []
+    conn.set_profile(lambda sql, _ns: writes.append(sql) if "search_fts_data" in sql and "REPLACE" in sql else None)
+    with conn:
+        index_search_docs(conn, docs)
+    conn.set_profile(None)
+    # FTS5 flushes its pending terms as a segment whenever a rowid is not above the last one: a
+    # thousand documents in descending order were a thousand segment writes (and merges)
+    assert len(writes) < 50
+    assert conn.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH 'common'").fetchall() == [(1000,)]
+    assert conn.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH 'word1500'").fetchall() == [(1,)]
+    conn.close()

@@ -244,12 +244,15 @@ class Opened:
         migrated: tuple[Pin, ...], the migrations applied now, oldest first (the writing modes).
         reprojected: int | None, the log rows re-projected now because the projector's rules
             changed (the writing modes; None: the projections were current).
+        resumed: int, of ``reprojected``, the log rows an interrupted re-projection had folded
+            already, which this one went on from (0: none).
     """
 
     db: Db
     stale: StaleProjection | None = None
     migrated: tuple[Pin, ...] = ()
     reprojected: int | None = None
+    resumed: int = 0
 
 
 def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
@@ -302,14 +305,15 @@ def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
     db = connect(path)
     _refuse_migrating_under_a_daemon(db, path)
     migrated = tuple(migrate(db))
-    folded = reproject_if_stale(db, path)
+    folded, resumed = reproject_if_stale(db, path)
     if folded and mode != "migrate":
+        went_on = f" ({resumed} of them folded already by the interrupted one it resumed)" if resumed else ""
         click.echo(
             f"ingestd: the projector's rules changed since this database was projected: "
-            f"re-projected {folded} log rows from the log",
+            f"re-projected {folded} log rows from the log{went_on}",
             err=True,
         )
-    return Opened(db, migrated=migrated, reprojected=folded)
+    return Opened(db, migrated=migrated, reprojected=folded, resumed=resumed)
 
 
 def _refuse_migrating_under_a_daemon(db: Db, path: Path) -> None:
@@ -376,11 +380,13 @@ def note_stale(doc: dict[str, Any], stale: StaleProjection | None) -> dict[str, 
     return doc
 
 
-def reproject_if_stale(conn: Db, path: Path) -> int | None:
+def reproject_if_stale(conn: Db, path: Path) -> tuple[int | None, int]:
     """``ingestd.projection.reproject.ensure_current`` for a command; Ctrl-C part-way says what it left.
 
     Returns:
-        None when the projections were current; else the number of log rows re-projected.
+        ``(folded, resumed)``: None when the projections were current, else the number of log rows
+        re-projected; and of those, the rows an interrupted re-projection it went on from had
+        folded (``reproject.resumable``; 0: it started from the beginning).
 
     Raises:
         click.exceptions.Exit: 130 after Ctrl-C, having said on stderr that the projections are
@@ -388,16 +394,18 @@ def reproject_if_stale(conn: Db, path: Path) -> int | None:
         MigrationError: the database was projected by a newer ingestd.
     """
     # Imported here: only writers pay for the projector's import.
-    from ingestd.projection.reproject import ensure_current
+    from ingestd.projection.reproject import ensure_current, resumable
     from ingestd.store.identity import database_identity
 
     bar = RebuildBar(sys.stderr)
     try:
-        return ensure_current(conn, path, ctx=database_identity(conn), progress=bar)
+        went_on = resumable(conn)
+        folded = ensure_current(conn, path, ctx=database_identity(conn), progress=bar)
+        return folded, went_on.rows if went_on is not None and folded is not None else 0
     except KeyboardInterrupt:
         click.echo(
             f"ingestd: interrupted while re-projecting: the projections hold only part of the log; "
-            f"run `ingestd migrate --db {path}` again",
+            f"run `ingestd migrate --db {path}` again: it goes on from where this one stopped",
             err=True,
         )
         raise click.exceptions.Exit(130) from None
@@ -431,7 +439,8 @@ class RebuildBar:
                 transient=True,
             )
             self._bar.start()
-            self._task = self._bar.add_task("re-projecting the log", total=total)
+            what = "re-projecting the log" if done == 0 else "re-projecting the log (resumed)"
+            self._task = self._bar.add_task(what, total=total)
         self._bar.update(self._task, completed=done, total=total)
 
     def close(self) -> None:

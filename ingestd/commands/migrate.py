@@ -57,11 +57,13 @@ def register(cli: click.Group) -> None:
                     "created": created,
                     "applied": [{"id": p.id, "name": p.name} for p in done],
                     "reprojected_log_rows": folded,
+                    # of those, the rows an interrupted re-projection had folded (it went on from them)
+                    "resumed_log_rows": opened.resumed,
                     "free_bytes": free,
                 }
             )
             return
-        _say(path, done, folded, created=created)
+        _say(path, done, folded, created=created, resumed=opened.resumed)
         if done and free >= FREE_TO_MENTION and free * 10 >= path.stat().st_size:
             click.echo(
                 f"{free / 1e6:.1f} MB of the file are free pages the migration left (a table it rewrote):"
@@ -69,7 +71,7 @@ def register(cli: click.Group) -> None:
             )
 
 
-def _say(path: Path, done: list[Pin], folded: int | None, *, created: bool) -> None:
+def _say(path: Path, done: list[Pin], folded: int | None, *, created: bool, resumed: int = 0) -> None:
     """The text report of ``migrate``: what was created, applied and re-projected."""
     if created:
         click.echo(
@@ -79,7 +81,12 @@ def _say(path: Path, done: list[Pin], folded: int | None, *, created: bool) -> N
         return
     for p in done:
         click.echo(f"applied {p.stem}")
-    if folded:
+    if folded and resumed:
+        click.echo(
+            f"resumed a re-projection: {resumed} of {folded} log rows were already done; re-projected the rest:"
+            " the projector's rules changed since this database was made"
+        )
+    elif folded:
         click.echo(f"re-projected {folded} log rows: the projector's rules changed since this database was made")
     elif folded is not None:
         click.echo("the projector's rules changed since this database was made; its log is empty: nothing re-projected")

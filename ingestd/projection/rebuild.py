@@ -10,9 +10,11 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import orjson
 
+from ingestd.core import projector
 from ingestd.core.projector import given
 from ingestd.core.records import LogRow
 from ingestd.core.state import SessionState
@@ -67,6 +69,22 @@ def isolated_ids(src: Db) -> set[int]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """How far a rebuild has folded the log, in its order of sessions (``rebuild_projections``, log order).
+
+    Attributes:
+        session: str, the session folded last: every log row of the sessions before it (in session
+            id order) is folded, and its own rows up to ``last_id``.
+        last_id: int, events_raw.id, ``session``'s last log row folded (a session is folded in id order).
+        rows: int, log rows folded so far (isolated ones left out, as ``rebuild_projections`` counts).
+    """
+
+    session: str
+    last_id: int
+    rows: int
+
+
 def rebuild_projections(
     src: Db,
     dst: Db,
@@ -77,8 +95,11 @@ def rebuild_projections(
     watchdog_window_s: int = WATCHDOG_WINDOW_S,
     as_of: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    resume: Folded | None = None,
+    on_batch: Callable[[Db, Folded], None] | None = None,
 ) -> int:
-    """Re-project every session of ``src``'s log into ``dst`` (migrated, projections empty).
+    """Re-project every session of ``src``'s log into ``dst`` (migrated, projections empty, or as a
+    rebuild that stopped at ``resume`` left them).
 
     Args:
         src: connection whose ``events_raw`` is read (read-only use).
@@ -90,9 +111,18 @@ def rebuild_projections(
         watchdog_window_s: int, seconds, when the log records no window (``logged_window``).
         as_of: canonical UTC for the watchdog; default the newest ``received_at`` in the log not after the clock.
         progress: called with (log rows folded so far, log rows to fold) after each written batch.
+        resume: where a rebuild of the same log into ``dst`` stopped (what its last ``on_batch``
+            committed; ``log`` order only): the rows it folded are not written again. Its session's
+            state is folded again from those rows, in the same batches, so every later batch writes
+            what the uninterrupted rebuild writes.
+        on_batch: called inside each batch's transaction with how far the rebuild has folded once it
+            commits (a checkpoint committed with the rows it describes).
 
     Returns:
-        int, log rows folded.
+        int, log rows folded (with ``resume``, those folded before it too).
+
+    Raises:
+        ValueError: ``resume`` with another order than ``log``, or naming a session not in the log.
     """
     ctx = ctx or Ctx()
     watchdog_window_s = logged_window(src) or watchdog_window_s
@@ -103,31 +133,44 @@ def rebuild_projections(
             f"SELECT DISTINCT session_id FROM events_raw WHERE session_id IS NOT NULL ORDER BY 1 {sess_order}"
         )
     ]
+    if resume is not None and origin_order != "log":
+        raise ValueError("a rebuild resumes in log order only")
+    first = 0 if resume is None else sids.index(resume.session)
     skip = isolated_ids(src)
     todo = 0
+    total = 0 if resume is None else resume.rows
     if progress is not None:
         todo = int(scalar(src, "SELECT count(*) FROM events_raw WHERE session_id IS NOT NULL") or 0)
-        progress(0, todo)
+        progress(total, todo)
     states: dict[str, SessionState] = {}
     pending: list[SessionWork] = []
-    pending_n = total = 0
-    for sid in sids:
-        for batch in _batches(src, sid, _order_sql(origin_order), batch_size, skip):
+    pending_n = 0
+    at: Folded | None = None
+    for sid in sids[first:]:
 
-            def history(sid: str = sid) -> list[LogRow]:
-                return _all_rows(src, sid, skip)
+        def history(sid: str = sid) -> list[LogRow]:
+            return _all_rows(src, sid, skip)
 
+        done_to = resume.last_id if resume is not None and sid == resume.session else 0
+        if done_to and not _rows_after(src, sid, done_to):
+            continue  # folded to its end before the stop
+        for last_id, batch in _batches(src, sid, _order_sql(origin_order), batch_size, skip):
+            if last_id <= done_to:
+                # folded and written before the stop: only the session's state is needed again
+                states[sid], _ = projector.fold(states.get(sid), sid, batch, ctx, history)
+                continue
             pending.append((sid, batch, history))
             pending_n += len(batch)
             total += len(batch)
+            at = Folded(sid, last_id, total)
             if pending_n >= batch_size:
-                _flush(src, dst, states, pending, ctx)
+                _flush(src, dst, states, pending, ctx, at, on_batch)
                 pending, pending_n = [], 0
                 if progress is not None:
                     progress(total, todo)
                 for done in [k for k in states if k != sid]:
                     del states[done]  # folded and written: only the current session's state is needed
-    _flush(src, dst, states, pending, ctx)
+    _flush(src, dst, states, pending, ctx, at, on_batch)
     if progress is not None:
         progress(total, total)  # isolated rows were counted in the plan and never folded: done
     if as_of is None:
@@ -140,11 +183,19 @@ def rebuild_projections(
     return total
 
 
-def _batches(src: Db, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[list[LogRow]]:
-    """The session's log rows in ``order``, ``batch_size`` at a time, isolated ones (``skip``) left out."""
+def _batches(src: Db, sid: str, order: str, batch_size: int, skip: set[int]) -> Iterable[tuple[int, list[LogRow]]]:
+    """The session's log rows in ``order``, ``batch_size`` at a time, isolated ones (``skip``) left
+    out, each batch with the log id of its last row (isolated or not)."""
     cur = src.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE session_id = ? ORDER BY {order}", (sid,))
     while batch := [row_from_db(src, r) for r in itertools.islice(cur, batch_size)]:
-        yield [r for r in batch if r.id not in skip] if skip else batch
+        yield batch[-1].id, [r for r in batch if r.id not in skip] if skip else batch
+
+
+def _rows_after(src: Db, sid: str, last_id: int) -> bool:
+    """The session has log rows after ``last_id``."""
+    return bool(
+        src.execute("SELECT 1 FROM events_raw WHERE session_id = ? AND id > ? LIMIT 1", (sid, last_id)).fetchall()
+    )
 
 
 def _all_rows(src: Db, sid: str, skip: set[int]) -> list[LogRow]:
@@ -159,9 +210,18 @@ def _flush(
     states: dict[str, SessionState],
     pending: list[SessionWork],
     ctx: Ctx,
+    at: Folded | None,
+    on_batch: Callable[[Db, Folded], None] | None,
 ) -> None:
-    """Fold the pending rows into ``dst`` in one transaction (summaries look their leaf up in ``src``)."""
-    write_txn(dst, lambda c: fold_into(c, states, pending, ctx, log=src))
+    """Fold the pending rows into ``dst`` in one transaction (summaries look their leaf up in ``src``),
+    ``on_batch`` told there how far the rebuild will have folded (``at``) once it commits."""
+
+    def step(c: Db) -> None:
+        fold_into(c, states, pending, ctx, log=src)
+        if on_batch is not None and at is not None:
+            on_batch(c, at)
+
+    write_txn(dst, step)
 
 
 def reproject_sessions(

@@ -7,8 +7,10 @@ a database whose ``meta.projection_revision`` differs is re-projected from its l
 every projection table is cleared and rebuilt (prune receipts honoured, so nothing
 pruned comes back), then the revision is recorded. A crash or Ctrl-C part-way leaves the old
 revision recorded and ``meta.reprojecting`` set (readers say the projections are partial and to
-run ``migrate`` again), so the next writer simply starts over. A database projected by a newer
-ingestd (a higher revision) is refused, never re-projected with these older rules.
+run ``migrate`` again). Each batch commits, in its own transaction, how far the re-projection has
+folded (``meta.reprojected_through``), so the next writer of the same build and schema goes on from
+there; any other starts over. A database projected by a newer ingestd (a higher revision) is
+refused, never re-projected with these older rules.
 
 The read side (``stale``, ``StaleProjection``): a database projected under older rules keeps its
 old rows until a writer opens it (``ingest``, ``serve``, ``migrate``) and re-projects it. Until then the reports of
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
+
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import MigrationError
 from ingestd.store import pruned
@@ -31,8 +35,9 @@ from ingestd.store.connection import Db, connect, write_txn
 
 if TYPE_CHECKING:
     from ingestd.core.touch import Ctx
+    from ingestd.projection.rebuild import Folded
 
-__all__ = ["PROJECTION_TABLES", "ensure_current", "stored_revision"]
+__all__ = ["PROJECTION_TABLES", "ensure_current", "resumable", "stored_revision"]
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (
@@ -56,6 +61,9 @@ PROJECTION_TABLES = (
 # the projections that are views, and the table each is stored in
 STORED_IN = {"search_docs": "search_doc_rows", "tool_calls": "tool_call_rows"}
 
+BATCH_ROWS = 5000
+"""Log rows folded per transaction of a re-projection: each commits its checkpoint too."""
+
 
 def ensure_current(
     conn: Db,
@@ -64,6 +72,7 @@ def ensure_current(
     ctx: Ctx,
     watchdog_window_s: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    batch_size: int = BATCH_ROWS,
 ) -> int | None:
     """Re-project the whole log when the projector's rules changed since it was projected.
 
@@ -72,16 +81,20 @@ def ensure_current(
         db_path: the database file (a second, read-only connection reads the log).
         ctx: the database identity stamped on edges.
         watchdog_window_s: int, seconds (None: the default window, ``WATCHDOG_WINDOW_S``).
-        progress: called with (log rows re-projected so far, log rows to re-project) as it goes.
+        progress: called with (log rows re-projected so far, log rows to re-project) as it goes;
+            resuming, the first call counts the rows the interrupted re-projection folded.
+        batch_size: int, log rows folded per transaction.
 
     Returns:
-        None when the projections were current; else the number of log rows re-projected.
+        None when the projections were current; else the number of log rows re-projected (with
+        those an interrupted re-projection it resumed had folded: ``resumable``).
 
     Raises:
         MigrationError: the database was projected by a newer ingestd (nothing is changed).
 
     Side effects:
-        Clears and rebuilds every projection table (short transactions), then records
+        Clears and rebuilds every projection table (short transactions), or goes on with the
+        rebuild an interrupted re-projection left (``resumable``), then records
         ``meta.projection_revision``.
     """
     stored = stored_revision(conn)
@@ -93,12 +106,12 @@ def ensure_current(
             f"{PROJECTION_REVISION}): {UPGRADE}; this one will not re-project it with older rules",
             path=str(db_path),
         )
-    has_log = bool(conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall())
-    folded = (
-        _reproject(conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s, progress=progress) if has_log else 0
+    if not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
+        write_txn(conn, _record_current)
+        return 0
+    return _reproject(
+        conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s, progress=progress, batch_size=batch_size
     )
-    write_txn(conn, _record_current)
-    return folded
 
 
 def _reproject(
@@ -107,10 +120,12 @@ def _reproject(
     *,
     ctx: Ctx,
     watchdog_window_s: int | None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None,
+    batch_size: int,
 ) -> int:
-    """Mark the re-projection, clear every projection table, rebuild them from the log of
-    ``db_path`` (read through a second, read-only connection) and re-apply the prune receipts;
+    """Mark the re-projection and clear every projection table (unless an interrupted one is
+    ``resumable``), rebuild them from the log of ``db_path`` (read through a second, read-only
+    connection), then re-apply the prune receipts and record the revision in one transaction;
     the number of log rows folded."""
     # here, not at the top: the readers of ``stale_projection`` must not pay for the projector
     from ingestd.core.watchdog import WATCHDOG_WINDOW_S
@@ -120,34 +135,98 @@ def _reproject(
     window_s = WATCHDOG_WINDOW_S if watchdog_window_s is None else watchdog_window_s
 
     def clear(c: Db) -> None:
-        c.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (REPROJECTING, str(PROJECTION_REVISION)),
-        )
+        _set_meta(c, REPROJECTING, str(PROJECTION_REVISION))
+        c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTED,))
         for table in PROJECTION_TABLES:
             c.execute(f"DELETE FROM {STORED_IN.get(table, table)}")
         c.execute(CLEAR_SEARCH_INDEX)  # the documents' index entries, with the documents
 
-    write_txn(conn, clear)
+    resume = resumable(conn, batch_size=batch_size)
+    if resume is None:
+        write_txn(conn, clear)
+    schema = _schema(conn)
+
+    def checkpoint(c: Db, at: Folded) -> None:
+        point = {"revision": PROJECTION_REVISION, "schema": schema, "batch_size": batch_size}
+        _set_meta(
+            c,
+            REPROJECTED,
+            orjson.dumps({**point, "session": at.session, "last_id": at.last_id, "rows": at.rows}).decode(),
+        )
+
     src = connect(db_path, readonly=True)
     try:
-        folded = rebuild_projections(src, conn, ctx=ctx, watchdog_window_s=window_s, progress=progress)
+        folded = rebuild_projections(
+            src,
+            conn,
+            batch_size=batch_size,
+            ctx=ctx,
+            watchdog_window_s=window_s,
+            progress=progress,
+            resume=resume,
+            on_batch=checkpoint,
+        )
         recs = pruned.receipts(src)
     finally:
         src.close()
-    if recs:
-        write_txn(conn, lambda c: pruned.apply_receipts(c, recs))
+
+    def finish(c: Db) -> None:
+        # with the revision: a resume after the receipts would fold nothing and apply them again
+        if recs:
+            pruned.apply_receipts(c, recs)
+        _record_current(c)
+
+    write_txn(conn, finish)
     return folded
 
 
-def _record_current(c: Db) -> None:
-    """Record this ingestd's projection revision and drop the re-projection marker."""
+def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
+    """How far the interrupted re-projection of ``conn`` folded, when this build can go on with it;
+    else None (none was interrupted, or it must start over). Read-only.
+
+    It can when it was for this build's rules (``meta.reprojecting``) and its checkpoint
+    (``meta.reprojected_through``) names them, the schema as migrated now (a migration since may
+    have rewritten its rows), the same batch size (the resumed session's state is folded again in
+    the same batches) and a session of the log.
+    """
+    from ingestd.projection.rebuild import Folded
+
+    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
+    if marks.get(REPROJECTING) != str(PROJECTION_REVISION) or not isinstance(marks.get(REPROJECTED), str):
+        return None
+    try:
+        point = orjson.loads(marks[REPROJECTED])
+        want = {"revision": PROJECTION_REVISION, "schema": _schema(conn), "batch_size": batch_size}
+        if not isinstance(point, dict) or any(point.get(k) != v for k, v in want.items()):
+            return None
+        at = Folded(point["session"], point["last_id"], point["rows"])
+    except (orjson.JSONDecodeError, KeyError):
+        return None
+    if not (isinstance(at.session, str) and type(at.last_id) is int and type(at.rows) is int):
+        return None
+    if not conn.execute("SELECT 1 FROM events_raw WHERE session_id = ? LIMIT 1", (at.session,)).fetchall():
+        return None
+    return at
+
+
+def _schema(conn: Db) -> int:
+    """The newest migration applied to ``conn``. Read-only."""
+    rows = conn.execute("SELECT max(id) FROM schema_version").fetchall()
+    return int(rows[0][0] or 0)
+
+
+def _set_meta(c: Db, key: str, value: str) -> None:
+    """Upsert one ``meta`` row in the caller's transaction."""
     c.execute(
-        "INSERT INTO meta (key, value) VALUES ('projection_revision', ?)"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (str(PROJECTION_REVISION),),
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
     )
-    c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTING,))
+
+
+def _record_current(c: Db) -> None:
+    """Record this ingestd's projection revision and drop the re-projection's marker and checkpoint."""
+    _set_meta(c, "projection_revision", str(PROJECTION_REVISION))
+    c.execute("DELETE FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +239,15 @@ class StaleProjection:
         fix: str, the command that re-projects, e.g. ``ingestd migrate --db /path/to.db``.
         interrupted: bool, a re-projection started and did not finish (``REPROJECTING``): the
             projection tables hold part of the log.
+        resumes: bool, it was this build's and committed a checkpoint (``REPROJECTED``): ``fix``
+            goes on from there (unless the checkpoint is no longer valid: ``resumable``).
     """
 
     stored: str
     current: str
     fix: str
     interrupted: bool = False
+    resumes: bool = False
 
     @property
     def newer(self) -> bool:
@@ -178,6 +260,7 @@ class StaleProjection:
             return (
                 f"a re-projection of this database was interrupted: its projections hold only part of "
                 f"its log until it is re-projected: run `{self.fix}` again"
+                + (": it goes on from where it stopped" if self.resumes else "")
             )
         if self.newer:
             return (
@@ -198,6 +281,7 @@ class StaleProjection:
             "fix": self.fix,
             "message": self.message(),
             "interrupted": self.interrupted,
+            "resumes": self.resumes,
         }
 
 
@@ -214,7 +298,13 @@ UPGRADE = "upgrade ingestd"
 
 REPROJECTING = "reprojecting"
 """``meta`` key set with the clearing of the projection tables and removed with the recording of
-the revision (``ingestd.projection.reproject``): present, a re-projection was interrupted (Ctrl-C)."""
+the revision (``ingestd.projection.reproject``): present, a re-projection was interrupted (Ctrl-C).
+Its value is the revision it re-projected to."""
+
+REPROJECTED = "reprojected_through"
+"""``meta`` key: a re-projection's checkpoint, committed with each batch it describes and removed
+with the recording of the revision. JSON: ``revision``, ``schema`` (newest migration),
+``batch_size``, and the ``Folded`` (``session``, ``last_id``, ``rows``)."""
 
 
 def stored_revision(conn: Db) -> str | None:
@@ -237,8 +327,12 @@ def stale_projection(conn: Db, db_path: Path | str) -> StaleProjection | None:
     """
     stored = stored_revision(conn)
     current = str(PROJECTION_REVISION)
-    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (REPROJECTING,)).fetchall():
-        return StaleProjection(stored or "none", current, f"ingestd migrate --db {db_path}", interrupted=True)
+    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
+    if REPROJECTING in marks:
+        resumes = marks[REPROJECTING] == current and REPROJECTED in marks
+        return StaleProjection(
+            stored or "none", current, f"ingestd migrate --db {db_path}", interrupted=True, resumes=resumes
+        )
     if stored is None or stored == current or not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
         return None
     fix = UPGRADE if is_newer(stored) else f"ingestd migrate --db {db_path}"

@@ -75,5 +75,13 @@ def test_the_rebuild_bar_draws_on_a_terminal_and_nothing_elsewhere() -> None:
         for done in (0, 50, 100):
             bar(done, 100)
         bar.close()
-    assert "re-projecting the log" in term.getvalue()
+    assert "re-projecting the log" in term.getvalue() and "(resumed)" not in term.getvalue()
     assert pipe.getvalue() == ""
+
+
+def test_the_rebuild_bar_of_a_resumed_reprojection_says_so() -> None:
+    term = _Terminal()
+    bar = RebuildBar(term)
+    bar(400, 1000)
+    bar.close()
+    assert "re-projecting the log (resumed)" in term.getvalue()

@@ -5,7 +5,12 @@ Skipped when ../shared/corpus is absent.
 
 from __future__ import annotations
 
+import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,11 +22,17 @@ from click.testing import CliRunner
 from ingestd.cli import cli
 from ingestd.core.hookkeys import HookEvent, idempotency_key, parse_body
 from ingestd.core.keys import jsonl_key, short_hash
+from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.http.hooks import hook_row
 from ingestd.ingest.backfill import ingest_roots
+from ingestd.projection.dump import ARRIVAL_IDS, compare
+from ingestd.projection.rebuild import Folded
+from ingestd.projection.reproject import BATCH_ROWS, ensure_current, resumable, stored_revision
 from ingestd.retention import prune as pr
+from ingestd.store import pruned
 from ingestd.store.connection import connect
+from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
 from ingestd.store.payload import PLAIN
 from ingestd.store.payload import decode as decode_payload
@@ -215,3 +226,231 @@ def test_every_stored_payload_reads_back_byte_for_byte(live: Path, projects: Pat
     assert in_blocks == referred
     assert sorted((b, o) for b, o, _, _ in tails if b not in sealed) == sorted(waiting)
     conn.close()
+
+
+# -- an interrupted re-projection resumes (SPEC §4.4): the result is the uninterrupted one's, exactly
+
+SMALL_BATCH = 250  # rows per transaction: the corpus's ~10,000 log rows in some 40 batches
+
+
+class _Stop(Exception):
+    """Raised from the progress callback: the re-projection stops after a committed batch."""
+
+
+def _stale(tmp_path: Path, live: Path, name: str) -> Path:
+    """A copy of ``live`` as if projected under the previous rules, with the live ingester's identity
+    (every copy stamps its edges with the same one)."""
+    db = tmp_path / f"{name}.db"
+    shutil.copyfile(live, db)
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'projection_revision'", (str(PROJECTION_REVISION - 1),))
+    conn.execute("INSERT INTO meta (key, value) VALUES ('instance', ?), ('host_id', ?)", (CTX.instance, CTX.host_id))
+    conn.close()
+    return db
+
+
+def _reproject(db: Path, *, stop_at: int | None = None, batch_size: int = SMALL_BATCH) -> list[int]:
+    """Re-project ``db``: the rows done at each progress call, raising ``_Stop`` at call ``stop_at``."""
+    conn = connect(db)
+    seen: list[int] = []
+
+    def progress(done: int, _todo: int) -> None:
+        seen.append(done)
+        if len(seen) - 1 == stop_at:
+            raise _Stop
+
+    try:
+        ensure_current(conn, db, ctx=database_identity(conn), progress=progress, batch_size=batch_size)
+    finally:
+        conn.close()
+    return seen
+
+
+def _interrupted(db: Path, stop_at: int, batch_size: int = SMALL_BATCH) -> Folded | None:
+    with pytest.raises(_Stop):
+        _reproject(db, stop_at=stop_at, batch_size=batch_size)
+    conn = connect(db, readonly=True)
+    try:
+        return resumable(conn, batch_size=batch_size)
+    finally:
+        conn.close()
+
+
+def _storage(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What ``compare`` leaves out: the arrival-order ids, and the full-text index's every entry."""
+    conn = connect(db)
+    out = {t: list(conn.execute(f"SELECT {', '.join(ids)} FROM {t} ORDER BY 1")) for t, ids in ARRIVAL_IDS.items()}
+    conn.execute("CREATE VIRTUAL TABLE temp.fts_entries USING fts5vocab(main, search_fts, instance)")
+    out["search_fts"] = list(conn.execute("SELECT * FROM temp.fts_entries ORDER BY 1, 2, 3, 4"))
+    conn.close()
+    return out
+
+
+def _assert_same(db: Path, want: Path) -> None:
+    got = compare([("uninterrupted", connect(want, readonly=True)), ("resumed", connect(db, readonly=True))])
+    assert got.ok, {k: [d.to_json() for d in v] for k, v in got.differences.items()}
+    assert _storage(db) == _storage(want)
+    conn = connect(db, readonly=True)
+    assert stored_revision(conn) == str(PROJECTION_REVISION)
+    assert not conn.execute("SELECT key FROM meta WHERE key IN ('reprojecting', 'reprojected_through')").fetchall()
+    conn.close()
+
+
+@pytest.fixture
+def uninterrupted(tmp_path: Path, live: Path) -> tuple[Path, list[int]]:
+    """A re-projection of ``live`` in small batches, run to its end: the database and its progress calls."""
+    db = _stale(tmp_path, live, "uninterrupted")
+    return db, _reproject(db)
+
+
+def _split(db: Path, at: Folded) -> bool:
+    """The stop fell inside a session: it has log rows after the checkpoint's."""
+    conn = connect(db, readonly=True)
+    try:
+        return bool(
+            conn.execute(
+                "SELECT 1 FROM events_raw WHERE session_id = ? AND id > ? LIMIT 1", (at.session, at.last_id)
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+
+
+def test_a_reprojection_stopped_after_any_batch_resumes_to_the_uninterrupted_projections(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    want, calls = uninterrupted
+    batches = len(calls) - 2  # the first call is before any batch, the last after the last one
+    assert batches > 20, calls
+    stops = sorted({1, batches - 1, batches, batches + 1, *random.Random(27).sample(range(2, batches - 1), 4)})
+    split = []
+    for stop in stops:
+        db = _stale(tmp_path, live, f"stop{stop}")
+        at = _interrupted(db, stop)
+        assert at is not None and at.rows == calls[stop], stop
+        split.append(_split(db, at))
+        resumed = _reproject(db)
+        assert resumed[0] == calls[stop] and resumed[-1] == calls[-1], (stop, resumed)
+        assert resumed[1:-1] == calls[stop + 1 : -1]  # the same later batches; none folded twice
+        _assert_same(db, want)
+    assert any(split) and not all(split), split  # inside a session that spans batches, and between sessions
+
+
+def test_a_reprojection_stopped_twice_inside_one_session_resumes_to_the_uninterrupted_projections(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "twice")
+    stop = 1
+    while (at := _interrupted(db, 1)) is not None and not _split(db, at):  # one batch on at a time
+        stop += 1
+    assert at is not None and at.rows == calls[stop]
+    again = _interrupted(db, 1)  # stopped again, a batch on (in the same session or the next)
+    assert again is not None and again.rows == calls[stop + 1]
+    _reproject(db)
+    _assert_same(db, want)
+
+
+def test_a_stop_after_the_last_batch_and_the_watchdog_pass_resumes_to_the_uninterrupted_projections(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "after-watchdog")
+
+    def stop(*args: object) -> None:
+        raise _Stop
+
+    monkeypatch.setattr(pruned, "receipts", stop)  # read after the watchdog pass committed
+    with pytest.raises(_Stop):
+        _reproject(db)
+    monkeypatch.undo()
+    assert _reproject(db) == [calls[-1], calls[-1]]
+    _assert_same(db, want)
+
+
+@pytest.mark.parametrize(
+    ("mark", "value"),
+    [
+        ("reprojecting", str(PROJECTION_REVISION + 1)),  # another build's re-projection
+        ("revision", PROJECTION_REVISION + 1),
+        ("schema", 1),  # a migration applied since
+        ("batch_size", SMALL_BATCH + 1),
+        ("session", "no-such-session"),
+        ("reprojected_through", "{not json"),
+    ],
+)
+def test_a_reprojection_interrupted_under_other_rules_starts_over(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]], mark: str, value: object
+) -> None:
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "other")
+    assert _interrupted(db, len(calls) // 2) is not None
+    conn = connect(db)
+    if mark in ("reprojecting", "reprojected_through"):
+        conn.execute("UPDATE meta SET value = ? WHERE key = ?", (value, mark))
+    else:
+        point = orjson.loads(conn.execute("SELECT value FROM meta WHERE key = 'reprojected_through'").fetchall()[0][0])
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'reprojected_through'", (orjson.dumps(point | {mark: value}),)
+        )
+    conn.execute("UPDATE token_usage SET output = output + 1")  # rows a start over rebuilds
+    conn.close()
+    assert _reproject(db) == calls
+    _assert_same(db, want)
+
+
+def test_migrate_after_a_stop_says_it_resumed_and_replay_and_verify_agree(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "migrate")
+    at = _interrupted(db, 1, batch_size=BATCH_ROWS)  # the batch size ``migrate`` folds with
+    assert at is not None and 0 < at.rows < calls[-1]
+    status = CliRunner().invoke(cli, ["status", "--db", str(db)])
+    assert f"run `ingestd migrate --db {db}` again: it goes on from where it stopped" in status.stderr
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert f"resumed a re-projection: {at.rows} of {calls[-1]} log rows were already done" in res.stdout
+    _assert_same(db, want)
+    assert CliRunner().invoke(cli, ["verify", "--db", str(db)]).exit_code == 0
+    code, doc = _replay(db)
+    assert code == 0, doc["differences"]
+
+
+def test_migrate_killed_mid_reprojection_resumes_on_the_next_run(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    """kill -9 of a real ``ingestd migrate`` once it committed a batch: the next one goes on from there."""
+    want, calls = uninterrupted
+    for attempt in range(5):  # a run may finish between the poll and the kill: again on a fresh copy
+        db = _stale(tmp_path, live, f"killed{attempt}")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ingestd", "migrate", "--db", str(db), "--json"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        watch = connect(db, readonly=True)
+        try:
+            while (
+                proc.poll() is None
+                and not watch.execute("SELECT 1 FROM meta WHERE key = 'reprojected_through'").fetchall()
+            ):
+                time.sleep(0.002)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            at = resumable(watch)
+        finally:
+            watch.close()
+        if at is not None:
+            break
+    assert at is not None, "every run finished before it could be killed"
+    res = subprocess.run(
+        [sys.executable, "-m", "ingestd", "migrate", "--db", str(db), "--json"], capture_output=True, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    doc = orjson.loads(res.stdout)
+    assert doc["resumed_log_rows"] == at.rows > 0 and doc["reprojected_log_rows"] == calls[-1]
+    _assert_same(db, want)
+    code, replayed = _replay(db)
+    assert code == 0, replayed["differences"]
+    assert CliRunner().invoke(cli, ["verify", "--db", str(db)]).exit_code == 0

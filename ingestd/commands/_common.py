@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -255,7 +256,12 @@ class Opened:
     resumed: int = 0
 
 
-def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
+def open_db(
+    db_path: Path | None,
+    mode: Mode = "write",
+    *,
+    applying: Callable[[Pin], AbstractContextManager[object]] | None = None,
+) -> Opened:
     """The one way a command opens the local database (``db_path``, else the default).
 
     Modes:
@@ -277,6 +283,10 @@ def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
         ``check``: an existing database for a check that leaves its file's bytes as it found
             them (``ingestd verify``: ``connect_for_check``), its files checked as the writing
             modes check them (the check writes: its trigger probe is rolled back).
+
+    Args:
+        applying: the writing modes: each pending migration is applied inside ``applying(pin)``
+            (``store.migrate.migrate``).
 
     Raises:
         ConfigError: no database at the path (``update``, ``read``, ``report``, ``check``); the path is not a
@@ -304,7 +314,7 @@ def open_db(db_path: Path | None, mode: Mode = "write") -> Opened:
     require_writable(path)
     db = connect(path)
     _refuse_migrating_under_a_daemon(db, path)
-    migrated = tuple(migrate(db))
+    migrated = tuple(migrate(db, applying=applying))
     folded, resumed = reproject_if_stale(db, path)
     if folded and mode != "migrate":
         went_on = f" ({resumed} of them folded already by the interrupted one it resumed)" if resumed else ""
@@ -448,6 +458,26 @@ class RebuildBar:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def migration_status(stream: Any) -> Callable[[Pin], AbstractContextManager[object]]:
+    """``open_db``'s ``applying`` for a command: while a migration runs, a rich status naming it on
+    ``stream`` when it is a terminal (removed when it is done); nothing otherwise."""
+
+    @contextmanager
+    def applying(pin: Pin) -> Iterator[None]:
+        if not (hasattr(stream, "isatty") and stream.isatty()):
+            yield
+            return
+        from rich.console import Console
+        from rich.live import Live
+        from rich.spinner import Spinner
+
+        # drawn on entering (a status would wait for its first refresh), removed on leaving
+        with Live(Spinner("dots", f"applying migration {pin.stem}"), console=Console(file=stream), transient=True):
+            yield
+
+    return applying
 
 
 def emit_json(doc: Any) -> None:

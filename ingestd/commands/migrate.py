@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
-from ingestd.commands._common import db_option, emit_json, json_option, open_db, resolve_db
+from ingestd.commands._common import db_option, emit_json, json_option, migration_status, open_db, resolve_db
 from ingestd.core.ledger import Pin
 from ingestd.errors import MigrationError
 from ingestd.store import migrate as mig
@@ -48,7 +49,7 @@ def register(cli: click.Group) -> None:
         # A database projected by older rules is re-projected here too, not only by the next
         # writer: until then cost, sessions and titles would come from the old rules.
         created = not path.exists()  # a mistyped --db makes a new, empty database: say so
-        opened = open_db(path, "migrate")
+        opened = open_db(path, "migrate", applying=None if as_json else migration_status(sys.stdout))
         done, folded = list(opened.migrated), opened.reprojected
         free = free_bytes(opened.db)
         if as_json:

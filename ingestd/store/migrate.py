@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +81,7 @@ def migrate(
     directory: Path = MIGRATIONS_DIR,
     pins: tuple[ledger.Pin, ...] = ledger.PINS,
     now: str | None = None,
+    applying: Callable[[ledger.Pin], AbstractContextManager[object]] | None = None,
 ) -> list[ledger.Pin]:
     """Apply every pending migration.
 
@@ -87,6 +90,8 @@ def migrate(
         directory: where the ``.sql`` files are.
         pins: the pinned ledger.
         now: canonical UTC ``applied_at``; the clock when None.
+        applying: each pending migration is applied inside ``applying(pin)`` (one that rewrites a
+            large table takes seconds: a command shows which while it runs).
 
     Returns:
         The pins applied by this run (empty when nothing was pending).
@@ -104,7 +109,12 @@ def migrate(
         raise MigrationError("; ".join(p.problems), problems=p.problems)
     if p.fill_checksums:
         write_txn(conn, lambda c: _fill_checksums(c, p.fill_checksums))
-    return [pin for pin in p.pending if _apply_one(conn, directory, pin, stamp)]
+    done: list[ledger.Pin] = []
+    for pin in p.pending:
+        with nullcontext() if applying is None else applying(pin):
+            if _apply_one(conn, directory, pin, stamp):
+                done.append(pin)
+    return done
 
 
 def _fill_checksums(c: Db, pins: tuple[ledger.Pin, ...]) -> None:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from ingestd.cli import cli
-from ingestd.commands._common import RebuildBar, open_db
+from ingestd.commands._common import RebuildBar, migration_status, open_db
+from ingestd.core.ledger import Pin
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.projection.dump import canonical_rows
 from ingestd.projection.reproject import PROJECTION_TABLES, ensure_current, stored_revision
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
+from ingestd.store.migrate import migrate
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
@@ -85,3 +89,27 @@ def test_the_rebuild_bar_of_a_resumed_reprojection_says_so() -> None:
     bar(400, 1000)
     bar.close()
     assert "re-projecting the log (resumed)" in term.getvalue()
+
+
+def _watched(stream: io.StringIO, seen: list[tuple[str, str]]) -> Callable[[Pin], AbstractContextManager[object]]:
+    """``migration_status(stream)``, noting what ``stream`` shows while each migration runs."""
+    applying = migration_status(stream)
+
+    @contextmanager
+    def shown(pin: Pin) -> Iterator[None]:
+        with applying(pin):
+            seen.append((pin.stem, stream.getvalue()))
+            yield
+
+    return shown
+
+
+def test_a_migration_is_named_on_a_terminal_while_it_runs_and_nowhere_else(tmp_path: Path) -> None:
+    term, pipe = _Terminal(), io.StringIO()
+    on_term: list[tuple[str, str]] = []
+    on_pipe: list[tuple[str, str]] = []
+    applied = migrate(connect(tmp_path / "a.db"), applying=_watched(term, on_term))
+    migrate(connect(tmp_path / "b.db"), applying=_watched(pipe, on_pipe))
+    assert len(applied) > 30 and [stem for stem, _ in on_term] == [p.stem for p in applied]
+    assert all(f"applying migration {stem}" in shown for stem, shown in on_term)
+    assert [stem for stem, _ in on_pipe] == [p.stem for p in applied] and pipe.getvalue() == ""

@@ -18,12 +18,15 @@ import orjson
 import pytest
 import zstandard
 from click.testing import CliRunner
+from structlog.testing import capture_logs
 
 from ingestd.cli import cli
 from ingestd.core.hookkeys import HookEvent, idempotency_key, parse_body
 from ingestd.core.keys import jsonl_key, short_hash
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.touch import Ctx
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.main import prepare_db
 from ingestd.http.hooks import hook_row
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.projection.dump import ARRIVAL_IDS, compare
@@ -415,6 +418,20 @@ def test_migrate_after_a_stop_says_it_resumed_and_replay_and_verify_agree(
     assert CliRunner().invoke(cli, ["verify", "--db", str(db)]).exit_code == 0
     code, doc = _replay(db)
     assert code == 0, doc["differences"]
+
+
+def test_the_daemon_resumes_an_interrupted_reprojection_and_logs_what_it_went_on_from(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "serve")
+    at = _interrupted(db, 1, batch_size=BATCH_ROWS)  # the batch size the daemon folds with
+    assert at is not None
+    with capture_logs() as logs:
+        prepare_db(ServeConfig(db_path=db, tail=False, schedule=False))
+    [line] = [x for x in logs if x["event"] == "reprojected"]
+    assert (line["log_rows"], line["resumed_log_rows"]) == (calls[-1], at.rows)
+    _assert_same(db, want)
 
 
 def test_migrate_killed_mid_reprojection_resumes_on_the_next_run(

@@ -5,9 +5,11 @@ rules change (``ingestd.core.revision.PROJECTION_REVISION`` is bumped), projecti
 written by the older rules would disagree with a replay. On first open by a writer,
 a database whose ``meta.projection_revision`` differs is re-projected from its log:
 every projection table is cleared and rebuilt (prune receipts honoured, so nothing
-pruned comes back), then the revision is recorded. A crash or Ctrl-C part-way leaves the old
-revision recorded and ``meta.reprojecting`` set (readers say the projections are partial and to
-run ``migrate`` again). Each batch commits, in its own transaction, how far the re-projection has
+pruned comes back). The revision re-projected to is recorded with the clearing, and
+``meta.reprojecting`` is set from then until the end: a crash or Ctrl-C part-way leaves it set
+(readers say the projections are partial and to run ``migrate`` again; a writer of any build takes
+them for stale whatever revision is recorded, and an older ingestd, seeing a newer revision,
+refuses to fold into them). Each batch commits, in its own transaction, how far the re-projection has
 folded (``meta.reprojected_through``), so the next writer of the same build and schema goes on from
 there; any other starts over. A database projected by a newer ingestd (a higher revision) is
 refused, never re-projected with these older rules.
@@ -98,7 +100,8 @@ def ensure_current(
         ``meta.projection_revision``.
     """
     stored = stored_revision(conn)
-    if stored == str(PROJECTION_REVISION):
+    # an interrupted re-projection left part of the log projected, whatever revision is recorded
+    if stored == str(PROJECTION_REVISION) and not _marks(conn).get(REPROJECTING):
         return None
     if is_newer(stored):
         raise MigrationError(
@@ -136,6 +139,9 @@ def _reproject(
 
     def clear(c: Db) -> None:
         _set_meta(c, REPROJECTING, str(PROJECTION_REVISION))
+        # the revision the tables are being rebuilt to, from the first row cleared: an older ingestd
+        # refuses to write them (a newer one's), where its own revision would let it fold into them
+        _set_meta(c, "projection_revision", str(PROJECTION_REVISION))
         c.execute("DELETE FROM meta WHERE key = ?", (REPROJECTED,))
         for table in PROJECTION_TABLES:
             c.execute(f"DELETE FROM {STORED_IN.get(table, table)}")
@@ -191,11 +197,11 @@ def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
     """
     from ingestd.projection.rebuild import Folded
 
-    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
+    marks = _marks(conn)
     if marks.get(REPROJECTING) != str(PROJECTION_REVISION) or not isinstance(marks.get(REPROJECTED), str):
         return None
     try:
-        point = orjson.loads(marks[REPROJECTED])
+        point = orjson.loads(str(marks[REPROJECTED]))
         want = {"revision": PROJECTION_REVISION, "schema": _schema(conn), "batch_size": batch_size}
         if not isinstance(point, dict) or any(point.get(k) != v for k, v in want.items()):
             return None
@@ -207,6 +213,11 @@ def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
     if not conn.execute("SELECT 1 FROM events_raw WHERE session_id = ? LIMIT 1", (at.session,)).fetchall():
         return None
     return at
+
+
+def _marks(conn: Db) -> dict[str, object]:
+    """The re-projection's ``meta`` rows present (``REPROJECTING``, ``REPROJECTED``): key -> value. Read-only."""
+    return dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
 
 
 def _schema(conn: Db) -> int:
@@ -251,11 +262,18 @@ class StaleProjection:
 
     @property
     def newer(self) -> bool:
-        """The database was projected by a newer ingestd (a higher revision than this build's)."""
-        return is_newer(self.stored)
+        """The database was projected to its end by a newer ingestd (a higher revision than this build's):
+        its figures are whole, by rules this one does not know (an interrupted one's are not whole)."""
+        return is_newer(self.stored) and not self.interrupted
 
     def message(self) -> str:
         """One sentence for a person: what is stale and what to run."""
+        if self.interrupted and self.fix == UPGRADE:
+            return (
+                f"a re-projection of this database by a newer ingestd (projection revision {self.stored} > "
+                f"{self.current}) was interrupted: its projections hold only part of its log until that "
+                f"ingestd re-projects it: {UPGRADE}"
+            )
         if self.interrupted:
             return (
                 f"a re-projection of this database was interrupted: its projections hold only part of "
@@ -327,8 +345,10 @@ def stale_projection(conn: Db, db_path: Path | str) -> StaleProjection | None:
     """
     stored = stored_revision(conn)
     current = str(PROJECTION_REVISION)
-    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
+    marks = _marks(conn)
     if REPROJECTING in marks:
+        if is_newer(stored):  # a newer ingestd's, which this one's writers refuse: that one goes on with it
+            return StaleProjection(stored or "none", current, UPGRADE, interrupted=True)
         resumes = marks[REPROJECTING] == current and REPROJECTED in marks
         return StaleProjection(
             stored or "none", current, f"ingestd migrate --db {db_path}", interrupted=True, resumes=resumes

@@ -27,8 +27,10 @@ from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.core.touch import Ctx
 from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.main import prepare_db
+from ingestd.errors import MigrationError
 from ingestd.http.hooks import hook_row
 from ingestd.ingest.backfill import ingest_roots
+from ingestd.projection import reproject
 from ingestd.projection.dump import ARRIVAL_IDS, compare
 from ingestd.projection.rebuild import Folded
 from ingestd.projection.reproject import BATCH_ROWS, ensure_current, resumable, stored_revision
@@ -399,6 +401,45 @@ def test_a_reprojection_interrupted_under_other_rules_starts_over(
     conn.execute("UPDATE token_usage SET output = output + 1")  # rows a start over rebuilds
     conn.close()
     assert _reproject(db) == calls
+    _assert_same(db, want)
+
+
+def test_a_reprojection_another_ingestd_left_is_rebuilt_whatever_revision_is_recorded(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    """A newer ingestd's re-projection stopped, then this one runs (a downgrade, a second install):
+    the revision recorded is this one's, yet the projections hold part of the log."""
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "downgraded")
+    assert _interrupted(db, len(calls) // 2) is not None
+    conn = connect(db)
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'reprojecting'", (str(PROJECTION_REVISION + 1),))
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('projection_revision', ?)", (str(PROJECTION_REVISION),)
+    )
+    conn.close()
+    assert _reproject(db) == calls
+    _assert_same(db, want)
+
+
+def test_an_older_ingestd_refuses_to_fold_into_an_interrupted_reprojection(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingestd before this one takes the database for a newer one's, never for its own current
+    projections it would fold its rules into; this one then goes on from where it stopped."""
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "older")
+    assert _interrupted(db, 1) is not None
+    monkeypatch.setattr(reproject, "PROJECTION_REVISION", PROJECTION_REVISION - 1)
+    conn = connect(db)
+    with pytest.raises(MigrationError, match="newer ingestd"):
+        ensure_current(conn, db, ctx=database_identity(conn))
+    stale = reproject.stale_projection(conn, db)
+    assert stale is not None and stale.interrupted and stale.fix == reproject.UPGRADE and not stale.newer
+    conn.close()
+    monkeypatch.undo()
+    resumed = _reproject(db)
+    assert resumed[0] == calls[1] and resumed[1:] == calls[2:]
     _assert_same(db, want)
 
 

@@ -24,7 +24,7 @@ from ingestd.commands._store import store_option as store_option
 from ingestd.core.ledger import Pin
 from ingestd.daemon.lock import serving_pid
 from ingestd.errors import ConfigError, MigrationError
-from ingestd.projection.reproject import StaleProjection, stale_projection
+from ingestd.projection.reproject import UPGRADE, StaleProjection, stale_projection
 from ingestd.store.connection import Db, connect, connect_for_check, default_db_path, require_writable
 from ingestd.store.migrate import migrate, status
 
@@ -313,7 +313,7 @@ def open_db(
     require_safe_files(path)
     require_writable(path)
     db = connect(path)
-    _refuse_migrating_under_a_daemon(db, path)
+    _refuse_under_a_daemon(db, path)
     migrated = tuple(migrate(db, applying=applying))
     folded, resumed = reproject_if_stale(db, path)
     if folded and mode != "migrate":
@@ -326,28 +326,50 @@ def open_db(
     return Opened(db, migrated=migrated, reprojected=folded, resumed=resumed)
 
 
-def _refuse_migrating_under_a_daemon(db: Db, path: Path) -> None:
-    """Refuse to apply pending migrations while a daemon serves the database: it runs the ingestd
-    it started with (an upgrade installed a newer one beside it), whose writes the new schema
-    refuses, so it would answer every hook 500 until restarted. It applies them as it starts.
+def _refuse_under_a_daemon(db: Db, path: Path) -> None:
+    """Refuse to apply pending migrations, or to re-project, while a daemon serves the database.
+
+    A daemon runs the ingestd it started with (an upgrade installed a newer one beside it): under a
+    new schema it would refuse every hook until restarted, and under new projector rules it would go
+    on folding by its own into the projections being rebuilt, from states it holds in memory. A
+    daemon of this ingestd has nothing stale to re-project but while it starts, when it is doing so
+    itself. Either way the daemon migrates and re-projects as it starts.
 
     Raises:
-        ConfigError: migrations are pending and a daemon holds the database's lock.
+        ConfigError: migrations are pending or the projections are to be re-projected, and a daemon
+            holds the database's lock.
     """
     pending = status(db).pending
-    if not pending:
-        return
+    stale = None if pending else stale_projection(db, path)
+    if not pending and (stale is None or stale.newer or stale.fix == UPGRADE):
+        return  # nothing to do, or the writer refuses a newer ingestd's projections anyway
     pid = serving_pid(path)
     if pid is None:
         return
     db.close()
-    names = ", ".join(p.stem for p in pending)
+    restart = "restart the daemon (its service, or stop `ingestd serve` and start it again)"
+    if pending:
+        names = ", ".join(p.stem for p in pending)
+        raise ConfigError(
+            f"refused: the database at {path} needs migrations {names}, and a daemon (pid {pid}) is serving it "
+            f"with an ingestd that does not know them (under the new schema it would refuse every hook): {restart}, "
+            "which applies them as it starts",
+            pid=pid,
+            pending=[p.stem for p in pending],
+        )
+    assert stale is not None
+    why = (
+        "a re-projection of it was interrupted"
+        if stale.interrupted
+        else f"it was projected under the projector's rules revision {stale.stored}, this ingestd's is {stale.current}"
+    )
     raise ConfigError(
-        f"refused: the database at {path} needs migrations {names}, and a daemon (pid {pid}) is serving it with "
-        "an ingestd that does not know them (under the new schema it would refuse every hook): restart the "
-        "daemon (its service, or stop `ingestd serve` and start it again), which applies them as it starts",
+        f"refused: the database at {path} is to be re-projected ({why}), and a daemon (pid {pid}) is serving it: "
+        "a daemon that is starting re-projects it itself (wait for it: `ingestd status`), and one that runs "
+        f"other projector rules would fold by them into the projections rebuilt: {restart}, which re-projects "
+        "it as it starts",
         pid=pid,
-        pending=[p.stem for p in pending],
+        stale=stale.to_json(),
     )
 
 

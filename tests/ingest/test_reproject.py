@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -13,6 +14,7 @@ from ingestd.cli import cli
 from ingestd.commands._common import RebuildBar, migration_status, open_db
 from ingestd.core.ledger import Pin
 from ingestd.core.revision import PROJECTION_REVISION
+from ingestd.daemon import lock
 from ingestd.projection.dump import canonical_rows
 from ingestd.projection.reproject import PROJECTION_TABLES, ensure_current, stored_revision
 from ingestd.store.connection import connect
@@ -113,3 +115,35 @@ def test_a_migration_is_named_on_a_terminal_while_it_runs_and_nowhere_else(tmp_p
     assert len(applied) > 30 and [stem for stem, _ in on_term] == [p.stem for p in applied]
     assert all(f"applying migration {stem}" in shown for stem, shown in on_term)
     assert [stem for stem, _ in on_pipe] == [p.stem for p in applied] and pipe.getvalue() == ""
+
+
+def test_stale_projections_are_not_reprojected_under_a_serving_daemon(tmp_path: Path) -> None:
+    """A daemon folds by the rules it started with (and re-projects as it starts): a command that would
+    re-project the database under it (``migrate``, ``ingest``) refuses, naming its pid, and changes
+    nothing, stale or interrupted; once the daemon is gone it re-projects."""
+    db = tmp_path / "x.db"
+    assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--projects", str(FIXTURES)]).exit_code == 0
+    want = dump(db)
+    for marks in ({}, {"reprojecting": str(PROJECTION_REVISION)}):
+        conn = connect(db)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'projection_revision'", (str(PROJECTION_REVISION - 1),))
+        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", marks.items())
+        conn.execute("UPDATE token_usage SET output = output + 1")
+        conn.close()
+        tampered = dump(db)
+        held = lock.acquire(db)
+        try:
+            for argv in (["migrate"], ["ingest", "--projects", str(FIXTURES)]):
+                got = CliRunner().invoke(cli, [*argv, "--db", str(db)])
+                assert got.exit_code == 2, got.output
+                assert (
+                    "is to be re-projected" in got.output
+                    and f"a daemon (pid {os.getpid()}) is serving it" in got.output
+                )
+                assert dump(db) == tampered
+                assert stored_revision(connect(db)) == str(PROJECTION_REVISION - 1)
+        finally:
+            held.release()
+        got = CliRunner().invoke(cli, ["migrate", "--db", str(db), "--json"])
+        assert got.exit_code == 0, got.output
+        assert dump(db) == want and stored_revision(connect(db)) == str(PROJECTION_REVISION)

@@ -29,8 +29,9 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rate_limit_samples", ("raw_event_id",)),
     ("otel_requests", ("session_id", "request_key")),
     ("otel_metric_points", ("raw_event_id",)),
-    # a document's ids are its log row's (arrival order): its record's place and content identify it
-    ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label", "text")),
+    # a document's ids are its log row's (arrival order): its record's place and label identify it
+    # (its text is only in the full-text index, which the view does not show)
+    ("search_docs", ("session_id", "uuid", "seq", "kind", "occurred_at", "agent_id", "label")),
     ("quarantine", ("raw_event_id", "reason")),
     ("summaries", ("origin", "origin_gen", "origin_offset")),
     ("token_usage_rollup", ("session_id", "model", "slot", "rate_effective_from", "tier", "speed", "inference_geo")),

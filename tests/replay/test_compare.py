@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
+from click.testing import CliRunner
 
-from ingestd.projection.dump import TABLES, compare, first_differences
+from ingestd.cli import cli
+from ingestd.projection.dump import TABLES, columns, compare, first_differences
 from ingestd.projection.replay import replay
 from ingestd.retention import prune as pr
 from ingestd.store.connection import connect
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "projects"
 
 
 def log_rebuilder(src: apsw.Connection, dst: apsw.Connection, /, *, batch_size: int, origin_order: str) -> object:
@@ -108,3 +113,26 @@ def test_without_receipt_pruned_rows_would_come_back(db_path: Path) -> None:
     conn.execute("DELETE FROM prune_receipts")
     out = replay(db_path, rebuilder=log_rebuilder)
     assert "events: live vs replay_a" in out.comparison.differences
+
+
+def test_every_key_column_is_a_compared_column(db_path: Path) -> None:
+    """The merge walk finds a differing row by its key: a key column the table (or view) lacks would
+    be ordered by as a string literal and break the walk on the first difference."""
+    conn = connect(db_path)
+    for table, pk in TABLES:
+        assert set(pk) <= set(columns(conn, table)), (table, pk, columns(conn, table))
+
+
+def test_a_missing_search_document_is_named(tmp_path: Path) -> None:
+    a = tmp_path / "a.db"
+    res = CliRunner().invoke(cli, ["ingest", "--db", str(a), "--projects", str(FIXTURES)])
+    assert res.exit_code == 0, res.output
+    b = tmp_path / "b.db"
+    shutil.copyfile(a, b)
+    conn = connect(b)
+    gone = conn.execute("SELECT doc_id, uuid FROM search_docs ORDER BY doc_id LIMIT 1").fetchall()[0]
+    conn.execute("DELETE FROM search_doc_rows WHERE doc_id = ?", (gone[0],))
+    conn.close()
+    comp = compare([("a", connect(a, readonly=True)), ("b", connect(b, readonly=True))])
+    [d] = comp.differences["search_docs: a vs b"]
+    assert d.right is None and d.left is not None and d.left["uuid"] == gone[1]

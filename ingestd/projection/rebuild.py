@@ -85,6 +85,28 @@ class Folded:
     rows: int
 
 
+def folded_by(src: Db, at: Folded) -> int:
+    """The log rows of ``src`` a rebuild in log order has folded once it stopped at ``at``, counted as
+    ``rebuild_projections`` counts them (isolated ones left out): equal to ``at.rows`` only while the log
+    up to ``at`` is the one it folded. Read-only (one scan of the log's sessions)."""
+    n = int(
+        scalar(
+            src,
+            "SELECT count(*) FROM events_raw WHERE session_id < ? OR (session_id = ? AND id <= ?)",
+            (at.session, at.session, at.last_id),
+        )
+        or 0
+    )
+    for rid in isolated_ids(src):
+        n -= len(
+            src.execute(
+                "SELECT 1 FROM events_raw WHERE id = ? AND (session_id < ? OR (session_id = ? AND id <= ?))",
+                (rid, at.session, at.session, at.last_id),
+            ).fetchall()
+        )
+    return n
+
+
 def rebuild_projections(
     src: Db,
     dst: Db,

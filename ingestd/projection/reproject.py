@@ -193,9 +193,9 @@ def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
     It can when it was for this build's rules (``meta.reprojecting``) and its checkpoint
     (``meta.reprojected_through``) names them, the schema as migrated now (a migration since may
     have rewritten its rows), the same batch size (the resumed session's state is folded again in
-    the same batches) and a session of the log.
+    the same batches), a log row of its session, and as many log rows up to it as it counts.
     """
-    from ingestd.projection.rebuild import Folded
+    from ingestd.projection.rebuild import Folded, folded_by
 
     marks = _marks(conn)
     if marks.get(REPROJECTING) != str(PROJECTION_REVISION) or not isinstance(marks.get(REPROJECTED), str):
@@ -210,8 +210,12 @@ def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
         return None
     if not (isinstance(at.session, str) and type(at.last_id) is int and type(at.rows) is int):
         return None
-    if not conn.execute("SELECT 1 FROM events_raw WHERE session_id = ? LIMIT 1", (at.session,)).fetchall():
+    if not conn.execute(
+        "SELECT 1 FROM events_raw WHERE id = ? AND session_id = ?", (at.last_id, at.session)
+    ).fetchall():
         return None
+    if folded_by(conn, at) != at.rows:
+        return None  # the log up to the checkpoint is not the one folded (edited, or rows came or went)
     return at
 
 

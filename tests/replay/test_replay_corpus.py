@@ -396,12 +396,41 @@ def test_a_reprojection_interrupted_under_other_rules_starts_over(
     else:
         point = orjson.loads(conn.execute("SELECT value FROM meta WHERE key = 'reprojected_through'").fetchall()[0][0])
         conn.execute(
-            "UPDATE meta SET value = ? WHERE key = 'reprojected_through'", (orjson.dumps(point | {mark: value}),)
+            "UPDATE meta SET value = ? WHERE key = 'reprojected_through'",
+            (orjson.dumps(point | {mark: value}).decode(),),
         )
     conn.execute("UPDATE token_usage SET output = output + 1")  # rows a start over rebuilds
     conn.close()
     assert _reproject(db) == calls
     _assert_same(db, want)
+
+
+def test_a_checkpoint_that_does_not_describe_the_log_starts_over(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    """A checkpoint edited or corrupted to name a point the log does not give (a later session, fewer
+    rows, a row not of its session) would skip rows never folded and record the projections whole."""
+    want, calls = uninterrupted
+    base = _stale(tmp_path, live, "edited")
+    at = _interrupted(base, len(calls) // 2)
+    assert at is not None
+    conn = connect(base, readonly=True)
+    later = str(conn.execute("SELECT max(session_id) FROM events_raw").fetchall()[0][0])
+    last = int(conn.execute("SELECT max(id) FROM events_raw WHERE session_id = ?", (later,)).fetchall()[0][0])
+    conn.close()
+    assert later != at.session
+    for i, edit in enumerate(({"session": later, "last_id": last}, {"rows": at.rows - 1}, {"last_id": last})):
+        db = tmp_path / f"edited{i}.db"
+        shutil.copyfile(base, db)
+        conn = connect(db)
+        point = orjson.loads(conn.execute("SELECT value FROM meta WHERE key = 'reprojected_through'").fetchall()[0][0])
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'reprojected_through'", (orjson.dumps(point | edit).decode(),)
+        )
+        assert resumable(conn, batch_size=SMALL_BATCH) is None, edit
+        conn.close()
+        assert _reproject(db) == calls, edit
+        _assert_same(db, want)
 
 
 def test_a_reprojection_another_ingestd_left_is_rebuilt_whatever_revision_is_recorded(

@@ -119,6 +119,7 @@ def rebuild_projections(
     progress: Callable[[int, int], None] | None = None,
     resume: Folded | None = None,
     on_batch: Callable[[Db, Folded], None] | None = None,
+    guard: Callable[[Db], None] | None = None,
 ) -> int:
     """Re-project every session of ``src``'s log into ``dst`` (migrated, projections empty, or as a
     rebuild that stopped at ``resume`` left them).
@@ -139,6 +140,8 @@ def rebuild_projections(
             what the uninterrupted rebuild writes.
         on_batch: called inside each batch's transaction with how far the rebuild has folded once it
             commits (a checkpoint committed with the rows it describes).
+        guard: called first in every transaction the rebuild writes into ``dst``: what it raises
+            rolls the transaction back and stops the rebuild.
 
     Returns:
         int, log rows folded (with ``resume``, those folded before it too).
@@ -186,13 +189,13 @@ def rebuild_projections(
             total += len(batch)
             at = Folded(sid, last_id, total)
             if pending_n >= batch_size:
-                _flush(src, dst, states, pending, ctx, at, on_batch)
+                _flush(src, dst, states, pending, ctx, at, on_batch, guard)
                 pending, pending_n = [], 0
                 if progress is not None:
                     progress(total, todo)
                 for done in [k for k in states if k != sid]:
                     del states[done]  # folded and written: only the current session's state is needed
-    _flush(src, dst, states, pending, ctx, at, on_batch)
+    _flush(src, dst, states, pending, ctx, at, on_batch, guard)
     if progress is not None:
         progress(total, total)  # isolated rows were counted in the plan and never folded: done
     if as_of is None:
@@ -201,7 +204,13 @@ def rebuild_projections(
         as_of = newest_before(src, clock_bound(time.time_ns())) or None
     if as_of is not None:
         a = as_of
-        write_txn(dst, lambda c: watchdog_pass(c, a, watchdog_window_s))
+
+        def final(c: Db) -> None:
+            if guard is not None:
+                guard(c)
+            watchdog_pass(c, a, watchdog_window_s)
+
+        write_txn(dst, final)
     return total
 
 
@@ -234,11 +243,15 @@ def _flush(
     ctx: Ctx,
     at: Folded | None,
     on_batch: Callable[[Db, Folded], None] | None,
+    guard: Callable[[Db], None] | None = None,
 ) -> None:
     """Fold the pending rows into ``dst`` in one transaction (summaries look their leaf up in ``src``),
-    ``on_batch`` told there how far the rebuild will have folded (``at``) once it commits."""
+    ``on_batch`` told there how far the rebuild will have folded (``at``) once it commits, ``guard``
+    called first."""
 
     def step(c: Db) -> None:
+        if guard is not None:
+            guard(c)
         fold_into(c, states, pending, ctx, log=src)
         if on_batch is not None and at is not None:
             on_batch(c, at)

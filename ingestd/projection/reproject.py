@@ -11,7 +11,9 @@ pruned comes back). The revision re-projected to is recorded with the clearing, 
 them for stale whatever revision is recorded, and an older ingestd, seeing a newer revision,
 refuses to fold into them). Each batch commits, in its own transaction, how far the re-projection has
 folded (``meta.reprojected_through``), so the next writer of the same build and schema goes on from
-there; any other starts over. A database projected by a newer ingestd (a higher revision) is
+there; any other starts over. Of two writers re-projecting at once, the one that cleared or resumed
+last owns it (``OWNER``, checked in every transaction) and the other stops with an error before its
+next write. A database projected by a newer ingestd (a higher revision) is
 refused, never re-projected with these older rules.
 
 The read side (``stale``, ``StaleProjection``): a database projected under older rules keeps its
@@ -23,6 +25,7 @@ Light on imports: readers must not pay for the projector.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +36,7 @@ import orjson
 from ingestd.core.revision import PROJECTION_REVISION
 from ingestd.errors import MigrationError
 from ingestd.store import pruned
-from ingestd.store.connection import Db, connect, write_txn
+from ingestd.store.connection import Db, connect, scalar, write_txn
 
 if TYPE_CHECKING:
     from ingestd.core.touch import Ctx
@@ -136,8 +139,10 @@ def _reproject(
     from ingestd.store.upsert import CLEAR_SEARCH_INDEX
 
     window_s = WATCHDOG_WINDOW_S if watchdog_window_s is None else watchdog_window_s
+    run = os.urandom(8).hex()  # this run's claim on the re-projection (``OWNER``)
 
     def clear(c: Db) -> None:
+        _set_meta(c, OWNER, run)
         _set_meta(c, REPROJECTING, str(PROJECTION_REVISION))
         # the revision the tables are being rebuilt to, from the first row cleared: an older ingestd
         # refuses to write them (a newer one's), where its own revision would let it fold into them
@@ -147,9 +152,22 @@ def _reproject(
             c.execute(f"DELETE FROM {STORED_IN.get(table, table)}")
         c.execute(CLEAR_SEARCH_INDEX)  # the documents' index entries, with the documents
 
+    seen = _marks(conn)
     resume = resumable(conn, batch_size=batch_size)
-    if resume is None:
-        write_txn(conn, clear)
+
+    def claim(c: Db) -> None:
+        if _marks(c) != seen:  # another writer folded a batch (or cleared) since they were read
+            raise _taken(db_path)
+        _set_meta(c, OWNER, run)
+
+    write_txn(conn, clear if resume is None else claim)
+
+    def guard(c: Db) -> None:
+        # a writer that started or resumed the re-projection after this one owns it now: what this
+        # one would write next could undo the other's clearing, or record the tables whole early
+        if scalar(c, "SELECT value FROM meta WHERE key = ?", (OWNER,)) != run:
+            raise _taken(db_path)
+
     schema = _schema(conn)
 
     def checkpoint(c: Db, at: Folded) -> None:
@@ -171,12 +189,14 @@ def _reproject(
             progress=progress,
             resume=resume,
             on_batch=checkpoint,
+            guard=guard,
         )
         recs = pruned.receipts(src)
     finally:
         src.close()
 
     def finish(c: Db) -> None:
+        guard(c)
         # with the revision: a resume after the receipts would fold nothing and apply them again
         if recs:
             pruned.apply_receipts(c, recs)
@@ -219,6 +239,16 @@ def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:
     return at
 
 
+def _taken(db_path: Path) -> MigrationError:
+    """The error of a re-projection another writer took over (it goes on with it)."""
+    return MigrationError(
+        f"another ingestd took over the re-projection of {db_path} (a `migrate`, `ingest` or daemon started "
+        "beside this one): it goes on with it, and this one stopped without writing more; once it is done "
+        f"`ingestd migrate --db {db_path}` has nothing left to do",
+        path=str(db_path),
+    )
+
+
 def _marks(conn: Db) -> dict[str, object]:
     """The re-projection's ``meta`` rows present (``REPROJECTING``, ``REPROJECTED``): key -> value. Read-only."""
     return dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED)))
@@ -241,7 +271,7 @@ def _set_meta(c: Db, key: str, value: str) -> None:
 def _record_current(c: Db) -> None:
     """Record this ingestd's projection revision and drop the re-projection's marker and checkpoint."""
     _set_meta(c, "projection_revision", str(PROJECTION_REVISION))
-    c.execute("DELETE FROM meta WHERE key IN (?, ?)", (REPROJECTING, REPROJECTED))
+    c.execute("DELETE FROM meta WHERE key IN (?, ?, ?)", (REPROJECTING, REPROJECTED, OWNER))
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +357,13 @@ REPROJECTED = "reprojected_through"
 """``meta`` key: a re-projection's checkpoint, committed with each batch it describes and removed
 with the recording of the revision. JSON: ``revision``, ``schema`` (newest migration),
 ``batch_size``, and the ``Folded`` (``session``, ``last_id``, ``rows``)."""
+
+
+OWNER = "reprojection_owner"
+"""``meta`` key: the run of ``_reproject`` that cleared or last resumed the re-projection (random hex),
+set in that transaction and removed with the recording of the revision. Every transaction of a run
+checks it first, so of two writers re-projecting at once only the one that claimed it last writes on;
+the other stops with an error. Never a lock: a run killed leaves it, and the next one claims over it."""
 
 
 def stored_revision(conn: Db) -> str | None:

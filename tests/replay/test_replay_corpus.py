@@ -405,6 +405,48 @@ def test_a_reprojection_interrupted_under_other_rules_starts_over(
     _assert_same(db, want)
 
 
+def test_of_two_writers_reprojecting_at_once_the_one_that_claimed_it_last_writes_on(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
+) -> None:
+    """A second writer starts over (its clearing takes the batches the first committed) and is killed
+    before its own first batch: the first must not go on and record the projections whole."""
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "two")
+    conn = connect(db)
+    seen: list[int] = []
+
+    def second_starts_over(done: int, _todo: int) -> None:
+        seen.append(done)
+        if len(seen) == 2:  # the first batch is committed
+            with pytest.raises(_Stop):
+                _reproject(db, stop_at=0, batch_size=SMALL_BATCH + 1)  # cleared, then killed
+
+    with pytest.raises(MigrationError, match="another ingestd took over"):
+        ensure_current(conn, db, ctx=database_identity(conn), progress=second_starts_over, batch_size=SMALL_BATCH)
+    conn.close()
+    assert seen == calls[:2]
+    assert _reproject(db, batch_size=SMALL_BATCH + 1)[-1] == calls[-1]
+    _assert_same(db, want)
+
+    db = _stale(tmp_path, live, "two-resumed")
+    assert _interrupted(db, 1) is not None
+    conn = connect(db)
+    seen.clear()
+
+    def second_resumes(done: int, _todo: int) -> None:
+        seen.append(done)
+        if len(seen) == 2:  # resumed, and a batch on: another writer resumes from there and goes on a batch
+            with pytest.raises(_Stop):
+                _reproject(db, stop_at=1)
+
+    with pytest.raises(MigrationError, match="another ingestd took over"):
+        ensure_current(conn, db, ctx=database_identity(conn), progress=second_resumes, batch_size=SMALL_BATCH)
+    conn.close()
+    assert seen == calls[1:3]
+    assert _reproject(db)[0] == calls[3]
+    _assert_same(db, want)
+
+
 def test_a_checkpoint_that_does_not_describe_the_log_starts_over(
     tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]]
 ) -> None:

@@ -12,9 +12,9 @@ them for stale whatever revision is recorded, and an older ingestd, seeing a new
 refuses to fold into them). Each batch commits, in its own transaction, how far the re-projection has
 folded (``meta.reprojected_through``), so the next writer of the same build and schema goes on from
 there; any other starts over. Of two writers re-projecting at once, the one that cleared or resumed
-last owns it (``OWNER``, checked in every transaction) and the other stops with an error before its
-next write. A database projected by a newer ingestd (a higher revision) is
-refused, never re-projected with these older rules.
+last owns it (``OWNER``, claimed in the transaction that decides where to start, checked in every
+later one) and the other stops with an error before its next write. A database projected by a
+newer ingestd (a higher revision) is refused, never re-projected with these older rules.
 
 The read side (``stale``, ``StaleProjection``): a database projected under older rules keeps its
 old rows until a writer opens it (``ingest``, ``serve``, ``migrate``) and re-projects it. Until then the reports of
@@ -152,15 +152,17 @@ def _reproject(
             c.execute(f"DELETE FROM {STORED_IN.get(table, table)}")
         c.execute(CLEAR_SEARCH_INDEX)  # the documents' index entries, with the documents
 
-    seen = _marks(conn)
-    resume = resumable(conn, batch_size=batch_size)
+    def start(c: Db) -> Folded | None:
+        # where to start decided in the transaction that claims it: a batch another writer commits
+        # between a read and the claim is never cleared away or folded again
+        at = resumable(c, batch_size=batch_size)
+        if at is None:
+            clear(c)
+        else:
+            _set_meta(c, OWNER, run)
+        return at
 
-    def claim(c: Db) -> None:
-        if _marks(c) != seen:  # another writer folded a batch (or cleared) since they were read
-            raise _taken(db_path)
-        _set_meta(c, OWNER, run)
-
-    write_txn(conn, clear if resume is None else claim)
+    resume = write_txn(conn, start)
 
     def guard(c: Db) -> None:
         # a writer that started or resumed the re-projection after this one owns it now: what this

@@ -10,9 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -445,6 +447,63 @@ def test_of_two_writers_reprojecting_at_once_the_one_that_claimed_it_last_writes
     assert seen == calls[1:3]
     assert _reproject(db)[0] == calls[3]
     _assert_same(db, want)
+
+
+def test_a_writer_that_starts_while_another_folds_takes_it_over_without_failing(
+    tmp_path: Path, live: Path, uninterrupted: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first writer commits a batch just after the second read where to start (a daemon started
+    beside a running ``migrate``): the second still takes the re-projection over, the first stops."""
+    want, calls = uninterrupted
+    db = _stale(tmp_path, live, "beside")
+    go, committed = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    def first() -> None:
+        conn = connect(db)
+        seen: list[int] = []
+
+        def progress(done: int, _todo: int) -> None:
+            seen.append(done)
+            if len(seen) == 2:  # a batch committed: wait for the second to read where it starts
+                go.wait(10)
+            elif len(seen) == 3:
+                committed.set()
+
+        try:
+            ensure_current(conn, db, ctx=database_identity(conn), progress=progress, batch_size=SMALL_BATCH)
+        except BaseException as e:
+            failed.append(e)
+        finally:
+            conn.close()
+
+    real = reproject.resumable
+
+    def read_then_let_the_first_commit(conn: Any, *, batch_size: int) -> Folded | None:
+        at = real(conn, batch_size=batch_size)
+        if threading.current_thread() is threading.main_thread() and not go.is_set():
+            go.set()
+            committed.wait(1.0)  # the first's next batch, unless the second's claim holds it back
+        return at
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    while thread.is_alive() and not _checkpointed(db):
+        time.sleep(0.01)
+    monkeypatch.setattr(reproject, "resumable", read_then_let_the_first_commit)
+    assert _reproject(db)[-1] == calls[-1]
+    thread.join(30)
+    assert len(failed) == 1 and "another ingestd took over" in str(failed[0]), failed
+    _assert_same(db, want)
+
+
+def _checkpointed(db: Path) -> bool:
+    """A re-projection of ``db`` has committed a checkpoint."""
+    conn = connect(db, readonly=True)
+    try:
+        return bool(conn.execute("SELECT 1 FROM meta WHERE key = 'reprojected_through'").fetchall())
+    finally:
+        conn.close()
 
 
 def test_a_checkpoint_that_does_not_describe_the_log_starts_over(

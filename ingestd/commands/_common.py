@@ -426,14 +426,13 @@ def reproject_if_stale(conn: Db, path: Path) -> tuple[int | None, int]:
         MigrationError: the database was projected by a newer ingestd.
     """
     # Imported here: only writers pay for the projector's import.
-    from ingestd.projection.reproject import ensure_current, resumable
+    from ingestd.projection.reproject import ensure_current
     from ingestd.store.identity import database_identity
 
     bar = RebuildBar(sys.stderr)
     try:
-        went_on = resumable(conn)
-        folded = ensure_current(conn, path, ctx=database_identity(conn), progress=bar)
-        return folded, went_on.rows if went_on is not None and folded is not None else 0
+        done = ensure_current(conn, path, ctx=database_identity(conn), progress=bar)
+        return (None, 0) if done is None else (done.log_rows, done.resumed_rows)
     except KeyboardInterrupt:
         click.echo(
             f"ingestd: interrupted while re-projecting: the projections hold only part of the log; "

@@ -34,7 +34,7 @@ from ingestd.http import auth
 from ingestd.http.conns import ConnectionGuard, ConnLimits
 from ingestd.http.parseerrors import json_errors
 from ingestd.logs import get_logger
-from ingestd.projection.reproject import ensure_current, resumable
+from ingestd.projection.reproject import ensure_current
 from ingestd.store.connection import connect
 from ingestd.store.identity import database_identity
 from ingestd.store.migrate import migrate
@@ -55,12 +55,15 @@ def prepare_db(cfg: ServeConfig) -> None:
     try:
         migrate(conn)
         ctx = database_identity(conn)
-        went_on = resumable(conn)
-        folded = ensure_current(conn, cfg.db_path, ctx=ctx, watchdog_window_s=int(cfg.watchdog_window_s))
-        if folded:
+        done = ensure_current(conn, cfg.db_path, ctx=ctx, watchdog_window_s=int(cfg.watchdog_window_s))
+        if done is not None and done.log_rows:
             # resumed_log_rows: of log_rows, those an interrupted re-projection had folded already
-            resumed = went_on.rows if went_on is not None else 0
-            log.info("reprojected", log_rows=folded, resumed_log_rows=resumed, reason="the projector's rules changed")
+            log.info(
+                "reprojected",
+                log_rows=done.log_rows,
+                resumed_log_rows=done.resumed_rows,
+                reason="the projector's rules changed",
+            )
         if effective_window(conn) != max(1, int(cfg.watchdog_window_s)):
             apply_batch(conn, [watchdog_row(time.time_ns(), cfg.watchdog_window_s)], ctx=ctx)
     finally:

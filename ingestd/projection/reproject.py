@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ingestd.core.touch import Ctx
     from ingestd.projection.rebuild import Folded
 
-__all__ = ["PROJECTION_TABLES", "ensure_current", "resumable", "stored_revision"]
+__all__ = ["PROJECTION_TABLES", "Reprojected", "ensure_current", "resumable", "stored_revision"]
 
 # Children before parents (agents reference sessions); the rollup follows token_usage.
 PROJECTION_TABLES = (
@@ -70,6 +70,20 @@ BATCH_ROWS = 5000
 """Log rows folded per transaction of a re-projection: each commits its checkpoint too."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reprojected:
+    """What ``ensure_current`` re-projected.
+
+    Attributes:
+        log_rows: int, log rows the projections now hold folded (0: the log is empty).
+        resumed_rows: int, of those, the rows an interrupted re-projection had folded, which this
+            one went on from (0: it started from the beginning).
+    """
+
+    log_rows: int
+    resumed_rows: int = 0
+
+
 def ensure_current(
     conn: Db,
     db_path: Path,
@@ -78,7 +92,7 @@ def ensure_current(
     watchdog_window_s: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     batch_size: int = BATCH_ROWS,
-) -> int | None:
+) -> Reprojected | None:
     """Re-project the whole log when the projector's rules changed since it was projected.
 
     Args:
@@ -91,8 +105,8 @@ def ensure_current(
         batch_size: int, log rows folded per transaction.
 
     Returns:
-        None when the projections were current; else the number of log rows re-projected (with
-        those an interrupted re-projection it resumed had folded: ``resumable``).
+        None when the projections were current; else what was re-projected, the rows an
+        interrupted re-projection it went on from had folded counted apart (``resumable``).
 
     Raises:
         MigrationError: the database was projected by a newer ingestd (nothing is changed).
@@ -114,7 +128,7 @@ def ensure_current(
         )
     if not conn.execute("SELECT 1 FROM events_raw LIMIT 1").fetchall():
         write_txn(conn, _record_current)
-        return 0
+        return Reprojected(0)
     return _reproject(
         conn, db_path, ctx=ctx, watchdog_window_s=watchdog_window_s, progress=progress, batch_size=batch_size
     )
@@ -128,11 +142,10 @@ def _reproject(
     watchdog_window_s: int | None,
     progress: Callable[[int, int], None] | None,
     batch_size: int,
-) -> int:
+) -> Reprojected:
     """Mark the re-projection and clear every projection table (unless an interrupted one is
     ``resumable``), rebuild them from the log of ``db_path`` (read through a second, read-only
-    connection), then re-apply the prune receipts and record the revision in one transaction;
-    the number of log rows folded."""
+    connection), then re-apply the prune receipts and record the revision in one transaction."""
     # here, not at the top: the readers of ``stale_projection`` must not pay for the projector
     from ingestd.core.watchdog import WATCHDOG_WINDOW_S
     from ingestd.projection.rebuild import rebuild_projections
@@ -205,7 +218,7 @@ def _reproject(
         _record_current(c)
 
     write_txn(conn, finish)
-    return folded
+    return Reprojected(folded, resume.rows if resume is not None else 0)
 
 
 def resumable(conn: Db, *, batch_size: int = BATCH_ROWS) -> Folded | None:

@@ -64,7 +64,9 @@ def test_a_reprojection_reports_its_progress_to_the_end(tmp_path: Path) -> None:
     logged = conn.execute("SELECT count(*) FROM events_raw WHERE session_id IS NOT NULL").fetchall()[0][0]
     conn.execute("UPDATE meta SET value = '0' WHERE key = 'projection_revision'")
     seen: list[tuple[int, int]] = []
-    folded = ensure_current(conn, db, ctx=database_identity(conn), progress=lambda d, t: seen.append((d, t)))
+    done = ensure_current(conn, db, ctx=database_identity(conn), progress=lambda d, t: seen.append((d, t)))
+    assert done is not None and done.resumed_rows == 0
+    folded = done.log_rows
     assert folded and seen[0] == (0, logged) and seen[-1] == (folded, folded)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ingestd.core.keys import stable_id
-from ingestd.core.rows import EdgeRow
+from ingestd.core.rows import EdgeRow, SessionRow
 from ingestd.core.touch import Ctx
 
 FORK = "fork"  # orchestration_edges.source
@@ -158,6 +158,30 @@ UPSERT_FORK = (
     " created_at = excluded.created_at, tool_use_id = excluded.tool_use_id"
 )
 DELETE_FORK = "DELETE FROM orchestration_edges WHERE session_id = ? AND child_agent_id = ? AND source = 'fork'"
+
+
+# What a parent answer reads of a session's own row: its evidence, and the start its edge is dated by.
+FORK_INPUTS = ("root_uuid", "forked_from", "fork_start", "started_at")
+_IN_CHUNK = 500  # ids bound per query, well under SQLite's variable limit
+
+
+def settled(q: Reader, rows: Iterable[SessionRow]) -> set[str]:
+    """The ids of the session ``rows`` about to be upserted (the last row per id counts) whose stored
+    row already holds the same ``FORK_INPUTS``: their upsert moves no fork edge, so they need no
+    ``refresh``. Read before the upsert; a session without a stored row is never settled.
+
+    Sound only for a change that writes nothing else ``parent`` reads (no compaction written or
+    retracted, no agent retracted): the caller checks that."""
+    last = {r.id: (r.root_uuid, r.forked_from, int(r.fork_start or 0), r.started_at) for r in rows}
+    ids = sorted(last)
+    out: set[str] = set()
+    for i in range(0, len(ids), _IN_CHUNK):
+        part = ids[i : i + _IN_CHUNK]
+        sql = f"SELECT id, {', '.join(FORK_INPUTS)} FROM sessions WHERE id IN ({', '.join('?' * len(part))})"
+        for sid, root, forked_from, fork_start, started_at in _rows(q, sql, tuple(part)):
+            if last[sid] == (root, forked_from, int(fork_start or 0), started_at):
+                out.add(str(sid))
+    return out
 
 
 def refresh(conn: Any, sids: Iterable[str], ctx: Ctx) -> None:

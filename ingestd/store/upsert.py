@@ -220,6 +220,11 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
         ctx: the database's identity, stamped on the fork edges (as the fold stamps its own edges).
     """
     retitle: set[str] = set()
+    # sessions whose upsert leaves every fork input as stored; only without a write that moves
+    # another input a parent answer reads (compactions, retracted agents)
+    same: set[str] = set()
+    if ch.sessions and not (ch.compactions or ch.retracted_compactions or ch.retracted_agents):
+        same = forks.settled(conn, ch.sessions)
     if ch.sessions:
         conn.executemany(UPSERT_SESSION, ch.sessions)
         # a session row without a title of its own gets its summary title back (titles.refresh)
@@ -257,7 +262,7 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
         upsert.upsert_token_usage(conn, UPSERT_TOKENS, ch.token_usage)
     if ch.search_docs:
         index_search_docs(conn, ch.search_docs)
-    moved = {r.id for r in ch.sessions} | {r.session_id for r in ch.compactions}
+    moved = {r.id for r in ch.sessions if r.id not in same} | {r.session_id for r in ch.compactions}
     if moved:
         forks.refresh(conn, moved, ctx)
 

@@ -19,9 +19,14 @@ import apsw
 from click.testing import CliRunner
 
 from ingestd.cli import cli
+from ingestd.core import hookkeys
+from ingestd.core.decode import value_marks
 from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
+from ingestd.daemon.hookwriter import make_apply
+from ingestd.http.hooks import hook_row as http_hook_row
 from ingestd.report.forks import fork_children, fork_parent
+from ingestd.store.connection import connect
 from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
 FORK_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "claude-2.1.332" / "fork"
@@ -149,3 +154,62 @@ def test_a_branch_names_its_parent_on_its_copies(tmp_path: Path) -> None:
         "evidence": "forked_from",
         "root_uuid": BOUNDARY,
     }
+
+
+def _deliver(conn: Any, store: Any, body: dict[str, Any], n: int) -> list[str]:
+    """Commit one hook ``body`` the way the daemon does (``make_apply``); the SQL it ran that
+    touches ``orchestration_edges``."""
+    raw = json.dumps(body).encode()
+    event = hookkeys.parse_body(raw, value_marks(raw))
+    assert not isinstance(event, hookkeys.Rejected)
+    received_ns = 1_798_761_600_000_000_000 + n  # 2027, after every record of the files
+    key = hookkeys.idempotency_key(event, header_key=None, received_ns=received_ns, instance="t", counter=n)
+    seen: list[str] = []
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        if "orchestration_edges" in sql:
+            seen.append(sql)
+        return True
+
+    conn.exec_trace = trace
+    try:
+        store(conn, [http_hook_row(event, raw, key, received_ns)])
+    finally:
+        conn.exec_trace = None
+    return seen
+
+
+def test_the_daemon_moves_a_fork_edge_only_when_its_evidence_moves(tmp_path: Path) -> None:
+    """Hook deliveries that leave every session's fork evidence and start as stored recompute no
+    fork edge; one that moves the evidence (a SessionStart ``fork`` on either file) does, and the
+    edges are then what a fresh ingest of the same log gives."""
+    copy_id = "c0ffee00-0000-4000-8000-000000000001"
+    root = tmp_path / "projects" / "-home-user-proj"
+    root.mkdir(parents=True)
+    text = (FORK_DIR / "-home-user-proj" / f"{FORK}.jsonl").read_text()
+    (root / f"{FORK}.jsonl").write_text(text)
+    (root / f"{copy_id}.jsonl").write_text(text.replace(FORK, copy_id))
+    start = next(
+        json.loads(line)["body"]
+        for line in (FORK_DIR / "SessionStart.jsonl").read_text().splitlines()
+        if json.loads(line)["body"]["source"] == "fork"
+    )
+    db = tmp_path / "d.db"
+    _run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects"))
+    conn = connect(db)
+    store = make_apply()
+    tool = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    try:
+        assert _deliver(conn, store, {**tool, "session_id": copy_id, "tool_use_id": "toolu_1"}, 1) == []
+        assert _edges(db) == []
+        assert _deliver(conn, store, {**start, "session_id": copy_id}, 2) != []
+        assert [e[1:5] for e in _edges(db)] == [(copy_id, FORK, copy_id, "fork")]
+        assert _deliver(conn, store, {**tool, "session_id": copy_id, "tool_use_id": "toolu_2"}, 3) == []
+        assert _deliver(conn, store, {**tool, "session_id": FORK, "tool_use_id": "toolu_3"}, 4) == []
+        assert [e[1:5] for e in _edges(db)] == [(copy_id, FORK, copy_id, "fork")]
+        # the other file says it is the copy too: neither is the parent, the edge goes
+        assert _deliver(conn, store, {**start, "session_id": FORK}, 5) != []
+        assert _edges(db) == []
+    finally:
+        conn.close()
+    _run("replay", "--db", str(db))

@@ -133,6 +133,9 @@ class ThreadWriter:
         max_pending: int, queued items beyond which ``submit`` refuses (503).
         health: told when a grouped transaction starts, commits or fails (part ``"writer"``),
             so ``/api/health`` can say the database refuses writes or a commit is stuck.
+        between: run on the thread with the connection after each group's answers are posted,
+            outside any transaction (the daemon's: ``WalCheckpointer.restart_missed``); a
+            ``StorageError`` it raises is ignored.
     """
 
     def __init__(
@@ -143,8 +146,10 @@ class ThreadWriter:
         max_group_rows: int = 4000,
         max_pending: int = 20000,
         health: Health | None = None,
+        between: Callable[[Db], object] | None = None,
     ) -> None:
         self._open_conn = open_conn
+        self._between = between
         self._apply = apply
         self._max_group_rows = max_group_rows
         self._max_pending = max_pending
@@ -300,6 +305,9 @@ class ThreadWriter:
                     done.append((it.fut, None, e))
         if done:
             self._post(done)
+        if self._between is not None and batches:  # answers are posted first: nobody waits on this
+            with contextlib.suppress(StorageError):
+                self._between(conn)
 
     def _commit_group(
         self, conn: Db, batches: list[_Rows]

@@ -139,6 +139,7 @@ def _make_writer(
         lambda: checkpointer.attach(_open_write_conn(cfg.db_path, guard, health)),
         apply if apply is not None else hookwriter.make_apply(),
         health=health,
+        between=checkpointer.restart_missed,
     )
 
 

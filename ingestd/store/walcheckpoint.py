@@ -11,6 +11,14 @@ from SQLite's WAL hook, when the WAL has grown past ``wal_pages``. The thread ru
 copied everything the next write transaction starts the WAL over from the beginning.
 A failing checkpoint loses nothing (the WAL holds every committed row); it is logged and
 tried again at the next signal.
+
+SQLite starts the WAL over only in a write transaction begun after every frame was copied. A
+writer that begins its next transaction as soon as one commits (a hook writer under steady load)
+always begins before the thread's checkpoint of that commit ends, so the WAL never starts over:
+the file grows with every commit for as long as the load lasts, and the thread checkpoints after
+each one. ``restart_missed``, run by the writer on its own connection
+between transactions, copies the last frames itself once the WAL is ``RESTART_FACTOR`` times the
+threshold, so the writer's next transaction starts it over.
 """
 
 from __future__ import annotations
@@ -30,6 +38,17 @@ from ingestd.store.connection import Db, storage_errors
 log = get_logger("ingestd.walcheckpoint")
 
 WAL_PAGES = 1000  # SQLite's own autocheckpoint threshold
+# A WAL this many times the threshold has missed its restart (the thread checkpoints at the
+# threshold): the writer copies the frames left itself (``restart_missed``).
+RESTART_FACTOR = 2
+
+
+class WalSize:
+    """A connection's WAL size in pages after its last commit, as its WAL hook reported it
+    (``Db.state``; 0 before its first commit)."""
+
+    def __init__(self) -> None:
+        self.pages = 0
 
 
 class WalCheckpointer:
@@ -52,14 +71,41 @@ class WalCheckpointer:
     def attach(self, conn: Db) -> Db:
         """Turn ``conn``'s automatic checkpoints off and signal this thread instead; returns ``conn``."""
         conn.wal_autocheckpoint(0)
+        size = conn.state(WalSize)
 
         def hook(_conn: apsw.Connection, _db: str, pages: int) -> int:
+            size.pages = pages
             if pages >= self._wal_pages:
                 self._due.set()
             return apsw.SQLITE_OK
 
         conn.set_wal_hook(hook)
         return conn
+
+    def restart_missed(self, conn: Db) -> bool:
+        """On ``conn``'s own thread, between its transactions (an attached connection): when its WAL
+        has reached ``RESTART_FACTOR`` times the threshold, run a ``PASSIVE`` checkpoint on ``conn``
+        (the thread has copied all but the last commits' frames), so ``conn``'s next write
+        transaction starts the WAL over (unless a reader still reads from it). Never blocks: a
+        checkpoint running on the thread (busy) or a failure leaves it to the next call.
+
+        Returns:
+            bool, whether a checkpoint ran to its end.
+        """
+        size = conn.state(WalSize)
+        if size.pages < self._wal_pages * RESTART_FACTOR:
+            return False
+        try:
+            with storage_errors():
+                wal, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except StorageError as e:  # BusyError: the thread's checkpoint is running
+            if not isinstance(e, BusyError):
+                log.error("checkpoint_failed", error=str(e))
+            return False
+        size.pages = 0  # the next commit reports it again
+        if logs.enabled("debug"):
+            log.debug("restart_checkpoint", wal_pages=wal, copied=copied)
+        return True
 
     def start(self) -> None:
         """Start the thread."""

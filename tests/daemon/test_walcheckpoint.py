@@ -1,18 +1,28 @@
-"""WAL checkpoints off the commit path: the write connection never checkpoints itself."""
+"""WAL checkpoints off the commit path: the write connection never checkpoints inside a commit, and
+the WAL still starts over under a writer that never pauses."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import apsw
+import orjson
+import pytest
 
 from ingestd.core.records import NewLogRow
+from ingestd.daemon import hookwriter, root
+from ingestd.daemon.config import ServeConfig
+from ingestd.daemon.hookwriter import ThreadWriter
+from ingestd.daemon.root import assemble
 from ingestd.store.connection import Db, connect
 from ingestd.store.migrate import migrate
-from ingestd.store.walcheckpoint import WalCheckpointer
+from ingestd.store.walcheckpoint import RESTART_FACTOR, WalCheckpointer, WalSize
 from ingestd.store.writer import apply_batch
+from tests.hookclient import JSON_HEADERS
 from tests.support import wait_for
 
 
@@ -63,3 +73,81 @@ def migrate_conn(db: Path) -> apsw.Connection:
     conn = connect(db)
     migrate(conn)
     return conn
+
+
+def test_a_writer_that_never_pauses_still_starts_the_wal_over(tmp_path: Path) -> None:
+    """Back-to-back transactions and no checkpoint of the thread's ending between two of them (here
+    the thread never runs): ``restart_missed`` between transactions copies the WAL once it reaches
+    ``RESTART_FACTOR`` times the threshold, and the next transaction starts it over. Without it
+    the WAL only grows."""
+    db = tmp_path / "c.db"
+    cp = WalCheckpointer(lambda: connect(db), wal_pages=50)
+    for restart in (False, True):
+        conn = cp.attach(migrate_conn(db))
+        size = conn.state(WalSize)
+        peak = total = 0
+        try:
+            for i in range(60):
+                before = size.pages
+                apply_batch(conn, _rows(i * 10 + (10**5 if restart else 0), 10))
+                total += size.pages - before if size.pages > before else size.pages
+                peak = max(peak, size.pages)
+                if restart:
+                    cp.restart_missed(conn)
+        finally:
+            conn.close()  # closing checkpoints the whole WAL and deletes it: the next round starts empty
+        assert total > 20 * 50  # both rounds wrote twenty thresholds' worth of pages
+        if restart:
+            assert peak < (RESTART_FACTOR + 1) * 50
+        else:
+            assert peak == total  # never started over
+
+
+async def test_the_daemon_writer_runs_its_between_step_after_each_group(tmp_path: Path) -> None:
+    """``ThreadWriter(between=...)`` calls it on the writer's connection after each committed group,
+    outside the transaction (so ``restart_missed`` can checkpoint there)."""
+    db = tmp_path / "w.db"
+    seen: list[bool] = []
+    w = ThreadWriter(lambda: migrate_conn(db), hookwriter.store_rows, between=lambda c: seen.append(c.in_transaction))
+    w.start(asyncio.get_running_loop())
+    try:
+        for i in range(3):
+            await w.submit(_rows(i, 1))
+    finally:
+        w.stop()
+    assert seen == [False, False, False]
+
+
+async def test_the_daemon_starts_its_wal_over_under_steady_hooks(
+    tmp_path: Path, aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks from eight clients, group after group: with a checkpoint thread that never gets in
+    between two transactions (here it never runs), the writer's own step still keeps the WAL
+    within a few thresholds."""
+
+    class Idle(WalCheckpointer):
+        def __init__(self, open_conn: Any) -> None:
+            super().__init__(open_conn, wal_pages=20)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(root, "WalCheckpointer", Idle)
+    cfg = ServeConfig(db_path=tmp_path / "c.db", tail=False, schedule=False, watchdog_interval_s=3600)
+    client = await aiohttp_client(assemble(cfg), headers=JSON_HEADERS)
+
+    async def post(i: int) -> None:
+        body = {"hook_event_name": "PreToolUse", "session_id": f"s{i % 8}", "tool_name": "Bash"}
+        resp = await client.post("/hooks", data=orjson.dumps({**body, "tool_use_id": f"toolu_{i}"}))
+        assert resp.status == 200
+
+    for r in range(40):
+        await asyncio.gather(*(post(r * 8 + j) for j in range(8)))
+    conn = connect(cfg.db_path)  # a checkpoint needs a connection that can write
+    try:
+        [(_busy, frames, _copied)] = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    finally:
+        conn.close()
+    # it started over at RESTART_FACTOR thresholds at most a group ago; without the step, every
+    # frame of the 320 deliveries would still be there
+    assert frames < (RESTART_FACTOR + 2) * 20

@@ -39,7 +39,7 @@ from ingestd.logs import get_logger
 from ingestd.report.budget import BudgetCheck, caps_from
 from ingestd.report.window import resolve_zone
 from ingestd.store import stall
-from ingestd.store.connection import Db, connect
+from ingestd.store.connection import Db, connect, poll_when_busy
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import WalCheckpointer
 
@@ -53,10 +53,13 @@ CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
 
 
 def _open_write_conn(db_path: Path, guard: FileGuard | None, health: Health, part: str | None = None) -> Db:
-    """A write connection, migrated; with ``guard``, every commit refused once the path no longer
-    names the daemon's file (``fileguard.guard_commits``), and ``part``'s progress told to ``health``."""
+    """A write connection, migrated, polling a held lock every millisecond (``poll_when_busy``: the
+    hook writer and the tailer take turns); with ``guard``, every commit refused once the path no
+    longer names the daemon's file (``fileguard.guard_commits``), and ``part``'s progress told to
+    ``health``."""
     conn = connect(db_path)
     migrate(conn)
+    poll_when_busy(conn)
     if guard is not None:
         return fileguard.guard_commits(conn, guard, health, part)
     return checks.report_commits(conn, health, part) if part is not None else conn

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -304,6 +305,36 @@ def _open_immutable(path: Path) -> Db:
         apply_policy(conn, readonly=True)
     except apsw.Error as e:
         raise translate(e) from e
+    return conn
+
+
+# How often a write connection that shares its process with another writer tries a held lock again.
+BUSY_POLL_S = 0.001
+
+
+def poll_when_busy(conn: Db, timeout_ms: int = BUSY_TIMEOUT_MS, poll_s: float = BUSY_POLL_S) -> Db:
+    """Make ``conn`` wait for a lock another connection holds by trying again every ``poll_s``
+    seconds until ``timeout_ms`` (then ``BusyError``, as with ``busy_timeout``); returns ``conn``.
+
+    For the daemon's two writers (hooks, tailer), which take turns all the time: SQLite's own
+    busy handler sleeps 1, 2, 5, 10, ... 100 ms between tries, so a hook group waiting on a
+    tailer transaction began up to 100 ms after the lock was free. ``PRAGMA busy_timeout`` then
+    reads 0 (SQLite forgets it for a handler of the caller's).
+    """
+    monotonic, sleep = time.monotonic, time.sleep
+    deadline = 0.0
+
+    def busy(tries: int) -> bool:
+        nonlocal deadline
+        now = monotonic()
+        if tries == 0:
+            deadline = now + timeout_ms / 1000
+        elif now >= deadline:
+            return False
+        sleep(poll_s)
+        return True
+
+    conn.set_busy_handler(busy)
     return conn
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ from ingestd.daemon import hookwriter, root
 from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.hookwriter import ThreadWriter
 from ingestd.daemon.root import assemble
-from ingestd.store.connection import Db, connect
+from ingestd.http.health import Health
+from ingestd.store.connection import Db, connect, poll_when_busy
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import RESTART_FACTOR, WalCheckpointer, WalSize
 from ingestd.store.writer import apply_batch
@@ -151,3 +154,42 @@ async def test_the_daemon_starts_its_wal_over_under_steady_hooks(
     # it started over at RESTART_FACTOR thresholds at most a group ago; without the step, every
     # frame of the 320 deliveries would still be there
     assert frames < (RESTART_FACTOR + 2) * 20
+
+
+def test_a_daemon_writer_takes_a_freed_lock_within_milliseconds(tmp_path: Path) -> None:
+    """The daemon's write connections try a held lock again every millisecond: one waiting on a
+    250 ms transaction of another writer begins just after it commits (SQLite's own busy handler,
+    sleeping 25-100 ms between its later tries, began some 75 ms after), and one waiting past the
+    timeout gets ``BusyError``."""
+    db = tmp_path / "w.db"
+    holder = migrate_conn(db)
+    waiter = root._open_write_conn(db, None, Health())
+    released: list[float] = []
+
+    def hold() -> None:
+        holder.execute("BEGIN IMMEDIATE")
+        started.set()
+        time.sleep(0.25)
+        holder.execute("COMMIT")
+        released.append(time.monotonic())
+
+    started = threading.Event()
+    t = threading.Thread(target=hold)
+    t.start()
+    started.wait(5)
+    waiter.execute("BEGIN IMMEDIATE")
+    began = time.monotonic()
+    waiter.execute("COMMIT")
+    t.join()
+    assert 0 <= began - released[0] < 0.04
+    poll_when_busy(waiter, timeout_ms=50)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(apsw.BusyError):
+            waiter.execute("BEGIN IMMEDIATE")
+        assert 0.05 <= time.monotonic() - t0 < 1.0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        waiter.close()

@@ -56,7 +56,9 @@ from ingestd.store.writer import Backoff, FoldCache
 
 log = get_logger("ingestd.tailer")
 
-INGEST_BATCH_ROWS = 2000
+# Log rows per tailer transaction: a hook group that finds the lock taken waits for the whole
+# transaction (the fold of its rows is inside it), so this bounds a hook's wait during a catch-up.
+INGEST_BATCH_ROWS = 250
 # The daemon never gives up on a transient refusal: it waits (stalled, visibly) until it clears.
 TAILER_MAX_WAIT_S = 10.0
 

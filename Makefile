@@ -58,11 +58,13 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.sidebyside --corpus c100 --corpus c1000 --rounds 3 $(SIDE_SRC)
 	$(BIN)/python -m bench.framing
 	$(BIN)/python -m bench.statusline
+	$(BIN)/python -m bench.prio --src this=. --corpus bench/cache/c1000 --rounds 1 --max-s 900 --section BENCHMARKS.md
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench.run --quick
 	$(BIN)/python -m bench.sidebyside --corpus c20 --rounds 3 $(SIDE_SRC)
 	$(BIN)/python -m bench.statusline --runs 50
+	$(BIN)/python -m bench.prio --src this=. --corpus bench/cache/c20 --rounds 1 --section BENCHMARKS.md
 
 bench-team: $(STAMP)
 	$(BIN)/python -m bench.team

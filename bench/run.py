@@ -25,6 +25,7 @@ from bench.hookload import LoadResult, run_load
 from bench.hookwrk import WrkResult, ensure_wrk, run_wrk
 from bench.ingestbench import db_path, fresh_db, ingest_argv, measure_ingest
 from bench.live import measure_live
+from bench.prio import section_of as prio_section
 from bench.proc import REPO, compile_package
 from bench.profile import profile_command, start_pid_profile
 from bench.queries import largest_session, measure_cost, measure_replay, measure_startup, measure_tree
@@ -151,8 +152,9 @@ def _hooks(res: Results, plan: Plan, profile: bool) -> None:
 
 def kept_sections(old: str) -> str:
     """The sections of the previous BENCHMARKS.md text ``old`` that other commands measure, each
-    once: side by side, framing, status line, the hand-written database size, then team mode."""
-    kept = sidebyside_section(old) + framing_section(old) + statusline_section(old)
+    once: side by side, framing, status line, hooks during a catch-up, the hand-written database
+    size, then team mode."""
+    kept = sidebyside_section(old) + framing_section(old) + statusline_section(old) + prio_section(old)
     if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
         kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
     if "<!-- team:begin -->" in old:  # the team section alone: what follows it is kept above, once

@@ -8,12 +8,12 @@ from ingestd.core.billing import geo_of, unknown_fields
 from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import LEGACY_PREFIX, MsgEv, SessionState, split_writes
 from ingestd.core.touch import Touched
+from ingestd.core.uncounted import USAGE_NOT_COUNTED
 from ingestd.core.validate import (
     INFER,
     MAX_TOKENS,
     TIMESTAMP,
     TOKENS,
-    USAGE_NOT_COUNTED,
     name_refused,
     shorten,
     usage_problems,

@@ -48,6 +48,7 @@ from ingestd.core.rows import QuarantineRow
 from ingestd.core.state import SessionState
 from ingestd.core.timefmt import canonical, format_utc, parse
 from ingestd.core.touch import Touched
+from ingestd.core.uncounted import USAGE_NOT_COUNTED
 
 # The largest token count believed: no real message comes near it (contexts are ~1e6), and
 # millions of them still sum inside SQLite's 64-bit INTEGER (rollup, cost).
@@ -67,7 +68,6 @@ NO_TIMESTAMP = "no timestamp"
 INFERRED_DETAIL = f"{NO_TIMESTAMP}: usage counted, occurred_at inferred from the records beside it"
 UNDATED = "nor any record of its file: undated"
 UNDATED_DETAIL = f"{NO_TIMESTAMP}, {UNDATED}"
-USAGE_NOT_COUNTED = ", its usage not counted until a dated record joins it"
 UNDATED_USAGE = UNDATED_DETAIL + USAGE_NOT_COUNTED
 
 # The event_type of the log row (source ``ingestd``) the shell writes when it isolates a row.

@@ -16,7 +16,7 @@ from typing import Any
 
 from ingestd.core.billing import Rate, price
 from ingestd.core.speeds import multipliers
-from ingestd.core.validate import USAGE_NOT_COUNTED
+from ingestd.core.uncounted import USAGE_NOT_COUNTED
 from ingestd.store.connection import Db, Reader
 from ingestd.store.pricing import BUCKETS, rate_decimal
 from ingestd.store.rollup import TIER_BITS
@@ -85,7 +85,7 @@ def uncounted_usage(
     host: str | None = None,
 ) -> tuple[int, list[str]]:
     """Records whose usage no bucket counts (quarantine reason ``tokens``, and ``timestamp`` for an
-    undated record's: its detail ends ``validate.USAGE_NOT_COUNTED``), in scope: of ``session``,
+    undated record's: its detail ends ``uncounted.USAGE_NOT_COUNTED``), in scope: of ``session``,
     of a session active in ``[since, until)`` (canonical UTC; a record of no known session is
     always in scope: nothing dates it), of ``host`` in the central store. Returns the count and the
     first ``UNCOUNTED_LISTED`` distinct reasons. Read-only.

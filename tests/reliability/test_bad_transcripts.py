@@ -22,7 +22,8 @@ import orjson
 import pytest
 
 from ingestd.core.framing import split_lines
-from ingestd.core.validate import MAX_TOKENS, UNDATED, USAGE_NOT_COUNTED
+from ingestd.core.uncounted import USAGE_NOT_COUNTED
+from ingestd.core.validate import MAX_TOKENS, UNDATED
 from ingestd.ingest.backfill import ingest_roots
 from ingestd.ingest.summary import Summary
 from ingestd.store.connection import connect

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from ingestd.core.framing import Framer
 from ingestd.core.keys import short_hash
 from ingestd.core.records import line_row
-from ingestd.core.validate import INFERRED_DETAIL, UNDATED_USAGE, USAGE_NOT_COUNTED
+from ingestd.core.uncounted import USAGE_NOT_COUNTED
+from ingestd.core.validate import INFERRED_DETAIL, UNDATED_USAGE
 from ingestd.report.cost import cost_report
 from ingestd.report.window import Window, resolve_zone
 from tests.stores.corpus_records import OPUS_46_COST, opus_46_record

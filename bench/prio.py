@@ -224,7 +224,8 @@ def main() -> None:
         a.out.write_text(text)
     if a.section:
         command = "python -m bench.prio " + " ".join(sys.argv[1:])
-        section = render_section(runs, a.corpus, a.hogs, a.interval_ms, command, f"{load} -> {os.getloadavg()}")
+        loads = " -> ".join(" / ".join(f"{x:.2f}" for x in la) for la in (load, os.getloadavg()))
+        section = render_section(runs, a.corpus, a.hogs, a.interval_ms, command, loads)
         write_marked(a.section, section, BEGIN, END)
 
 

@@ -153,10 +153,12 @@ def _hooks(res: Results, plan: Plan, profile: bool) -> None:
 def kept_sections(old: str) -> str:
     """The sections of the previous BENCHMARKS.md text ``old`` that other commands measure, each
     once: side by side, framing, status line, hooks during a catch-up, the hand-written database
-    size, then team mode."""
+    size and what is left, then team mode."""
     kept = sidebyside_section(old) + framing_section(old) + statusline_section(old) + prio_section(old)
-    if "<!-- size:begin -->" in old and "<!-- size:end -->" in old:  # the hand-written database-size figures
-        kept += old[old.index("<!-- size:begin -->") : old.index("<!-- size:end -->") + len("<!-- size:end -->")] + "\n"
+    for name in ("size", "left"):  # hand-written: the database-size figures, what is left and the next steps
+        begin, close = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        if begin in old and close in old:
+            kept += old[old.index(begin) : old.index(close) + len(close)] + "\n"
     if "<!-- team:begin -->" in old:  # the team section alone: what follows it is kept above, once
         end = old.find("<!-- team:end -->")
         team = old[old.index("<!-- team:begin -->") : end + len("<!-- team:end -->") if end >= 0 else len(old)]

@@ -14,7 +14,14 @@ def test_every_kept_section_appears_once_after_runs_again() -> None:
     once = kept_sections(text)
     again = kept_sections("# Benchmarks\n\n## Figures\n\n" + once)
     assert again == once
-    markers = ("<!-- sidebyside:begin -->", "<!-- statusline: written", "<!-- size:begin -->", "<!-- team:begin -->")
+    markers = (
+        "<!-- sidebyside:begin -->",
+        "<!-- statusline: written",
+        "<!-- prio: written",
+        "<!-- size:begin -->",
+        "<!-- left:begin -->",
+        "<!-- team:begin -->",
+    )
     for marker in markers:
         assert once.count(marker) == 1, marker
 

@@ -33,6 +33,7 @@ __all__ = [
     "storable",
     "timefmt",
     "touch",
+    "uncounted",
     "validate",
     "watchdog",
 ]

@@ -312,12 +312,16 @@ def _read_lines(
                 progress(len(chunk))
             lines = framer.feed(chunk)
             b.summary.lines += len(lines)
-            for ln in lines:
+            last = len(lines) - 1
+            for i, ln in enumerate(lines):
                 b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
-            if len(b.rows) >= b.batch_rows:
-                # mid-file: size -1 so the fingerprint cannot match until the file is read to its end
-                b.cps.append(_cp(root, f, sid, gen, framer.offset, now, size=-1))
-                b.flush()
+                if len(b.rows) >= b.batch_rows:
+                    # a transaction of at most batch_rows rows, however many lines a chunk holds;
+                    # mid-file: size -1 so the fingerprint cannot match until the file is read to
+                    # its end; the offset is where the next line starts
+                    resume = framer.offset if i == last else lines[i + 1].offset
+                    b.cps.append(_cp(root, f, sid, gen, resume, now, size=-1))
+                    b.flush()
 
 
 def _row(b: Batcher, ln: Line | Oversized, origin: str, oh: str, gen: int, now: str, sid: str | None) -> NewLogRow:

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ingestd.core.touch import Ctx
-from ingestd.ingest import backfill, scan
+from ingestd.ingest import backfill, readfile, scan
 from ingestd.ingest.backfill import YOUNG_COLLECT_OBJECTS, ingest_roots
 from ingestd.ingest.scan import discover
 from ingestd.projection.rebuild import rebuild_projections
@@ -178,3 +178,60 @@ def test_watchdog_uses_log_time(tmp_path: Path) -> None:
     ingest_roots(conn, [root], now="2026-02-12T10:05:00.000Z")
     assert conn.execute("SELECT status FROM agents WHERE id = ?", (S1,)).fetchall()[0][0] == "waiting"
     assert conn.execute("SELECT status FROM agents WHERE id = 'c4444444'").fetchall()[0][0] == "unknown"
+
+
+def test_a_transaction_holds_at_most_batch_rows_however_many_lines_a_chunk_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read in one chunk commits in transactions of ``batch_rows`` rows each (a waiting hook
+    sits behind one transaction), each checkpointed where its next line starts; a run stopped after
+    the first resumes there, and the database ends as one run over the whole file leaves it."""
+    root = tmp_path / "projects" / "-home-u-proj"
+    root.mkdir(parents=True)
+    lines = [
+        orjson.dumps(
+            {
+                "type": "user",
+                "uuid": f"u{i}",
+                "parentUuid": f"u{i - 1}" if i else None,
+                "sessionId": S1,
+                "timestamp": f"2026-02-01T00:00:{i:02d}.000Z",
+                "message": {"role": "user", "content": f"line {i}"},
+            }
+        )
+        for i in range(50)
+    ]
+    (root / f"{S1}.jsonl").write_bytes(b"".join(ln + b"\n" for ln in lines))
+    sizes: list[int] = []
+    real = readfile.apply_isolating
+
+    def counting(conn: Any, rows: Any, **kw: Any) -> Any:
+        sizes.append(len(rows))
+        return real(conn, rows, **kw)
+
+    monkeypatch.setattr(readfile, "apply_isolating", counting)
+    whole = new_db(tmp_path / "whole.db")
+    ingest_roots(whole, [tmp_path / "projects"], now=NOW, batch_rows=7)
+    assert sizes == [7] * 7 + [1] and max(sizes) <= 7
+    [(offset,)] = whole.execute("SELECT committed_offset FROM ingest_checkpoints WHERE size >= 0").fetchall()
+    assert offset == sum(len(ln) + 1 for ln in lines)
+
+    # stopped after its first transaction: the checkpoint is where line 7 starts
+    stopped = new_db(tmp_path / "stopped.db")
+    calls: list[int] = []
+
+    def once(conn: Any, rows: Any, **kw: Any) -> Any:
+        calls.append(len(rows))
+        out = real(conn, rows, **kw)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return out
+
+    monkeypatch.setattr(readfile, "apply_isolating", once)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_roots(stopped, [tmp_path / "projects"], now=NOW, batch_rows=7)
+    [(mid, size)] = stopped.execute("SELECT committed_offset, size FROM ingest_checkpoints").fetchall()
+    assert (mid, size) == (sum(len(ln) + 1 for ln in lines[:7]), -1)
+    monkeypatch.setattr(readfile, "apply_isolating", real)
+    ingest_roots(stopped, [tmp_path / "projects"], now=NOW, batch_rows=7)
+    assert dump(stopped) == dump(whole)

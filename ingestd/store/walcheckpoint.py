@@ -49,6 +49,7 @@ class WalSize:
 
     def __init__(self) -> None:
         self.pages = 0
+        self.failing = False  # the last ``restart_missed`` checkpoint failed (logged once until one succeeds)
 
 
 class WalCheckpointer:
@@ -99,10 +100,11 @@ class WalCheckpointer:
             with storage_errors():
                 wal, copied = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except StorageError as e:  # BusyError: the thread's checkpoint is running
-            if not isinstance(e, BusyError):
+            if not isinstance(e, BusyError) and not size.failing:  # a full disk: said once, not per group
                 log.error("checkpoint_failed", error=str(e))
+                size.failing = True
             return False
-        size.pages = 0  # the next commit reports it again
+        size.pages, size.failing = 0, False  # the next commit reports the size again
         if logs.enabled("debug"):
             log.debug("restart_checkpoint", wal_pages=wal, copied=copied)
         return True

@@ -21,6 +21,7 @@ from ingestd.daemon.config import ServeConfig
 from ingestd.daemon.hookwriter import ThreadWriter
 from ingestd.daemon.root import assemble
 from ingestd.http.health import Health
+from ingestd.store import walcheckpoint
 from ingestd.store.connection import Db, connect, poll_when_busy
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import RESTART_FACTOR, WalCheckpointer, WalSize
@@ -193,3 +194,30 @@ def test_a_daemon_writer_takes_a_freed_lock_within_milliseconds(tmp_path: Path) 
         holder.execute("ROLLBACK")
         holder.close()
         waiter.close()
+
+
+def test_a_failing_restart_checkpoint_is_logged_once_until_one_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint that fails for a reason other than busy (a full disk) is logged once, not after
+    every group, and logged again only after one has succeeded."""
+    db = tmp_path / "c.db"
+    cp = WalCheckpointer(lambda: connect(db), wal_pages=50)
+    conn = cp.attach(migrate_conn(db))
+    errors: list[str] = []
+    monkeypatch.setattr(walcheckpoint.log, "error", lambda event, **kw: errors.append(event))
+    try:
+        conn.state(WalSize).pages = 10**6
+        real = conn.wal_checkpoint
+        monkeypatch.setattr(conn, "wal_checkpoint", lambda **kw: (_ for _ in ()).throw(apsw.FullError("full")))
+        assert [cp.restart_missed(conn) for _ in range(3)] == [False, False, False]
+        assert errors == ["checkpoint_failed"]
+        monkeypatch.setattr(conn, "wal_checkpoint", real)
+        assert cp.restart_missed(conn) is True
+        conn.state(WalSize).pages = 10**6
+        monkeypatch.setattr(conn, "wal_checkpoint", lambda **kw: (_ for _ in ()).throw(apsw.FullError("full")))
+        assert cp.restart_missed(conn) is False
+        assert errors == ["checkpoint_failed", "checkpoint_failed"]
+    finally:
+        monkeypatch.undo()
+        conn.close()

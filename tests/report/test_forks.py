@@ -25,8 +25,10 @@ from ingestd.core.projector import fold_log
 from ingestd.core.touch import Ctx
 from ingestd.daemon.hookwriter import make_apply
 from ingestd.http.hooks import hook_row as http_hook_row
+from ingestd.projection.rebuild import rebuild_projections
 from ingestd.report.forks import fork_children, fork_parent
 from ingestd.store.connection import connect
+from ingestd.store.migrate import migrate
 from tests.core.projector_support import Model, by_session, hook_row, tree_rows
 
 FORK_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "claude-2.1.332" / "fork"
@@ -99,9 +101,10 @@ def test_a_fork_after_a_compaction_names_its_parent_in_either_order(tmp_path: Pa
     assert edges[0] == edges[1]
 
 
-def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tmp_path: Path) -> None:
-    """Both files start at the same root when nothing was compacted: the SessionStart ``fork``
-    body marks the copy; without it no parent is invented."""
+def _uncompacted_pair(tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """The fork's file and a copy of it under another session id in ``tmp_path/projects`` (the two
+    start at the same root, nothing compacted); returns the copy's id and the real SessionStart
+    ``fork`` body."""
     copy_id = "c0ffee00-0000-4000-8000-000000000001"
     root = tmp_path / "projects" / "-home-user-proj"
     root.mkdir(parents=True)
@@ -113,6 +116,13 @@ def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tm
         for line in (FORK_DIR / "SessionStart.jsonl").read_text().splitlines()
         if json.loads(line)["body"]["source"] == "fork"
     )
+    return copy_id, dict(start)
+
+
+def test_without_compaction_only_the_fork_hook_tells_the_copy_from_its_parent(tmp_path: Path) -> None:
+    """Both files start at the same root when nothing was compacted: the SessionStart ``fork``
+    body marks the copy; without it no parent is invented."""
+    copy_id, start = _uncompacted_pair(tmp_path)
     hook = hook_row(copy_id, 10**6, "SessionStart", "2026-12-02T18:00:00.000Z", **{**start, "session_id": copy_id})
     lines = [dataclasses.replace(r, received_at="2026-12-03T00:00:00.000Z") for r in tree_rows(tmp_path / "projects")]
     for with_hook in (False, True):
@@ -179,21 +189,23 @@ def _deliver(conn: Any, store: Any, body: dict[str, Any], n: int) -> list[str]:
     return seen
 
 
+def _rebuilt_edges(conn: Any, tmp_path: Path) -> list[tuple[Any, ...]]:
+    """The fork edges a rebuild of ``conn``'s whole log makes (sessions in reversed order)."""
+    path = tmp_path / f"rebuilt-{len(list(tmp_path.glob('rebuilt-*.db')))}.db"
+    dst = connect(path)
+    try:
+        migrate(dst)
+        rebuild_projections(conn, dst, batch_size=3, origin_order="reverse")
+    finally:
+        dst.close()
+    return [e[1:5] for e in _edges(path)]
+
+
 def test_the_daemon_moves_a_fork_edge_only_when_its_evidence_moves(tmp_path: Path) -> None:
     """Hook deliveries that leave every session's fork evidence and start as stored recompute no
-    fork edge; one that moves the evidence (a SessionStart ``fork`` on either file) does, and the
-    edges are then what a fresh ingest of the same log gives."""
-    copy_id = "c0ffee00-0000-4000-8000-000000000001"
-    root = tmp_path / "projects" / "-home-user-proj"
-    root.mkdir(parents=True)
-    text = (FORK_DIR / "-home-user-proj" / f"{FORK}.jsonl").read_text()
-    (root / f"{FORK}.jsonl").write_text(text)
-    (root / f"{copy_id}.jsonl").write_text(text.replace(FORK, copy_id))
-    start = next(
-        json.loads(line)["body"]
-        for line in (FORK_DIR / "SessionStart.jsonl").read_text().splitlines()
-        if json.loads(line)["body"]["source"] == "fork"
-    )
+    fork edge; one that moves the evidence (a SessionStart on either file) does, and a rebuild of the
+    whole log gives the same edges."""
+    copy_id, start = _uncompacted_pair(tmp_path)
     db = tmp_path / "d.db"
     _run("ingest", "--db", str(db), "--projects", str(tmp_path / "projects"))
     conn = connect(db)
@@ -206,10 +218,9 @@ def test_the_daemon_moves_a_fork_edge_only_when_its_evidence_moves(tmp_path: Pat
         assert [e[1:5] for e in _edges(db)] == [(copy_id, FORK, copy_id, "fork")]
         assert _deliver(conn, store, {**tool, "session_id": copy_id, "tool_use_id": "toolu_2"}, 3) == []
         assert _deliver(conn, store, {**tool, "session_id": FORK, "tool_use_id": "toolu_3"}, 4) == []
-        assert [e[1:5] for e in _edges(db)] == [(copy_id, FORK, copy_id, "fork")]
+        assert [e[1:5] for e in _edges(db)] == [(copy_id, FORK, copy_id, "fork")] == _rebuilt_edges(conn, tmp_path)
         # the other file says it is the copy too: neither is the parent, the edge goes
         assert _deliver(conn, store, {**start, "session_id": FORK}, 5) != []
-        assert _edges(db) == []
+        assert _edges(db) == [] == _rebuilt_edges(conn, tmp_path)
     finally:
         conn.close()
-    _run("replay", "--db", str(db))

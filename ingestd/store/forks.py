@@ -32,11 +32,14 @@ the local store's edges (the central store's: ``ingestd.central.project.refresh_
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ingestd.core.keys import stable_id
-from ingestd.core.rows import EdgeRow, SessionRow
-from ingestd.core.touch import Ctx
+from ingestd.core.rows import EdgeRow
+
+if TYPE_CHECKING:  # names in annotations only: the fold state behind core.touch is no import of tree's
+    from ingestd.core.rows import SessionRow
+    from ingestd.core.touch import Ctx
 
 FORK = "fork"  # orchestration_edges.source
 

@@ -1,4 +1,4 @@
-"""``cost`` and ``sessions`` load no part of the fold: its modules (the fold state, its checks, the
+"""``cost``, ``sessions`` and ``tree`` load no part of the fold: its modules (the fold state, its checks, the
 projector) cost a read command's start-up tens of milliseconds of imports it never runs."""
 
 from __future__ import annotations
@@ -6,13 +6,19 @@ from __future__ import annotations
 import subprocess
 import sys
 
-FOLD = ("ingestd.core.state", "ingestd.core.validate", "ingestd.core.projector", "ingestd.core.transcript")
+FOLD = (
+    "ingestd.core.state",
+    "ingestd.core.touch",
+    "ingestd.core.validate",
+    "ingestd.core.projector",
+    "ingestd.core.transcript",
+)
 
 
-def test_cost_and_sessions_import_nothing_of_the_fold() -> None:
+def test_cost_sessions_and_tree_import_nothing_of_the_fold() -> None:
     code = (
         "import sys\n"
-        "import ingestd.cli, ingestd.commands.cost, ingestd.commands.sessions\n"
+        "import ingestd.cli, ingestd.commands.cost, ingestd.commands.sessions, ingestd.commands.tree\n"
         f"loaded = [m for m in {FOLD!r} if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

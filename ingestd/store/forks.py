@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ingestd.core.keys import stable_id
 from ingestd.core.rows import EdgeRow
+from ingestd.store.sqlgen import in_parts
 
 if TYPE_CHECKING:  # names in annotations only: the fold state behind core.touch is no import of tree's
     from ingestd.core.rows import SessionRow
@@ -165,7 +166,6 @@ DELETE_FORK = "DELETE FROM orchestration_edges WHERE session_id = ? AND child_ag
 
 # What a parent answer reads of a session's own row: its evidence, and the start its edge is dated by.
 FORK_INPUTS = ("root_uuid", "forked_from", "fork_start", "started_at")
-_IN_CHUNK = 500  # ids bound per query, well under SQLite's variable limit
 
 
 def settled(q: Reader, rows: Iterable[SessionRow]) -> set[str]:
@@ -176,12 +176,10 @@ def settled(q: Reader, rows: Iterable[SessionRow]) -> set[str]:
     Sound only for a change that writes nothing else ``parent`` reads (no compaction written or
     retracted, no agent retracted): the caller checks that."""
     last = {r.id: (r.root_uuid, r.forked_from, int(r.fork_start or 0), r.started_at) for r in rows}
-    ids = sorted(last)
     out: set[str] = set()
-    for i in range(0, len(ids), _IN_CHUNK):
-        part = ids[i : i + _IN_CHUNK]
-        sql = f"SELECT id, {', '.join(FORK_INPUTS)} FROM sessions WHERE id IN ({', '.join('?' * len(part))})"
-        for sid, root, forked_from, fork_start, started_at in _rows(q, sql, tuple(part)):
+    for marks, part in in_parts(sorted(last)):
+        sql = f"SELECT id, {', '.join(FORK_INPUTS)} FROM sessions WHERE id IN ({marks})"
+        for sid, root, forked_from, fork_start, started_at in _rows(q, sql, part):
             if last[sid] == (root, forked_from, int(fork_start or 0), started_at):
                 out.add(str(sid))
     return out

@@ -23,6 +23,7 @@ from ingestd.core.records import LogRow, NewLogRow
 from ingestd.store.connection import Db
 from ingestd.store.payload import decode, encode_rows
 from ingestd.store.payload import decode as decode_payload
+from ingestd.store.sqlgen import in_parts
 
 LOG_COLUMNS = "id, source, event_type, payload, received_at, session_id, origin, origin_gen, origin_offset, codec"
 
@@ -57,10 +58,8 @@ def session_rows(conn: Db, sid: str, after_id: int = 0, before_id: int | None = 
 def rows_by_id(conn: Db, ids: Sequence[int]) -> dict[int, LogRow]:
     """The log rows with these ids (those that exist), by id. Read-only."""
     out: dict[int, LogRow] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i : i + 500]
-        sql = f"SELECT {LOG_COLUMNS} FROM events_raw WHERE id IN ({', '.join('?' * len(chunk))})"
-        for r in conn.execute(sql, tuple(chunk)):
+    for marks, part in in_parts(ids):
+        for r in conn.execute(f"SELECT {LOG_COLUMNS} FROM events_raw WHERE id IN ({marks})", part):
             out[int(r[0])] = row_from_db(conn, r)
     return out
 

@@ -1,10 +1,23 @@
 """Upsert statements built from a row type's fields (``ingestd.core.rows``), so a table's column
 order is written once, for both stores: SQLite's (``?N`` placeholders) and the central
-PostgreSQL store's (``%s``, ``ingestd.central.project``)."""
+PostgreSQL store's (``%s``, ``ingestd.central.project``); ``IN (...)`` lists bound in parts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+IN_PART = 500  # values bound per ``IN (...)``: well under SQLite's variable limit
+
+
+def in_parts(values: Sequence[T], size: int = IN_PART) -> Iterator[tuple[str, tuple[T, ...]]]:
+    """``values`` in parts of at most ``size``, each as ``(marks, part)``: ``marks`` the ``?, ?, ...``
+    to write inside ``IN (...)``, ``part`` the values to bind to them. Pure."""
+    for i in range(0, len(values), size):
+        part = tuple(values[i : i + size])
+        yield ", ".join("?" * len(part)), part
 
 
 def upsert_sql(

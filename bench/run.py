@@ -33,6 +33,7 @@ from bench.report import HOOK_P99_MS, render
 from bench.results import CorpusResults, Results
 from bench.sidebyside import section_of as sidebyside_section
 from bench.statusline import section_of as statusline_section
+from bench.table import marked_section
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +157,7 @@ def kept_sections(old: str) -> str:
     size and what is left, then team mode."""
     kept = sidebyside_section(old) + framing_section(old) + statusline_section(old) + prio_section(old)
     for name in ("size", "left"):  # hand-written: the database-size figures, what is left and the next steps
-        begin, close = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-        if begin in old and close in old:
-            kept += old[old.index(begin) : old.index(close) + len(close)] + "\n"
+        kept += marked_section(old, f"<!-- {name}:begin -->", f"<!-- {name}:end -->")
     if "<!-- team:begin -->" in old:  # the team section alone: what follows it is kept above, once
         end = old.find("<!-- team:end -->")
         team = old[old.index("<!-- team:begin -->") : end + len("<!-- team:end -->") if end >= 0 else len(old)]

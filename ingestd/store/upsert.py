@@ -220,12 +220,12 @@ def write_changes(conn: Db, ch: Changes, log: Db | None = None, ctx: Ctx = LOCAL
         ctx: the database's identity, stamped on the fork edges (as the fold stamps its own edges).
     """
     retitle: set[str] = set()
-    # sessions whose upsert leaves every fork input as stored; only without a write that moves
-    # another input a parent answer reads (compactions, retracted agents)
-    same: set[str] = set()
-    if ch.sessions and not (ch.compactions or ch.retracted_compactions or ch.retracted_agents):
-        same = forks.settled(conn, ch.sessions)
+    same: set[str] = set()  # sessions whose upsert leaves every fork input as stored
     if ch.sessions:
+        # read before the upsert; only without a write that moves another input a parent answer
+        # reads (compactions, retracted agents)
+        if not (ch.compactions or ch.retracted_compactions or ch.retracted_agents):
+            same = forks.settled(conn, ch.sessions)
         conn.executemany(UPSERT_SESSION, ch.sessions)
         # a session row without a title of its own gets its summary title back (titles.refresh)
         retitle.update(r.id for r in ch.sessions if r.title is None)

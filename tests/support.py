@@ -4,6 +4,7 @@ whether this machine lets a test bind-mount (STYLE.md: no sleeps for synchronisa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -72,3 +73,22 @@ def log_rows(db: Path) -> int:
         return int(n)
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def statements(conn: Any, containing: str = "") -> Iterator[list[str]]:
+    """The SQL ``conn`` (an apsw connection) runs inside the block whose text holds ``containing``
+    (every statement when empty), in order; the connection's exec tracer is put back after."""
+    seen: list[str] = []
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        if containing in sql:
+            seen.append(sql)
+        return True
+
+    before = conn.exec_trace
+    conn.exec_trace = trace
+    try:
+        yield seen
+    finally:
+        conn.exec_trace = before

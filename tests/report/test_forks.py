@@ -30,6 +30,7 @@ from ingestd.report.forks import fork_children, fork_parent
 from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from tests.core.projector_support import Model, by_session, hook_row, tree_rows
+from tests.support import statements
 
 FORK_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "claude-2.1.332" / "fork"
 PARENT = "5bef1beb-81ea-4964-9285-56bf5cae4858"
@@ -174,18 +175,8 @@ def _deliver(conn: Any, store: Any, body: dict[str, Any], n: int) -> list[str]:
     assert not isinstance(event, hookkeys.Rejected)
     received_ns = 1_798_761_600_000_000_000 + n  # 2027, after every record of the files
     key = hookkeys.idempotency_key(event, header_key=None, received_ns=received_ns, instance="t", counter=n)
-    seen: list[str] = []
-
-    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
-        if "orchestration_edges" in sql:
-            seen.append(sql)
-        return True
-
-    conn.exec_trace = trace
-    try:
+    with statements(conn, "orchestration_edges") as seen:
         store(conn, [http_hook_row(event, raw, key, received_ns)])
-    finally:
-        conn.exec_trace = None
     return seen
 
 

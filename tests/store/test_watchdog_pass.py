@@ -8,6 +8,7 @@ import apsw
 
 from ingestd.store.upsert import UPSERT_AGENT
 from ingestd.store.watchdog_pass import stale_count, watchdog_pass
+from tests.support import statements
 
 
 def agent(db: apsw.Connection, aid: str, parent: str | None, last_seen: str, status: str = "working") -> None:
@@ -53,18 +54,9 @@ def test_stale_count_counts_what_a_pass_would_move(db: apsw.Connection) -> None:
 
 def _recursive(db: apsw.Connection, as_of: str) -> int:
     """One pass at ``as_of``; how many of its statements were recursive (the costly ones)."""
-    seen: list[str] = []
-
-    def trace(_cursor: apsw.Cursor, sql: str, _bindings: object) -> bool:
-        seen.append(sql)
-        return True
-
-    db.exec_trace = trace
-    try:
+    with statements(db, "WITH RECURSIVE") as seen:
         watchdog_pass(db, as_of, 600)
-    finally:
-        db.exec_trace = None
-    return sum("WITH RECURSIVE" in s for s in seen)
+    return len(seen)
 
 
 def test_the_recursive_statements_run_only_when_a_row_could_change(db: apsw.Connection) -> None:

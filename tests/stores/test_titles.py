@@ -27,6 +27,7 @@ from ingestd.store.connection import connect
 from ingestd.store.migrate import migrate
 from ingestd.store.writer import apply_batch
 from tests.stores.stores import Store
+from tests.support import statements
 
 READ = "2026-03-01T00:00:00.000Z"
 
@@ -197,16 +198,8 @@ def test_a_files_summaries_find_their_leaves_in_one_read_of_it(
     recs += [user(a, u, f"2026-01-01T00:00:0{i}.000Z") for i, u in enumerate(leaves)]
     conn = connect(tmp_path / "x.db")
     migrate(conn)
-    reads: list[str] = []
-
-    def trace(_c: Any, sql: str, _b: Any) -> bool:
-        if "instr(payload" in sql:
-            reads.append(sql)
-        return True
-
-    conn.exec_trace = trace
-    apply_batch(conn, main_file(a, recs))
-    conn.exec_trace = None
+    with statements(conn, "instr(payload") as reads:
+        apply_batch(conn, main_file(a, recs))
     assert len(reads) == -(-len(leaves) // per_read)
     assert conn.execute("SELECT title, title_source FROM sessions WHERE id = ?", (a,)).fetchall() == [
         ("Up to a3", "summary")

@@ -4,8 +4,9 @@ PostgreSQL store's (``%s``, ``ingestd.central.project``); ``IN (...)`` lists bou
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -55,3 +56,22 @@ def upsert_sql(
     if not sets:
         return head + " DO NOTHING"
     return head + " DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in sets) + where
+
+
+def changed_update_sql(
+    table: str, fields: Sequence[str], key: Sequence[str], cols: Sequence[str]
+) -> tuple[str, Callable[[Sequence[Any]], tuple[Any, ...]]]:
+    """``UPDATE table SET cols WHERE key AND (a col differs)``, SQLite's, with the function that picks
+    its parameters (the key's values, then the cols') from a row of ``fields``.
+
+    For indexed columns that seldom change: SQLite rewrites an index's entry for every column a
+    ``SET`` names, equal or not, so an upsert that names them writes their index pages on every
+    update. The upsert leaves them out of its ``DO UPDATE`` and this statement, run after it over
+    the same rows, assigns them only where one differs; the row ends as the full upsert leaves it.
+    """
+    k = len(key)
+    sets = ", ".join(f"{c} = ?{k + i}" for i, c in enumerate(cols, 1))
+    where = " AND ".join(f"{c} = ?{i}" for i, c in enumerate(key, 1))
+    differs = " OR ".join(f"{c} IS NOT ?{k + i}" for i, c in enumerate(cols, 1))
+    pick = itemgetter(*(fields.index(c) for c in (*key, *cols)))
+    return f"UPDATE {table} SET {sets} WHERE {where} AND ({differs})", pick

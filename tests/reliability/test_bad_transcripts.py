@@ -535,7 +535,12 @@ def test_every_bad_input_together_replays_equal(tree: tuple[Path, Path, Path], t
 
 
 def _as_nobody(fn: Callable[[], int]) -> int:
-    """Run ``fn`` in a forked child that dropped root (so file permissions apply); its result."""
+    """Run ``fn`` in a forked child that dropped root (so file permissions apply); its result.
+
+    The modules the standard library imports on first use are imported here first: where Python
+    lives under a home only root may enter (``/root`` 0700), the child could not import them."""
+    import _strptime  # noqa: F401  (datetime.strptime's)
+
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child

@@ -59,6 +59,10 @@ log = get_logger("ingestd.tailer")
 # Log rows per tailer transaction: a hook group that finds the lock taken waits for the whole
 # transaction (the fold of its rows is inside it), so this bounds a hook's wait during a catch-up.
 INGEST_BATCH_ROWS = 250
+# Seconds a tailer transaction should take at most while hooks wait for it: on a busy machine 250
+# rows took 100 ms and more (a hook's wait for the lock was most of its p99), so the batches shrink
+# to fit (``Tailing.txn_budget_s``), and grow back once no hook has waited lately.
+INGEST_TXN_BUDGET_S = 0.025
 # The daemon never gives up on a transient refusal: it waits (stalled, visibly) until it clears.
 TAILER_MAX_WAIT_S = 10.0
 
@@ -95,6 +99,8 @@ class IngestRunner:
         batch_rows: int, log rows per transaction.
         max_line_bytes: int, longer lines are logged as oversized markers.
         report: hears of the ``tailer`` retrying a transient refusal (the daemon's ``Health``).
+        contended: whether a hook waited for the lock lately (``LockWaits.recent``): then the
+            transactions are fitted to ``INGEST_TXN_BUDGET_S``; None: never.
 
     The watchdog pass after every transaction applies the window the log records (the daemon
     logs its own at start, ``ingestd.daemon.main``), as on the hook writer.
@@ -112,6 +118,7 @@ class IngestRunner:
         batch_rows: int = INGEST_BATCH_ROWS,
         max_line_bytes: int = MAX_LINE_BYTES,
         report: StallReport = NO_REPORT,
+        contended: Callable[[], bool] | None = None,
     ) -> None:
         self._open_conn = open_conn
         self._max_line_bytes = max_line_bytes
@@ -128,6 +135,8 @@ class IngestRunner:
             ),
             should_stop=self._stopping.is_set,
             write=self._write,
+            txn_budget_s=None if contended is None else INGEST_TXN_BUDGET_S,
+            contended=contended,
         )
         self._roots = [Path(os.path.abspath(r)) for r in roots]
         self._clock = clock

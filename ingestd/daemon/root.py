@@ -39,7 +39,7 @@ from ingestd.logs import get_logger
 from ingestd.report.budget import BudgetCheck, caps_from
 from ingestd.report.window import resolve_zone
 from ingestd.store import stall
-from ingestd.store.connection import Db, connect, poll_when_busy
+from ingestd.store.connection import Db, LockWaits, connect, poll_when_busy
 from ingestd.store.migrate import migrate
 from ingestd.store.walcheckpoint import WalCheckpointer
 
@@ -50,16 +50,19 @@ WRITER = web.AppKey("writer", HookWriter)
 TAILER = web.AppKey("tailer", Tailer)
 STOP = web.AppKey("stop", asyncio.Event)
 CHECKPOINTER = web.AppKey("checkpointer", WalCheckpointer)
+LOCK_WAITS = web.AppKey("lock_waits", LockWaits)  # the hook writer's waits for the tailer's lock
 
 
-def _open_write_conn(db_path: Path, guard: FileGuard | None, health: Health, part: str | None = None) -> Db:
+def _open_write_conn(
+    db_path: Path, guard: FileGuard | None, health: Health, part: str | None = None, waits: LockWaits | None = None
+) -> Db:
     """A write connection, migrated, polling a held lock every millisecond (``poll_when_busy``: the
-    hook writer and the tailer take turns); with ``guard``, every commit refused once the path no
-    longer names the daemon's file (``fileguard.guard_commits``), and ``part``'s progress told to
-    ``health``."""
+    hook writer and the tailer take turns), each wait told to ``waits``; with ``guard``, every commit
+    refused once the path no longer names the daemon's file (``fileguard.guard_commits``), and
+    ``part``'s progress told to ``health``."""
     conn = connect(db_path)
     migrate(conn)
-    poll_when_busy(conn)
+    poll_when_busy(conn, on_wait=None if waits is None else waits.note)
     if guard is not None:
         return fileguard.guard_commits(conn, guard, health, part)
     return checks.report_commits(conn, health, part) if part is not None else conn
@@ -98,7 +101,8 @@ def assemble(
     health = Health(cfg.stall_after_s, mirror=stall.mirror_path(cfg.db_path))
     # Both write connections (hooks, tailer) leave WAL checkpoints to this thread.
     checkpointer = WalCheckpointer(lambda: connect(cfg.db_path))
-    writer = _make_writer(cfg, apply, health, checkpointer, file_guard)
+    waits = LockWaits()
+    writer = _make_writer(cfg, apply, health, checkpointer, file_guard, waits)
 
     def daemon_state(now: datetime) -> dict[str, Any]:
         return presence.self_report(cfg.db_path, now).to_json()
@@ -130,16 +134,23 @@ def assemble(
     app[CONFIG] = cfg
     app[STOP] = asyncio.Event()
     app[CHECKPOINTER] = checkpointer
+    app[LOCK_WAITS] = waits
     app[WRITER] = writer
     return app
 
 
 def _make_writer(
-    cfg: ServeConfig, apply: ApplyFn | None, health: Health, checkpointer: WalCheckpointer, guard: FileGuard | None
+    cfg: ServeConfig,
+    apply: ApplyFn | None,
+    health: Health,
+    checkpointer: WalCheckpointer,
+    guard: FileGuard | None,
+    waits: LockWaits,
 ) -> HookWriter:
-    """The hook writer, running ``apply`` (tests inject one) or the daemon's own (``make_apply``)."""
+    """The hook writer, running ``apply`` (tests inject one) or the daemon's own (``make_apply``);
+    its waits for the lock told to ``waits``."""
     return ThreadWriter(
-        lambda: checkpointer.attach(_open_write_conn(cfg.db_path, guard, health)),
+        lambda: checkpointer.attach(_open_write_conn(cfg.db_path, guard, health, waits=waits)),
         apply if apply is not None else hookwriter.make_apply(),
         health=health,
         between=checkpointer.restart_missed,
@@ -179,6 +190,7 @@ def _tailer_ctx(
 
     async def tailer_ctx(app: web.Application) -> AsyncIterator[None]:
         cfg, health, checkpointer = app[CONFIG], app[HEALTH], app[CHECKPOINTER]
+        waits = app[LOCK_WAITS]
         runner: IngestRunner | None = None
         run_ingest: IngestFn
         if ingest is None:
@@ -188,6 +200,7 @@ def _tailer_ctx(
                 clock=clock,
                 max_line_bytes=cfg.max_line_bytes,
                 report=health,
+                contended=waits.recent,
             )
         else:
             run_ingest = ingest

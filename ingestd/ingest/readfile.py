@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,9 @@ log = get_logger("ingestd.ingest")
 
 HEAD_BYTES = 64
 CHUNK_BYTES = 8 << 20
+# The fewest rows a batch fitted to a transaction budget holds (``Tailing.txn_budget_s``): each
+# transaction has a cost of its own (the commit's fsync, the watchdog pass, the checkpoints).
+TXN_MIN_ROWS = 16
 # A complete JSON object at the end of a file without its newline is read once the file has not
 # grown for this long: Claude Code writes each line with its newline, so a tail this old is the
 # last line of a file nobody writes any more (a copy, a crash), not one being written.
@@ -78,6 +82,15 @@ class Tailing:
         write: runs a write (a callable) on the thread that writes and returns its result (or raises
             what it raised), the caller waiting meanwhile; None: on the calling thread. The tailer's
             writes run on a thread at the daemon's priority while its reading runs lower.
+        txn_budget_s: float, seconds a write transaction should take at most while ``contended``
+            (the daemon's: a hook group that finds the lock taken waits for the whole of one): a
+            transaction that took longer makes the next batches smaller in proportion, down to
+            ``TXN_MIN_ROWS``; one that took under half of it, or any once nobody waits, doubles them,
+            up to the run's ``batch_rows``. None: ``batch_rows`` rows each.
+        contended: whether another writer waited for the lock lately (``LockWaits.recent``); None:
+            always taken as so.
+        rows_limit: int, the rows of the next batch as the budget last fitted it (kept across calls;
+            None: ``batch_rows``).
     """
 
     cache: FoldCache = field(default_factory=FoldCache)
@@ -86,6 +99,9 @@ class Tailing:
     should_stop: Callable[[], bool] | None = None
     component: str = "tailer"
     write: Callable[[Callable[[], Any]], Any] | None = None
+    txn_budget_s: float | None = None
+    contended: Callable[[], bool] | None = None
+    rows_limit: int | None = None
 
     def run_write(self, fn: Callable[[], Any]) -> Any:
         """Run the write ``fn`` through ``write``, or here when there is none; its result."""
@@ -116,6 +132,8 @@ class Batcher:
         self.ctx = ctx
         self.summary = summary
         self.batch_rows = batch_rows
+        # the rows a batch holds before it is written: batch_rows, or fewer as the budget fits it
+        self.limit = min(batch_rows, tail.rows_limit or batch_rows)
         self.watchdog_window_s = watchdog_window_s
         self.rows: list[NewLogRow] = []
         self.cps: list[Checkpoint] = []
@@ -129,7 +147,22 @@ class Batcher:
         rows, cps = self.rows, self.cps
         self.rows = []
         self.cps = []
+        t0 = time.perf_counter()
         self.tail.run_write(lambda: self._apply(rows, cps))  # one at a time: the same order and boundaries
+        self._fit(len(rows), time.perf_counter() - t0)
+
+    def _fit(self, rows: int, elapsed_s: float) -> None:
+        """Fit ``limit`` to the tailing's transaction budget after a write of ``rows`` rows that took
+        ``elapsed_s`` (``Tailing.txn_budget_s``; nothing without one)."""
+        budget = self.tail.txn_budget_s
+        if budget is None or rows == 0:
+            return
+        waited = self.tail.contended is None or self.tail.contended()
+        if waited and elapsed_s > budget:
+            self.limit = max(TXN_MIN_ROWS, min(self.limit, int(rows * budget / elapsed_s)))
+        elif (not waited or elapsed_s < budget / 2) and rows >= self.limit:
+            self.limit = min(self.batch_rows, self.limit * 2)
+        self.tail.rows_limit = self.limit
 
     def _apply(self, rows: list[NewLogRow], cps: list[Checkpoint]) -> None:
         res = apply_isolating(
@@ -163,7 +196,7 @@ def read_file(
     """Append ``f``'s new lines (and a reset row if it was rewritten) to the batcher ``b``.
 
     Args:
-        b: the batch being built (flushed whenever it holds ``b.batch_rows`` rows).
+        b: the batch being built (flushed whenever it holds ``b.limit`` rows).
         root: str, the projects root's checkpoint key; f: the file; cp: its checkpoint row
             (``_CHECKPOINT_COLUMNS`` order) or None; now: canonical UTC read time.
         progress: called with the number of bytes just read.
@@ -223,7 +256,7 @@ def _ended(f: Found, framer: Framer, now: str, grace_s: float) -> bool:
 
 def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress | None) -> None:
     """Read the planned files into ``b`` in order, flushing whenever a batch is full and at the end."""
-    summary, batch_rows = b.summary, b.batch_rows
+    summary = b.summary
     for root_s, f, cp in plans:
         try:
             read_file(b, root_s, f, cp, now, progress)
@@ -241,7 +274,7 @@ def read_plans(b: Batcher, plans: Sequence[Plan], now: str, progress: Progress |
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             log.warning("file_unreadable", origin=f.origin, error=why)
             continue
-        if len(b.rows) >= batch_rows:
+        if len(b.rows) >= b.limit:
             b.flush()
     b.flush()
 
@@ -315,8 +348,8 @@ def _read_lines(
             last = len(lines) - 1
             for i, ln in enumerate(lines):
                 b.rows.append(_row(b, ln, f.origin, oh, gen, now, sid))
-                if len(b.rows) >= b.batch_rows:
-                    # a transaction of at most batch_rows rows, however many lines a chunk holds;
+                if len(b.rows) >= b.limit:
+                    # a transaction of at most limit rows, however many lines a chunk holds;
                     # mid-file: size -1 so the fingerprint cannot match until the file is read to
                     # its end; the offset is where the next line starts
                     resume = framer.offset if i == last else lines[i + 1].offset

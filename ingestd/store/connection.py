@@ -312,9 +312,39 @@ def _open_immutable(path: Path) -> Db:
 BUSY_POLL_S = 0.001
 
 
-def poll_when_busy(conn: Db, timeout_ms: int = BUSY_TIMEOUT_MS, poll_s: float = BUSY_POLL_S) -> Db:
+class LockWaits:
+    """When a connection last found the write lock taken: the daemon's hook writer tells it
+    (``poll_when_busy``'s ``on_wait``), the tailer asks it (``recent``) to know whether its
+    transactions keep a hook waiting.
+
+    Args:
+        window_s: float, seconds a wait counts as recent.
+        clock: monotonic seconds.
+    """
+
+    def __init__(self, window_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window_s = window_s
+        self._clock = clock
+        self._last: float | None = None
+
+    def note(self) -> None:
+        """A wait began now."""
+        self._last = self._clock()
+
+    def recent(self) -> bool:
+        """Whether a wait began within the window."""
+        return self._last is not None and self._clock() - self._last <= self._window_s
+
+
+def poll_when_busy(
+    conn: Db,
+    timeout_ms: int = BUSY_TIMEOUT_MS,
+    poll_s: float = BUSY_POLL_S,
+    on_wait: Callable[[], None] | None = None,
+) -> Db:
     """Make ``conn`` wait for a lock another connection holds by trying again every ``poll_s``
     seconds until ``timeout_ms`` (then ``BusyError``, as with ``busy_timeout``); returns ``conn``.
+    ``on_wait`` is called as each wait begins (``LockWaits.note``).
 
     For the daemon's two writers (hooks, tailer), which take turns all the time: SQLite's own
     busy handler sleeps 1, 2, 5, 10, ... 100 ms between tries, so a hook group waiting on a
@@ -329,6 +359,8 @@ def poll_when_busy(conn: Db, timeout_ms: int = BUSY_TIMEOUT_MS, poll_s: float = 
         now = monotonic()
         if tries == 0:
             deadline = now + timeout_ms / 1000
+            if on_wait is not None:
+                on_wait()
         elif now >= deadline:
             return False
         sleep(poll_s)

@@ -121,14 +121,13 @@ def discover(root: Path, unreadable: list[tuple[str, str]] | None = None) -> lis
         try:
             with os.scandir(folders.pop()) as entries:
                 for e in entries:
-                    if e.is_dir(follow_symlinks=False):
-                        folders.append(e.path)
-                        continue
-                    name = e.name
-                    is_meta = name.endswith(".meta.json")
-                    if not (is_meta or name.endswith(".jsonl") or e.is_symlink()):
-                        continue
-                    found = _examine(e, is_meta, root_s, prefix, root_real, unreadable)
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            folders.append(e.path)
+                            continue
+                    except OSError:
+                        pass  # a type the listing did not give and lstat refused: examined as a file
+                    found = _examine(e, root_s, prefix, root_real, unreadable)
                     if found is not None:
                         out.append(found)
         except FileNotFoundError:
@@ -141,7 +140,6 @@ def discover(root: Path, unreadable: list[tuple[str, str]] | None = None) -> lis
 
 def _examine(
     e: os.DirEntry[str],
-    is_meta: bool,
     root_s: str,
     prefix: str,
     root_real: str,
@@ -150,13 +148,20 @@ def _examine(
     """One listed entry that is not a folder: its ``Found`` when it is a transcript or sidecar (a
     symlink to one inside the root included), else None; a symlinked folder or a symlink out of
     the root is logged (``_passed_over``), an entry that cannot be examined too (``_unreadable``)."""
-    full = e.path
+    full, name = e.path, e.name
+    is_meta = name.endswith(".meta.json")
+    wanted = is_meta or name.endswith(".jsonl")
+    if not wanted:
+        try:  # only a symlinked folder is said; another file is none of ours
+            if e.is_symlink() and e.is_dir():
+                _passed_over(root_s, full, "a symlinked folder is not descended")
+        except OSError:
+            pass
+        return None
     try:
         if e.is_symlink():
             if e.is_dir():
                 _passed_over(root_s, full, "a symlinked folder is not descended")
-                return None
-            if not (is_meta or e.name.endswith(".jsonl")):
                 return None
             if not _inside(full, root_real):
                 _passed_over(root_s, full, "a symlink out of the projects root is not read")

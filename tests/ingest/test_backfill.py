@@ -169,6 +169,34 @@ def test_no_symlink_out_of_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert [(e["path"], e["target"]) for e in logs] == [("linkdir", str(tmp_path))]
 
 
+def test_discover_takes_files_and_folders_by_their_own_type(tmp_path: Path) -> None:
+    # the walk takes each entry's type from the listing: a folder named like a transcript is walked,
+    # a FIFO or a dangling link named like one is no file, a link to a file inside the root is read
+    root = tmp_path / "projects"
+    (root / "p" / "s" / "subagents").mkdir(parents=True)
+    (root / "p" / "ok.jsonl").write_text('{"type":"user"}\n')
+    (root / "p" / "s" / "subagents" / "agent-a.jsonl").write_text('{"type":"user"}\n')
+    (root / "p" / "s" / "subagents" / "agent-a.meta.json").write_text("{}")
+    (root / "p" / "dir.jsonl").mkdir()
+    (root / "p" / "dir.jsonl" / "inner.jsonl").write_text('{"type":"user"}\n')
+    os.mkfifo(root / "p" / "fifo.jsonl")
+    os.symlink(tmp_path / "nowhere.jsonl", root / "p" / "dangling.jsonl")
+    os.symlink(root / "p" / "ok.jsonl", root / "p" / "alias.jsonl")
+    (root / "p" / "notes.txt").write_text("x")
+    found = discover(root)
+    assert [(f.origin, f.is_meta) for f in found] == [
+        ("p/alias.jsonl", False),
+        ("p/dir.jsonl/inner.jsonl", False),
+        ("p/ok.jsonl", False),
+        ("p/s/subagents/agent-a.jsonl", False),
+        ("p/s/subagents/agent-a.meta.json", True),
+    ]
+    ok = os.stat(root / "p" / "ok.jsonl")
+    assert [(f.size, f.mtime_ns, f.inode) for f in found if f.origin == "p/alias.jsonl"] == [
+        (ok.st_size, ok.st_mtime_ns, ok.st_ino)  # the link's target's, as it is read
+    ]
+
+
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:
     """The watchdog of an ingest runs at the log's time, not the clock: a main agent active just before it is
     still waiting, an older one unknown."""

@@ -151,18 +151,13 @@ def _examine(
     full, name = e.path, e.name
     is_meta = name.endswith(".meta.json")
     wanted = is_meta or name.endswith(".jsonl")
-    if not wanted:
-        try:  # only a symlinked folder is said; another file is none of ours
-            if e.is_symlink() and e.is_dir():
-                _passed_over(root_s, full, "a symlinked folder is not descended")
-        except OSError:
-            pass
-        return None
     try:
+        if e.is_symlink() and e.is_dir():
+            _passed_over(root_s, full, "a symlinked folder is not descended")
+            return None
+        if not wanted:
+            return None
         if e.is_symlink():
-            if e.is_dir():
-                _passed_over(root_s, full, "a symlinked folder is not descended")
-                return None
             if not _inside(full, root_real):
                 _passed_over(root_s, full, "a symlink out of the projects root is not read")
                 return None
@@ -172,6 +167,8 @@ def _examine(
     except FileNotFoundError:
         return None  # removed since the folder was listed
     except OSError as err:  # a folder that can be listed but not searched, an I/O error
+        if not wanted:
+            return None  # none of ours
         if err.filename is None:
             err.filename = full
         _unreadable(root_s, "file", err, unreadable)

@@ -120,22 +120,33 @@ def discover(root: Path, unreadable: list[tuple[str, str]] | None = None) -> lis
     while folders:
         try:
             with os.scandir(folders.pop()) as entries:
+                inner: list[str] = []
                 for e in entries:
                     try:
                         if e.is_dir(follow_symlinks=False):
-                            folders.append(e.path)
+                            inner.append(e.path)
                             continue
                     except OSError:
                         pass  # a type the listing did not give and lstat refused: examined as a file
                     found = _examine(e, root_s, prefix, root_real, unreadable)
                     if found is not None:
                         out.append(found)
+                folders.extend(reversed(inner))  # the first listed walked first, as os.walk does
         except FileNotFoundError:
             continue  # removed while walking: nothing to read
         except OSError as err:  # a folder that cannot be listed
             _unreadable(root_s, "dir", err, unreadable)
     out.sort(key=lambda f: f.origin)
     return out
+
+
+def _leads_to_folder(e: os.DirEntry[str]) -> bool:
+    """Whether a symlink's target is a folder; False when the target cannot be examined (then the
+    link is judged as a file: out of the root, or unreadable inside it)."""
+    try:
+        return e.is_dir()
+    except OSError:
+        return False
 
 
 def _examine(
@@ -152,12 +163,13 @@ def _examine(
     is_meta = name.endswith(".meta.json")
     wanted = is_meta or name.endswith(".jsonl")
     try:
-        if e.is_symlink() and e.is_dir():
+        link = e.is_symlink()
+        if link and _leads_to_folder(e):
             _passed_over(root_s, full, "a symlinked folder is not descended")
             return None
         if not wanted:
             return None
-        if e.is_symlink():
+        if link:
             if not _inside(full, root_real):
                 _passed_over(root_s, full, "a symlink out of the projects root is not read")
                 return None

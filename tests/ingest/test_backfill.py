@@ -197,6 +197,53 @@ def test_discover_takes_files_and_folders_by_their_own_type(tmp_path: Path) -> N
     ]
 
 
+def test_a_link_out_of_the_root_is_passed_over_whatever_its_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a target that cannot even be examined (a path through a file) is still a link out of the
+    # root: said as passed over, not counted as a file that cannot be read
+    root = tmp_path / "projects"
+    (root / "p").mkdir(parents=True)
+    (tmp_path / "afile").write_text("x")
+    os.symlink(tmp_path / "afile" / "x", root / "p" / "through-a-file.jsonl")
+    logs: list[dict[str, Any]] = []
+
+    class Recorder:
+        def warning(self, event: str, **kw: Any) -> None:
+            logs.append({"event": event, **kw})
+
+    monkeypatch.setattr(scan, "log", Recorder())
+    unreadable: list[tuple[str, str]] = []
+    assert discover(root, unreadable) == [] and unreadable == []
+    assert [(e["event"], e["path"]) for e in logs] == [("symlink_not_followed", "p/through-a-file.jsonl")]
+
+
+def test_the_walk_goes_through_folders_in_os_walks_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what it says (passed-over links, unreadable folders) comes in the order os.walk would meet it:
+    # depth first, each folder's entries in listing order
+    root = tmp_path / "projects"
+    for p in ("a", "b/c", "d", "e/f/g", "h"):
+        (root / p).mkdir(parents=True)
+    for i, p in enumerate(("a", "b", "b/c", "d", "e/f", "e/f/g", "h", ".")):
+        os.symlink(tmp_path, root / p / f"link{i}")
+    said: list[str] = []
+
+    class Recorder:
+        def warning(self, event: str, **kw: Any) -> None:
+            said.append(kw["path"])
+
+    monkeypatch.setattr(scan, "log", Recorder())
+    monkeypatch.setattr(scan, "_said", set())
+    discover(root)
+    walked = [
+        os.path.relpath(os.path.join(d, n), root)
+        for d, dirs, _ in os.walk(root)
+        for n in dirs
+        if os.path.islink(os.path.join(d, n))
+    ]
+    assert said == walked and len(said) == 8
+
+
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:
     """The watchdog of an ingest runs at the log's time, not the clock: a main agent active just before it is
     still waiting, an older one unknown."""

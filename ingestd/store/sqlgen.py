@@ -27,6 +27,7 @@ def upsert_sql(
     key: Sequence[str],
     *,
     update: Sequence[str] | None = None,
+    keep: Sequence[str] = (),
     extra: Sequence[tuple[str, int]] = (),
     where: str = "",
     marks: str = "?",
@@ -37,7 +38,9 @@ def upsert_sql(
         table: the table.
         fields: its columns in binding order (a row type's ``_fields``).
         key: the conflict target.
-        update: columns replaced on conflict (default every field outside ``key``); ``()``: DO NOTHING.
+        update: columns replaced on conflict (default every column outside ``key`` and ``keep``);
+            ``()``: DO NOTHING.
+        keep: columns the default update leaves as stored (``changed_update_sql`` assigns them).
         extra: ``(column, n)``: a further column bound to the n-th (1-based) field's value (with
             ``%s`` marks, which cannot name a parameter twice, the caller binds that value again
             after the fields').
@@ -51,7 +54,7 @@ def upsert_sql(
         params = ["%s"] * len(cols)
     else:
         raise ValueError(f"placeholder style {marks!r}: '?' or '%s'")
-    sets = update if update is not None else [c for c in cols if c not in key]
+    sets = update if update is not None else [c for c in cols if c not in key and c not in keep]
     head = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({','.join(params)}) ON CONFLICT ({', '.join(key)})"
     if not sets:
         return head + " DO NOTHING"

@@ -57,9 +57,7 @@ LOCAL = Ctx()  # the identity of a store written without one (tests)
 # Indexed columns that seldom change are left out of the upserts' DO UPDATE and assigned after them
 # only where they differ (``changed_update_sql``): a hook's commit wrote 17 pages with them, 14 without.
 SESSION_SELDOM = ("project_path", "root_uuid", "forked_from", "team_name")
-UPSERT_SESSION = upsert_sql(
-    "sessions", SessionRow._fields, ("id",), update=[c for c in SessionRow._fields[1:] if c not in SESSION_SELDOM]
-)
+UPSERT_SESSION = upsert_sql("sessions", SessionRow._fields, ("id",), keep=SESSION_SELDOM)
 UPDATE_SESSION_SELDOM, _session_seldom = changed_update_sql("sessions", SessionRow._fields, ("id",), SESSION_SELDOM)
 # An agent is identified by (session_id, id) (SPEC §4.2, migration 0009): each session's fold
 # owns its agents' rows, so a later row of the same session simply replaces the earlier one.
@@ -69,7 +67,7 @@ UPSERT_AGENT = upsert_sql(
     "agents",
     AgentRow._fields,
     _AGENT_KEY,
-    update=[c for c in (*AgentRow._fields, "evidence_status") if c not in (*_AGENT_KEY, "parent_agent_id")],
+    keep=("parent_agent_id",),
     extra=(("evidence_status", AgentRow._fields.index("status") + 1),),
 )
 UPDATE_AGENT_PARENT, _agent_parent = changed_update_sql("agents", AgentRow._fields, _AGENT_KEY, ("parent_agent_id",))

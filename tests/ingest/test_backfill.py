@@ -244,6 +244,14 @@ def test_the_walk_goes_through_folders_in_os_walks_order(tmp_path: Path, monkeyp
     assert said == walked and len(said) == 8
 
 
+def test_a_root_that_cannot_be_listed_is_an_error_not_an_empty_tree(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        discover(tmp_path / "missing")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        discover(tmp_path / "a-file")
+
+
 def test_watchdog_uses_log_time(tmp_path: Path) -> None:
     """The watchdog of an ingest runs at the log's time, not the clock: a main agent active just before it is
     still waiting, an older one unknown."""
